@@ -1,0 +1,131 @@
+"""The agent side of channelkit: the :class:`AgentBridge` protocol and its event sink.
+
+A bridge runs an agent turn synchronously on a pool worker (``prompt`` blocks until the
+turn ends) and reports what happens during the turn to an :class:`AgentEventSink`. Sink
+methods may be called from any thread (the worker running ``prompt`` or a bridge's own
+reader thread) and must return quickly; ``ChannelBase`` provides the sink.
+
+Ordering contract shared by every bridge: ``response_boundary`` is emitted immediately
+before every ``permission_request`` of a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "AgentBridge",
+    "AgentEventSink",
+    "PermissionOption",
+    "PermissionRequest",
+    "PermissionResolved",
+    "PermissionResponse",
+    "SessionDied",
+    "ToolCallEvent",
+]
+
+#: A permission answer in the Agent Client Protocol shape, optionally with question
+#: answers: ``{"outcome": {"outcome": "selected", "optionId": "proceed_once"},
+#: "answers": {"0": "Blue"}}`` or ``{"outcome": {"outcome": "cancelled"}}``.
+PermissionResponse = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """A tool call the agent started or updated."""
+
+    session_id: str
+    tool_call_id: str
+    kind: str = ""
+    title: str = ""
+    status: str = ""
+    raw_input: Any = None
+
+
+@dataclass(frozen=True)
+class PermissionOption:
+    """One answer the agent offers for a permission request (ACP ``PermissionOption``)."""
+
+    option_id: str
+    name: str
+    kind: str | None = None  # allow_once | allow_always | reject_once | reject_always
+
+
+@dataclass(frozen=True)
+class PermissionRequest:
+    """The agent asks before running a tool (or asks the user a structured question).
+
+    ``tool_call`` is the ACP ``toolCall`` object as received (camelCase keys, including
+    ``_meta`` with ``qwenInteractionKind`` / ``qwenQuestions`` / ``toolName`` and
+    ``rawInput``); it is kept verbatim so semantic metadata is never lost.
+    """
+
+    request_id: str
+    session_id: str
+    tool_call: Mapping[str, Any]
+    options: tuple[PermissionOption, ...] = field(default_factory=tuple)
+
+    @property
+    def title(self) -> str:
+        title = self.tool_call.get("title")
+        return title if isinstance(title, str) else ""
+
+
+@dataclass(frozen=True)
+class PermissionResolved:
+    """A pending permission was answered by someone other than this channel."""
+
+    request_id: str
+    outcome: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class SessionDied:
+    """The agent session (or its process) is gone; pending requests cannot be answered."""
+
+    session_id: str
+    reason: str = ""
+
+
+@runtime_checkable
+class AgentEventSink(Protocol):
+    """Receives a turn's events. Implementations are thread-safe and never block."""
+
+    def text_chunk(self, session_id: str, chunk: str) -> None: ...
+
+    def response_boundary(self, session_id: str) -> None: ...
+
+    def tool_call(self, event: ToolCallEvent) -> None: ...
+
+    def permission_request(self, request: PermissionRequest) -> None: ...
+
+    def permission_resolved(self, event: PermissionResolved) -> None: ...
+
+    def session_died(self, event: SessionDied) -> None: ...
+
+
+@runtime_checkable
+class AgentBridge(Protocol):
+    """What ``ChannelBase`` needs from an agent."""
+
+    def prompt(self, session_id: str, text: str, sink: AgentEventSink) -> str:
+        """Run one turn; block until it ends and return the turn's final response text.
+
+        When the agent streamed, the return value is the concatenation of every chunk
+        streamed during the turn (it may be ``""``). Raises on failure.
+        """
+        ...
+
+    def cancel_session(self, session_id: str) -> bool:
+        """Ask the agent to stop the session's current turn; True if the request went out."""
+        ...
+
+    def respond_to_permission(self, request_id: str, response: PermissionResponse) -> bool:
+        """Answer a pending permission request; False when it is no longer pending."""
+        ...
+
+    def close(self) -> None:
+        """Release processes and threads; pending requests end as cancelled."""
+        ...
