@@ -1,0 +1,333 @@
+"""Token providers used by the generated clients.
+
+A provider hands out the current access token (:meth:`TokenProvider.get_token`) and drops
+it when the platform rejects it (:meth:`TokenProvider.invalidate`); the client then retries
+the call once with a fresh token.
+
+:class:`RefreshingTokenProvider` caches the token and refreshes it ahead of expiry, the way
+botocore's ``DeferredRefreshableToken`` does:
+
+- outside the *advisory* window the cached token is returned without taking a lock;
+- inside the advisory window (``advisory_refresh`` seconds before expiry) one caller
+  refreshes while the others keep using the still-valid token; a failed advisory refresh
+  is logged and the old token kept;
+- inside the *mandatory* window (``mandatory_refresh`` seconds before expiry) or with no
+  token, callers queue on the lock (with a timeout) and exactly one fetches; the rest find
+  the fresh token when they get the lock. N concurrent callers cause one token request.
+
+Concrete providers: :class:`DingTalkTokenProvider` (``POST /v1.0/oauth2/accessToken``),
+:class:`FeishuTokenProvider` (``POST /open-apis/auth/v3/tenant_access_token/internal``) and
+:class:`StaticTokenProvider` (Telegram bot token, Weixin bot token).
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import requests
+
+from channelkit.errors import (
+    ApiError,
+    AuthError,
+    ChannelKitError,
+    ConfigurationError,
+    DeserializationError,
+    TransportError,
+)
+from channelkit.http.errormap import ErrorSpec, map_error
+from channelkit.http.redact import REDACTOR
+from channelkit.http.transport import DEFAULT_TIMEOUT, Transport
+
+__all__ = [
+    "PROVIDERS",
+    "DingTalkTokenProvider",
+    "FeishuTokenProvider",
+    "RefreshingTokenProvider",
+    "StaticTokenProvider",
+    "Token",
+    "TokenProvider",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class TokenProvider(Protocol):
+    """Supplies the access token a client sends."""
+
+    def get_token(self) -> str:
+        """The token to use now (may block while one caller fetches a new one)."""
+        ...
+
+    def invalidate(self, token: str | None = None) -> None:
+        """Forget ``token`` (or the current token) after the platform rejected it."""
+        ...
+
+
+@dataclass(frozen=True)
+class Token:
+    """A token and the clock reading at which it expires."""
+
+    value: str
+    expires_at: float
+
+
+class StaticTokenProvider:
+    """A fixed token given at construction (Telegram bot token, Weixin iLink bot token)."""
+
+    def __init__(self, token: str) -> None:
+        if not isinstance(token, str) or not token:
+            raise ConfigurationError("a non-empty token is required", "token")
+        self._token = token
+        REDACTOR.add(token)
+
+    def get_token(self) -> str:
+        """Return the configured token."""
+        return self._token
+
+    def invalidate(self, token: str | None = None) -> None:
+        """Nothing to refresh: a rejected static token stays rejected."""
+
+    def __repr__(self) -> str:
+        return "StaticTokenProvider(token=***)"
+
+
+class RefreshingTokenProvider(abc.ABC):
+    """Caches a token from :meth:`fetch` and refreshes it ahead of expiry under a lock.
+
+    ``clock`` is a monotonic clock in seconds (inject a fake one in tests).
+    """
+
+    refreshable = True
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        advisory_refresh: float = 300.0,
+        mandatory_refresh: float = 60.0,
+        lock_timeout: float = 30.0,
+        retry_advisory_after: float = 30.0,
+    ) -> None:
+        if mandatory_refresh > advisory_refresh:
+            raise ConfigurationError("must not exceed advisory_refresh", "mandatory_refresh")
+        self._clock = clock
+        self._advisory = advisory_refresh
+        self._mandatory = mandatory_refresh
+        self._lock_timeout = lock_timeout
+        self._retry_advisory_after = retry_advisory_after
+        self._lock = threading.Lock()
+        self._current: Token | None = None
+        self._next_advisory_try = 0.0
+        self.fetch_count = 0
+
+    @abc.abstractmethod
+    def fetch(self) -> tuple[str, float]:
+        """Request a new token from the platform: ``(token, lifetime in seconds)``."""
+
+    def get_token(self) -> str:
+        """The cached token, refreshed first when it is missing or about to expire."""
+        current = self._current
+        now = self._clock()
+        if current is not None and now < current.expires_at - self._advisory:
+            return current.value
+        if current is not None and now < current.expires_at - self._mandatory:
+            if now >= self._next_advisory_try and self._lock.acquire(blocking=False):
+                try:
+                    if self._current is current:
+                        self._refresh_advisory()
+                finally:
+                    self._lock.release()
+            latest = self._current
+            return (latest or current).value
+        if not self._lock.acquire(timeout=self._lock_timeout):
+            raise TransportError(
+                f"timed out after {self._lock_timeout} s waiting for a token refresh",
+                timeout=True,
+            )
+        try:
+            current = self._current
+            if current is not None and self._clock() < current.expires_at - self._mandatory:
+                return current.value
+            return self._refresh().value
+        finally:
+            self._lock.release()
+
+    def invalidate(self, token: str | None = None) -> None:
+        """Drop the cached token (only if it is still ``token``, when given)."""
+        with self._lock:
+            if self._current is not None and (token is None or self._current.value == token):
+                self._current = None
+
+    def _refresh(self) -> Token:
+        started = self._clock()
+        value, lifetime = self.fetch()
+        self.fetch_count += 1
+        if not value:
+            raise DeserializationError("token", value, "the platform returned an empty token")
+        REDACTOR.add(value)
+        token = Token(value, started + float(lifetime))
+        self._current = token
+        logger.debug("%s: fetched a token valid for %s s", type(self).__name__, lifetime)
+        return token
+
+    def _refresh_advisory(self) -> None:
+        try:
+            self._refresh()
+        except ChannelKitError as exc:
+            self._next_advisory_try = self._clock() + self._retry_advisory_after
+            logger.warning(
+                "%s: early token refresh failed, keeping the current token: %s",
+                type(self).__name__,
+                exc,
+            )
+
+
+def _post_json(
+    transport: Transport, url: str, body: Mapping[str, Any], timeout: tuple[float, float]
+) -> tuple[requests.Response, Any]:
+    response = transport.request(
+        "POST",
+        url,
+        timeout=timeout,
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+        json_body=dict(body),
+        has_body=True,
+    )
+    try:
+        parsed = response.json() if response.content else None
+    except ValueError:
+        parsed = response.text[:500]
+    return response, parsed
+
+
+def _as_auth_error(error: ApiError, what: str) -> ApiError:
+    """Credential rejections at a token endpoint are AuthErrors whatever the status."""
+    if error.retryable or isinstance(error, AuthError):
+        return error
+    return AuthError(
+        f"{what}: {error.message}",
+        status=error.status,
+        code=error.code,
+        request_id=error.request_id,
+        body=error.body,
+    )
+
+
+class DingTalkTokenProvider(RefreshingTokenProvider):
+    """DingTalk internal-app access token: ``POST /v1.0/oauth2/accessToken`` (7200 s)."""
+
+    PATH = "/v1.0/oauth2/accessToken"
+    ERRORS = ErrorSpec(code_field="code", message_field="message", request_id_field="requestid")
+
+    def __init__(
+        self,
+        app_key: str,
+        app_secret: str,
+        *,
+        base_url: str = "https://api.dingtalk.com",
+        transport: Transport | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        wall_clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> None:
+        for name, value in (("app_key", app_key), ("app_secret", app_secret)):
+            if not isinstance(value, str) or not value:
+                raise ConfigurationError("a non-empty string is required", name)
+        super().__init__(**options)
+        self._app_key = app_key
+        self._app_secret = app_secret
+        REDACTOR.add(app_secret)
+        self._url = base_url.rstrip("/") + self.PATH
+        self._transport = transport or Transport()
+        self._timeout = timeout
+        self._wall_clock = wall_clock
+
+    def fetch(self) -> tuple[str, float]:
+        """Exchange appKey/appSecret for an accessToken."""
+        body = {"appKey": self._app_key, "appSecret": self._app_secret}
+        response, parsed = _post_json(self._transport, self._url, body, self._timeout)
+        error = map_error(
+            response.status_code, response.headers, parsed, self.ERRORS, clock=self._wall_clock
+        )
+        if error is not None:
+            raise _as_auth_error(error, "DingTalk access token request failed")
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("accessToken"), str):
+            raise DeserializationError("accessToken", parsed, "missing from the token response")
+        expire = parsed.get("expireIn", 7200)
+        if not isinstance(expire, int | float) or isinstance(expire, bool):
+            raise DeserializationError("expireIn", expire, "expected integer seconds")
+        return parsed["accessToken"], float(expire)
+
+    def __repr__(self) -> str:
+        return f"DingTalkTokenProvider(app_key={self._app_key!r}, app_secret=***)"
+
+
+class FeishuTokenProvider(RefreshingTokenProvider):
+    """Feishu/Lark tenant access token for a self-built app (``expire`` seconds, max 2 h)."""
+
+    PATH = "/open-apis/auth/v3/tenant_access_token/internal"
+    ERRORS = ErrorSpec(
+        code_field="code",
+        message_field="msg",
+        success_values=(0,),
+        request_id_header="x-tt-logid",
+        rate_limit_codes=(99991400,),
+    )
+
+    def __init__(
+        self,
+        app_id: str,
+        app_secret: str,
+        *,
+        base_url: str = "https://open.feishu.cn",
+        transport: Transport | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        wall_clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> None:
+        for name, value in (("app_id", app_id), ("app_secret", app_secret)):
+            if not isinstance(value, str) or not value:
+                raise ConfigurationError("a non-empty string is required", name)
+        super().__init__(**options)
+        self._app_id = app_id
+        self._app_secret = app_secret
+        REDACTOR.add(app_secret)
+        self._url = base_url.rstrip("/") + self.PATH
+        self._transport = transport or Transport()
+        self._timeout = timeout
+        self._wall_clock = wall_clock
+
+    def fetch(self) -> tuple[str, float]:
+        """Exchange app_id/app_secret for a tenant_access_token."""
+        body = {"app_id": self._app_id, "app_secret": self._app_secret}
+        response, parsed = _post_json(self._transport, self._url, body, self._timeout)
+        error = map_error(
+            response.status_code, response.headers, parsed, self.ERRORS, clock=self._wall_clock
+        )
+        if error is not None:
+            raise _as_auth_error(error, "Feishu tenant access token request failed")
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("tenant_access_token"), str):
+            raise DeserializationError(
+                "tenant_access_token", parsed, "missing from the token response"
+            )
+        expire = parsed.get("expire", 7200)
+        if not isinstance(expire, int | float) or isinstance(expire, bool):
+            raise DeserializationError("expire", expire, "expected integer seconds")
+        return parsed["tenant_access_token"], float(expire)
+
+    def __repr__(self) -> str:
+        return f"FeishuTokenProvider(app_id={self._app_id!r}, app_secret=***)"
+
+
+PROVIDERS: dict[str, Callable[..., RefreshingTokenProvider]] = {
+    "dingtalk": DingTalkTokenProvider,
+    "feishu": FeishuTokenProvider,
+}
+"""Token providers by the ``provider`` name used in a spec's ``x-channelkit-auth``."""

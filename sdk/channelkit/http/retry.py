@@ -1,0 +1,113 @@
+"""The SDK-level retry policy (above the transport, so requests-mock tests exercise it).
+
+Retried, up to ``max_attempts`` attempts in total:
+
+- :class:`~channelkit.errors.TransportError` (connect/read timeout, connection reset);
+- :class:`~channelkit.errors.RateLimited` (HTTP 429 or a rate-limit business code), waiting
+  ``Retry-After`` (delta-seconds or HTTP-date) when given. A wait longer than
+  ``retry_after_cap`` is *not* slept: the error is raised at once with its ``retry_after``
+  so the caller can reschedule instead of blocking a worker;
+- :class:`~channelkit.errors.ServerError` (HTTP 5xx), with capped exponential backoff and
+  "equal jitter": ``d/2 + random() * d/2`` where ``d = min(cap, base * 2**(attempt-1))``.
+
+Only idempotent operations are retried: GET/PUT/DELETE/HEAD/OPTIONS, and a POST only when
+the spec marks it ``x-channelkit-idempotent``. ``sleep`` and ``clock`` are injected so that
+tests never sleep.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from channelkit.errors import ChannelKitError, ConfigurationError, RateLimited, TransportError
+
+__all__ = ["IDEMPOTENT_METHODS", "RetryPolicy", "is_idempotent", "parse_retry_after"]
+
+IDEMPOTENT_METHODS = frozenset({"GET", "PUT", "DELETE", "HEAD", "OPTIONS"})
+
+
+def is_idempotent(method: str, marked: bool = False) -> bool:
+    """True when a request may be sent twice: an idempotent method, or a marked POST."""
+    return method.upper() in IDEMPOTENT_METHODS or marked
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delta-seconds or HTTP-date).
+
+    ``now`` is the current wall-clock time (epoch seconds) used for the HTTP-date form.
+    Returns ``None`` when the value is absent or unparseable; never negative.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            return None
+        seconds = when.timestamp() - now
+    if seconds != seconds:  # NaN
+        return None
+    return max(0.0, seconds)
+
+
+@dataclass
+class RetryPolicy:
+    """When and how long to wait before retrying a failed call.
+
+    ``clock`` is wall-clock time in epoch seconds (for HTTP-date ``Retry-After``);
+    ``jitter`` returns a float in ``[0, 1)``.
+    """
+
+    max_attempts: int = 3
+    backoff_base: float = 0.5
+    backoff_cap: float = 8.0
+    retry_after_cap: float = 30.0
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    clock: Callable[[], float] = field(default=time.time, repr=False)
+    jitter: Callable[[], float] = field(default=random.random, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigurationError("must be at least 1", "max_attempts")
+        if self.backoff_base < 0 or self.backoff_cap < 0 or self.retry_after_cap < 0:
+            raise ConfigurationError("must not be negative", "backoff")
+
+    @classmethod
+    def never(cls) -> RetryPolicy:
+        """A policy that makes exactly one attempt."""
+        return cls(max_attempts=1)
+
+    def backoff(self, attempt: int) -> float:
+        """Jittered exponential delay after failed attempt number ``attempt`` (1-based)."""
+        ceiling = min(self.backoff_cap, self.backoff_base * (2.0 ** max(0, attempt - 1)))
+        return ceiling / 2 + self.jitter() * ceiling / 2
+
+    def delay(self, attempt: int, error: ChannelKitError, *, idempotent: bool) -> float | None:
+        """Seconds to wait before the next attempt, or ``None`` to give up and raise ``error``.
+
+        ``attempt`` is the number of the attempt that just failed (1-based).
+        """
+        if attempt >= self.max_attempts or not idempotent:
+            return None
+        if isinstance(error, RateLimited):
+            if error.retry_after is not None:
+                if error.retry_after > self.retry_after_cap:
+                    return None
+                return error.retry_after
+            return self.backoff(attempt)
+        if isinstance(error, TransportError):
+            return self.backoff(attempt)
+        if getattr(error, "retryable", False):
+            return self.backoff(attempt)
+        return None

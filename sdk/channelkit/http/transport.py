@@ -1,0 +1,128 @@
+"""The HTTP transport under every generated client: one shared ``requests.Session``.
+
+The session is created once, its adapters mounted once with a connection pool sized to the
+worker count, and never mutated afterwards (headers and auth go on each request), which is
+what makes sharing it between pool threads safe. Every request carries an explicit
+``(connect, read)`` timeout; requests' exceptions become
+:class:`~channelkit.errors.TransportError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from channelkit.errors import ConfigurationError, TransportError
+from channelkit.http.redact import redact_url
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_POOL_SIZE",
+    "DEFAULT_READ_TIMEOUT",
+    "DEFAULT_TIMEOUT",
+    "Timeout",
+    "Transport",
+    "make_session",
+    "normalize_timeout",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT = 3.05
+DEFAULT_READ_TIMEOUT = 10.0
+DEFAULT_TIMEOUT: tuple[float, float] = (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT)
+DEFAULT_POOL_SIZE = 10
+
+Timeout = float | tuple[float, float]
+"""A single number (both phases) or a ``(connect, read)`` pair, in seconds."""
+
+
+def normalize_timeout(timeout: Timeout | None, default: tuple[float, float]) -> tuple[float, float]:
+    """Return an explicit ``(connect, read)`` pair; ``None`` means ``default``."""
+    if timeout is None:
+        return default
+    if isinstance(timeout, bool):
+        raise ConfigurationError("expected seconds or a (connect, read) pair", "timeout")
+    if isinstance(timeout, int | float):
+        pair = (float(timeout), float(timeout))
+    elif isinstance(timeout, tuple) and len(timeout) == 2:
+        pair = (float(timeout[0]), float(timeout[1]))
+    else:
+        raise ConfigurationError("expected seconds or a (connect, read) pair", "timeout")
+    if pair[0] <= 0 or pair[1] <= 0:
+        raise ConfigurationError("timeouts must be positive (never unbounded)", "timeout")
+    return pair
+
+
+def make_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
+    """A ``requests.Session`` whose connection pool holds ``pool_size`` connections per host.
+
+    urllib3 retries are disabled: retrying is the SDK's job (:mod:`channelkit.http.retry`).
+    """
+    if pool_size < 1:
+        raise ConfigurationError("must be at least 1", "pool_size")
+    session = requests.Session()
+    adapter = HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
+
+
+class Transport:
+    """Sends one HTTP request with an explicit timeout; never retries, never raises ``requests``.
+
+    ``session`` may be shared between clients (pass the same object); when omitted one is
+    made with a pool of ``pool_size`` connections.
+    """
+
+    def __init__(
+        self, session: requests.Session | None = None, *, pool_size: int = DEFAULT_POOL_SIZE
+    ) -> None:
+        self._owns_session = session is None
+        self.session = session if session is not None else make_session(pool_size)
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        timeout: tuple[float, float],
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        json_body: Any = None,
+        has_body: bool = False,
+    ) -> requests.Response:
+        """Send the request and return the response, whatever its status.
+
+        Raises :class:`TransportError` (``timeout=True`` for connect/read timeouts) when no
+        response arrived.
+        """
+        kwargs: dict[str, Any] = {
+            "params": dict(params or {}),
+            "headers": dict(headers or {}),
+            "timeout": timeout,
+            "allow_redirects": False,
+        }
+        if has_body:
+            kwargs["json"] = json_body
+        shown = redact_url(url)
+        try:
+            return self.session.request(method, url, **kwargs)
+        except requests.Timeout as exc:
+            phase = "connect" if isinstance(exc, requests.ConnectTimeout) else "read"
+            raise TransportError(
+                f"{method} {shown}: {phase} timeout after "
+                f"{timeout[0] if phase == 'connect' else timeout[1]} s",
+                timeout=True,
+            ) from None
+        except requests.RequestException as exc:
+            raise TransportError(f"{method} {shown}: {type(exc).__name__}") from None
+
+    def close(self) -> None:
+        """Close the session if this transport created it."""
+        if self._owns_session:
+            self.session.close()
