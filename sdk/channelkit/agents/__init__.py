@@ -10,14 +10,30 @@ from channelkit.agents.base import (
     SessionDied,
     ToolCallEvent,
 )
+from channelkit.agents.function import (
+    FunctionAgent,
+    PermissionDecision,
+    Question,
+    QuestionCancelled,
+    QuestionError,
+    QuestionExpired,
+    Turn,
+)
 
 __all__ = [
     "AgentBridge",
     "AgentEventSink",
+    "FunctionAgent",
+    "PermissionDecision",
     "PermissionOption",
     "PermissionRequest",
     "PermissionResolved",
     "PermissionResponse",
+    "Question",
+    "QuestionCancelled",
+    "QuestionError",
+    "QuestionExpired",
     "SessionDied",
     "ToolCallEvent",
+    "Turn",
 ]

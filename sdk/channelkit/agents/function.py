@@ -1,0 +1,419 @@
+"""In-process function agents: a plain Python function is the agent.
+
+    def agent(turn: Turn) -> str:
+        turn.say("Let me check. ")
+        answers = turn.ask([Question("Which region?", ["Beijing", "Shanghai"], header="Region")])
+        return f"Deploying to {answers['0']}."
+
+    bridge = FunctionAgent(agent)
+
+``prompt`` runs ``fn(turn)`` on the calling (pool) thread. ``say`` streams a chunk;
+``ask`` emits a response boundary and then a canonical user-question permission
+request (``_meta.qwenInteractionKind == "user_question"``) and blocks until it is
+answered, raising :class:`QuestionCancelled` / :class:`QuestionExpired`;
+``request_permission`` does the same for an ordinary tool permission. A non-empty
+return value is said as the final chunk; ``prompt`` returns everything said.
+
+Every wait is bounded by ``question_timeout`` seconds. Pass ``scheduler`` to measure
+that timeout on the scheduler's clock (a FakeClock in tests).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from channelkit.agents.base import (
+    AgentEventSink,
+    PermissionOption,
+    PermissionRequest,
+    PermissionResolved,
+    PermissionResponse,
+    ToolCallEvent,
+)
+from channelkit.errors import ChannelKitError
+
+__all__ = [
+    "PERMISSION_OPTIONS",
+    "QUESTION_OPTIONS",
+    "FunctionAgent",
+    "PermissionDecision",
+    "Question",
+    "QuestionCancelled",
+    "QuestionError",
+    "QuestionExpired",
+    "Turn",
+]
+
+#: Options of a user question (as the reference producer advertises them).
+QUESTION_OPTIONS = (
+    PermissionOption("proceed_once", "Submit", "allow_once"),
+    PermissionOption("cancel", "Cancel", "reject_once"),
+)
+#: Default options of an ordinary permission request.
+PERMISSION_OPTIONS = (
+    PermissionOption("proceed_once", "Allow", "allow_once"),
+    PermissionOption("proceed_always", "Always allow", "allow_always"),
+    PermissionOption("cancel", "Reject", "reject_once"),
+)
+
+_CANCELLED_OUTCOME: Mapping[str, Any] = {"outcome": "cancelled"}
+
+
+class QuestionError(ChannelKitError):
+    """A question or permission request ended without an answer."""
+
+    def __init__(self, message: str, request_id: str) -> None:
+        self.request_id = request_id
+        super().__init__(message)
+
+
+class QuestionCancelled(QuestionError):
+    """The user cancelled the question, or the turn was cancelled."""
+
+
+class QuestionExpired(QuestionError):
+    """Nobody answered within the timeout."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question for :meth:`Turn.ask`; options are labels, ``(label, description)``
+    pairs or ``{"label", "description"}`` mappings. ``header`` defaults to
+    ``"Question <n>"``."""
+
+    question: str
+    options: Sequence[str | tuple[str, str] | Mapping[str, str]]
+    header: str = ""
+    multi_select: bool = False
+
+
+@dataclass(frozen=True)
+class PermissionDecision:
+    """The answer to :meth:`Turn.request_permission`."""
+
+    option_id: str | None
+    kind: str | None = None
+    cancelled: bool = False
+    expired: bool = False
+
+    @property
+    def allowed(self) -> bool:
+        return self.kind in ("allow_once", "allow_always")
+
+
+_State = Literal["answered", "cancelled", "expired"]
+
+
+@dataclass
+class _Waiter:
+    request: PermissionRequest
+    event: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    state: Literal["waiting", "answered", "cancelled", "expired"] = "waiting"
+    response: PermissionResponse | None = None
+
+    def resolve(
+        self,
+        state: Literal["answered", "cancelled", "expired"],
+        response: PermissionResponse | None,
+    ) -> bool:
+        with self.lock:
+            if self.state != "waiting":
+                return False
+            self.state = state
+            self.response = response
+        self.event.set()
+        return True
+
+
+def _question_dict(index: int, item: Question | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(item, Question):
+        text, header, multi, raw_options = (
+            item.question,
+            item.header,
+            item.multi_select,
+            item.options,
+        )
+    else:
+        text = item.get("question", "")
+        header = item.get("header", "")
+        multi = item.get("multiSelect", item.get("multi_select", False))
+        raw_options = item.get("options", ())
+    options: list[dict[str, str]] = []
+    for option in raw_options:
+        if isinstance(option, str):
+            options.append({"label": option, "description": ""})
+        elif isinstance(option, Mapping):
+            options.append(
+                {
+                    "label": str(option.get("label", "")),
+                    "description": option.get("description", ""),
+                }
+            )
+        else:
+            label, description = option
+            options.append({"label": label, "description": description})
+    return {
+        "header": header or f"Question {index + 1}",
+        "question": text,
+        "options": options,
+        "multiSelect": bool(multi),
+    }
+
+
+class Turn:
+    """One agent turn, handed to the agent function."""
+
+    def __init__(self, agent: FunctionAgent, session_id: str, text: str, sink: AgentEventSink):
+        self._agent = agent
+        self.session_id = session_id
+        self.text = text
+        self._sink = sink
+        self._said: list[str] = []
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._waiters: dict[str, _Waiter] = {}
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the channel cancelled this turn; stop working when you see it."""
+        return self._cancelled.is_set()
+
+    @property
+    def said(self) -> str:
+        return "".join(self._said)
+
+    def say(self, text: str) -> None:
+        """Stream visible text (ignored after cancellation)."""
+        if not text or self.cancelled:
+            return
+        self._said.append(text)
+        self._sink.text_chunk(self.session_id, text)
+
+    def boundary(self) -> None:
+        """End the current visible output segment."""
+        self._sink.response_boundary(self.session_id)
+
+    def tool_call(
+        self,
+        title: str,
+        *,
+        kind: str = "other",
+        status: str = "completed",
+        raw_input: Any = None,
+        tool_call_id: str | None = None,
+    ) -> str:
+        """Report a tool call; returns its id."""
+        call_id = tool_call_id or f"tool-{uuid.uuid4().hex[:12]}"
+        self._sink.tool_call(
+            ToolCallEvent(self.session_id, call_id, kind, title, status, raw_input)
+        )
+        return call_id
+
+    def ask(
+        self, questions: Sequence[Question | Mapping[str, Any]], *, timeout: float | None = None
+    ) -> dict[str, str]:
+        """Ask 1-4 structured questions; block until answered.
+
+        Returns the answers keyed ``"0"``, ``"1"``... (multi-select answers are joined
+        with ``", "``; an approval without answers returns ``{}``). Raises
+        :class:`QuestionCancelled` or :class:`QuestionExpired`.
+        """
+        qs = [_question_dict(i, q) for i, q in enumerate(questions)]
+        count = len(qs)
+        request_id = f"q-{uuid.uuid4().hex}"
+        tool_call = {
+            "toolCallId": f"tool-{request_id}",
+            "kind": "other",
+            "title": f"Ask user {count} question{'' if count == 1 else 's'}",
+            "status": "pending",
+            "rawInput": {"questions": qs},
+            "_meta": {
+                "toolName": "ask_user_question",
+                "qwenInteractionKind": "user_question",
+                "qwenQuestions": qs,
+            },
+        }
+        request = PermissionRequest(request_id, self.session_id, tool_call, QUESTION_OPTIONS)
+        waiter = self._wait(request, timeout)
+        if waiter.state == "expired":
+            raise QuestionExpired(f"question {request_id} expired", request_id)
+        if waiter.state == "cancelled":
+            raise QuestionCancelled(f"question {request_id} was cancelled", request_id)
+        response = waiter.response or {}
+        outcome = response.get("outcome")
+        option_id = outcome.get("optionId") if isinstance(outcome, Mapping) else None
+        selected = isinstance(outcome, Mapping) and outcome.get("outcome") == "selected"
+        if not selected or option_id != QUESTION_OPTIONS[0].option_id:
+            raise QuestionCancelled(f"question {request_id} was cancelled", request_id)
+        answers = response.get("answers")
+        if not isinstance(answers, Mapping):
+            return {}
+        return {str(k): str(v) for k, v in answers.items()}
+
+    def request_permission(
+        self,
+        title: str,
+        *,
+        kind: str = "execute",
+        tool_name: str | None = None,
+        raw_input: Mapping[str, Any] | None = None,
+        options: Sequence[PermissionOption] = PERMISSION_OPTIONS,
+        timeout: float | None = None,
+    ) -> PermissionDecision:
+        """Ask permission to run a tool; block until answered or expired."""
+        request_id = f"p-{uuid.uuid4().hex}"
+        tool_call: dict[str, Any] = {
+            "toolCallId": f"tool-{request_id}",
+            "kind": kind,
+            "title": title,
+            "status": "pending",
+            "rawInput": dict(raw_input or {}),
+        }
+        if tool_name:
+            tool_call["_meta"] = {"toolName": tool_name}
+        request = PermissionRequest(request_id, self.session_id, tool_call, tuple(options))
+        waiter = self._wait(request, timeout)
+        if waiter.state != "answered":
+            return PermissionDecision(None, cancelled=True, expired=waiter.state == "expired")
+        outcome = (waiter.response or {}).get("outcome")
+        if not isinstance(outcome, Mapping) or outcome.get("outcome") != "selected":
+            return PermissionDecision(None, cancelled=True)
+        option_id = outcome.get("optionId")
+        option = next((o for o in options if o.option_id == option_id), None)
+        return PermissionDecision(
+            str(option_id) if option_id is not None else None,
+            option.kind if option else None,
+        )
+
+    # -- internals --------------------------------------------------------------------
+
+    def _wait(self, request: PermissionRequest, timeout: float | None) -> _Waiter:
+        agent = self._agent
+        limit = agent.question_timeout if timeout is None else float(timeout)
+        waiter = _Waiter(request)
+        with self._lock:
+            if self.cancelled:
+                waiter.resolve("cancelled", None)
+                return waiter
+            self._waiters[request.request_id] = waiter
+        agent._register(waiter)
+        timer = None
+        if agent.scheduler is not None:
+            timer = agent.scheduler.call_later(limit, self._expire, waiter)
+        try:
+            self._sink.response_boundary(self.session_id)
+            self._sink.permission_request(request)
+            real_limit = limit if agent.scheduler is None else limit + agent.real_wait_margin
+            if not waiter.event.wait(real_limit):
+                self._expire(waiter)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            with self._lock:
+                self._waiters.pop(request.request_id, None)
+            agent._unregister(waiter)
+        return waiter
+
+    def _expire(self, waiter: _Waiter) -> None:
+        if waiter.resolve("expired", None):
+            self._sink.permission_resolved(
+                PermissionResolved(waiter.request.request_id, _CANCELLED_OUTCOME)
+            )
+
+    def _cancel(self) -> None:
+        with self._lock:
+            self._cancelled.set()
+            waiters = list(self._waiters.values())
+        for waiter in waiters:
+            if waiter.resolve("cancelled", None):
+                self._sink.permission_resolved(
+                    PermissionResolved(waiter.request.request_id, _CANCELLED_OUTCOME)
+                )
+
+
+class FunctionAgent:
+    """An :class:`~channelkit.agents.base.AgentBridge` backed by ``fn(turn) -> str``.
+
+    ``question_timeout`` bounds every ``ask``/``request_permission`` wait (seconds).
+    With ``scheduler`` the timeout is a timer on the scheduler's clock; the real wait is
+    then bounded by ``question_timeout + real_wait_margin``.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[[Turn], str | None],
+        *,
+        question_timeout: float = 300.0,
+        scheduler: Any = None,
+        real_wait_margin: float = 30.0,
+    ) -> None:
+        if not callable(fn):
+            raise TypeError("fn: must be callable")
+        if question_timeout <= 0:
+            raise ValueError("question_timeout: must be > 0")
+        self._fn = fn
+        self.question_timeout = float(question_timeout)
+        self.scheduler = scheduler
+        self.real_wait_margin = real_wait_margin
+        self._lock = threading.Lock()
+        self._turns: dict[str, Turn] = {}
+        self._waiters: dict[str, _Waiter] = {}
+
+    def prompt(self, session_id: str, text: str, sink: AgentEventSink) -> str:
+        turn = Turn(self, session_id, text, sink)
+        with self._lock:
+            if session_id in self._turns:
+                raise RuntimeError(f"session {session_id} already has a running turn")
+            self._turns[session_id] = turn
+        try:
+            result = self._fn(turn)
+            if isinstance(result, str) and result:
+                turn.say(result)
+            return turn.said
+        finally:
+            with self._lock:
+                if self._turns.get(session_id) is turn:
+                    del self._turns[session_id]
+
+    def cancel_session(self, session_id: str) -> bool:
+        with self._lock:
+            turn = self._turns.get(session_id)
+        if turn is None:
+            return False
+        turn._cancel()
+        return True
+
+    def respond_to_permission(self, request_id: str, response: PermissionResponse) -> bool:
+        with self._lock:
+            waiter = self._waiters.get(request_id)
+        if waiter is None or not waiter.resolve("answered", response):
+            return False
+        # Like the ACP bridge: report the resolution before returning.
+        with self._lock:
+            turn = self._turns.get(waiter.request.session_id)
+        outcome = response.get("outcome") if isinstance(response, Mapping) else None
+        if turn is not None:
+            turn._sink.permission_resolved(
+                PermissionResolved(request_id, outcome if isinstance(outcome, Mapping) else None)
+            )
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            turns = list(self._turns.values())
+        for turn in turns:
+            turn._cancel()
+
+    def _register(self, waiter: _Waiter) -> None:
+        with self._lock:
+            self._waiters[waiter.request.request_id] = waiter
+
+    def _unregister(self, waiter: _Waiter) -> None:
+        with self._lock:
+            if self._waiters.get(waiter.request.request_id) is waiter:
+                del self._waiters[waiter.request.request_id]

@@ -1,0 +1,98 @@
+"""Channel configuration (validated; errors name the field)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from channelkit.core.types import SessionScope
+from channelkit.errors import ConfigurationError
+
+__all__ = ["ChannelConfig"]
+
+
+@dataclass
+class ChannelConfig:
+    """Settings shared by every channel adapter.
+
+    * ``name`` - channel name (``SessionTarget.channel_name``), non-blank.
+    * ``session_scope`` - ``"user"`` (per sender per chat, default), ``"chat"`` or
+      ``"thread"`` (shared sessions).
+    * ``model`` - optional model name adapters may show (never inferred).
+    * ``permission_timeout`` - seconds a pending permission/question stays answerable
+      (the host permission lifetime); on expiry it is answered ``cancelled``.
+    * ``authorized_senders`` - in shared sessions, who may answer permissions and
+      /cancel (None = everyone in the chat).
+    * ``max_workers`` - pool size when ChannelBase creates its own pool.
+    * ``max_concurrent_runs`` - agent runs executing at once (default
+      ``max(1, max_workers // 2)``, always below ``max_workers``).
+    * ``cancel_timeout`` / ``delivery_timeout`` / ``respond_timeout`` - bounds (seconds)
+      for the cancel RPC, final delivery and waiting for an in-flight respond.
+    * ``max_pending_permissions`` - live pending-request cap (oldest cancelled beyond).
+    """
+
+    name: str
+    session_scope: SessionScope | str = SessionScope.USER
+    model: str | None = None
+    permission_timeout: float = 300.0
+    authorized_senders: frozenset[str] | None = None
+    max_workers: int = 16
+    max_concurrent_runs: int | None = None
+    cancel_timeout: float = 3.0
+    delivery_timeout: float = 60.0
+    respond_timeout: float = 30.0
+    max_pending_permissions: int = 1000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ConfigurationError("must be a non-blank string", path="name")
+        try:
+            self.session_scope = SessionScope(self.session_scope)
+        except ValueError:
+            raise ConfigurationError(
+                f"must be one of {[s.value for s in SessionScope]}, got {self.session_scope!r}",
+                path="session_scope",
+            ) from None
+        if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
+            raise ConfigurationError("must be a non-blank string or None", path="model")
+        for name in ("permission_timeout", "cancel_timeout", "delivery_timeout", "respond_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ConfigurationError(f"must be a positive number, got {value!r}", path=name)
+        if isinstance(self.max_workers, bool) or not isinstance(self.max_workers, int):
+            raise ConfigurationError("must be an integer", path="max_workers")
+        if self.max_workers < 2:
+            raise ConfigurationError("must be >= 2", path="max_workers")
+        if self.max_concurrent_runs is None:
+            self.max_concurrent_runs = max(1, self.max_workers // 2)
+        if (
+            isinstance(self.max_concurrent_runs, bool)
+            or not isinstance(self.max_concurrent_runs, int)
+            or not 1 <= self.max_concurrent_runs < self.max_workers
+        ):
+            raise ConfigurationError(
+                f"must be an integer in [1, max_workers - 1], got {self.max_concurrent_runs!r}",
+                path="max_concurrent_runs",
+            )
+        if (
+            isinstance(self.max_pending_permissions, bool)
+            or not isinstance(self.max_pending_permissions, int)
+            or self.max_pending_permissions < 1
+        ):
+            raise ConfigurationError("must be a positive integer", path="max_pending_permissions")
+        senders: object = self.authorized_senders
+        if senders is not None:
+            if isinstance(senders, str) or not isinstance(senders, Iterable):
+                raise ConfigurationError("must be a collection of sender ids", "authorized_senders")
+            self.authorized_senders = frozenset(str(s) for s in senders)
+
+    @property
+    def scope(self) -> SessionScope:
+        return SessionScope(self.session_scope)
+
+    @property
+    def shared_sessions(self) -> bool:
+        """True when several senders share one session (chat/thread scope)."""
+        return self.scope is not SessionScope.USER

@@ -1,0 +1,137 @@
+"""Exact user-facing strings and the text permission prompt.
+
+These are the plain-text behaviours every adapter inherits: the permission prompt for
+requests not presented natively and the replies of the permission commands.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from channelkit.agents.base import PermissionRequest
+from channelkit.core.questions import always_option_id, approval_option_id, is_reject_option
+
+__all__ = [
+    "MSG_AMBIGUOUS",
+    "MSG_APPROVED",
+    "MSG_APPROVED_ALWAYS",
+    "MSG_CANCELLED",
+    "MSG_CANCEL_FAILED",
+    "MSG_CANCEL_UNAUTHORIZED",
+    "MSG_DENIED",
+    "MSG_FAILED",
+    "MSG_NONE",
+    "MSG_NOTHING_RUNNING",
+    "MSG_NOT_FOUND_ID",
+    "MSG_NOT_PENDING",
+    "MSG_NO_ALWAYS",
+    "MSG_NO_APPROVABLE",
+    "MSG_SUBMIT_VIA_CARD",
+    "MSG_UNAUTHORIZED",
+    "format_ambiguous",
+    "format_permission_request",
+    "sanitize_text",
+]
+
+MSG_UNAUTHORIZED = "Only authorized members can answer permission requests in this shared session."
+MSG_NOT_FOUND_ID = "No pending permission request with that id for this chat."
+MSG_NONE = "No pending permission request for this chat."
+MSG_SUBMIT_VIA_CARD = (
+    "Submit this question through its interactive card, or use /deny [request-id] to cancel it."
+)
+MSG_NO_APPROVABLE = "This permission request has no approvable option."
+MSG_NO_ALWAYS = "This permission request has no always-allow option."
+MSG_FAILED = "Failed to answer the permission request."
+MSG_APPROVED = "Permission approved."
+MSG_APPROVED_ALWAYS = "Permission approved always."
+MSG_DENIED = "Permission denied."
+MSG_NOT_PENDING = "Permission request is no longer pending."
+MSG_CANCEL_UNAUTHORIZED = "Only authorized members can cancel requests in this shared session."
+MSG_NOTHING_RUNNING = "No request is currently running."
+MSG_CANCELLED = "Cancelled current request."
+MSG_CANCEL_FAILED = "Failed to cancel current request."
+MSG_AMBIGUOUS = (
+    "Multiple permission requests are pending for this chat. Reply with /{decision} <request-id>."
+)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def sanitize_text(value: object, limit: int) -> str:
+    """One-line, bounded text for logs and lifecycle labels.
+
+    Newlines become a literal ``\\n``, other control characters are dropped, and text
+    longer than ``limit`` characters is cut with a trailing ``…``.
+    """
+    text = "" if value is None else str(value)
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+    text = _CONTROL.sub("", text).strip()
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return text
+
+
+def _label(value: object, fallback: str, limit: int = 80) -> str:
+    text = sanitize_text(value, limit) if isinstance(value, str) else ""
+    return text or fallback
+
+
+def _parameters(raw_input: object) -> str | None:
+    if not isinstance(raw_input, Mapping) or not raw_input:
+        return None
+    parts: list[str] = []
+    keys = list(raw_input.keys())
+    for key in keys[:4]:
+        name = sanitize_text(key, 40)
+        if not name:
+            continue
+        value = raw_input[key]
+        if isinstance(value, list | tuple):
+            n = len(value)
+            parts.append(f"{name} ({n} item{'' if n == 1 else 's'})")
+        elif isinstance(value, Mapping):
+            parts.append(f"{name} (object)")
+        else:
+            parts.append(name)
+    if len(keys) > 4:
+        parts.append(f"+{len(keys) - 4} more")
+    return ", ".join(parts) if parts else "unknown"
+
+
+def format_permission_request(request: PermissionRequest) -> str:
+    """The text permission prompt (never includes raw parameter values)."""
+    tool_call: Mapping[str, Any] = request.tool_call
+    meta = tool_call.get("_meta")
+    meta = meta if isinstance(meta, Mapping) else {}
+    tool = _label(meta.get("toolName"), "") or _label(tool_call.get("kind"), "unknown", 40)
+    lines = [
+        "Permission required to run a tool",
+        "",
+        f"Tool: {tool}",
+        f"Action: {_label(tool_call.get('title'), 'Tool use')}",
+    ]
+    params = _parameters(tool_call.get("rawInput"))
+    if params:
+        lines.append(f"Parameters: {params}")
+    options = list(request.options)
+    approve_id = approval_option_id(options)
+    approve = next((o for o in options if o.option_id == approve_id), None)
+    always_id = always_option_id(options)
+    always = next((o for o in options if o.option_id == always_id), None)
+    reject = next((o for o in options if is_reject_option(o)), None)
+    lines += ["", "Reply with:"]
+    lines.append(f"/approve        {_label(approve.name if approve else None, 'allow once')}")
+    if always is not None:
+        lines.append(f"/approve-always {_label(always.name, 'always allow')}")
+    lines.append(f"/deny           {_label(reject.name if reject else None, 'deny')}")
+    return "\n".join(lines)
+
+
+def format_ambiguous(decision: str, entries: list[tuple[str, str]]) -> str:
+    """The reply listing request ids when a command matches several pending requests."""
+    lines = [MSG_AMBIGUOUS.format(decision=decision)]
+    for request_id, title in entries[:6]:
+        lines.append(f"- {request_id}: {_label(title, 'Tool use')}")
+    return "\n".join(lines)

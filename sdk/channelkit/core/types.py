@@ -1,0 +1,211 @@
+"""Public value types of the channel interaction contract (seed 000 / 001).
+
+Everything here is immutable and platform-neutral: no cards, no template ids, no
+platform handles. The correlation chain is
+``SessionTarget(chat_id/thread_id) -> session_id -> run_id -> segment_id/request_id``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple
+
+__all__ = [
+    "CancellationReason",
+    "ChannelPromptOwner",
+    "ChannelUserQuestion",
+    "InboundMessage",
+    "LifecycleEvent",
+    "LifecycleToolCall",
+    "LifecycleType",
+    "OutputSegmentContext",
+    "QuestionOption",
+    "SegmentEndReason",
+    "SessionScope",
+    "SessionTarget",
+    "SettlementReason",
+    "UserInputPresentationResult",
+]
+
+
+class _StrEnum(str, Enum):
+    """A str-valued enum that formats as its value on every Python version."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, format_spec: str) -> str:
+        return format(str(self.value), format_spec)
+
+
+class SessionScope(_StrEnum):
+    """How inbound messages map to agent sessions."""
+
+    USER = "user"  #: one session per sender per chat
+    CHAT = "chat"  #: one shared session per chat
+    THREAD = "thread"  #: one shared session per chat thread (chat when no thread)
+
+
+class LifecycleType(_StrEnum):
+    STARTED = "started"
+    TEXT_CHUNK = "text_chunk"
+    TOOL_CALL = "tool_call"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (LifecycleType.COMPLETED, LifecycleType.FAILED, LifecycleType.CANCELLED)
+
+
+class SegmentEndReason(_StrEnum):
+    """Why an output segment closed (``on_output_segment_end``)."""
+
+    RESPONSE_BOUNDARY = "response_boundary"
+    INPUT_REQUESTED = "input_requested"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class SettlementReason(_StrEnum):
+    """Why a pending user-input request settled (``on_settled`` listeners)."""
+
+    #: answered through the context's ``respond`` (submit) or by another surface
+    RESOLVED_OUTSIDE_PRESENTER = "resolved_outside_presenter"
+    #: cancelled or rejected: user cancel, /deny, timeout, session death, bridge swap
+    CANCELLED = "cancelled"
+    #: the run that asked was cancelled locally (/cancel, Stop, close)
+    RUN_CANCELLED = "run_cancelled"
+
+
+class CancellationReason(_StrEnum):
+    """``reason`` of a ``cancelled`` lifecycle event."""
+
+    CANCEL_COMMAND = "cancel_command"  #: /cancel or a Stop button (exact run)
+    CLEAR = "clear"
+    STEER = "steer"
+    TIMEOUT = "timeout"
+    DROPPED = "dropped"
+    SHUTDOWN = "shutdown"  #: ChannelBase.close()
+
+
+class UserInputPresentationResult(_StrEnum):
+    """What ``present_user_input_request`` did with the request."""
+
+    #: a native input is live; the adapter will answer through ``context.respond``
+    PRESENTED = "presented"
+    #: the adapter already called ``context.respond`` before returning
+    HANDLED = "handled"
+    #: no native input; ChannelBase sends the text permission prompt
+    UNSUPPORTED = "unsupported"
+
+
+@dataclass(frozen=True)
+class SessionTarget:
+    """Where a session's messages go: the chat (and thread) plus the sender."""
+
+    channel_name: str
+    sender_id: str
+    chat_id: str
+    thread_id: str | None = None
+    is_group: bool = False
+
+
+@dataclass(frozen=True)
+class ChannelPromptOwner:
+    """The human channel user who started a run (``id`` is the sender id)."""
+
+    id: str
+    kind: str = "channel_user"
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    """A real human message handed to :meth:`ChannelBase.handle_inbound`."""
+
+    channel_name: str
+    chat_id: str
+    sender_id: str
+    text: str
+    message_id: str | None = None
+    thread_id: str | None = None
+    is_group: bool = False
+    sender_name: str | None = None
+
+
+@dataclass(frozen=True)
+class LifecycleToolCall:
+    """A sanitized tool call for lifecycle events: no raw input, bounded labels."""
+
+    session_id: str
+    tool_call_id: str
+    kind: str
+    title: str
+    status: str
+
+
+@dataclass(frozen=True)
+class LifecycleEvent:
+    """One task lifecycle event; every event of a run carries the run's ``run_id``.
+
+    ``owner`` is set for attended (inbound) runs and None for loop/webhook runs.
+    ``chunk`` is set for text_chunk (raw model text), ``tool_call`` for tool_call,
+    ``reason`` for cancelled, ``error``/``phase`` ("agent" | "delivery") for failed.
+    """
+
+    type: LifecycleType
+    channel_name: str
+    chat_id: str
+    session_id: str
+    run_id: str
+    owner: ChannelPromptOwner | None = None
+    message_id: str | None = None
+    chunk: str | None = None
+    tool_call: LifecycleToolCall | None = None
+    reason: CancellationReason | str | None = None
+    error: str | None = None
+    phase: str | None = None
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class OutputSegmentContext:
+    """One contiguous run of visible assistant text inside a run."""
+
+    channel_name: str
+    session_id: str
+    run_id: str
+    segment_id: str
+    owner: ChannelPromptOwner
+    target: SessionTarget
+    message_id: str | None = None
+
+
+class QuestionOption(NamedTuple):
+    """An option of a :class:`ChannelUserQuestion` (a ``(label, description)`` pair)."""
+
+    label: str
+    description: str
+
+
+@dataclass(frozen=True)
+class ChannelUserQuestion:
+    """A normalized structured question; answers are keyed by ``answer_key``."""
+
+    answer_key: str
+    header: str
+    question: str
+    options: tuple[QuestionOption, ...]
+    multi_select: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answerKey": self.answer_key,
+            "header": self.header,
+            "question": self.question,
+            "options": [{"label": o.label, "description": o.description} for o in self.options],
+            "multiSelect": self.multi_select,
+        }
