@@ -1,0 +1,39 @@
+"""Presentation machinery shared by the card-based platform adapters (DingTalk, Feishu).
+
+* :class:`SnapshotWriter` - coalesced, rate-limited full-snapshot writes of one output
+  segment (one write in flight, one replaceable pending snapshot, >= 500 ms apart,
+  20,000-char bounded content, ``finalize`` waits for the write in flight).
+* :class:`OneShotClaim` / :class:`StateCell` - lock-protected compare-and-set claims.
+* :class:`TombstoneStore` - terminal records (correlation + state only), 10 minute TTL on
+  the injected clock, at most 1,000 entries.
+* :func:`bound_text` - the 20,000-character cap with its truncation marker.
+"""
+
+from __future__ import annotations
+
+from channelkit.platforms.common.claims import OneShotClaim, StateCell
+from channelkit.platforms.common.snapshot_writer import MIN_FLUSH_INTERVAL, SnapshotWriter
+from channelkit.platforms.common.text import MAX_VISIBLE_CHARS, TRUNCATION_MARKER, bound_text
+from channelkit.platforms.common.tombstones import (
+    TOMBSTONE_MAXSIZE,
+    TOMBSTONE_TTL,
+    TombstoneStore,
+)
+from channelkit.platforms.common.types import Clock, Scheduler, SerialSubmit, TimerHandle
+
+__all__ = [
+    "MAX_VISIBLE_CHARS",
+    "MIN_FLUSH_INTERVAL",
+    "TOMBSTONE_MAXSIZE",
+    "TOMBSTONE_TTL",
+    "TRUNCATION_MARKER",
+    "Clock",
+    "OneShotClaim",
+    "Scheduler",
+    "SerialSubmit",
+    "SnapshotWriter",
+    "StateCell",
+    "TimerHandle",
+    "TombstoneStore",
+    "bound_text",
+]

@@ -1,0 +1,85 @@
+"""One-shot claims: lock-protected compare-and-set records for callback arbitration.
+
+A platform callback (a Stop button, a form submit) is claimed synchronously in the web
+handler, before the ACK; the first claimant wins and every later one sees ``False``.
+
+* :class:`OneShotClaim` is an in-flight lock that can be released again (Stop: a failed
+  cancellation of a still-current run releases it so the user may retry).
+* :class:`StateCell` holds a small state machine value and changes it only with
+  :meth:`StateCell.compare_and_set` (question cards: ``reserved -> pending -> claimed ->
+  terminal``; a terminal state is never left).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+from typing import Generic, TypeVar
+
+__all__ = ["OneShotClaim", "StateCell"]
+
+S = TypeVar("S")
+
+
+class OneShotClaim:
+    """A releasable one-shot claim. Thread-safe."""
+
+    __slots__ = ("_claimed", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claimed = False
+
+    @property
+    def claimed(self) -> bool:
+        """True while someone holds the claim."""
+        with self._lock:
+            return self._claimed
+
+    def try_claim(self) -> bool:
+        """Take the claim; True only for the first caller since the last release."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
+
+    def release(self) -> bool:
+        """Give the claim back; True if it was held."""
+        with self._lock:
+            held = self._claimed
+            self._claimed = False
+            return held
+
+
+class StateCell(Generic[S]):
+    """A state value changed only by compare-and-set. Thread-safe."""
+
+    __slots__ = ("_lock", "_state")
+
+    def __init__(self, initial: S) -> None:
+        self._lock = threading.Lock()
+        self._state = initial
+
+    @property
+    def state(self) -> S:
+        """The current state."""
+        with self._lock:
+            return self._state
+
+    def compare_and_set(self, expected: S | Collection[S], new: S) -> bool:
+        """Set ``new`` if the current state is ``expected`` (or one of a collection).
+
+        Strings are compared as single values, not as collections of characters.
+        """
+        with self._lock:
+            if isinstance(expected, str | bytes) or not isinstance(expected, Collection):
+                ok = self._state == expected
+            else:
+                ok = self._state in expected
+            if ok:
+                self._state = new
+            return ok
+
+    def __repr__(self) -> str:
+        return f"StateCell({self.state!r})"

@@ -1,0 +1,450 @@
+"""``DingtalkChannel``: the DingTalk adapter (robot messages, status and question cards).
+
+Ingress (mount with ``channelkit.web``): ``POST /dingtalk/robot`` (robot messages, HTTP
+mode, ``timestamp``/``sign`` checked) and ``POST /dingtalk/card`` (card actions, HTTP
+mode, ``x-ddpaas-signature`` checked when ``card_callback_secret`` is set). Both handlers
+verify, parse, correlate, authorize and claim synchronously, return the ACK and hand
+slow work (responders, Card OpenAPI writes, notices) to the pool.
+
+Behaviour:
+
+* a real inbound message records ``msgId -> owner`` (senderStaffId, else senderId; at
+  most 1,000 entries); the matching ``started`` event consumes it and binds the run to
+  cards. Loop, webhook and other synthetic runs bind nothing and get no card;
+* status cards (one per visible output segment) when ``interactiveCards.enabled`` and
+  ``statusCard.enabled`` and block streaming is off; otherwise Markdown replies and the
+  eye reaction on the inbound message while the run works;
+* question cards for structured questions when ``questionCard.enabled``; otherwise the
+  text permission prompt (``/deny`` stays available as an escape hatch);
+* card actions are owner-only: a foreign user is acknowledged and gets one notice per
+  card through the outbound group (or direct) message path, never into agent context.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from channelkit.agents.base import AgentBridge
+from channelkit.core import (
+    ChannelBase,
+    ChannelBusy,
+    ChannelClosed,
+    ChannelConfig,
+    InboundMessage,
+    LifecycleEvent,
+    LifecycleType,
+    OutputSegmentContext,
+    SegmentEndReason,
+    UserInputPresentationResult,
+    UserInputRequestContext,
+)
+from channelkit.errors import ChannelKitError
+from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
+from channelkit.platforms.dingtalk._types import CallbackResult
+from channelkit.platforms.dingtalk.card_api import CardApi, CardTarget
+from channelkit.platforms.dingtalk.config import DingtalkConfig
+from channelkit.platforms.dingtalk.ingress import (
+    check_card_signature,
+    check_robot_signature,
+    parse_card_callback,
+    parse_robot_message,
+)
+from channelkit.platforms.dingtalk.presenter import DingtalkPresenter
+from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
+from channelkit.web.ingress import IngressRequest, IngressResponse, IngressRoute
+
+__all__ = [
+    "CARD_PATH",
+    "FORBIDDEN_DIRECT_TEXT",
+    "FORBIDDEN_GROUP_TEXT",
+    "FORBIDDEN_TITLE",
+    "ROBOT_PATH",
+    "DingtalkChannel",
+]
+
+logger = logging.getLogger(__name__)
+
+ROBOT_PATH = "/dingtalk/robot"
+CARD_PATH = "/dingtalk/card"
+FORBIDDEN_TITLE = "Card interaction"
+FORBIDDEN_GROUP_TEXT = "Only the task owner can operate this card. This action had no effect."
+FORBIDDEN_DIRECT_TEXT = "You cannot operate this card. Only the task owner can submit or stop it."
+#: DingTalk Markdown messages are split at this many characters.
+MARKDOWN_CHUNK = 3_800
+
+
+@dataclass(frozen=True)
+class _InboundOwner:
+    owner_key: str
+    chat_id: str
+    is_group: bool
+    msg_id: str
+
+
+@dataclass(frozen=True)
+class _ChatRoute:
+    is_group: bool
+    user_id: str
+    webhook: str | None
+    webhook_expires_ms: int | None
+
+
+def _split(text: str, size: int = MARKDOWN_CHUNK) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _title(text: str) -> str:
+    first = next((line.strip(" #>*-`") for line in text.splitlines() if line.strip()), "")
+    return (first[:20] or "Reply").strip() or "Reply"
+
+
+class DingtalkChannel(ChannelBase):
+    """The DingTalk adapter; see the module docstring.
+
+    ``DingtalkChannel(config, bridge, *, api=None, token_provider=None,
+    channel_config=None, executor=None, scheduler=None, clock=None)``. ``api`` replaces
+    the :class:`CardApi` built from ``config`` (tests, emulator); ``channel_config`` is
+    the shared :class:`ChannelConfig` (built from ``config`` when omitted; its
+    ``permission_timeout`` is the host permission lifetime).
+    """
+
+    def __init__(
+        self,
+        config: DingtalkConfig,
+        bridge: AgentBridge,
+        *,
+        api: CardApi | None = None,
+        token_provider: TokenProvider | Callable[[], str] | None = None,
+        channel_config: ChannelConfig | None = None,
+        executor: WorkerPool | None = None,
+        scheduler: Scheduler | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if channel_config is None:
+            channel_config = ChannelConfig(
+                name=config.name,
+                model=config.model,
+                permission_timeout=config.host_permission_timeout_ms / 1000.0,
+            )
+        super().__init__(
+            channel_config, bridge, executor=executor, scheduler=scheduler, clock=clock
+        )
+        self.dingtalk = config
+        if api is None:
+            provider = token_provider or DingTalkTokenProvider(
+                config.client_id, config.client_secret, base_url=config.api_base_url
+            )
+            api = CardApi(
+                config.client_id,
+                provider,
+                base_url=config.api_base_url,
+                timeout=config.request_timeout,
+                callback_route_key=config.card_callback_route_key,
+            )
+        self.api = api
+        self._owners: BoundedMap[str, _InboundOwner] = BoundedMap(1000, clock=self.clock)
+        self._seen: BoundedMap[str, bool] = BoundedMap(1000, ttl=300.0, clock=self.clock)
+        self._chats: BoundedMap[str, _ChatRoute] = BoundedMap(1000, clock=self.clock)
+        self._reactions: BoundedMap[str, tuple[str, str]] = BoundedMap(1000, clock=self.clock)
+        self.presenter: DingtalkPresenter | None = None
+        if config.status_cards_enabled or config.question_cards_enabled:
+            question_timeout = min(
+                config.interactive_cards.question_card.timeout_ms / 1000.0,
+                channel_config.permission_timeout,
+            )
+            self.presenter = DingtalkPresenter(
+                api,
+                clock=self.clock,
+                scheduler=self.scheduler,
+                submit=self.pool.post,
+                send_fallback=self._send_fallback,
+                cancel_run=lambda session_id, run_id: self.cancel_run(session_id, run_id),
+                status_cards=config.status_cards_enabled,
+                question_cards=config.question_cards_enabled,
+                model=config.model or channel_config.model,
+                question_timeout=question_timeout,
+            )
+
+    # =================================================================================
+    # Ingress
+    # =================================================================================
+
+    def ingress_routes(self) -> list[IngressRoute]:
+        """``POST /dingtalk/robot`` and ``POST /dingtalk/card`` for the web layer."""
+        return [
+            IngressRoute(ROBOT_PATH, self.handle_robot_request, ("POST",), "dingtalk-robot"),
+            IngressRoute(CARD_PATH, self.handle_card_request, ("POST",), "dingtalk-card"),
+        ]
+
+    def handle_robot_request(self, request: IngressRequest) -> IngressResponse:
+        """Verify (``timestamp``/``sign``, <= 1 h skew), parse and dispatch a robot message.
+
+        401 missing signature headers, 403 bad signature or skew, 400 malformed JSON,
+        503 when the channel is closed or saturated, else 200 ``{"success": true}``.
+        Never raises.
+        """
+        try:
+            status = check_robot_signature(
+                request.headers,
+                self.dingtalk.client_secret,
+                now=self.clock.time(),
+                max_skew_seconds=self.dingtalk.robot_max_skew_seconds,
+            )
+            if status is not None:
+                return IngressResponse.json(status, {"success": False})
+            try:
+                payload = request.json()
+            except ValueError:
+                return IngressResponse.json(400, {"success": False})
+            message = parse_robot_message(payload)
+            if message is None:
+                return IngressResponse.json(200, {"success": True})
+            if message.msg_id in self._seen:
+                return IngressResponse.json(200, {"success": True})  # redelivery
+            self._seen[message.msg_id] = True
+            self.record_inbound(message)
+            try:
+                self.handle_inbound(
+                    InboundMessage(
+                        channel_name=self.name,
+                        chat_id=message.conversation_id,
+                        sender_id=message.owner_key,
+                        text=message.text,
+                        message_id=message.msg_id,
+                        is_group=message.is_group,
+                        sender_name=message.sender_nick,
+                    )
+                )
+            except (ChannelBusy, ChannelClosed) as exc:
+                logger.warning("[%s] inbound message not accepted: %s", self.name, exc)
+                self._owners.pop(message.msg_id)
+                self._seen.pop(message.msg_id)
+                return IngressResponse.json(503, {"success": False})
+            return IngressResponse.json(200, {"success": True})
+        except Exception:
+            logger.exception("[%s] robot callback failed", self.name)
+            return IngressResponse.json(500, {"success": False})
+
+    def record_inbound(self, message: Any) -> None:
+        """Remember a real inbound message: its owner (for run binding) and chat route."""
+        self._owners.pop(message.msg_id)
+        self._owners[message.msg_id] = _InboundOwner(
+            message.owner_key, message.conversation_id, message.is_group, message.msg_id
+        )
+        self._chats[message.conversation_id] = _ChatRoute(
+            message.is_group,
+            message.owner_key,
+            message.session_webhook,
+            message.session_webhook_expires_ms,
+        )
+
+    def handle_card_request(self, request: IngressRequest) -> IngressResponse:
+        """Verify, parse, correlate, authorize and claim a card action; ACK at once.
+
+        401/403 bad signature (when ``card_callback_secret`` is set), 400 malformed JSON;
+        everything else (unknown card, duplicate, stale, foreign user) is acknowledged
+        with 200 ``{}`` after its synchronous checks. Responders, card writes and notices
+        run on the pool. Never raises.
+        """
+        try:
+            secret = self.dingtalk.card_callback_secret
+            if secret:
+                status = check_card_signature(
+                    request.headers,
+                    secret,
+                    now=self.clock.time(),
+                    max_skew_seconds=self.dingtalk.robot_max_skew_seconds,
+                )
+                if status is not None:
+                    return IngressResponse.json(status, {"success": False})
+            try:
+                payload = request.json()
+            except ValueError:
+                return IngressResponse.json(400, {"success": False})
+            result = self.route_card_callback(payload)
+            self._schedule_callback(result)
+            return IngressResponse.json(200, {})
+        except Exception:
+            logger.exception("[%s] card callback failed", self.name)
+            return IngressResponse.json(200, {})
+
+    def route_card_callback(self, payload: Any) -> CallbackResult:
+        """The synchronous part of a card callback (no network)."""
+        callback = parse_card_callback(payload)
+        if callback is None or self.presenter is None:
+            return CallbackResult.ignored()
+        try:
+            return self.presenter.route_callback(callback)
+        except Exception:
+            logger.exception("[%s] card callback routing failed", self.name)
+            return CallbackResult.ignored(callback.actor_id)
+
+    def _schedule_callback(self, result: CallbackResult) -> None:
+        if result.kind == "accepted" and result.execute is not None:
+            execute = result.execute
+
+            def run() -> None:
+                try:
+                    execute()
+                except Exception:
+                    logger.exception("[%s] card callback action failed", self.name)
+
+            self.pool.post(run)
+        elif result.kind == "forbidden" and result.target is not None and result.actor_id:
+            target, actor = result.target, result.actor_id
+            self.pool.post(self._send_forbidden_notice, target, actor)
+
+    def _send_forbidden_notice(self, target: CardTarget, actor_id: str) -> None:
+        try:
+            if target.is_group:
+                self.api.send_group_markdown(target.chat_id, FORBIDDEN_TITLE, FORBIDDEN_GROUP_TEXT)
+            else:
+                self.api.send_direct_markdown([actor_id], FORBIDDEN_TITLE, FORBIDDEN_DIRECT_TEXT)
+        except ChannelKitError as exc:
+            logger.warning("[%s] card interaction notice failed: %s", self.name, exc)
+
+    # =================================================================================
+    # Hooks
+    # =================================================================================
+
+    def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
+        """Markdown to a chat: the inbound session webhook while valid, else the robot API."""
+        route = self._chats.get(chat_id)
+        now_ms = int(self.clock.time() * 1000)
+        for part in _split(text):
+            if (
+                route is not None
+                and route.webhook
+                and (route.webhook_expires_ms is None or route.webhook_expires_ms > now_ms + 5000)
+            ):
+                self.api.send_webhook_markdown(route.webhook, _title(part), part)
+            elif (route is not None and route.is_group) or (
+                route is None and chat_id.startswith("cid")
+            ):
+                self.api.send_group_markdown(chat_id, _title(part), part)
+            elif route is not None:
+                self.api.send_direct_markdown([route.user_id], _title(part), part)
+            else:
+                raise ChannelKitError(f"no DingTalk route known for chat {chat_id!r}")
+
+    def _send_fallback(self, chat_id: str, text: str, session_id: str) -> None:
+        try:
+            self.send_message(chat_id, text)
+        except Exception:
+            logger.exception("[%s] Markdown fallback failed for chat %s", self.name, chat_id)
+
+    def on_task_lifecycle(self, event: LifecycleEvent) -> None:
+        """Bind eligible runs on ``started``; end cards and reactions on terminal events."""
+        if event.type is LifecycleType.STARTED:
+            owner = self._owners.pop(event.message_id) if event.message_id else None
+            if owner is None:
+                return  # loop / webhook / synthetic / unknown message: no card, no reaction
+            status_cards = False
+            if (
+                self.presenter is not None
+                and event.owner is not None
+                and event.owner.id == owner.owner_key
+                and event.chat_id == owner.chat_id
+            ):
+                self.presenter.register_run(
+                    event.run_id, event.session_id, owner.owner_key, owner.chat_id, owner.is_group
+                )
+                status_cards = self.presenter.status is not None and self.presenter.status_enabled
+            if not status_cards:
+                self._reactions[event.run_id] = (owner.msg_id, owner.chat_id)
+                self.lanes.post(("dingtalk-reaction", event.run_id), self._react, owner, True)
+            return
+        if not event.type.terminal:
+            return
+        if self.presenter is not None:
+            detail = event.reason if event.type is LifecycleType.CANCELLED else event.error
+            self.presenter.terminalize_run(event.run_id, str(event.type), str(detail or "") or None)
+        reaction = self._reactions.pop(event.run_id)
+        if reaction is not None:
+            owner = _InboundOwner("", reaction[1], True, reaction[0])
+            self.lanes.post(("dingtalk-reaction", event.run_id), self._react, owner, False)
+
+    def _react(self, owner: _InboundOwner, add: bool) -> None:
+        try:
+            if add:
+                self.api.reply_emotion(owner.msg_id, owner.chat_id)
+            else:
+                self.api.recall_emotion(owner.msg_id, owner.chat_id)
+        except ChannelKitError as exc:
+            logger.info(
+                "[%s] eye reaction %s failed: %s", self.name, "add" if add else "recall", exc
+            )
+
+    def on_response_chunk(
+        self,
+        chat_id: str,
+        chunk: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """Stream visible text into the segment's status card (if it has one)."""
+        if self.presenter is not None and segment is not None:
+            self.presenter.append_output(segment, chunk)
+
+    def on_output_segment_end(
+        self,
+        chat_id: str,
+        session_id: str,
+        segment: OutputSegmentContext,
+        reason: SegmentEndReason,
+    ) -> None:
+        """Close the segment's card (boundary / input requested / failed / cancelled)."""
+        if self.presenter is not None:
+            self.presenter.close_output(segment, "", str(reason), wait=False)
+
+    def on_response_complete(
+        self,
+        chat_id: str,
+        text: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """Finalize the segment's card with the final text, or send it as Markdown."""
+        if (
+            self.presenter is not None
+            and segment is not None
+            and self.presenter.close_output(segment, text, "completed", wait=True)
+        ):
+            return
+        self.send_message(chat_id, text)
+
+    def present_user_input_request(
+        self, context: UserInputRequestContext
+    ) -> UserInputPresentationResult:
+        """One question card per request (owner-bound run only), else UNSUPPORTED."""
+        if self.presenter is None:
+            return UserInputPresentationResult.UNSUPPORTED
+        return UserInputPresentationResult(self.presenter.present_input(context))
+
+    def on_close(self) -> None:
+        """Finalize live cards as cancelled."""
+        if self.presenter is not None:
+            self.presenter.close()
+
+    # -- introspection (tests, diagnostics) -------------------------------------------
+    def map_sizes(self) -> Mapping[str, int]:
+        """Sizes of the adapter's bounded maps."""
+        sizes = {
+            "owners": len(self._owners),
+            "seen": len(self._seen),
+            "chats": len(self._chats),
+            "reactions": len(self._reactions),
+        }
+        if self.presenter is not None:
+            sizes["runs"] = self.presenter.live_runs
+            if self.presenter.questions is not None:
+                sizes.update(
+                    {f"question_{k}": v for k, v in self.presenter.questions.map_sizes().items()}
+                )
+            if self.presenter.status is not None:
+                sizes["status_live"] = self.presenter.status.live_count
+                sizes["status_tombstones"] = len(self.presenter.status.tombstones)
+        return sizes

@@ -1,0 +1,232 @@
+"""DingTalk adapter configuration.
+
+Only this adapter reads ``interactiveCards``; it is parsed and validated here::
+
+    {"interactiveCards": {"enabled": true,
+                          "statusCard": {"enabled": true},
+                          "questionCard": {"enabled": true, "timeoutMs": 270000}}}
+
+Omitting ``interactiveCards`` leaves cards off; an object (even ``{}``) turns them on
+with both card types enabled. Invalid values raise
+:class:`~channelkit.errors.ConfigurationError` whose ``path`` names the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from channelkit.errors import ConfigurationError
+
+__all__ = [
+    "DEFAULT_HOST_PERMISSION_TIMEOUT_MS",
+    "DEFAULT_QUESTION_TIMEOUT_MS",
+    "MAX_TIMEOUT_MS",
+    "DingtalkConfig",
+    "InteractiveCardConfig",
+    "QuestionCardConfig",
+    "StatusCardConfig",
+    "parse_interactive_cards",
+]
+
+#: Default question card lifetime.
+DEFAULT_QUESTION_TIMEOUT_MS = 270_000
+#: How long the host (agent bridge) keeps a permission request open by default.
+DEFAULT_HOST_PERMISSION_TIMEOUT_MS = 300_000
+#: Timeouts above this are clamped.
+MAX_TIMEOUT_MS = 2_147_483_647
+
+
+@dataclass(frozen=True)
+class StatusCardConfig:
+    """``interactiveCards.statusCard``."""
+
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class QuestionCardConfig:
+    """``interactiveCards.questionCard``; ``timeout_ms`` is the configured card lifetime."""
+
+    enabled: bool = True
+    timeout_ms: int = DEFAULT_QUESTION_TIMEOUT_MS
+
+
+@dataclass(frozen=True)
+class InteractiveCardConfig:
+    """``interactiveCards``: the master switch and the two card types."""
+
+    enabled: bool = False
+    status_card: StatusCardConfig = field(default_factory=StatusCardConfig)
+    question_card: QuestionCardConfig = field(default_factory=QuestionCardConfig)
+
+
+def _fail(message: str, path: str) -> ConfigurationError:
+    return ConfigurationError(message, path=path)
+
+
+def _bool(section: Mapping[str, Any], key: str, path: str, default: bool) -> bool:
+    if key not in section or section[key] is None:
+        return default
+    value = section[key]
+    if not isinstance(value, bool):
+        raise _fail(
+            f"DingTalk interactiveCards.{path} must be a boolean.", f"interactiveCards.{path}"
+        )
+    return value
+
+
+def _section(root: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    if key not in root or root[key] is None:
+        return {}
+    value = root[key]
+    if not isinstance(value, Mapping):
+        raise _fail(
+            f"DingTalk interactiveCards.{key} must be an object.", f"interactiveCards.{key}"
+        )
+    return value
+
+
+def parse_interactive_cards(value: Any) -> InteractiveCardConfig:
+    """Parse and validate the ``interactiveCards`` object (None means omitted)."""
+    if value is None:
+        return InteractiveCardConfig()
+    if isinstance(value, InteractiveCardConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise _fail("DingTalk interactiveCards must be an object.", "interactiveCards")
+    enabled = _bool(value, "enabled", "enabled", True)
+    status = _section(value, "statusCard")
+    question = _section(value, "questionCard")
+    status_enabled = _bool(status, "enabled", "statusCard.enabled", True)
+    question_enabled = _bool(question, "enabled", "questionCard.enabled", True)
+    timeout: Any = question.get("timeoutMs", DEFAULT_QUESTION_TIMEOUT_MS)
+    if timeout is None:
+        timeout = DEFAULT_QUESTION_TIMEOUT_MS
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise _fail(
+            "DingTalk interactiveCards.questionCard.timeoutMs must be a finite positive number.",
+            "interactiveCards.questionCard.timeoutMs",
+        )
+    return InteractiveCardConfig(
+        enabled=enabled,
+        status_card=StatusCardConfig(enabled=status_enabled),
+        question_card=QuestionCardConfig(
+            enabled=question_enabled, timeout_ms=int(min(timeout, MAX_TIMEOUT_MS))
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class DingtalkConfig:
+    """Everything the DingTalk adapter needs.
+
+    ``client_id``/``client_secret`` are the app's AppKey/AppSecret (the robot code is the
+    client id). ``client_secret`` also verifies the robot callback ``sign``;
+    ``card_callback_secret`` (the ``apiSecret`` given when the card callback URL was
+    registered) verifies card callbacks - when it is None card callbacks are not
+    signature-checked; ``card_callback_route_key`` is the ``callbackRouteKey`` registered
+    for the ``/dingtalk/card`` URL (cards ask for HTTP callbacks when it is set, Stream
+    otherwise). ``model`` is shown on status cards. ``block_streaming`` True
+    disables status cards only. ``host_permission_timeout_ms`` is how long the agent host
+    keeps a permission request open; question cards live at most that long.
+    """
+
+    client_id: str
+    client_secret: str
+    name: str = "dingtalk"
+    model: str | None = None
+    block_streaming: bool = False
+    interactive_cards: InteractiveCardConfig = field(default_factory=InteractiveCardConfig)
+    card_callback_secret: str | None = None
+    card_callback_route_key: str | None = None
+    host_permission_timeout_ms: int = DEFAULT_HOST_PERMISSION_TIMEOUT_MS
+    api_base_url: str = "https://api.dingtalk.com"
+    robot_max_skew_seconds: float = 3600.0
+    request_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.client_id, str) or not self.client_id.strip():
+            raise ConfigurationError("must be a non-empty string", path="clientId")
+        if not isinstance(self.client_secret, str) or not self.client_secret:
+            raise ConfigurationError("must be a non-empty string", path="clientSecret")
+        cards: Any = self.interactive_cards
+        if not isinstance(cards, InteractiveCardConfig):
+            # a plain mapping was given: parse and validate it
+            object.__setattr__(self, "interactive_cards", parse_interactive_cards(cards))
+        if (
+            isinstance(self.host_permission_timeout_ms, bool)
+            or not isinstance(self.host_permission_timeout_ms, int)
+            or self.host_permission_timeout_ms <= 0
+        ):
+            raise ConfigurationError("must be a positive integer", path="hostPermissionTimeoutMs")
+
+    # -- derived switches ---------------------------------------------------------------
+    @property
+    def status_cards_enabled(self) -> bool:
+        """Status cards are on: cards enabled, status card enabled, block streaming off."""
+        cards = self.interactive_cards
+        return cards.enabled and cards.status_card.enabled and not self.block_streaming
+
+    @property
+    def question_cards_enabled(self) -> bool:
+        """Question cards are on (block streaming does not affect them)."""
+        cards = self.interactive_cards
+        return cards.enabled and cards.question_card.enabled
+
+    @property
+    def question_timeout_seconds(self) -> float:
+        """Effective question lifetime: min(configured timeout, host permission lifetime)."""
+        ms = min(self.interactive_cards.question_card.timeout_ms, self.host_permission_timeout_ms)
+        return ms / 1000.0
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> DingtalkConfig:
+        """Build from a JSON-style mapping (camelCase keys as in the channel config)."""
+        if not isinstance(data, Mapping):
+            raise ConfigurationError("DingTalk configuration must be an object.", path="dingtalk")
+
+        def pick(*names: str, default: Any = None) -> Any:
+            for name in names:
+                if name in data and data[name] is not None:
+                    return data[name]
+            return default
+
+        block = pick("blockStreaming", "block_streaming", default=False)
+        if isinstance(block, str):
+            if block not in ("on", "off"):
+                raise ConfigurationError('must be "on", "off" or a boolean', path="blockStreaming")
+            block = block == "on"
+        if not isinstance(block, bool):
+            raise ConfigurationError('must be "on", "off" or a boolean', path="blockStreaming")
+        model = pick("model")
+        if model is not None and not isinstance(model, str):
+            raise ConfigurationError("must be a string", path="model")
+        secret = pick("cardCallbackSecret", "card_callback_secret")
+        if secret is not None and not isinstance(secret, str):
+            raise ConfigurationError("must be a string", path="cardCallbackSecret")
+        return cls(
+            client_id=pick("clientId", "client_id", default=""),
+            client_secret=pick("clientSecret", "client_secret", default=""),
+            name=pick("name", default="dingtalk"),
+            model=model.strip() or None if isinstance(model, str) else None,
+            block_streaming=block,
+            interactive_cards=parse_interactive_cards(
+                pick("interactiveCards", "interactive_cards")
+            ),
+            card_callback_secret=secret,
+            card_callback_route_key=pick("cardCallbackRouteKey", "card_callback_route_key"),
+            host_permission_timeout_ms=pick(
+                "hostPermissionTimeoutMs",
+                "host_permission_timeout_ms",
+                default=DEFAULT_HOST_PERMISSION_TIMEOUT_MS,
+            ),
+            api_base_url=pick("apiBaseUrl", "api_base_url", default="https://api.dingtalk.com"),
+        )

@@ -1,0 +1,334 @@
+"""DingTalk ingress: signature checks and parsing of robot messages and card callbacks.
+
+Everything here is pure (no I/O, no shared state) so the web handlers can run it
+synchronously before they ACK.
+
+Robot message callback (HTTP mode), headers ``timestamp`` (milliseconds) and ``sign``::
+
+    sign = base64(hmac_sha256(key=app_secret, msg=timestamp + "\\n" + app_secret))
+
+rejected when a header is missing (401), the signature differs or the timestamp is more
+than one hour away from now (403).
+
+Card action callback (HTTP mode), headers ``x-ddpaas-signature-timestamp`` and
+``x-ddpaas-signature``, checked only when an ``apiSecret`` was registered::
+
+    signature = base64(hmac_sha256(key=api_secret, msg=timestamp))
+
+(only the timestamp is signed, not the body). Missing headers -> 401, mismatch or more
+than one hour of skew -> 403. Timestamps below 10^11 are taken as seconds, others as
+milliseconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "CARD_SIGNATURE_HEADER",
+    "CARD_TIMESTAMP_HEADER",
+    "ROBOT_SIGN_HEADER",
+    "ROBOT_TIMESTAMP_HEADER",
+    "CardCallback",
+    "RobotMessage",
+    "card_signature",
+    "check_card_signature",
+    "check_robot_signature",
+    "parse_card_actor_id",
+    "parse_card_callback",
+    "parse_robot_message",
+    "robot_signature",
+]
+
+ROBOT_TIMESTAMP_HEADER = "timestamp"
+ROBOT_SIGN_HEADER = "sign"
+CARD_TIMESTAMP_HEADER = "x-ddpaas-signature-timestamp"
+CARD_SIGNATURE_HEADER = "x-ddpaas-signature"
+
+_DEFAULT_SKEW_SECONDS = 3600.0
+
+
+def _hmac_b64(key: str, message: str) -> str:
+    digest = hmac.new(key.encode("utf-8"), message.encode("utf-8"), hashlib.sha256).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+def robot_signature(timestamp: str, app_secret: str) -> str:
+    """The ``sign`` header DingTalk sends with a robot message for ``timestamp``."""
+    return _hmac_b64(app_secret, f"{timestamp}\n{app_secret}")
+
+
+def card_signature(timestamp: str, api_secret: str) -> str:
+    """The ``x-ddpaas-signature`` header DingTalk sends with a card callback."""
+    return _hmac_b64(api_secret, timestamp)
+
+
+def _timestamp_seconds(raw: str) -> float | None:
+    try:
+        value = int(raw.strip())
+    except (ValueError, AttributeError):
+        return None
+    return value / 1000.0 if value >= 100_000_000_000 else float(value)
+
+
+def _check(
+    timestamp: str | None,
+    signature: str | None,
+    expected_fn: Any,
+    now: float,
+    max_skew: float,
+) -> int | None:
+    if not timestamp or not signature:
+        return 401
+    ts = _timestamp_seconds(timestamp)
+    if ts is None or abs(now - ts) > max_skew:
+        return 403
+    expected: str = expected_fn(timestamp)
+    if not hmac.compare_digest(
+        expected.encode("ascii"), signature.strip().encode("ascii", "replace")
+    ):
+        return 403
+    return None
+
+
+def check_robot_signature(
+    headers: Mapping[str, str],
+    app_secret: str,
+    *,
+    now: float,
+    max_skew_seconds: float = _DEFAULT_SKEW_SECONDS,
+) -> int | None:
+    """None if the robot callback is authentic, else the HTTP status to answer (401/403).
+
+    ``now`` is wall-clock time in seconds since the epoch.
+    """
+    return _check(
+        headers.get(ROBOT_TIMESTAMP_HEADER),
+        headers.get(ROBOT_SIGN_HEADER),
+        lambda ts: robot_signature(ts, app_secret),
+        now,
+        max_skew_seconds,
+    )
+
+
+def check_card_signature(
+    headers: Mapping[str, str],
+    api_secret: str,
+    *,
+    now: float,
+    max_skew_seconds: float = _DEFAULT_SKEW_SECONDS,
+) -> int | None:
+    """None if the card callback is authentic, else the HTTP status to answer (401/403)."""
+    return _check(
+        headers.get(CARD_TIMESTAMP_HEADER),
+        headers.get(CARD_SIGNATURE_HEADER),
+        lambda ts: card_signature(ts, api_secret),
+        now,
+        max_skew_seconds,
+    )
+
+
+# -- robot messages -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class RobotMessage:
+    """A robot inbound message, reduced to what the adapter uses.
+
+    ``owner_key`` is ``senderStaffId`` when present, else ``senderId``: the identity card
+    actions are compared against.
+    """
+
+    msg_id: str
+    conversation_id: str
+    is_group: bool
+    owner_key: str
+    text: str
+    sender_id: str = ""
+    sender_staff_id: str | None = None
+    sender_nick: str | None = None
+    msgtype: str = "text"
+    session_webhook: str | None = None
+    session_webhook_expires_ms: int | None = None
+    robot_code: str | None = None
+    conversation_title: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+def _str(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _message_text(payload: Mapping[str, Any]) -> str:
+    text = payload.get("text")
+    if isinstance(text, Mapping) and isinstance(text.get("content"), str):
+        return str(text["content"]).strip()
+    content = payload.get("content")
+    if isinstance(content, Mapping):
+        rich = content.get("richText")
+        if isinstance(rich, list):
+            parts = [
+                str(item["text"])
+                for item in rich
+                if isinstance(item, Mapping) and isinstance(item.get("text"), str)
+            ]
+            return "".join(parts).strip()
+        if isinstance(content.get("recognition"), str):
+            return str(content["recognition"]).strip()
+    return ""
+
+
+def parse_robot_message(payload: Any) -> RobotMessage | None:
+    """Parse a robot message body (already JSON-decoded); None when it is not usable."""
+    if not isinstance(payload, Mapping):
+        return None
+    msg_id = _str(payload.get("msgId"))
+    conversation_id = _str(payload.get("conversationId"))
+    sender_id = _str(payload.get("senderId")) or ""
+    staff_id = _str(payload.get("senderStaffId"))
+    owner_key = staff_id or sender_id
+    if not msg_id or not conversation_id or not owner_key:
+        return None
+    expires = payload.get("sessionWebhookExpiredTime")
+    return RobotMessage(
+        msg_id=msg_id,
+        conversation_id=conversation_id,
+        is_group=str(payload.get("conversationType", "1")) == "2",
+        owner_key=owner_key,
+        text=_message_text(payload),
+        sender_id=sender_id,
+        sender_staff_id=staff_id,
+        sender_nick=_str(payload.get("senderNick")),
+        msgtype=_str(payload.get("msgtype")) or "text",
+        session_webhook=_str(payload.get("sessionWebhook")),
+        session_webhook_expires_ms=expires if isinstance(expires, int) else None,
+        robot_code=_str(payload.get("robotCode")),
+        conversation_title=_str(payload.get("conversationTitle")),
+        raw=payload,
+    )
+
+
+# -- card callbacks -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class CardCallback:
+    """A card action callback, normalized.
+
+    ``actor_id`` comes only from the top-level ``userId``/``senderStaffId``/``senderId``
+    (nested ids are ignored so a form cannot spoof its author).
+    """
+
+    out_track_id: str
+    action_id: str
+    actor_id: str
+    form_data: Mapping[str, Any] = field(default_factory=dict)
+    has_business_payload: bool = False
+    is_cancel: bool = False
+
+
+def _maybe_json(value: Any) -> Any:
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return json.loads(stripped)
+            except ValueError:
+                return None
+        return None
+    return value
+
+
+def _as_root(value: Any) -> Mapping[str, Any] | None:
+    if isinstance(value, str | bytes):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, Mapping) else None
+
+
+def parse_card_actor_id(value: Any) -> str | None:
+    """The acting user of a callback: first non-blank top-level id, else None."""
+    root = _as_root(value)
+    if root is None:
+        return None
+    for key in ("userId", "senderStaffId", "senderId"):
+        found = _str(root.get(key))
+        if found:
+            return found
+    return None
+
+
+def parse_card_callback(value: Any) -> CardCallback | None:
+    """Normalize a card callback (object or JSON text); None if malformed or incomplete."""
+    root = _as_root(value)
+    if root is None:
+        return None
+    actor_id = parse_card_actor_id(root)
+    embedded: list[Mapping[str, Any]] = []
+    for key in ("value", "content"):
+        parsed = _maybe_json(root.get(key))
+        if isinstance(parsed, Mapping):
+            embedded.append(parsed)
+    private: list[Mapping[str, Any]] = []
+    for source in [*embedded, root]:
+        cpd = _maybe_json(source.get("cardPrivateData"))
+        if isinstance(cpd, Mapping):
+            private.append(cpd)
+    sources: list[Mapping[str, Any]] = [*embedded, *private, root]
+
+    action_id: str | None = None
+    for cpd in private:
+        ids = cpd.get("actionIds")
+        if isinstance(ids, list) and ids and _str(ids[0]):
+            action_id = _str(ids[0])
+            break
+    if action_id is None:
+        for key in ("actionValue", "eventKey", "actionId"):
+            for source in sources:
+                action_id = _str(source.get(key))
+                if action_id:
+                    break
+            if action_id:
+                break
+    out_track_id = None
+    for source in sources:
+        out_track_id = _str(source.get("outTrackId"))
+        if out_track_id:
+            break
+    if not out_track_id or not action_id or not actor_id:
+        return None
+
+    params: Mapping[str, Any] | None = None
+    for source in sources:
+        parsed = _maybe_json(source.get("params"))
+        if isinstance(parsed, Mapping):
+            params = parsed
+            break
+    form: Any = None
+    for source in sources:
+        candidate = _maybe_json(source.get("formData"))
+        if isinstance(candidate, Mapping):
+            form = candidate
+            break
+    if form is None and params is not None:
+        candidate = _maybe_json(params.get("form"))
+        if isinstance(candidate, Mapping):
+            form = candidate
+    has_cancel = params is not None and "user_cancel" in params
+    is_cancel = bool(
+        has_cancel and params is not None and params.get("user_cancel") in ("true", True, 1, "1")
+    )
+    return CardCallback(
+        out_track_id=out_track_id,
+        action_id=action_id,
+        actor_id=actor_id,
+        form_data=form if isinstance(form, Mapping) else {},
+        has_business_payload=form is not None or has_cancel,
+        is_cancel=is_cancel,
+    )

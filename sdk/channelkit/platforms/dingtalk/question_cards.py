@@ -1,0 +1,535 @@
+"""Question cards: one DingTalk form card per structured user-input request.
+
+States (adapter-internal callback arbitration, never shown as such)::
+
+    reserved  inserted and subscribed to settlement before createAndDeliver
+    pending   activated only after a successful delivery while still reserved
+    claimed   atomically claimed by one valid callback (before the ACK)
+    terminal  first settlement wins; the live record becomes a tombstone
+
+The card shows only ``pending``, ``submitted``, ``cancelled`` and ``expired`` and is
+always updated in place (``/card/instances``), never deleted. A settlement that happens
+during delivery is projected on the delivered card and never reactivates it. The
+responder is called after the ACK; its ``False`` or exception ends the card as expired
+("This question is no longer available.") and the claim is kept. The expiry timer marks
+the card expired *before* it calls the responder with a cancel, so the collapsed
+cancellation that follows cannot relabel it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from channelkit.errors import ChannelKitError
+from channelkit.platforms.common import StateCell, TombstoneStore
+from channelkit.platforms.common.projection_queue import ProjectionQueue, Slot
+from channelkit.platforms.common.types import Clock, Scheduler, TimerHandle
+from channelkit.platforms.dingtalk._types import (
+    CallbackResult,
+    InputRequestLike,
+    QuestionLike,
+    option_label,
+)
+from channelkit.platforms.dingtalk.card_api import (
+    QUESTION_CARD_TEMPLATE_ID,
+    CardApi,
+    CardTarget,
+)
+from channelkit.platforms.dingtalk.ingress import CardCallback
+from channelkit.platforms.dingtalk.status_cards import is_template_rejection, log_card_error
+
+__all__ = [
+    "MAX_LIVE_QUESTION_CARDS",
+    "NEWER_QUESTION_TEXT",
+    "OTHER_OPTION_VALUE",
+    "UNAVAILABLE_TEXT",
+    "QuestionCardController",
+    "QuestionTombstone",
+    "build_question_card_data",
+    "delivery_failure_text",
+    "parse_answers",
+    "terminal_param_map",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Live question cards kept at most (a further request falls back to text).
+MAX_LIVE_QUESTION_CARDS = 1_000
+#: The form value of the custom "Other" choice.
+OTHER_OPTION_VALUE = "__qwen_other__"
+UNAVAILABLE_TEXT = "This question is no longer available."
+NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
+_MAX_FORBIDDEN_ACTORS = 64
+
+_TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
+    "submitted": ("submitted", "Submitted.", "Submitted"),
+    "expired": ("expired", "This question expired. Please retry.", "Expired"),
+    "resolved_outside_presenter": ("expired", "Resolved outside this card.", "Expired"),
+    "cancelled": ("cancelled", "Cancelled.", "Cancelled"),
+}
+
+PRESENTED = "presented"
+HANDLED = "handled"
+UNSUPPORTED = "unsupported"
+
+
+def build_question_card_data(request_id: str, questions: Sequence[QuestionLike]) -> dict[str, Any]:
+    """The ``cardParamMap`` of a new question card (all questions in one form)."""
+    fields: list[dict[str, Any]] = []
+    for q in questions:
+        options = [{"value": option_label(o), "text": option_label(o)} for o in q.options]
+        options.append({"value": OTHER_OPTION_VALUE, "text": "Other"})
+        fields.append(
+            {
+                "name": q.answer_key,
+                "label": q.question,
+                "type": "MULTI_CHECKBOX_GROUP" if q.multi_select else "CHECKBOX_GROUP",
+                "required": True,
+                "options": options,
+            }
+        )
+        fields.append(
+            {
+                "name": f"{q.answer_key}_other",
+                "label": f"{q.header}: Other",
+                "type": "TEXT",
+                "required": False,
+                "placeholder": "Enter a custom answer when Other is selected",
+            }
+        )
+    first = questions[0]
+    return {
+        "question_id": request_id,
+        "question_title": first.header,
+        "question_desc": first.question,
+        "card_status": "pending",
+        "form_btn_text": "Submit",
+        "selected_text": "",
+        "selected_values": "[]",
+        "form": {"fields": fields},
+    }
+
+
+def terminal_param_map(state: str, description: str | None = None) -> dict[str, str]:
+    """The in-place terminal update of a question card."""
+    status, desc, button = _TERMINAL_PROJECTION[state]
+    return {"card_status": status, "question_desc": description or desc, "form_btn_text": button}
+
+
+def delivery_failure_text(questions: Sequence[QuestionLike]) -> str:
+    """The Markdown sent when the question card could not be delivered."""
+    lines = [
+        "The interactive question could not be delivered, so this request was cancelled. "
+        "Please retry."
+    ]
+    for q in questions:
+        labels = ", ".join(option_label(o) for o in q.options)
+        lines.append(f"- {q.question}: {labels}")
+    return "\n".join(lines)
+
+
+def _values(raw: Any) -> list[str] | None:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [raw] if raw.strip() else []
+    if isinstance(raw, Mapping):
+        value = raw.get("value")
+        return [value] if isinstance(value, str) and value.strip() else None
+    if isinstance(raw, list):
+        out: list[str] = []
+        for item in raw:
+            inner = _values(item)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+    return None
+
+
+def parse_answers(
+    form: Mapping[str, Any], questions: Sequence[QuestionLike]
+) -> dict[str, str] | None:
+    """Validate a submitted form and encode the answers; None if anything is invalid.
+
+    Every form key must be an answer key or ``<key>_other``; each question needs at least
+    one value (exactly one when single-select); ``__qwen_other__`` takes the non-blank
+    ``<key>_other`` text; other values must be option labels. Multi-select values are
+    joined with ``", "``.
+    """
+    allowed = {q.answer_key for q in questions} | {f"{q.answer_key}_other" for q in questions}
+    if any(str(key) not in allowed for key in form):
+        return None
+    answers: dict[str, str] = {}
+    for q in questions:
+        values = _values(form.get(q.answer_key))
+        if not values:
+            return None
+        if not q.multi_select and len(values) != 1:
+            return None
+        labels = {option_label(o) for o in q.options}
+        resolved: list[str] = []
+        for value in values:
+            if value == OTHER_OPTION_VALUE:
+                other = form.get(f"{q.answer_key}_other")
+                if not isinstance(other, str) or not other.strip():
+                    return None
+                resolved.append(other.strip())
+            elif value in labels:
+                resolved.append(value)
+            else:
+                return None
+        answers[q.answer_key] = ", ".join(resolved)
+    return answers
+
+
+@dataclass(frozen=True)
+class QuestionTombstone:
+    """What remains of a finished question card: correlation and terminal state."""
+
+    request_id: str
+    run_id: str
+    state: str
+
+
+@dataclass(eq=False)
+class QuestionRecord:
+    """A live question card. ``ctx`` is dropped when the record becomes terminal."""
+
+    request_id: str
+    run_id: str
+    session_id: str
+    owner_key: str
+    chat_id: str
+    target: CardTarget
+    out_track_id: str
+    scope: tuple[str, str]
+    queue: ProjectionQueue
+    ctx: InputRequestLike | None
+    questions: tuple[QuestionLike, ...]
+    state: StateCell[str] = field(default_factory=lambda: StateCell("reserved"))
+    delivered: bool = False
+    projected: bool = False
+    forbidden_actors: set[str] = field(default_factory=set)
+    timer: TimerHandle | None = None
+    unsubscribe: Callable[[], Any] | None = None
+
+
+class QuestionCardController:
+    """Owns every question card of one adapter; see the module docstring.
+
+    ``send_text(chat_id, text)`` delivers the delivery-failure notice.
+    ``timeout_seconds`` is the effective card lifetime.
+    """
+
+    def __init__(
+        self,
+        api: CardApi,
+        *,
+        clock: Clock,
+        scheduler: Scheduler,
+        timeout_seconds: float,
+        send_text: Callable[[str, str], Any],
+        present_timeout: float = 60.0,
+        on_template_rejected: Callable[[], None] | None = None,
+    ) -> None:
+        self._api = api
+        self._clock = clock
+        self._scheduler = scheduler
+        self._timeout = timeout_seconds
+        self._send_text = send_text
+        self._present_timeout = present_timeout
+        self._on_template_rejected = on_template_rejected
+        self._lock = threading.RLock()
+        self._by_request: dict[str, QuestionRecord] = {}
+        self._by_track: dict[str, QuestionRecord] = {}
+        self._active_by_scope: dict[tuple[str, str], QuestionRecord] = {}
+        self.tombstones: TombstoneStore[str, QuestionTombstone] = TombstoneStore(clock)
+
+    # -- inspection ---------------------------------------------------------------------
+    @property
+    def live_count(self) -> int:
+        with self._lock:
+            return len(self._by_request)
+
+    def record(self, request_id: str) -> QuestionRecord | None:
+        with self._lock:
+            return self._by_request.get(request_id)
+
+    def by_track(self, out_track_id: str) -> QuestionRecord | None:
+        with self._lock:
+            return self._by_track.get(out_track_id)
+
+    def map_sizes(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "by_request": len(self._by_request),
+                "by_track": len(self._by_track),
+                "active_by_scope": len(self._active_by_scope),
+                "tombstones": len(self.tombstones),
+            }
+
+    # -- presentation ----------------------------------------------------------------------
+    def present(
+        self,
+        ctx: InputRequestLike,
+        *,
+        owner_key: str,
+        chat_id: str,
+        target: CardTarget,
+        queue: ProjectionQueue,
+    ) -> str:
+        """Present ``ctx`` as a card; returns "presented", "handled" or "unsupported".
+
+        Blocks (bounded) until the card was delivered or failed; call it from a pool
+        thread.
+        """
+        scope = (ctx.session_id, owner_key)
+        superseded: QuestionRecord | None = None
+        with self._lock:
+            if len(self._by_request) >= MAX_LIVE_QUESTION_CARDS:
+                logger.warning("too many live question cards; request falls back to text")
+                return UNSUPPORTED
+            existing = self._active_by_scope.get(scope)
+            if existing is not None and existing.state.state in ("reserved", "pending"):
+                if existing.run_id == ctx.run_id:
+                    return UNSUPPORTED
+                superseded = existing
+            record = QuestionRecord(
+                request_id=ctx.request_id,
+                run_id=ctx.run_id,
+                session_id=ctx.session_id,
+                owner_key=owner_key,
+                chat_id=chat_id,
+                target=target,
+                out_track_id="qwen-question-" + uuid.uuid4().hex,
+                scope=scope,
+                queue=queue,
+                ctx=ctx,
+                questions=tuple(ctx.questions),
+            )
+            self._by_request[record.request_id] = record
+            self._by_track[record.out_track_id] = record
+            self._active_by_scope[scope] = record
+        if superseded is not None:
+            self._finalize(superseded, "expired", ("reserved", "pending"), NEWER_QUESTION_TEXT)
+
+        def on_settled(reason: str) -> None:
+            self._on_settled(record, str(reason))
+
+        unsubscribe = ctx.on_settled(on_settled)
+        with self._lock:
+            if record.state.state == "terminal":
+                unsubscribe()
+            else:
+                record.unsubscribe = unsubscribe
+        future = queue.enqueue(lambda: self._deliver(record, ctx), drain_here=True)
+        try:
+            result: str = future.result(timeout=self._present_timeout)
+        except FutureTimeout:
+            logger.warning("question card delivery timed out; request %s uses text", ctx.request_id)
+            if self._finalize(record, "cancelled", ("reserved",)):
+                return UNSUPPORTED
+            return PRESENTED
+        return result
+
+    def _deliver(self, record: QuestionRecord, ctx: InputRequestLike) -> str:
+        if record.state.state == "terminal":
+            return PRESENTED  # settled before delivery started: nothing to show
+        try:
+            self._api.create_and_deliver(
+                QUESTION_CARD_TEMPLATE_ID,
+                record.out_track_id,
+                record.target,
+                build_question_card_data(record.request_id, record.questions),
+            )
+        except ChannelKitError as exc:
+            log_card_error(
+                "question card creation", exc, QUESTION_CARD_TEMPLATE_ID, record.out_track_id
+            )
+            if is_template_rejection(exc) and self._on_template_rejected is not None:
+                self._on_template_rejected()
+            if not self._finalize(record, "cancelled", ("reserved",)):
+                return PRESENTED  # settled meanwhile; nothing more to do
+            try:
+                self._send_text(record.chat_id, delivery_failure_text(record.questions))
+            except Exception:
+                logger.exception("question delivery-failure notice failed")
+            try:
+                ctx.respond({"outcome": {"outcome": "cancelled"}})
+            except Exception:
+                logger.exception("cancelling an undeliverable question failed")
+            return HANDLED
+        project_state: tuple[str, str | None] | None = None
+        with self._lock:
+            record.delivered = True
+            if record.state.compare_and_set("reserved", "pending"):
+                record.timer = self._scheduler.call_later(
+                    self._timeout, lambda: self._expire(record)
+                )
+                return PRESENTED
+            tomb = self.tombstones.get(record.out_track_id)
+            if not record.projected and tomb is not None:
+                record.projected = True
+                project_state = (tomb.state, _description_for(tomb.state))
+        if project_state is not None:
+            # settled during delivery: show the terminal state, never reactivate
+            self._project(record.out_track_id, project_state[0], project_state[1])
+        return PRESENTED
+
+    # -- termination -----------------------------------------------------------------------
+    def _finalize(
+        self,
+        record: QuestionRecord,
+        state: str,
+        expected: Sequence[str],
+        description: str | None = None,
+        *,
+        slot: Slot | None = None,
+        then: Callable[[], None] | None = None,
+    ) -> bool:
+        """Make ``record`` terminal (first caller wins) and queue its in-place update."""
+        with self._lock:
+            if not record.state.compare_and_set(tuple(expected), "terminal"):
+                if slot is not None:
+                    slot.skip()
+                return False
+            if record.timer is not None:
+                record.timer.cancel()
+                record.timer = None
+            unsubscribe, record.unsubscribe = record.unsubscribe, None
+            record.ctx = None
+            self._by_request.pop(record.request_id, None)
+            self._by_track.pop(record.out_track_id, None)
+            if self._active_by_scope.get(record.scope) is record:
+                del self._active_by_scope[record.scope]
+            self.tombstones.add(
+                record.out_track_id, QuestionTombstone(record.request_id, record.run_id, state)
+            )
+            project = record.delivered and not record.projected
+            if project:
+                record.projected = True
+        if unsubscribe is not None:
+            try:
+                unsubscribe()
+            except Exception:
+                logger.debug("settlement unsubscribe failed", exc_info=True)
+        track = record.out_track_id
+
+        def job() -> None:
+            if project:
+                self._project(track, state, description)
+            if then is not None:
+                then()
+
+        if project or then is not None:
+            if slot is not None:
+                slot.fill(job)
+            else:
+                record.queue.enqueue(job)
+        elif slot is not None:
+            slot.skip()
+        return True
+
+    def _project(self, out_track_id: str, state: str, description: str | None) -> None:
+        try:
+            self._api.update_instance(out_track_id, terminal_param_map(state, description))
+        except ChannelKitError as exc:
+            log_card_error(
+                "question card finalization", exc, QUESTION_CARD_TEMPLATE_ID, out_track_id
+            )
+
+    def _on_settled(self, record: QuestionRecord, reason: str) -> None:
+        if record.state.state in ("claimed", "terminal"):
+            return  # the responder result decides (or it is already over)
+        state = (
+            "resolved_outside_presenter" if reason == "resolved_outside_presenter" else "cancelled"
+        )
+        self._finalize(record, state, ("reserved", "pending"))
+
+    def _expire(self, record: QuestionRecord) -> None:
+        ctx = record.ctx
+        if ctx is None:
+            return
+
+        def cancel_request() -> None:
+            try:
+                ctx.respond({"outcome": {"outcome": "cancelled"}})
+            except Exception:
+                logger.exception("expired question cancellation failed")
+
+        self._finalize(record, "expired", ("pending",), then=cancel_request)
+
+    def cancel_run(self, run_id: str, state: str = "cancelled") -> int:
+        """End every reserved/pending card of ``run_id`` without calling the responder."""
+        with self._lock:
+            records = [r for r in self._by_request.values() if r.run_id == run_id]
+        ended = 0
+        for record in records:
+            description = UNAVAILABLE_TEXT if state == "expired" else None
+            if self._finalize(record, state, ("reserved", "pending"), description):
+                ended += 1
+        return ended
+
+    # -- callbacks --------------------------------------------------------------------------
+    def claim(self, callback: CardCallback) -> CallbackResult:
+        """Arbitrate a submit/cancel callback synchronously (before the ACK)."""
+        actor = callback.actor_id
+        with self._lock:
+            record = self._by_track.get(callback.out_track_id)
+            if record is None or record.state.state != "pending" or record.ctx is None:
+                return CallbackResult.ignored(actor)
+            if actor != record.owner_key:
+                if (
+                    actor in record.forbidden_actors
+                    or len(record.forbidden_actors) >= _MAX_FORBIDDEN_ACTORS
+                ):
+                    return CallbackResult.ignored()
+                record.forbidden_actors.add(actor)
+                return CallbackResult("forbidden", actor, record.target)
+            if not callback.has_business_payload:
+                return CallbackResult.ignored(actor)
+            ctx = record.ctx
+            if callback.is_cancel or callback.action_id == "cancel":
+                response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
+                success_state = "cancelled"
+            else:
+                if callback.action_id not in ("submit", record.request_id):
+                    return CallbackResult.ignored(actor)
+                answers = parse_answers(callback.form_data, record.questions)
+                if answers is None:
+                    return CallbackResult.ignored(actor)
+                response = {
+                    "outcome": {"outcome": "selected", "optionId": ctx.submit_option_id},
+                    "answers": answers,
+                }
+                success_state = "submitted"
+            if not record.state.compare_and_set("pending", "claimed"):
+                return CallbackResult.ignored(actor)
+            if record.timer is not None:
+                record.timer.cancel()
+                record.timer = None
+            slot = record.queue.reserve()
+
+        def execute() -> None:
+            accepted = False
+            try:
+                accepted = bool(ctx.respond(response))
+            except Exception:
+                logger.exception("question response failed for request %s", record.request_id)
+            if accepted:
+                self._finalize(record, success_state, ("claimed",), slot=slot)
+            else:
+                self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=slot)
+
+        return CallbackResult("accepted", actor, record.target, execute)
+
+
+def _description_for(state: str) -> str | None:
+    return UNAVAILABLE_TEXT if state == "expired" else None

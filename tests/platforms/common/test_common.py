@@ -1,0 +1,189 @@
+from __future__ import annotations
+
+import math
+import threading
+
+from channelkit.platforms.common import (
+    MAX_VISIBLE_CHARS,
+    TRUNCATION_MARKER,
+    OneShotClaim,
+    SnapshotWriter,
+    StateCell,
+    TombstoneStore,
+    bound_text,
+)
+from channelkit.platforms.common.testing import InlineSerial, ManualClock, ManualScheduler
+
+
+def make_writer(**kwargs):
+    sched = ManualScheduler(ManualClock())
+    serial = InlineSerial()
+    writes: list[str] = []
+
+    def write(text: str) -> None:
+        writes.append(text)
+
+    writer = SnapshotWriter(
+        kwargs.pop("write", write),
+        clock=sched.clock,
+        scheduler=sched,
+        submit=lambda fn: serial.submit("run", fn),
+        **kwargs,
+    )
+    return writer, sched, writes
+
+
+def test_bound_text_keeps_tail_and_marker():
+    text = "a" * 30_000 + "b" * 2_000
+    out = bound_text(text)
+    assert len(out) == MAX_VISIBLE_CHARS
+    assert out.startswith(TRUNCATION_MARKER)
+    assert out.endswith("b" * 2_000)
+    # re-bounding an already bounded text does not repeat the marker
+    again = bound_text(out + "c" * 10)
+    assert again.count(TRUNCATION_MARKER) == 1 and again.endswith("c" * 10)
+    assert bound_text("short") == "short"
+
+
+def test_writer_coalesces_with_min_interval():
+    writer, sched, writes = make_writer()
+    writer.append("a")
+    sched.run_due()
+    assert writes == ["a"]  # first write immediately
+    writer.append("b")
+    writer.append("c")
+    sched.advance(0.499)
+    assert writes == ["a"]
+    sched.advance(0.001)
+    assert writes == ["a", "abc"]
+    sched.advance(5)
+    assert writes == ["a", "abc"]  # nothing pending, no re-arm
+    assert sched.pending == 0
+
+
+def test_writer_not_ready_holds_writes_until_start():
+    writer, sched, writes = make_writer(ready=False)
+    writer.append("x")
+    sched.advance(10)
+    assert writes == []
+    writer.start()  # counts as the open write
+    sched.advance(0.49)
+    assert writes == []
+    sched.advance(0.01)
+    assert writes == ["x"]
+
+
+def test_writer_bounded_and_rate_limited_under_flood():
+    writer, sched, writes = make_writer()
+    for i in range(1_000):
+        writer.append("x" * 50 + str(i))
+        sched.advance(0.003)
+    final = writer.finalize()
+    assert len(final) <= MAX_VISIBLE_CHARS
+    assert final.endswith("999")
+    assert len(writes) <= math.ceil(3 / 0.5) + 1
+    assert all(len(w) <= MAX_VISIBLE_CHARS for w in writes)
+
+
+def test_writer_failure_latches_and_keeps_text():
+    calls = []
+
+    def boom(text: str) -> None:
+        calls.append(text)
+        raise RuntimeError("stream failed")
+
+    errors = []
+    writer, sched, _ = make_writer(write=boom, on_error=errors.append)
+    writer.append("one")
+    sched.run_due()
+    writer.append(" two")
+    sched.advance(5)
+    assert calls == ["one"]
+    assert writer.failed and len(errors) == 1
+    assert writer.finalize() == "one two"
+
+
+def test_finalize_waits_for_in_flight_write_and_rejects_late_text():
+    clock = ManualClock()
+    sched = ManualScheduler(clock)
+    started = threading.Event()
+    release = threading.Event()
+    writes = []
+
+    def slow_write(text: str) -> None:
+        started.set()
+        assert release.wait(5)
+        writes.append(text)
+
+    def submit(fn):
+        threading.Thread(target=fn, daemon=True).start()
+
+    writer = SnapshotWriter(slow_write, clock=clock, scheduler=sched, submit=submit)
+    writer.append("hello")
+    sched.run_due()
+    assert started.wait(5)
+    result: list[str] = []
+    t = threading.Thread(target=lambda: result.append(writer.finalize(timeout=5)))
+    t.start()
+    t.join(0.05)
+    assert t.is_alive()  # waiting on the write in flight
+    release.set()
+    t.join(5)
+    assert result == ["hello"] and writes == ["hello"]
+    assert writer.append("late") is False
+
+
+def test_queued_flush_after_finalize_is_dropped():
+    # a flush queued behind finalize on the same serial queue must not deadlock or write
+    clock = ManualClock()
+    sched = ManualScheduler(clock)
+    queued = []
+    writes = []
+    writer = SnapshotWriter(writes.append, clock=clock, scheduler=sched, submit=queued.append)
+    writer.append("x")
+    sched.run_due()
+    assert len(queued) == 1
+    assert writer.finalize(timeout=0.1) == "x"
+    queued[0]()
+    assert writes == []
+
+
+def test_one_shot_claim_64_threads():
+    claim = OneShotClaim()
+    barrier = threading.Barrier(64)
+    wins = []
+
+    def worker():
+        barrier.wait()
+        if claim.try_claim():
+            wins.append(1)
+
+    threads = [threading.Thread(target=worker) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+    assert claim.release() and claim.try_claim()
+
+
+def test_state_cell_compare_and_set():
+    cell = StateCell("reserved")
+    assert not cell.compare_and_set("pending", "claimed")
+    assert cell.compare_and_set("reserved", "pending")
+    assert cell.compare_and_set(("pending", "reserved"), "terminal")
+    assert not cell.compare_and_set(("pending", "claimed"), "pending")
+    assert cell.state == "terminal"
+
+
+def test_tombstones_ttl_and_cap():
+    clock = ManualClock()
+    store: TombstoneStore[str, str] = TombstoneStore(clock)
+    for i in range(1_500):
+        store.add(f"k{i}", "submitted")
+    assert len(store) == 1_000
+    assert "k0" not in store and store.get("k1499") == "submitted"
+    clock.advance(599)
+    assert len(store) == 1_000
+    clock.advance(2)
+    assert len(store) == 0
