@@ -1,0 +1,455 @@
+"""``FeishuChannel``: ChannelBase on Feishu (Lark).
+
+Mapping of the shared contract (seeds 000/003/004):
+
+=====================  ===============================================================
+started                no card (lazy); an ``OnIt`` reaction on the user's message
+text_chunk, tool_call  ignored by the lifecycle hook; text flows through
+                       ``on_response_chunk`` into the segment's streaming card
+segment end            the segment's card gets its terminal label (boundary / input
+                       requested / completed -> completed; failed; cancelled, or
+                       stopped when the card's Stop button caused it)
+completed/cancelled/   every still-live card of the run gets the terminal label; live
+failed                 question forms of the run are finalized; the reaction is removed
+final response         the open segment's card is completed; a response that was never
+                       streamed becomes one completed card
+questions              native form card (``forms.enabled``), else the text prompt
+=====================  ===============================================================
+
+Ingress: ``ingress_routes()`` returns ``POST /feishu/events`` (message events) and
+``POST /feishu/card`` (card actions). Both verify synchronously (token, signature,
+decryption, freshness - see :mod:`channelkit.platforms.feishu.ingress`), answer the
+URL-verification challenge, claim what must be claimed, and return the ACK at once;
+agent runs, responders, cancellation and card writes run on the pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Hashable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from channelkit.agents.base import AgentBridge
+from channelkit.core import (
+    CancellationReason,
+    ChannelBase,
+    ChannelConfig,
+    InboundMessage,
+    LifecycleEvent,
+    LifecycleType,
+    OutputSegmentContext,
+    SegmentEndReason,
+    UserInputPresentationResult,
+    UserInputRequestContext,
+)
+from channelkit.platforms.feishu import cards
+from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.platforms.feishu.cards import OutputState
+from channelkit.platforms.feishu.config import FeishuConfig
+from channelkit.platforms.feishu.ingress import (
+    CardAction,
+    FeishuIngressVerifier,
+    IngressRejected,
+    parse_card_action,
+    parse_message_event,
+)
+from channelkit.platforms.feishu.questions import QuestionPresenter
+from channelkit.platforms.feishu.stream import OutputCardPresenter
+from channelkit.runtime import BoundedMap, KeyedSerialQueue, Scheduler, WorkerPool
+from channelkit.runtime.clock import Clock
+from channelkit.web.ingress import IngressRequest, IngressResponse, IngressRoute
+
+__all__ = ["CARD_PATH", "EVENTS_PATH", "FeishuChannel"]
+
+logger = logging.getLogger(__name__)
+
+EVENTS_PATH = "/feishu/events"
+CARD_PATH = "/feishu/card"
+MESSAGE_EVENT = "im.message.receive_v1"
+#: Seconds an event id is remembered for de-duplication of Feishu's redeliveries.
+EVENT_DEDUP_TTL = 600.0
+
+_SEGMENT_STATES: dict[str, OutputState] = {
+    SegmentEndReason.RESPONSE_BOUNDARY.value: "completed",
+    SegmentEndReason.INPUT_REQUESTED.value: "completed",
+    SegmentEndReason.COMPLETED.value: "completed",
+    SegmentEndReason.FAILED.value: "failed",
+    SegmentEndReason.CANCELLED.value: "cancelled",
+}
+_TERMINAL_STATES: dict[str, OutputState] = {
+    LifecycleType.COMPLETED.value: "completed",
+    LifecycleType.FAILED.value: "failed",
+    LifecycleType.CANCELLED.value: "cancelled",
+}
+
+
+@dataclass
+class _Reaction:
+    message_id: str
+    reaction_id: str | None = None
+    ended: bool = False
+
+
+class FeishuChannel(ChannelBase):
+    """A Feishu channel; see the module docstring for the behaviour.
+
+    ``FeishuChannel(config, bridge, *, channel_config=None, api=None, executor=None,
+    scheduler=None, clock=None)``. ``channel_config`` is the shared
+    :class:`~channelkit.core.ChannelConfig` (default ``ChannelConfig(name="feishu")``);
+    ``api`` replaces the :class:`FeishuApi` built from the app credentials.
+    """
+
+    def __init__(
+        self,
+        config: FeishuConfig,
+        bridge: AgentBridge,
+        *,
+        channel_config: ChannelConfig | None = None,
+        api: FeishuApi | None = None,
+        executor: WorkerPool | None = None,
+        scheduler: Scheduler | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(
+            channel_config or ChannelConfig(name="feishu"),
+            bridge,
+            executor=executor,
+            scheduler=scheduler,
+            clock=clock,
+        )
+        self.feishu = config
+        self._owns_api = api is None
+        self.api = api or FeishuApi.create(
+            config.app_id,
+            config.app_secret,
+            base_url=config.base_url,
+            max_workers=self.config.max_workers,
+        )
+        #: Per-run projection queues (key = run id): card writes of one run in order.
+        self.projections = KeyedSerialQueue(self.pool, name=f"[{self.name}] feishu cards")
+        self.verifier = FeishuIngressVerifier(
+            config.verification_token,
+            config.encrypt_key,
+            time=self.clock.time,
+            max_clock_skew_s=config.max_clock_skew_s,
+        )
+        self.output = OutputCardPresenter(
+            self.api,
+            clock=self.clock,
+            scheduler=self.scheduler,
+            submit=self._submit_projection,
+            language=config.language,
+            title=config.title,
+            cardkit=config.cardkit,
+            send_text=self._send_text_now,
+        )
+        lifetime = min(
+            config.forms.timeout_ms / 1000.0,
+            max(1.0, self.config.permission_timeout - 1.0),
+        )
+        self.questions = QuestionPresenter(
+            self.api,
+            clock=self.clock,
+            scheduler=self.scheduler,
+            submit=self._submit_projection,
+            language=config.language,
+            timeout_s=lifetime,
+            custom_text=config.forms.custom_text,
+            send_text=self._send_text_now,
+        )
+        self._events_seen: BoundedMap[str, bool] = BoundedMap(
+            1000, ttl=EVENT_DEDUP_TTL, clock=self.clock
+        )
+        self._reactions: BoundedMap[str, _Reaction] = BoundedMap(1000, clock=self.clock)
+        self._reaction_lock = threading.Lock()
+        self._streamed_runs: BoundedMap[str, bool] = BoundedMap(1000, clock=self.clock)
+
+    # =================================================================================
+    # Output
+    # =================================================================================
+
+    def _submit_projection(self, key: Hashable, fn: Any) -> Future[Any]:
+        return self.projections.submit(key, fn)
+
+    def _send_text_now(self, chat_id: str, text: str) -> None:
+        self.api.send_text(chat_id, text)
+
+    def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
+        """Send plain text (command replies, permission prompts, fallbacks)."""
+        self.api.send_text(chat_id, text)
+
+    def on_response_chunk(
+        self,
+        chat_id: str,
+        chunk: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """Stream visible text into the segment's card (created on the first text)."""
+        if segment is None:
+            return  # loop / webhook runs: delivered as plain text at the end
+        self._streamed_runs[segment.run_id] = True
+        self.output.append(
+            segment_id=segment.segment_id,
+            run_id=segment.run_id,
+            session_id=segment.session_id,
+            owner_id=segment.owner.id,
+            chat_id=segment.target.chat_id,
+            reply_to=None,
+            chunk=chunk,
+        )
+
+    def on_output_segment_end(
+        self,
+        chat_id: str,
+        session_id: str,
+        segment: OutputSegmentContext,
+        reason: SegmentEndReason,
+    ) -> None:
+        """Give the segment's card its terminal label (once)."""
+        state = _SEGMENT_STATES.get(str(reason), "completed")
+        self.output.finish(segment.segment_id, state)
+
+    def on_response_complete(
+        self,
+        chat_id: str,
+        text: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """Complete the streamed card, or deliver a never-streamed response as one card."""
+        if segment is None:
+            self.api.send_text(chat_id, text)
+            return
+        wait = max(1.0, self.config.delivery_timeout - 1.0)
+        if self.output.get(segment.segment_id) is not None:
+            self.output.finish(segment.segment_id, "completed", wait=wait)
+            return
+        if self._streamed_runs.get(segment.run_id):
+            return  # the text was already shown in this run's cards
+        future = self._submit_projection(
+            segment.run_id, lambda: self._deliver_completed(segment.target.chat_id, text)
+        )
+        future.result(timeout=wait)
+
+    def _deliver_completed(self, chat_id: str, text: str) -> None:
+        card = cards.output_card(text, "completed", self.feishu.language, title=self.feishu.title)
+        try:
+            self.api.send_card(chat_id, card)
+        except Exception:
+            logger.warning("completed card delivery failed; sending plain text", exc_info=True)
+            self.api.send_text(chat_id, text)
+
+    # =================================================================================
+    # Lifecycle
+    # =================================================================================
+
+    def on_task_lifecycle(self, event: LifecycleEvent) -> None:
+        """started -> OnIt reaction; terminal -> card labels, forms finalized, reaction off.
+
+        ``text_chunk`` and ``tool_call`` are ignored here (content flows through the
+        response/segment path; tool calls add no UI).
+        """
+        kind = str(event.type)
+        if kind == LifecycleType.STARTED.value:
+            self._start_reaction(event)
+            return
+        state = _TERMINAL_STATES.get(kind)
+        if state is None:
+            return
+        self.output.finish_run(event.run_id, state)
+        stopped = kind == LifecycleType.CANCELLED.value and str(event.reason) in (
+            CancellationReason.CANCEL_COMMAND.value,
+            CancellationReason.CLEAR.value,
+        )
+        self.questions.cancel_run(event.run_id, "cancelled" if stopped else "expired")
+        self._streamed_runs.pop(event.run_id)
+        self._end_reaction(event.run_id)
+
+    def _start_reaction(self, event: LifecycleEvent) -> None:
+        if not self.feishu.reaction or not event.message_id or event.owner is None:
+            return
+        record = _Reaction(event.message_id)
+        self._reactions[event.run_id] = record
+        self.pool.post(self._add_reaction, event.run_id, record)
+
+    def _add_reaction(self, run_id: str, record: _Reaction) -> None:
+        try:
+            reaction_id = self.api.add_reaction(record.message_id, self.feishu.reaction)
+        except Exception as exc:
+            logger.info("adding the %s reaction failed: %s", self.feishu.reaction, exc)
+            reaction_id = None
+        with self._reaction_lock:
+            record.reaction_id = reaction_id
+            ended = record.ended
+        if ended and reaction_id is not None:
+            self._remove_reaction(record.message_id, reaction_id)
+
+    def _end_reaction(self, run_id: str) -> None:
+        record = self._reactions.pop(run_id)
+        if record is None:
+            return
+        with self._reaction_lock:
+            if record.ended:
+                return
+            record.ended = True
+            reaction_id = record.reaction_id
+        if reaction_id is not None:
+            self.pool.post(self._remove_reaction, record.message_id, reaction_id)
+
+    def _remove_reaction(self, message_id: str, reaction_id: str) -> None:
+        try:
+            self.api.delete_reaction(message_id, reaction_id)
+        except Exception as exc:
+            logger.info("removing the reaction failed: %s", exc)
+
+    # =================================================================================
+    # Input
+    # =================================================================================
+
+    def present_user_input_request(
+        self, context: UserInputRequestContext
+    ) -> UserInputPresentationResult:
+        """Native form card when ``forms.enabled``; otherwise UNSUPPORTED (text prompt)."""
+        if not self.feishu.forms.enabled:
+            return UserInputPresentationResult.UNSUPPORTED
+        return self.questions.present(context)
+
+    # =================================================================================
+    # Shutdown
+    # =================================================================================
+
+    def on_close(self) -> None:
+        """Finalize live cards and forms, then release the API client."""
+        self.output.close_all("cancelled", wait=5.0)
+        self.questions.close()
+        self.pool.wait_idle(5.0)  # bounded: let queued card projections finish
+        if self._owns_api:
+            self.api.close()
+
+    # =================================================================================
+    # Ingress
+    # =================================================================================
+
+    def ingress_routes(self) -> list[IngressRoute]:
+        """``POST /feishu/events`` and ``POST /feishu/card``."""
+        return [
+            IngressRoute(EVENTS_PATH, self.handle_event_request, ("POST",), "feishu-events"),
+            IngressRoute(CARD_PATH, self.handle_card_request, ("POST",), "feishu-card"),
+        ]
+
+    def _verify(self, request: IngressRequest) -> Any:
+        try:
+            return self.verifier.verify(request)
+        except IngressRejected as exc:
+            logger.warning("rejected Feishu callback on %s: %s", request.path, exc.reason)
+            return exc.response()
+
+    def _first_delivery(self, event_id: str | None) -> bool:
+        if not event_id:
+            return True
+        key = event_id
+        fresh = self._events_seen.get(key) is None
+        if fresh:
+            self._events_seen[key] = True
+        return fresh
+
+    def handle_event_request(self, request: IngressRequest) -> IngressResponse:
+        """The event callback: challenge, then ``im.message.receive_v1`` -> a run."""
+        try:
+            verified = self._verify(request)
+            if isinstance(verified, IngressResponse):
+                return verified
+            if verified.kind == "challenge":
+                return IngressResponse.json(200, {"challenge": verified.challenge})
+            if verified.event_type == MESSAGE_EVENT and self._first_delivery(verified.event_id):
+                self._dispatch_message(verified.payload)
+            elif verified.event_type == "card.action.trigger":
+                return self._card_response(verified.payload)
+            return IngressResponse.json(200, {})
+        except Exception:
+            logger.exception("Feishu event handler failed")
+            return IngressResponse.json(200, {})
+
+    def _dispatch_message(self, payload: Any) -> None:
+        message = parse_message_event(payload)
+        if message is None or message.sender_type != "user" or not message.text.strip():
+            return
+        if message.is_group and not message.mentions:
+            return  # in groups the bot answers only when mentioned
+        inbound = InboundMessage(
+            channel_name=self.name,
+            chat_id=message.chat_id,
+            sender_id=message.sender_open_id,
+            text=message.text,
+            message_id=message.message_id,
+            thread_id=message.thread_id,
+            is_group=message.is_group,
+        )
+        try:
+            self.handle_inbound(inbound)
+        except Exception as exc:
+            logger.warning("inbound Feishu message not accepted: %s", exc)
+
+    def handle_card_request(self, request: IngressRequest) -> IngressResponse:
+        """The card action callback: Stop, form Submit and Cancel."""
+        try:
+            verified = self._verify(request)
+            if isinstance(verified, IngressResponse):
+                return verified
+            if verified.kind == "challenge":
+                return IngressResponse.json(200, {"challenge": verified.challenge})
+            return self._card_response(verified.payload)
+        except Exception:
+            logger.exception("Feishu card handler failed")
+            return IngressResponse.json(200, {})
+
+    def _card_response(self, payload: Any) -> IngressResponse:
+        action = parse_card_action(payload)
+        if action is None:
+            return IngressResponse.json(200, {})
+        if action.action == cards.STOP_ACTION:
+            return IngressResponse.json(200, self._handle_stop(action))
+        if action.action in (cards.SUBMIT_ACTION, cards.CANCEL_ACTION):
+            result = self.questions.handle_action(action)
+            if result.execute is not None:
+                self.pool.post(result.execute)
+            return IngressResponse.json(200, result.body)
+        return IngressResponse.json(200, {})
+
+    # -- Stop ---------------------------------------------------------------------------
+
+    def _handle_stop(self, action: CardAction) -> dict[str, Any]:
+        """Correlate, authorize (owner only, fail closed) and claim; cancel on the pool."""
+        strings = cards.strings(self.feishu.language)
+        segment_id = action.value.get("segment")
+        if not isinstance(segment_id, str):
+            return {}
+        card = self.output.get(segment_id)
+        if card is None:
+            return {}  # historical or unknown card: it can never stop a later run
+        if card.message_id is not None and action.open_message_id != card.message_id:
+            return {}
+        if action.operator_open_id is None or action.operator_open_id != card.owner_id:
+            logger.info("Stop refused: operator is not the run owner")
+            return {"toast": {"type": "warning", "content": strings["toast_not_owner"]}}
+        if card.state.state != "running" or not card.stop_claim.try_claim():
+            return {}
+        card.stop_requested = True
+        self.pool.post(self._stop, card)
+        return {"toast": {"type": "info", "content": strings["toast_stopped"]}}
+
+    def _stop(self, card: Any) -> None:
+        try:
+            ok = self.cancel_run(card.session_id, card.run_id, CancellationReason.CANCEL_COMMAND)
+        except Exception:
+            logger.exception("Stop: cancel_run failed")
+            ok = False
+        if ok:
+            self.output.finish(card.segment_id, "stopped")
+            return
+        card.stop_requested = False
+        card.stop_claim.release()

@@ -1,0 +1,188 @@
+"""Every Feishu OpenAPI call the adapter makes, in one small class.
+
+:class:`FeishuApi` wraps the generated :class:`channelkit.clients.feishu.FeishuClient`
+(tenant token from :class:`channelkit.http.auth.FeishuTokenProvider`, retries, error
+mapping) and exposes only what the adapter needs, with plain arguments and results.
+Every call passes an explicit ``(connect, read)`` timeout (read 10 s). CardKit calls
+carry ``uuid = "<card_id>-<sequence>"`` so a transport-level retry of the same write is
+de-duplicated by Feishu instead of failing the strictly increasing sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from channelkit.clients.feishu import FeishuClient
+from channelkit.errors import DeserializationError
+from channelkit.http.retry import RetryPolicy
+
+__all__ = ["API_TIMEOUT", "FeishuApi"]
+
+logger = logging.getLogger(__name__)
+
+#: ``(connect, read)`` seconds for every call.
+API_TIMEOUT = (3.05, 10.0)
+
+
+def _get(obj: Any, *path: str) -> Any:
+    """Follow ``path`` through dicts or generated models (attribute or ``to_dict``)."""
+    current = obj
+    for name in path:
+        if current is None:
+            return None
+        if isinstance(current, Mapping):
+            current = current.get(name)
+            continue
+        if hasattr(current, name):
+            current = getattr(current, name)
+            continue
+        to_dict = getattr(current, "to_dict", None)
+        if callable(to_dict):
+            current = to_dict().get(name)
+            continue
+        return None
+    return current
+
+
+def _dumps(card: Mapping[str, Any]) -> str:
+    return json.dumps(card, ensure_ascii=False, separators=(",", ":"))
+
+
+class FeishuApi:
+    """The adapter's Feishu calls. ``client`` is a generated ``FeishuClient``."""
+
+    def __init__(self, client: FeishuClient, *, timeout: tuple[float, float] = API_TIMEOUT) -> None:
+        self._client = client
+        self._timeout = timeout
+
+    @classmethod
+    def create(
+        cls,
+        app_id: str,
+        app_secret: str,
+        *,
+        base_url: str | None = None,
+        retry: RetryPolicy | None = None,
+        max_workers: int = 8,
+    ) -> FeishuApi:
+        """Build the generated client with app credentials (tenant token provider)."""
+        client = FeishuClient(
+            app_id=app_id,
+            app_secret=app_secret,
+            base_url=base_url or None,
+            timeout=API_TIMEOUT,
+            retry=retry,
+            max_workers=max_workers,
+        )
+        return cls(client)
+
+    @property
+    def client(self) -> FeishuClient:
+        """The underlying generated client."""
+        return self._client
+
+    def close(self) -> None:
+        """Close the client's HTTP session."""
+        close = getattr(self._client, "close", None)
+        if callable(close):
+            close()
+
+    # -- messages ----------------------------------------------------------------------
+    def _send(self, chat_id: str, msg_type: str, content: str, reply_to: str | None) -> str:
+        body = {"msg_type": msg_type, "content": content}
+        if reply_to:
+            result = self._client.reply_message(
+                message_id=reply_to, body=body, timeout=self._timeout
+            )
+        else:
+            result = self._client.create_message(
+                receive_id_type="chat_id",
+                body={"receive_id": chat_id, **body},
+                timeout=self._timeout,
+            )
+        message_id = _get(result, "data", "message_id")
+        if not isinstance(message_id, str) or not message_id:
+            raise DeserializationError("data.message_id", message_id, "missing message id")
+        return message_id
+
+    def send_card(
+        self, chat_id: str, card: Mapping[str, Any], *, reply_to: str | None = None
+    ) -> str:
+        """Send a raw card JSON as an interactive message; returns the message id."""
+        return self._send(chat_id, "interactive", _dumps(card), reply_to)
+
+    def send_card_entity(self, chat_id: str, card_id: str, *, reply_to: str | None = None) -> str:
+        """Send a CardKit card entity; returns the message id."""
+        content = _dumps({"type": "card", "data": {"card_id": card_id}})
+        return self._send(chat_id, "interactive", content, reply_to)
+
+    def send_text(self, chat_id: str, text: str, *, reply_to: str | None = None) -> str:
+        """Send a plain text message; returns the message id."""
+        return self._send(chat_id, "text", _dumps({"text": text}), reply_to)
+
+    def patch_card(self, message_id: str, card: Mapping[str, Any]) -> None:
+        """Replace an interactive message's card (``update_multi`` cards only)."""
+        self._client.patch_message(
+            message_id=message_id, body={"content": _dumps(card)}, timeout=self._timeout
+        )
+
+    # -- CardKit -----------------------------------------------------------------------
+    def create_card_entity(self, card: Mapping[str, Any]) -> str:
+        """Create a CardKit card entity from card JSON; returns the card id."""
+        result = self._client.create_card(
+            body={"type": "card_json", "data": _dumps(card)}, timeout=self._timeout
+        )
+        card_id = _get(result, "data", "card_id")
+        if not isinstance(card_id, str) or not card_id:
+            raise DeserializationError("data.card_id", card_id, "missing card id")
+        return card_id
+
+    def stream_text(self, card_id: str, element_id: str, content: str, sequence: int) -> None:
+        """Stream the full text so far into a markdown element (strictly increasing seq)."""
+        self._client.update_card_element_content(
+            card_id=card_id,
+            element_id=element_id,
+            body={"content": content, "sequence": sequence, "uuid": f"{card_id}-{sequence}"},
+            timeout=self._timeout,
+        )
+
+    def close_streaming(self, card_id: str, sequence: int) -> None:
+        """Turn ``streaming_mode`` off."""
+        settings = _dumps({"config": {"streaming_mode": False}})
+        self._client.update_card_settings(
+            card_id=card_id,
+            body={"settings": settings, "sequence": sequence, "uuid": f"{card_id}-{sequence}"},
+            timeout=self._timeout,
+        )
+
+    def update_card_entity(self, card_id: str, card: Mapping[str, Any], sequence: int) -> None:
+        """Replace a card entity's whole JSON."""
+        self._client.update_card(
+            card_id=card_id,
+            body={
+                "card": {"type": "card_json", "data": _dumps(card)},
+                "sequence": sequence,
+                "uuid": f"{card_id}-{sequence}",
+            },
+            timeout=self._timeout,
+        )
+
+    # -- reactions ---------------------------------------------------------------------
+    def add_reaction(self, message_id: str, emoji_type: str) -> str | None:
+        """Add a reaction to a message; returns the reaction id."""
+        result = self._client.create_message_reaction(
+            message_id=message_id,
+            body={"reaction_type": {"emoji_type": emoji_type}},
+            timeout=self._timeout,
+        )
+        reaction_id = _get(result, "data", "reaction_id")
+        return reaction_id if isinstance(reaction_id, str) else None
+
+    def delete_reaction(self, message_id: str, reaction_id: str) -> None:
+        """Remove a reaction the bot added."""
+        self._client.delete_message_reaction(
+            message_id=message_id, reaction_id=reaction_id, timeout=self._timeout
+        )

@@ -1,0 +1,380 @@
+"""Feishu card JSON (schema 2.0) for the streaming output card and the question form.
+
+Pure functions: they build dicts and never call the network. The strings come from
+:data:`STRINGS` in three languages (``zh`` default, ``en``, ``de``).
+
+Output card layout (element ids are stable so CardKit can stream into them)::
+
+    header   title, colour by state (blue running, green completed, grey cancelled/
+             stopped, red failed)
+    content  markdown, the segment's visible text (CardKit streams this element)
+    status   markdown, "*<label>*"
+    stop     danger button, callback value {"action": "ck_stop", "segment": <id>},
+             only while running
+
+Form card layout: one ``form`` container holding, per question, a markdown block,
+a ``select_static`` (or ``multi_select_static``) named by the answer key whose option
+values are option indexes, and optionally an ``input`` named ``<key>_other`` for custom
+text; then Submit and Cancel buttons (both ``form_action_type: submit`` so the callback
+names the pressed button). Terminal form cards are the same questions rendered as
+read-only markdown with the terminal label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+__all__ = [
+    "CANCEL_ACTION",
+    "CONTENT_ELEMENT_ID",
+    "STATUS_ELEMENT_ID",
+    "STOP_ACTION",
+    "STRINGS",
+    "SUBMIT_ACTION",
+    "OutputState",
+    "QuestionState",
+    "form_card",
+    "form_terminal_card",
+    "output_card",
+    "status_label",
+    "streaming_card_entity",
+    "strings",
+]
+
+OutputState = Literal["running", "completed", "cancelled", "failed", "stopped"]
+QuestionState = Literal["pending", "processing", "submitted", "cancelled", "expired"]
+
+CONTENT_ELEMENT_ID = "ck_content"
+STATUS_ELEMENT_ID = "ck_status"
+STOP_ELEMENT_ID = "ck_stop"
+FORM_NAME = "ck_form"
+STOP_ACTION = "ck_stop"
+SUBMIT_ACTION = "ck_submit"
+CANCEL_ACTION = "ck_cancel"
+#: Suffix of the optional custom-text input's name: ``<answer_key>_other``.
+OTHER_SUFFIX = "_other"
+
+STRINGS: dict[str, dict[str, str]] = {
+    "zh": {
+        "running": "运行中...",
+        "completed": "已完成",
+        "cancelled": "已取消",
+        "failed": "已失败，请重试",
+        "stopped": "已停止生成",
+        "stop": "停止",
+        "title": "助手",
+        "truncated": "内容过长，已截断",
+        "form_title": "请回答以下问题",
+        "submit": "提交",
+        "cancel": "取消",
+        "select": "请选择",
+        "other": "其他（可选）",
+        "q_processing": "正在处理...",
+        "q_submitted": "已提交",
+        "q_cancelled": "已取消",
+        "q_expired": "已过期",
+        "toast_stale": "该问题已过期或已处理。",
+        "toast_invalid": "请完整选择有效答案。",
+        "toast_submitted": "答案已提交，正在处理。",
+        "toast_cancelled": "已取消。",
+        "toast_stopped": "已停止",
+        "toast_not_owner": "只有任务发起人可以操作此卡片。",
+        "toast_stop_failed": "停止失败，请重试",
+        "delivery_failed": "互动问题卡片投递失败，该请求已取消，请重试。",
+    },
+    "en": {
+        "running": "Running...",
+        "completed": "Completed",
+        "cancelled": "Cancelled",
+        "failed": "Failed, please retry",
+        "stopped": "Stopped",
+        "stop": "Stop",
+        "title": "Assistant",
+        "truncated": "Content too long, truncated",
+        "form_title": "Please answer",
+        "submit": "Submit",
+        "cancel": "Cancel",
+        "select": "Choose",
+        "other": "Other (optional)",
+        "q_processing": "Processing...",
+        "q_submitted": "Submitted",
+        "q_cancelled": "Cancelled",
+        "q_expired": "Expired",
+        "toast_stale": "This question has expired or was already answered.",
+        "toast_invalid": "Please choose a valid answer for every question.",
+        "toast_submitted": "Answer submitted, processing.",
+        "toast_cancelled": "Cancelled.",
+        "toast_stopped": "Stopped",
+        "toast_not_owner": "Only the task owner can use this card.",
+        "toast_stop_failed": "Stop failed, please retry",
+        "delivery_failed": "The question card could not be delivered; the request was "
+        "cancelled. Please retry.",
+    },
+    "de": {
+        "running": "Läuft...",
+        "completed": "Abgeschlossen",
+        "cancelled": "Abgebrochen",
+        "failed": "Fehlgeschlagen, bitte erneut versuchen",
+        "stopped": "Gestoppt",
+        "stop": "Stopp",
+        "title": "Assistent",
+        "truncated": "Inhalt zu lang, gekürzt",
+        "form_title": "Bitte beantworten",
+        "submit": "Absenden",
+        "cancel": "Abbrechen",
+        "select": "Auswählen",
+        "other": "Andere (optional)",
+        "q_processing": "Wird verarbeitet...",
+        "q_submitted": "Übermittelt",
+        "q_cancelled": "Abgebrochen",
+        "q_expired": "Abgelaufen",
+        "toast_stale": "Diese Frage ist abgelaufen oder wurde bereits beantwortet.",
+        "toast_invalid": "Bitte wählen Sie für jede Frage eine gültige Antwort.",
+        "toast_submitted": "Antwort übermittelt, wird verarbeitet.",
+        "toast_cancelled": "Abgebrochen.",
+        "toast_stopped": "Gestoppt",
+        "toast_not_owner": "Nur der Auftraggeber kann diese Karte bedienen.",
+        "toast_stop_failed": "Stoppen fehlgeschlagen, bitte erneut versuchen",
+        "delivery_failed": "Die Fragekarte konnte nicht zugestellt werden; die Anfrage wurde "
+        "abgebrochen. Bitte erneut versuchen.",
+    },
+}
+
+_TEMPLATES: dict[str, str] = {
+    "running": "blue",
+    "completed": "green",
+    "cancelled": "grey",
+    "stopped": "grey",
+    "failed": "red",
+}
+
+
+def strings(language: str) -> Mapping[str, str]:
+    """The string table for ``language`` (falls back to ``zh``)."""
+    return STRINGS.get(language, STRINGS["zh"])
+
+
+def status_label(state: OutputState, language: str = "zh") -> str:
+    """The status label of an output card state, e.g. ``已完成`` / ``Completed``."""
+    return strings(language)[state]
+
+
+def _plain(text: str) -> dict[str, Any]:
+    return {"tag": "plain_text", "content": text}
+
+
+def _header(title: str, template: str) -> dict[str, Any]:
+    return {"title": _plain(title), "template": template}
+
+
+def _summary(text: str, fallback: str) -> dict[str, Any]:
+    snippet = " ".join(text.split())[:120]
+    return {"content": snippet or fallback}
+
+
+def output_elements(
+    text: str, state: OutputState, language: str, *, stop_value: Mapping[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The body elements of an output card (content, status, optional Stop button)."""
+    s = strings(language)
+    elements: list[dict[str, Any]] = [
+        {"tag": "markdown", "element_id": CONTENT_ELEMENT_ID, "content": text},
+        {"tag": "markdown", "element_id": STATUS_ELEMENT_ID, "content": f"*{s[state]}*"},
+    ]
+    if state == "running" and stop_value is not None:
+        elements.append(
+            {
+                "tag": "button",
+                "element_id": STOP_ELEMENT_ID,
+                "text": _plain(s["stop"]),
+                "type": "danger",
+                "behaviors": [{"type": "callback", "value": dict(stop_value)}],
+            }
+        )
+    return elements
+
+
+def output_card(
+    text: str,
+    state: OutputState,
+    language: str = "zh",
+    *,
+    title: str | None = None,
+    stop_value: Mapping[str, Any] | None = None,
+    streaming: bool = False,
+) -> dict[str, Any]:
+    """A complete output card.
+
+    ``streaming=True`` produces the CardKit entity form (``streaming_mode`` on); the IM
+    PATCH fallback uses ``streaming=False``. ``stop_value`` is the Stop button's callback
+    value (shown only while ``state == "running"``).
+    """
+    s = strings(language)
+    config: dict[str, Any] = {
+        "update_multi": True,
+        "summary": _summary(text, s[state]),
+    }
+    if streaming:
+        config["streaming_mode"] = True
+        config["streaming_config"] = {
+            "print_frequency_ms": {"default": 50},
+            "print_step": {"default": 2},
+            "print_strategy": "fast",
+        }
+    return {
+        "schema": "2.0",
+        "config": config,
+        "header": _header(title or s["title"], _TEMPLATES[state]),
+        "body": {"elements": output_elements(text, state, language, stop_value=stop_value)},
+    }
+
+
+def streaming_card_entity(
+    text: str,
+    language: str = "zh",
+    *,
+    title: str | None = None,
+    stop_value: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The running CardKit card entity (``streaming_mode`` on) created on first text."""
+    return output_card(
+        text, "running", language, title=title, stop_value=stop_value, streaming=True
+    )
+
+
+# --- question form ------------------------------------------------------------------
+
+
+def _question_markdown(question: Any) -> str:
+    lines = []
+    header = str(getattr(question, "header", "") or "").strip()
+    text = str(getattr(question, "question", "") or "").strip()
+    if header:
+        lines.append(f"**{header}**")
+    if text:
+        lines.append(f"> {text}")
+    described = []
+    for label, description in _options(question):
+        if description:
+            described.append(f"> **{label}**: {description}")
+    if described:
+        lines.append("")
+        lines.extend(described)
+    return "\n".join(lines)
+
+
+def _options(question: Any) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for option in getattr(question, "options", ()) or ():
+        if isinstance(option, Mapping):
+            label = option.get("label", "")
+            description = option.get("description", "")
+        elif isinstance(option, Sequence) and not isinstance(option, str):
+            label = option[0] if len(option) > 0 else ""
+            description = option[1] if len(option) > 1 else ""
+        else:
+            label = getattr(option, "label", option)
+            description = getattr(option, "description", "")
+        out.append((str(label), str(description or "")))
+    return out
+
+
+def option_labels(question: Any) -> list[str]:
+    """The option labels of a normalized question, in order."""
+    return [label for label, _ in _options(question)]
+
+
+def form_card(
+    request_id: str,
+    questions: Sequence[Any],
+    language: str = "zh",
+    *,
+    title: str | None = None,
+    custom_text: bool = True,
+) -> dict[str, Any]:
+    """The pending question form bound to ``request_id``.
+
+    ``questions`` are normalized questions (``answer_key``, ``header``, ``question``,
+    ``options`` as ``(label, description)`` pairs or objects, ``multi_select``).
+    """
+    s = strings(language)
+    inner: list[dict[str, Any]] = []
+    for question in questions:
+        key = str(question.answer_key)
+        inner.append({"tag": "markdown", "content": _question_markdown(question)})
+        inner.append(
+            {
+                "tag": "multi_select_static" if question.multi_select else "select_static",
+                "name": key,
+                "placeholder": _plain(s["select"]),
+                "width": "fill",
+                "options": [
+                    {"text": _plain(label), "value": str(index)}
+                    for index, label in enumerate(option_labels(question))
+                ],
+            }
+        )
+        if custom_text:
+            inner.append(
+                {
+                    "tag": "input",
+                    "name": key + OTHER_SUFFIX,
+                    "placeholder": _plain(s["other"]),
+                    "width": "fill",
+                    "max_length": 500,
+                }
+            )
+    for action, label, kind in (
+        (SUBMIT_ACTION, s["submit"], "primary"),
+        (CANCEL_ACTION, s["cancel"], "default"),
+    ):
+        inner.append(
+            {
+                "tag": "button",
+                "name": f"{action}_{request_id}",
+                "text": _plain(label),
+                "type": kind,
+                "form_action_type": "submit",
+                "behaviors": [
+                    {"type": "callback", "value": {"action": action, "request": request_id}}
+                ],
+            }
+        )
+    return {
+        "schema": "2.0",
+        "config": {"update_multi": True, "summary": {"content": title or s["form_title"]}},
+        "header": _header(title or s["form_title"], "blue"),
+        "body": {"elements": [{"tag": "form", "name": FORM_NAME, "elements": inner}]},
+    }
+
+
+def form_terminal_card(
+    questions: Sequence[Any],
+    state: QuestionState,
+    language: str = "zh",
+    *,
+    title: str | None = None,
+    answers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The read-only form card in ``state`` (processing/submitted/cancelled/expired).
+
+    Submitted answers are shown only when ``answers`` is given (the chat already holds
+    them; they are never logged).
+    """
+    s = strings(language)
+    label = s["q_" + state] if state != "pending" else s["form_title"]
+    template = {"processing": "blue", "submitted": "green"}.get(state, "grey")
+    elements: list[dict[str, Any]] = []
+    for question in questions:
+        block = _question_markdown(question)
+        if answers is not None and str(question.answer_key) in answers:
+            block += f"\n\n**→** {answers[str(question.answer_key)]}"
+        elements.append({"tag": "markdown", "content": block})
+    elements.append({"tag": "markdown", "content": f"*{label}*"})
+    return {
+        "schema": "2.0",
+        "config": {"update_multi": True, "summary": {"content": label}},
+        "header": _header(title or s["form_title"], template),
+        "body": {"elements": elements},
+    }

@@ -1,0 +1,152 @@
+"""Feishu adapter configuration.
+
+:class:`FeishuConfig` is a frozen dataclass validated on construction; every
+:class:`~channelkit.errors.ConfigurationError` names the offending field path
+(``feishu.language``, ``feishu.forms.timeout_ms``). :meth:`FeishuConfig.from_dict`
+parses a plain mapping (JSON/YAML) with the same checks and rejects unknown keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Literal
+
+from channelkit.errors import ConfigurationError
+
+__all__ = ["LANGUAGES", "FeishuConfig", "FeishuFormsConfig", "Language"]
+
+Language = Literal["zh", "en", "de"]
+LANGUAGES: tuple[str, ...] = ("zh", "en", "de")
+
+#: Default question-card lifetime (design: 270 s, below the host permission lifetime).
+DEFAULT_QUESTION_TIMEOUT_MS = 270_000
+
+
+@dataclass(frozen=True)
+class FeishuFormsConfig:
+    """Native question forms (``present_user_input_request``).
+
+    ``enabled=False`` keeps streaming output but answers every structured question with
+    the shared text permission prompt (the adapter returns UNSUPPORTED).
+    """
+
+    enabled: bool = True
+    timeout_ms: int = DEFAULT_QUESTION_TIMEOUT_MS
+    custom_text: bool = True
+
+    def __post_init__(self) -> None:
+        _validate_forms(self, "feishu.forms")
+
+
+@dataclass(frozen=True)
+class FeishuConfig:
+    """Everything the Feishu adapter needs.
+
+    ``app_id``/``app_secret`` obtain the tenant access token. ``verification_token`` is
+    compared with every callback's token; ``encrypt_key`` (optional) turns on body
+    decryption and ``X-Lark-Signature`` verification. ``language`` selects the card
+    strings (``zh`` default, ``en``, ``de``).
+    """
+
+    app_id: str
+    app_secret: str = field(repr=False)
+    verification_token: str = field(repr=False)
+    encrypt_key: str | None = field(default=None, repr=False)
+    language: Language = "zh"
+    forms: FeishuFormsConfig = field(default_factory=FeishuFormsConfig)
+    #: Stream through CardKit card entities; False (or CardKit failing) uses IM PATCH.
+    cardkit: bool = True
+    #: The reaction added to the user's message while a run is active; "" disables it.
+    reaction: str = "OnIt"
+    base_url: str = "https://open.feishu.cn"
+    #: Accept callback timestamps at most this far from the local wall clock.
+    max_clock_skew_s: float = 300.0
+    #: Card header title (``None`` uses the language's default).
+    title: str | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self, "feishu")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str = "feishu") -> FeishuConfig:
+        """Build a config from a plain mapping; errors name the field (``feishu.x``)."""
+        if not isinstance(data, Mapping):
+            raise ConfigurationError("must be an object", path)
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                raise ConfigurationError("unknown field", f"{path}.{key}")
+        for required in ("app_id", "app_secret", "verification_token"):
+            if required not in data:
+                raise ConfigurationError("is required", f"{path}.{required}")
+        values = dict(data)
+        forms = values.get("forms")
+        if isinstance(forms, Mapping):
+            forms_known = {f.name for f in fields(FeishuFormsConfig)}
+            for key in forms:
+                if key not in forms_known:
+                    raise ConfigurationError("unknown field", f"{path}.forms.{key}")
+            probe_forms = _probe(FeishuFormsConfig, forms)
+            _validate_forms(probe_forms, f"{path}.forms")
+            values["forms"] = FeishuFormsConfig(**dict(forms))
+        elif forms is not None and not isinstance(forms, FeishuFormsConfig):
+            raise ConfigurationError("must be an object", f"{path}.forms")
+        _validate(_probe(cls, values), path)
+        return cls(**values)
+
+
+def _probe(cls: Any, values: Mapping[str, Any]) -> Any:
+    """An instance of dataclass ``cls`` filled without running ``__post_init__``."""
+    obj = cls.__new__(cls)
+    for f in fields(cls):
+        if f.name in values:
+            value = values[f.name]
+        elif f.default_factory is not MISSING:
+            value = f.default_factory()
+        else:
+            value = f.default
+        object.__setattr__(obj, f.name, value)
+    return obj
+
+
+def _require_str(value: Any, path: str, *, allow_empty: bool = False) -> None:
+    if not isinstance(value, str):
+        raise ConfigurationError("must be a string", path)
+    if not allow_empty and not value.strip():
+        raise ConfigurationError("must not be empty", path)
+
+
+def _validate_forms(forms: FeishuFormsConfig, path: str) -> None:
+    if not isinstance(forms.enabled, bool):
+        raise ConfigurationError("must be a boolean", f"{path}.enabled")
+    if not isinstance(forms.custom_text, bool):
+        raise ConfigurationError("must be a boolean", f"{path}.custom_text")
+    timeout = forms.timeout_ms
+    if isinstance(timeout, bool) or not isinstance(timeout, int):
+        raise ConfigurationError("must be an integer (milliseconds)", f"{path}.timeout_ms")
+    if timeout < 1_000 or timeout > 3_600_000:
+        raise ConfigurationError("must be between 1000 and 3600000", f"{path}.timeout_ms")
+
+
+def _validate(cfg: FeishuConfig, path: str) -> None:
+    _require_str(cfg.app_id, f"{path}.app_id")
+    _require_str(cfg.app_secret, f"{path}.app_secret")
+    _require_str(cfg.verification_token, f"{path}.verification_token")
+    if cfg.encrypt_key is not None:
+        _require_str(cfg.encrypt_key, f"{path}.encrypt_key")
+    if cfg.language not in LANGUAGES:
+        raise ConfigurationError(f"must be one of {', '.join(LANGUAGES)}", f"{path}.language")
+    if not isinstance(cfg.forms, FeishuFormsConfig):
+        raise ConfigurationError("must be a FeishuFormsConfig or an object", f"{path}.forms")
+    if not isinstance(cfg.cardkit, bool):
+        raise ConfigurationError("must be a boolean", f"{path}.cardkit")
+    _require_str(cfg.reaction, f"{path}.reaction", allow_empty=True)
+    _require_str(cfg.base_url, f"{path}.base_url")
+    if not cfg.base_url.startswith(("http://", "https://")):
+        raise ConfigurationError("must be an http(s) URL", f"{path}.base_url")
+    skew = cfg.max_clock_skew_s
+    if isinstance(skew, bool) or not isinstance(skew, int | float) or skew <= 0:
+        raise ConfigurationError("must be a positive number of seconds", f"{path}.max_clock_skew_s")
+    if cfg.title is not None:
+        _require_str(cfg.title, f"{path}.title")

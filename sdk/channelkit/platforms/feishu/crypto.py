@@ -1,0 +1,292 @@
+"""AES-256-CBC and the Feishu callback signature, on the standard library only.
+
+Feishu encrypts event and card-callback bodies when an *Encrypt Key* is configured:
+the body is ``{"encrypt": "<base64>"}`` where the decoded bytes are a 16-byte IV followed
+by AES-256-CBC ciphertext (PKCS#7 padded) under the key ``sha256(encrypt_key)``. The
+standard library has no AES, so this module implements the block cipher (FIPS-197) for
+256-bit keys with precomputed tables. It is only used for callback bodies (a few KiB),
+where a pure-Python cipher is fast enough; it is tested against the FIPS-197 and
+NIST SP 800-38A CBC-AES256 vectors.
+
+Encryption is provided too, so tests and the playground emulator can produce bodies
+exactly as Feishu does.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+from channelkit.errors import ChannelKitError
+
+__all__ = [
+    "DecryptionError",
+    "aes256_cbc_decrypt",
+    "aes256_cbc_encrypt",
+    "decrypt_event",
+    "encrypt_event",
+    "feishu_signature",
+    "verify_signature",
+]
+
+
+class DecryptionError(ChannelKitError, ValueError):
+    """The ciphertext is malformed (bad base64, length, padding or UTF-8/JSON)."""
+
+
+# --- tables -------------------------------------------------------------------------
+
+
+def _build_tables() -> tuple[list[int], list[int], list[list[int]], list[list[int]]]:
+    # exp/log tables over GF(2^8) with the AES polynomial, generator 3
+    exp = [0] * 512
+    log = [0] * 256
+    x = 1
+    for i in range(255):
+        exp[i] = x
+        log[x] = i
+        x ^= (x << 1) ^ (0x11B if x & 0x80 else 0)
+        x &= 0xFF
+    for i in range(255, 512):
+        exp[i] = exp[i - 255]
+
+    def mul(a: int, b: int) -> int:
+        if a == 0 or b == 0:
+            return 0
+        return exp[log[a] + log[b]]
+
+    sbox = [0] * 256
+    inv_sbox = [0] * 256
+    for value in range(256):
+        inv = 0 if value == 0 else exp[255 - log[value]]
+        out = inv
+        for shift in range(1, 5):
+            out ^= ((inv << shift) | (inv >> (8 - shift))) & 0xFF
+        out ^= 0x63
+        sbox[value] = out
+        inv_sbox[out] = value
+
+    def word(b0: int, b1: int, b2: int, b3: int) -> int:
+        return (b0 << 24) | (b1 << 16) | (b2 << 8) | b3
+
+    def rotr(w: int, bits: int) -> int:
+        return ((w >> bits) | (w << (32 - bits))) & 0xFFFFFFFF
+
+    te0 = [0] * 256
+    td0 = [0] * 256
+    for value in range(256):
+        s = sbox[value]
+        te0[value] = word(mul(s, 2), s, s, mul(s, 3))
+        i = inv_sbox[value]
+        td0[value] = word(mul(i, 0x0E), mul(i, 0x09), mul(i, 0x0D), mul(i, 0x0B))
+    te = [te0, [rotr(w, 8) for w in te0], [rotr(w, 16) for w in te0], [rotr(w, 24) for w in te0]]
+    td = [td0, [rotr(w, 8) for w in td0], [rotr(w, 16) for w in td0], [rotr(w, 24) for w in td0]]
+    return sbox, inv_sbox, te, td
+
+
+_SBOX, _INV_SBOX, _TE, _TD = _build_tables()
+_ROUNDS = 14
+
+
+def _sub_word(w: int) -> int:
+    s = _SBOX
+    hi = (s[w >> 24] << 24) | (s[(w >> 16) & 0xFF] << 16)
+    return hi | (s[(w >> 8) & 0xFF] << 8) | s[w & 0xFF]
+
+
+def _expand_key(key: bytes) -> list[list[int]]:
+    """The 15 round keys (4 words each) of AES-256."""
+    if len(key) != 32:
+        raise ValueError("AES-256 needs a 32-byte key")
+    words = [int.from_bytes(key[i : i + 4], "big") for i in range(0, 32, 4)]
+    rcon = 1
+    for i in range(8, 4 * (_ROUNDS + 1)):
+        temp = words[i - 1]
+        if i % 8 == 0:
+            temp = _sub_word(((temp << 8) | (temp >> 24)) & 0xFFFFFFFF) ^ (rcon << 24)
+            rcon = (rcon << 1) ^ (0x11B if rcon & 0x80 else 0)
+        elif i % 8 == 4:
+            temp = _sub_word(temp)
+        words.append(words[i - 8] ^ temp)
+    return [words[r * 4 : r * 4 + 4] for r in range(_ROUNDS + 1)]
+
+
+def _inverse_round_keys(round_keys: list[list[int]]) -> list[list[int]]:
+    """Round keys for the equivalent inverse cipher (FIPS-197 5.3.5), in use order."""
+    td0, td1, td2, td3 = _TD
+    s = _SBOX
+    out = [round_keys[_ROUNDS]]
+    for r in range(_ROUNDS - 1, 0, -1):
+        row = []
+        for w in round_keys[r]:
+            hi = td0[s[w >> 24]] ^ td1[s[(w >> 16) & 0xFF]]
+            row.append(hi ^ td2[s[(w >> 8) & 0xFF]] ^ td3[s[w & 0xFF]])
+        out.append(row)
+    out.append(round_keys[0])
+    return out
+
+
+def _encrypt_block(block: bytes, rk: list[list[int]]) -> bytes:
+    te0, te1, te2, te3 = _TE
+    s = _SBOX
+    k = rk[0]
+    t0 = int.from_bytes(block[0:4], "big") ^ k[0]
+    t1 = int.from_bytes(block[4:8], "big") ^ k[1]
+    t2 = int.from_bytes(block[8:12], "big") ^ k[2]
+    t3 = int.from_bytes(block[12:16], "big") ^ k[3]
+    for r in range(1, _ROUNDS):
+        k = rk[r]
+        u0 = te0[t0 >> 24] ^ te1[(t1 >> 16) & 0xFF] ^ te2[(t2 >> 8) & 0xFF] ^ te3[t3 & 0xFF] ^ k[0]
+        u1 = te0[t1 >> 24] ^ te1[(t2 >> 16) & 0xFF] ^ te2[(t3 >> 8) & 0xFF] ^ te3[t0 & 0xFF] ^ k[1]
+        u2 = te0[t2 >> 24] ^ te1[(t3 >> 16) & 0xFF] ^ te2[(t0 >> 8) & 0xFF] ^ te3[t1 & 0xFF] ^ k[2]
+        u3 = te0[t3 >> 24] ^ te1[(t0 >> 16) & 0xFF] ^ te2[(t1 >> 8) & 0xFF] ^ te3[t2 & 0xFF] ^ k[3]
+        t0, t1, t2, t3 = u0, u1, u2, u3
+    k = rk[_ROUNDS]
+    cols = (t0, t1, t2, t3)
+    out = bytearray(16)
+    for c in range(4):
+        w = (
+            (s[cols[c] >> 24] << 24)
+            | (s[(cols[(c + 1) % 4] >> 16) & 0xFF] << 16)
+            | (s[(cols[(c + 2) % 4] >> 8) & 0xFF] << 8)
+            | s[cols[(c + 3) % 4] & 0xFF]
+        ) ^ k[c]
+        out[4 * c : 4 * c + 4] = w.to_bytes(4, "big")
+    return bytes(out)
+
+
+def _decrypt_block(block: bytes, dk: list[list[int]]) -> bytes:
+    td0, td1, td2, td3 = _TD
+    s = _INV_SBOX
+    k = dk[0]
+    t0 = int.from_bytes(block[0:4], "big") ^ k[0]
+    t1 = int.from_bytes(block[4:8], "big") ^ k[1]
+    t2 = int.from_bytes(block[8:12], "big") ^ k[2]
+    t3 = int.from_bytes(block[12:16], "big") ^ k[3]
+    for r in range(1, _ROUNDS):
+        k = dk[r]
+        u0 = td0[t0 >> 24] ^ td1[(t3 >> 16) & 0xFF] ^ td2[(t2 >> 8) & 0xFF] ^ td3[t1 & 0xFF] ^ k[0]
+        u1 = td0[t1 >> 24] ^ td1[(t0 >> 16) & 0xFF] ^ td2[(t3 >> 8) & 0xFF] ^ td3[t2 & 0xFF] ^ k[1]
+        u2 = td0[t2 >> 24] ^ td1[(t1 >> 16) & 0xFF] ^ td2[(t0 >> 8) & 0xFF] ^ td3[t3 & 0xFF] ^ k[2]
+        u3 = td0[t3 >> 24] ^ td1[(t2 >> 16) & 0xFF] ^ td2[(t1 >> 8) & 0xFF] ^ td3[t0 & 0xFF] ^ k[3]
+        t0, t1, t2, t3 = u0, u1, u2, u3
+    k = dk[_ROUNDS]
+    cols = (t0, t1, t2, t3)
+    out = bytearray(16)
+    for c in range(4):
+        w = (
+            (s[cols[c] >> 24] << 24)
+            | (s[(cols[(c + 3) % 4] >> 16) & 0xFF] << 16)
+            | (s[(cols[(c + 2) % 4] >> 8) & 0xFF] << 8)
+            | s[cols[(c + 1) % 4] & 0xFF]
+        ) ^ k[c]
+        out[4 * c : 4 * c + 4] = w.to_bytes(4, "big")
+    return bytes(out)
+
+
+def _xor16(a: bytes, b: bytes) -> bytes:
+    return (int.from_bytes(a, "big") ^ int.from_bytes(b, "big")).to_bytes(16, "big")
+
+
+# --- CBC ----------------------------------------------------------------------------
+
+
+def aes256_cbc_encrypt(key: bytes, iv: bytes, plaintext: bytes, *, pad: bool = True) -> bytes:
+    """AES-256-CBC encryption; PKCS#7 pads ``plaintext`` unless ``pad`` is False."""
+    if len(iv) != 16:
+        raise ValueError("iv must be 16 bytes")
+    if pad:
+        n = 16 - len(plaintext) % 16
+        plaintext = plaintext + bytes([n]) * n
+    elif len(plaintext) % 16:
+        raise ValueError("unpadded plaintext must be a multiple of 16 bytes")
+    rk = _expand_key(key)
+    out = bytearray()
+    prev = iv
+    for i in range(0, len(plaintext), 16):
+        prev = _encrypt_block(_xor16(plaintext[i : i + 16], prev), rk)
+        out += prev
+    return bytes(out)
+
+
+def aes256_cbc_decrypt(key: bytes, iv: bytes, ciphertext: bytes, *, unpad: bool = True) -> bytes:
+    """AES-256-CBC decryption; strips and checks PKCS#7 padding unless ``unpad`` is False.
+
+    Raises :class:`DecryptionError` for a bad length or padding.
+    """
+    if len(iv) != 16:
+        raise DecryptionError("iv must be 16 bytes")
+    if not ciphertext or len(ciphertext) % 16:
+        raise DecryptionError("ciphertext length is not a positive multiple of 16")
+    dk = _inverse_round_keys(_expand_key(key))
+    out = bytearray()
+    prev = iv
+    for i in range(0, len(ciphertext), 16):
+        block = ciphertext[i : i + 16]
+        out += _xor16(_decrypt_block(block, dk), prev)
+        prev = block
+    if not unpad:
+        return bytes(out)
+    n = out[-1]
+    if n < 1 or n > 16 or out[-n:] != bytes([n]) * n:
+        raise DecryptionError("bad PKCS#7 padding")
+    return bytes(out[:-n])
+
+
+# --- Feishu framing -----------------------------------------------------------------
+
+
+def _key_for(encrypt_key: str) -> bytes:
+    return hashlib.sha256(encrypt_key.encode("utf-8")).digest()
+
+
+def decrypt_event(encrypt_key: str, encrypted: str) -> Any:
+    """Decrypt a Feishu ``encrypt`` field and parse the JSON inside.
+
+    ``base64decode(encrypted)`` is ``IV (16 bytes) || AES-256-CBC(sha256(encrypt_key))``.
+    Raises :class:`DecryptionError` for anything malformed; never returns partial data.
+    """
+    try:
+        raw = base64.b64decode(encrypted.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError, ValueError) as exc:
+        raise DecryptionError("encrypt is not valid base64") from exc
+    if len(raw) < 32:
+        raise DecryptionError("encrypt is too short")
+    plain = aes256_cbc_decrypt(_key_for(encrypt_key), raw[:16], raw[16:])
+    try:
+        return json.loads(plain.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise DecryptionError("decrypted body is not UTF-8 JSON") from exc
+
+
+def encrypt_event(encrypt_key: str, payload: Any, *, iv: bytes | None = None) -> str:
+    """Encrypt ``payload`` (JSON-serialised unless already ``str``/``bytes``) as Feishu does."""
+    if isinstance(payload, bytes):
+        data = payload
+    elif isinstance(payload, str):
+        data = payload.encode("utf-8")
+    else:
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    iv = os.urandom(16) if iv is None else iv
+    ciphertext = aes256_cbc_encrypt(_key_for(encrypt_key), iv, data)
+    return base64.b64encode(iv + ciphertext).decode("ascii")
+
+
+def feishu_signature(timestamp: str, nonce: str, encrypt_key: str, body: bytes) -> str:
+    """``X-Lark-Signature``: ``sha256_hex((timestamp + nonce + encrypt_key).encode() + body)``."""
+    digest = hashlib.sha256((timestamp + nonce + encrypt_key).encode("utf-8"))
+    digest.update(body)
+    return digest.hexdigest()
+
+
+def verify_signature(
+    timestamp: str, nonce: str, encrypt_key: str, body: bytes, signature: str
+) -> bool:
+    """Constant-time comparison of ``signature`` with :func:`feishu_signature`."""
+    expected = feishu_signature(timestamp, nonce, encrypt_key, body)
+    return hmac.compare_digest(expected, signature.strip().lower())

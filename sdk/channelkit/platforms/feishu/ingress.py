@@ -1,0 +1,344 @@
+"""Verify and parse Feishu HTTP callbacks (events and card actions).
+
+The checks, in order (see docs/platforms/feishu.md):
+
+1. The body is a JSON object (else 400).
+2. With an Encrypt Key configured:
+   - the body must be ``{"encrypt": "<base64>"}`` (a plaintext body is rejected);
+   - if ``X-Lark-Signature`` is present it must equal
+     ``sha256_hex(timestamp + nonce + encrypt_key + raw_body)`` and
+     ``X-Lark-Request-Timestamp`` must be within ``max_clock_skew_s`` of the wall clock;
+   - the body is decrypted (AES-256-CBC, key ``sha256(encrypt_key)``, IV = first 16
+     bytes); a bad ciphertext is rejected;
+   - every request except the URL-verification challenge MUST carry a valid signature
+     (Feishu does not sign the challenge).
+   Without an Encrypt Key an ``encrypt`` body is rejected.
+3. The Verification Token must match (``token`` of a challenge or a v1 body,
+   ``header.token`` of a v2 body), compared in constant time.
+4. A timestamp header, when present, must be fresh (a replayed/stale challenge or
+   event is rejected even if its token is right).
+
+Nothing here mutates adapter state; a rejected request is answered with 400/401 and
+dropped. Bodies are never logged (they may hold answers).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from channelkit.platforms.feishu.crypto import DecryptionError, decrypt_event, verify_signature
+from channelkit.web.ingress import IngressRequest, IngressResponse
+
+__all__ = [
+    "CardAction",
+    "FeishuIngressVerifier",
+    "FeishuMessage",
+    "IngressRejected",
+    "VerifiedCallback",
+    "parse_card_action",
+    "parse_message_event",
+]
+
+logger = logging.getLogger(__name__)
+
+TIMESTAMP_HEADER = "X-Lark-Request-Timestamp"
+NONCE_HEADER = "X-Lark-Request-Nonce"
+SIGNATURE_HEADER = "X-Lark-Signature"
+
+
+class IngressRejected(Exception):
+    """A callback failed verification; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(f"{status}: {reason}")
+
+    def response(self) -> IngressResponse:
+        """The rejection as an HTTP response (no details leaked beyond the reason)."""
+        return IngressResponse.json(self.status, {"code": self.status, "msg": self.reason})
+
+
+@dataclass(frozen=True)
+class VerifiedCallback:
+    """A verified (and decrypted) callback body."""
+
+    kind: Literal["challenge", "event"]
+    payload: Mapping[str, Any]
+    challenge: str | None = None
+
+    @property
+    def event_type(self) -> str:
+        """``header.event_type`` (v2), ``event.type`` / ``type`` (v1), or ``""``."""
+        header = self.payload.get("header")
+        if isinstance(header, Mapping):
+            value = header.get("event_type")
+            if isinstance(value, str):
+                return value
+        event = self.payload.get("event")
+        if isinstance(event, Mapping) and isinstance(event.get("type"), str):
+            return str(event["type"])
+        value = self.payload.get("type")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def event_id(self) -> str | None:
+        """``header.event_id`` (v2) or ``uuid`` (v1) for de-duplication."""
+        header = self.payload.get("header")
+        if isinstance(header, Mapping) and isinstance(header.get("event_id"), str):
+            return str(header["event_id"])
+        value = self.payload.get("uuid")
+        return value if isinstance(value, str) else None
+
+
+class FeishuIngressVerifier:
+    """Checks token, signature, encryption and freshness of Feishu callbacks.
+
+    ``time`` returns the wall clock in seconds (inject the channel clock's ``time``).
+    """
+
+    def __init__(
+        self,
+        verification_token: str,
+        encrypt_key: str | None,
+        *,
+        time: Callable[[], float],
+        max_clock_skew_s: float = 300.0,
+    ) -> None:
+        self._token = verification_token
+        self._encrypt_key = encrypt_key or None
+        self._time = time
+        self._skew = max_clock_skew_s
+
+    def verify(self, request: IngressRequest) -> VerifiedCallback:
+        """Verify ``request``; raises :class:`IngressRejected` on any failure."""
+        try:
+            body = json.loads(request.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise IngressRejected(400, "body is not JSON") from None
+        if not isinstance(body, dict):
+            raise IngressRejected(400, "body is not a JSON object")
+
+        headers = request.headers
+        timestamp = headers.get(TIMESTAMP_HEADER)
+        if timestamp is not None:
+            self._check_fresh(timestamp)
+
+        signed = False
+        if self._encrypt_key is not None:
+            encrypted = body.get("encrypt")
+            if not isinstance(encrypted, str):
+                raise IngressRejected(400, "expected an encrypted body")
+            signature = headers.get(SIGNATURE_HEADER)
+            if signature is not None:
+                nonce = headers.get(NONCE_HEADER)
+                if timestamp is None or nonce is None:
+                    raise IngressRejected(401, "signature headers incomplete")
+                key = self._encrypt_key
+                if not verify_signature(timestamp, nonce, key, request.body, signature):
+                    raise IngressRejected(401, "bad signature")
+                signed = True
+            try:
+                payload = decrypt_event(self._encrypt_key, encrypted)
+            except DecryptionError:
+                raise IngressRejected(400, "cannot decrypt body") from None
+            if not isinstance(payload, dict):
+                raise IngressRejected(400, "decrypted body is not a JSON object")
+        else:
+            if "encrypt" in body:
+                raise IngressRejected(400, "encrypted body but no encrypt key configured")
+            payload = body
+
+        is_challenge = payload.get("type") == "url_verification"
+        if self._encrypt_key is not None and not signed and not is_challenge:
+            raise IngressRejected(401, "signature required")
+        self._check_token(payload)
+        if is_challenge:
+            challenge = payload.get("challenge")
+            if not isinstance(challenge, str) or not challenge:
+                raise IngressRejected(400, "challenge missing")
+            return VerifiedCallback(kind="challenge", payload=payload, challenge=challenge)
+        return VerifiedCallback(kind="event", payload=payload)
+
+    def _check_fresh(self, timestamp: str) -> None:
+        try:
+            sent = float(timestamp)
+        except ValueError:
+            raise IngressRejected(401, "bad timestamp") from None
+        if sent > 1e11:  # milliseconds
+            sent /= 1000.0
+        if abs(self._time() - sent) > self._skew:
+            raise IngressRejected(401, "stale timestamp")
+
+    def _check_token(self, payload: Mapping[str, Any]) -> None:
+        token: Any = None
+        header = payload.get("header")
+        if isinstance(header, Mapping):
+            token = header.get("token")
+        if token is None:
+            token = payload.get("token")
+        if not isinstance(token, str) or not hmac.compare_digest(
+            token.encode("utf-8"), self._token.encode("utf-8")
+        ):
+            raise IngressRejected(401, "bad verification token")
+
+
+# --- parsing ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeishuMessage:
+    """A parsed ``im.message.receive_v1`` event."""
+
+    message_id: str
+    chat_id: str
+    sender_open_id: str
+    text: str
+    chat_type: str = "p2p"
+    root_id: str | None = None
+    thread_id: str | None = None
+    sender_type: str = "user"
+    mentions: tuple[str, ...] = ()
+
+    @property
+    def is_group(self) -> bool:
+        return self.chat_type != "p2p"
+
+
+@dataclass(frozen=True)
+class CardAction:
+    """A parsed card action callback (``card.action.trigger`` or the legacy shape)."""
+
+    operator_open_id: str | None
+    open_message_id: str | None
+    open_chat_id: str | None
+    value: Mapping[str, Any] = field(default_factory=dict)
+    form_value: Mapping[str, Any] | None = None
+    name: str | None = None
+
+    @property
+    def action(self) -> str:
+        """``value.action`` or ``""``."""
+        action = self.value.get("action")
+        return action if isinstance(action, str) else ""
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _text_from_post(content: Mapping[str, Any]) -> str:
+    # post: {"title": ..., "content": [[{"tag": "text", "text": ...}, ...], ...]}
+    blocks = content.get("content")
+    if not isinstance(blocks, list):
+        for value in content.values():  # locale-wrapped {"zh_cn": {...}}
+            if isinstance(value, Mapping):
+                return _text_from_post(value)
+        return ""
+    lines = []
+    for line in blocks:
+        if isinstance(line, list):
+            parts = [
+                str(item.get("text", ""))
+                for item in line
+                if isinstance(item, Mapping) and item.get("tag") in ("text", "a", "md")
+            ]
+            lines.append("".join(parts))
+    return "\n".join(lines).strip()
+
+
+def parse_message_event(payload: Mapping[str, Any]) -> FeishuMessage | None:
+    """Parse an ``im.message.receive_v1`` body; None for anything else or unusable."""
+    event = payload.get("event")
+    if not isinstance(event, Mapping):
+        return None
+    message = event.get("message")
+    sender = event.get("sender")
+    if not isinstance(message, Mapping) or not isinstance(sender, Mapping):
+        return None
+    sender_id = sender.get("sender_id")
+    open_id = _str(sender_id.get("open_id")) if isinstance(sender_id, Mapping) else None
+    message_id = _str(message.get("message_id"))
+    chat_id = _str(message.get("chat_id"))
+    if open_id is None or message_id is None or chat_id is None:
+        return None
+    msg_type = message.get("message_type")
+    try:
+        content = json.loads(str(message.get("content") or "{}"))
+    except ValueError:
+        return None
+    if not isinstance(content, Mapping):
+        return None
+    if msg_type == "text":
+        text = str(content.get("text", ""))
+    elif msg_type == "post":
+        text = _text_from_post(content)
+    else:
+        return None
+    mention_names: list[str] = []
+    mentions = message.get("mentions")
+    if isinstance(mentions, list):
+        for mention in mentions:
+            if isinstance(mention, Mapping):
+                key = mention.get("key")
+                if isinstance(key, str) and key:
+                    text = text.replace(key, "")
+                name = mention.get("name")
+                if isinstance(name, str):
+                    mention_names.append(name)
+    return FeishuMessage(
+        message_id=message_id,
+        chat_id=chat_id,
+        sender_open_id=open_id,
+        text=" ".join(text.split()) if "\n" not in text else text.strip(),
+        chat_type=str(message.get("chat_type") or "p2p"),
+        root_id=_str(message.get("root_id")),
+        thread_id=_str(message.get("thread_id")),
+        sender_type=str(sender.get("sender_type") or "user"),
+        mentions=tuple(mention_names),
+    )
+
+
+def parse_card_action(payload: Mapping[str, Any]) -> CardAction | None:
+    """Parse a card action body (schema 2.0 ``event`` or legacy top-level shape).
+
+    The operator identity is read only from ``operator.open_id`` (v2) or the top-level
+    ``open_id`` (legacy); ids nested in the action value are never trusted.
+    """
+    event = payload.get("event") if payload.get("schema") == "2.0" else None
+    if isinstance(event, Mapping):
+        operator = event.get("operator")
+        context = event.get("context")
+        action = event.get("action")
+        op = _str(operator.get("open_id")) if isinstance(operator, Mapping) else None
+        message_id = _str(context.get("open_message_id")) if isinstance(context, Mapping) else None
+        chat_id = _str(context.get("open_chat_id")) if isinstance(context, Mapping) else None
+    else:
+        action = payload.get("action")
+        op = _str(payload.get("open_id"))
+        message_id = _str(payload.get("open_message_id"))
+        chat_id = _str(payload.get("open_chat_id"))
+    if not isinstance(action, Mapping):
+        return None
+    value = action.get("value")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            value = {}
+    if not isinstance(value, Mapping):
+        value = {}
+    form_value = action.get("form_value")
+    return CardAction(
+        operator_open_id=op,
+        open_message_id=message_id,
+        open_chat_id=chat_id,
+        value=dict(value),
+        form_value=dict(form_value) if isinstance(form_value, Mapping) else None,
+        name=_str(action.get("name")),
+    )

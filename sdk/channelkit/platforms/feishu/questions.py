@@ -1,0 +1,467 @@
+"""Native question forms: ``present_user_input_request`` as a Feishu form card.
+
+One :class:`QuestionRecord` per presented request, bound to the captured request id,
+run, owner, chat and (after delivery) message id. Its state machine is callback
+arbitration, changed only by compare-and-set::
+
+    reserved --delivered--> pending --valid callback--> claimed --> terminal
+        \\______________________\\________________________________/
+                 settlement / run end / timeout / delivery failure
+
+Visible terminal states are ``submitted``, ``cancelled`` and ``expired``; every one is
+projected by patching the *same* message in place (never deleted).
+
+* A second request in the same ``session_id + owner.id + run_id`` scope returns
+  UNSUPPORTED (text fallback) and the first form stays answerable.
+* Callbacks are correlated by request id, then checked against the captured operator
+  (owner only, fail closed), chat and message; the form is validated (every question
+  answered, no unknown keys) *before* the claim; only a successful claim reaches the
+  responder, so a duplicate submit is answered with a toast and never calls it twice.
+* The callback is ACKed at once; the responder runs afterwards on the run's projection
+  queue, then the card is patched from the responder's result (accepted submit ->
+  submitted, accepted cancel -> cancelled, refused/raised -> expired).
+* Expiry (``forms.timeout_ms``, one scheduler timer) patches the card to expired FIRST
+  and only then calls the responder with ``cancelled``, so the resulting settlement
+  cannot relabel it.
+* Answers use seed 001's submit format: ``{"outcome": {"outcome": "selected",
+  "optionId": <submit option>}, "answers": {"0": "Beijing", "1": "Logs, Metrics"}}``;
+  multi-select labels joined with ``", "``; cancel sends ``{"outcome": {"outcome":
+  "cancelled"}}`` and no answers. Answers are never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from channelkit.core.types import SettlementReason, UserInputPresentationResult
+from channelkit.platforms.common import StateCell, TombstoneStore
+from channelkit.platforms.feishu import cards
+from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.platforms.feishu.ingress import CardAction
+
+__all__ = ["ActionResult", "QuestionPresenter", "QuestionRecord", "encode_answers"]
+
+logger = logging.getLogger(__name__)
+
+MAX_LIVE_REQUESTS = 1_000
+DELIVERY_WAIT = 25.0
+
+SerialSubmit = Callable[[Hashable, Callable[[], Any]], "Future[Any]"]
+
+
+class InvalidForm(ValueError):
+    """The submitted form does not answer the stored questions."""
+
+
+def encode_answers(
+    questions: Sequence[Any], form_value: Mapping[str, Any] | None, *, custom_text: bool = True
+) -> dict[str, str]:
+    """Turn a card ``form_value`` into seed 001's ``answers`` map (labels, not indexes).
+
+    Select values are option indexes (``"0"``, ``"1"`` ...); the optional
+    ``<key>_other`` input carries custom text (it replaces a single-select choice and
+    is appended to multi-select choices). Raises :class:`InvalidForm` when a question
+    has no answer, an index is out of range, or the form holds an unknown key.
+    """
+    form = dict(form_value or {})
+    keys = {str(q.answer_key) for q in questions}
+    allowed = set(keys)
+    if custom_text:
+        allowed |= {k + cards.OTHER_SUFFIX for k in keys}
+    unknown = [k for k in form if k not in allowed]
+    if unknown:
+        raise InvalidForm("unknown form field")
+    answers: dict[str, str] = {}
+    for question in questions:
+        key = str(question.answer_key)
+        labels = cards.option_labels(question)
+        raw = form.get(key)
+        if raw is None or raw == "":
+            picked: list[str] = []
+        elif isinstance(raw, list):
+            picked = [str(v) for v in raw]
+        elif isinstance(raw, str):
+            picked = [raw]
+        else:
+            raise InvalidForm("bad select value")
+        if not question.multi_select and len(picked) > 1:
+            raise InvalidForm("single select with several values")
+        chosen: list[str] = []
+        for value in picked:
+            if not value.isdigit() or int(value) >= len(labels):
+                raise InvalidForm("unknown option")
+            label = labels[int(value)]
+            if label not in chosen:
+                chosen.append(label)
+        other = form.get(key + cards.OTHER_SUFFIX) if custom_text else None
+        other_text = other.strip() if isinstance(other, str) else ""
+        if other is not None and not isinstance(other, str):
+            raise InvalidForm("bad custom text")
+        if other_text:
+            chosen = [*chosen, other_text] if question.multi_select else [other_text]
+        if not chosen:
+            raise InvalidForm("unanswered question")
+        answers[key] = ", ".join(chosen)
+    return answers
+
+
+@dataclass(eq=False)
+class QuestionRecord:
+    """The live native input of one request (see the module docstring)."""
+
+    request_id: str
+    session_id: str
+    run_id: str
+    owner_id: str
+    chat_id: str
+    questions: tuple[Any, ...]
+    submit_option_id: str
+    respond: Callable[[Mapping[str, Any]], bool]
+    cell: StateCell[str] = field(default_factory=lambda: StateCell("reserved"))
+    message_id: str | None = None
+    terminal: str | None = None  # submitted | cancelled | expired
+    unsubscribe: Callable[[], Any] | None = None
+    timer: Any = None
+    claim_action: str | None = None
+    executing: bool = False
+    deferred: str | None = None  # settlement received while claimed, before execute
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def scope(self) -> tuple[str, str, str]:
+        return (self.session_id, self.owner_id, self.run_id)
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """What a card callback produced: the ACK body and optional work for the pool."""
+
+    body: dict[str, Any]
+    execute: Callable[[], None] | None = None
+    disposition: str = "ignored"  # claimed | invalid | forbidden | ignored
+
+
+def _toast(kind: str, content: str) -> dict[str, Any]:
+    return {"toast": {"type": kind, "content": content}}
+
+
+class QuestionPresenter:
+    """Presents and arbitrates Feishu question forms; see the module docstring."""
+
+    def __init__(
+        self,
+        api: FeishuApi,
+        *,
+        clock: Any,
+        scheduler: Any,
+        submit: SerialSubmit,
+        language: str = "zh",
+        timeout_s: float = 270.0,
+        custom_text: bool = True,
+        send_text: Callable[[str, str], Any] | None = None,
+    ) -> None:
+        self._api = api
+        self._clock = clock
+        self._scheduler = scheduler
+        self._submit = submit
+        self._language = language
+        self._strings = cards.strings(language)
+        self._timeout_s = timeout_s
+        self._custom_text = custom_text
+        self._send_text = send_text
+        self._lock = threading.Lock()
+        self._live: dict[str, QuestionRecord] = {}
+        self._scopes: dict[tuple[str, str, str], str] = {}
+        self._tombstones: TombstoneStore[str, tuple[str, str]] = TombstoneStore(clock)
+
+    # -- introspection --------------------------------------------------------------------
+    def get(self, request_id: str) -> QuestionRecord | None:
+        with self._lock:
+            return self._live.get(request_id)
+
+    def tombstone(self, request_id: str) -> tuple[str, str] | None:
+        """``(run_id, terminal_state)`` of a finished request, if remembered."""
+        return self._tombstones.get(request_id)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._live)
+
+    # -- presentation ---------------------------------------------------------------------
+    def present(self, context: Any) -> UserInputPresentationResult:
+        """Deliver the form for ``context`` (a ``UserInputRequestContext``).
+
+        Blocks (on the agent's thread, never a web thread) until the card is delivered
+        or ``DELIVERY_WAIT`` seconds pass.
+        """
+        owner_id = str(context.owner.id)
+        record = QuestionRecord(
+            request_id=str(context.request_id),
+            session_id=str(context.session_id),
+            run_id=str(context.run_id),
+            owner_id=owner_id,
+            chat_id=str(context.target.chat_id),
+            questions=tuple(context.questions),
+            submit_option_id=str(context.submit_option_id),
+            respond=context.respond,
+        )
+        with self._lock:
+            if record.scope in self._scopes or record.request_id in self._live:
+                return UserInputPresentationResult.UNSUPPORTED
+            if len(self._live) >= MAX_LIVE_REQUESTS:
+                logger.warning("question registry full; using the text fallback")
+                return UserInputPresentationResult.UNSUPPORTED
+            self._live[record.request_id] = record
+            self._scopes[record.scope] = record.request_id
+        record.unsubscribe = context.on_settled(
+            lambda reason, r=record: self._on_settled(r, reason)
+        )
+        if record.cell.state != "reserved":
+            # settled while subscribing: nothing was shown, nothing to do
+            self._cleanup(record)
+            return UserInputPresentationResult.PRESENTED
+        future = self._submit(record.run_id, lambda: self._deliver(record))
+        try:
+            result = future.result(timeout=DELIVERY_WAIT)
+        except FutureTimeout:
+            logger.warning("question card delivery still in flight; keeping it reserved")
+            return UserInputPresentationResult.PRESENTED
+        except Exception:
+            logger.exception("question card delivery job failed")
+            result = UserInputPresentationResult.PRESENTED
+        assert isinstance(result, UserInputPresentationResult)
+        return result
+
+    def _deliver(self, record: QuestionRecord) -> UserInputPresentationResult:
+        card = cards.form_card(
+            record.request_id, record.questions, self._language, custom_text=self._custom_text
+        )
+        try:
+            message_id = self._api.send_card(record.chat_id, card)
+        except Exception:
+            logger.exception("question card delivery failed")
+            if not record.cell.compare_and_set("reserved", "terminal"):
+                return UserInputPresentationResult.PRESENTED  # already settled elsewhere
+            record.terminal = "cancelled"
+            self._send_fallback(record)
+            self._call_responder(record, {"outcome": {"outcome": "cancelled"}})
+            self._cleanup(record)
+            return UserInputPresentationResult.HANDLED
+        record.message_id = message_id
+        if record.cell.compare_and_set("reserved", "pending"):
+            record.timer = self._scheduler.call_later(
+                self._timeout_s, lambda r=record: self._on_timeout(r)
+            )
+            return UserInputPresentationResult.PRESENTED
+        # Settled while delivering: make the delivered card non-interactive.
+        self._patch(record, record.terminal or "expired")
+        self._cleanup(record)
+        return UserInputPresentationResult.PRESENTED
+
+    def _send_fallback(self, record: QuestionRecord) -> None:
+        if self._send_text is None:
+            return
+        lines = [self._strings["delivery_failed"]]
+        for question in record.questions:
+            labels = " / ".join(cards.option_labels(question))
+            text = question.question or question.header
+            lines.append(f"- {text}: {labels}")
+        try:
+            self._send_text(record.chat_id, "\n".join(lines))
+        except Exception:
+            logger.exception("question fallback message failed")
+
+    # -- callbacks (web thread: synchronous, no network) ---------------------------------
+    def handle_action(self, action: CardAction) -> ActionResult:
+        """Correlate, authorize, validate and claim a form callback; never blocks."""
+        s = self._strings
+        stale = ActionResult(_toast("warning", s["toast_stale"]))
+        request_id = action.value.get("request")
+        kind = action.action
+        if not isinstance(request_id, str) or kind not in (
+            cards.SUBMIT_ACTION,
+            cards.CANCEL_ACTION,
+        ):
+            return stale
+        record = self.get(request_id)
+        if record is None or record.message_id is None:
+            return stale
+        if action.operator_open_id is None or action.operator_open_id != record.owner_id:
+            return ActionResult(_toast("warning", s["toast_not_owner"]), disposition="forbidden")
+        if action.open_chat_id != record.chat_id or action.open_message_id != record.message_id:
+            return stale
+        response: dict[str, Any]
+        if kind == cards.SUBMIT_ACTION:
+            try:
+                answers = encode_answers(
+                    record.questions, action.form_value, custom_text=self._custom_text
+                )
+            except InvalidForm:
+                if record.cell.state != "pending":
+                    return stale
+                return ActionResult(_toast("warning", s["toast_invalid"]), disposition="invalid")
+            response = {
+                "outcome": {"outcome": "selected", "optionId": record.submit_option_id},
+                "answers": answers,
+            }
+        else:
+            answers = {}
+            response = {"outcome": {"outcome": "cancelled"}}
+        if not record.cell.compare_and_set("pending", "claimed"):
+            return stale
+        record.claim_action = kind
+        if record.timer is not None:
+            record.timer.cancel()
+        toast = s["toast_submitted"] if kind == cards.SUBMIT_ACTION else s["toast_cancelled"]
+
+        def execute() -> None:
+            self._submit(record.run_id, lambda: self._execute(record, response, answers))
+
+        return ActionResult(_toast("success", toast), execute=execute, disposition="claimed")
+
+    def _execute(
+        self, record: QuestionRecord, response: Mapping[str, Any], answers: Mapping[str, str]
+    ) -> None:
+        with record.lock:
+            deferred = record.deferred
+            record.executing = deferred is None
+        if deferred is not None:
+            # settled (run cancelled, resolved elsewhere) between claim and execute
+            if record.cell.compare_and_set("claimed", "terminal"):
+                record.terminal = self._state_for(deferred)
+                self._patch(record, record.terminal)
+                self._cleanup(record)
+            return
+        accepted = self._call_responder(record, response)
+        if not record.cell.compare_and_set("claimed", "terminal"):
+            return
+        if accepted:
+            submitted = record.claim_action == cards.SUBMIT_ACTION
+            record.terminal = "submitted" if submitted else "cancelled"
+        else:
+            record.terminal = "expired"
+        shown = answers if record.terminal == "submitted" else None
+        self._patch(record, record.terminal, answers=shown)
+        self._cleanup(record)
+
+    def _call_responder(self, record: QuestionRecord, response: Mapping[str, Any]) -> bool:
+        try:
+            return bool(record.respond(response))
+        except Exception:
+            logger.exception("question responder raised (request %s)", record.request_id)
+            return False
+
+    # -- settlement, timeout, run end ------------------------------------------------------
+    @staticmethod
+    def _state_for(reason: str) -> str:
+        if reason == SettlementReason.RESOLVED_OUTSIDE_PRESENTER:
+            return "expired"
+        return "cancelled"
+
+    def _on_settled(self, record: QuestionRecord, reason: Any) -> None:
+        reason = str(reason)
+        state = self._state_for(reason)
+        with record.lock:
+            if record.cell.state == "claimed":
+                if not record.executing:
+                    record.deferred = reason
+                return  # the responder in flight decides
+        if record.cell.compare_and_set("reserved", "terminal"):
+            record.terminal = state  # delivery finishing later patches it
+            return
+        if record.cell.compare_and_set("pending", "terminal"):
+            record.terminal = state
+            if record.timer is not None:
+                record.timer.cancel()
+            self._submit(record.run_id, lambda: self._finish_projection(record))
+
+    def _finish_projection(self, record: QuestionRecord) -> None:
+        self._patch(record, record.terminal or "expired")
+        self._cleanup(record)
+
+    def _on_timeout(self, record: QuestionRecord) -> None:
+        if not record.cell.compare_and_set("pending", "terminal"):
+            return
+        record.terminal = "expired"
+
+        def expire() -> None:
+            self._patch(record, "expired")  # first the projection ...
+            self._call_responder(record, {"outcome": {"outcome": "cancelled"}})  # ... then
+            self._cleanup(record)
+
+        self._submit(record.run_id, expire)
+
+    def cancel_run(self, run_id: str, state: str = "cancelled") -> int:
+        """Finalize every live request of ``run_id`` (run ended); returns how many.
+
+        The responder is not called: ChannelBase settles the pending requests itself.
+        """
+        with self._lock:
+            records = [r for r in self._live.values() if r.run_id == run_id]
+        count = 0
+        for record in records:
+            if record.cell.compare_and_set("reserved", "terminal"):
+                record.terminal = state
+                count += 1
+            elif record.cell.compare_and_set("pending", "terminal"):
+                record.terminal = state
+                if record.timer is not None:
+                    record.timer.cancel()
+                self._submit(record.run_id, partial(self._finish_projection, record))
+                count += 1
+        return count
+
+    def close(self) -> None:
+        """Expire every live request (channel shutdown)."""
+        with self._lock:
+            runs = {r.run_id for r in self._live.values()}
+        for run_id in runs:
+            self.cancel_run(run_id, "expired")
+
+    # -- helpers -------------------------------------------------------------------------
+    def _patch(
+        self, record: QuestionRecord, state: str, *, answers: Mapping[str, str] | None = None
+    ) -> None:
+        if record.message_id is None:
+            return
+        card = cards.form_terminal_card(
+            record.questions,
+            state,  # type: ignore[arg-type]
+            self._language,
+            answers=answers,
+        )
+        try:
+            self._api.patch_card(record.message_id, card)
+        except Exception:
+            logger.exception("question card projection failed (state %s)", state)
+
+    def _cleanup(self, record: QuestionRecord) -> None:
+        if record.timer is not None:
+            record.timer.cancel()
+            record.timer = None
+        unsubscribe, record.unsubscribe = record.unsubscribe, None
+        if unsubscribe is not None:
+            try:
+                unsubscribe()
+            except Exception:
+                logger.exception("settlement unsubscribe failed")
+        with self._lock:
+            if self._live.get(record.request_id) is record:
+                del self._live[record.request_id]
+            if self._scopes.get(record.scope) == record.request_id:
+                del self._scopes[record.scope]
+        self._tombstones.add(record.request_id, (record.run_id, record.terminal or "expired"))
+        # compact: the record keeps no responder, questions or subscriptions
+        record.respond = _refused
+        record.questions = ()
+
+
+def _refused(response: Mapping[str, Any]) -> bool:
+    return False
