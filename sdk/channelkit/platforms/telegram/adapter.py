@@ -1,0 +1,244 @@
+"""``TelegramChannel``: typing keep-alive, native inline-keyboard questions, webhook.
+
+Capabilities (seed 000 "Cross-IM compatibility"): Telegram implements *native input*
+(inline-keyboard questions, :mod:`channelkit.platforms.telegram.questions`) *without
+streaming output*: the final response is sent as plain messages (split at 4,096
+characters) and the streaming hooks keep their no-op defaults.
+
+Lifecycle mapping (seeds 003/004, adapter-local): ``started`` -> start typing (one
+keep-alive per chat, ``sendChatAction typing`` every 4 s on the core scheduler);
+``completed`` / ``cancelled`` / ``failed`` -> stop typing when the chat's last run
+ended; ``text_chunk`` / ``tool_call`` are ignored. Indicator failures are logged and
+never fail the task.
+
+Inbound: mount :meth:`TelegramChannel.ingress_routes` (``POST /telegram/webhook``,
+verified with ``X-Telegram-Bot-Api-Secret-Token``), or feed updates from your own
+long-polling loop to :meth:`TelegramChannel.process_update`. ``/cancel``, ``/approve``,
+``/approve-always`` and ``/deny`` are handled by :class:`~channelkit.core.ChannelBase`
+(``/cancel@yourbot`` works in groups); ``/start`` and ``/help`` answer locally.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from channelkit.agents.base import AgentBridge
+from channelkit.core import (
+    ChannelBase,
+    ChannelConfig,
+    InboundMessage,
+    LifecycleEvent,
+    LifecycleType,
+    UserInputPresentationResult,
+    UserInputRequestContext,
+)
+from channelkit.errors import ConfigurationError
+from channelkit.platforms.telegram.api import TelegramApi
+from channelkit.platforms.telegram.config import TelegramConfig
+from channelkit.platforms.telegram.indicators import TypingKeepAlive
+from channelkit.platforms.telegram.ingress import (
+    TelegramWebhook,
+    TgCallbackQuery,
+    TgMessage,
+    TgUpdate,
+    parse_update,
+)
+from channelkit.platforms.telegram.questions import (
+    MAX_MESSAGE_CHARS,
+    TEXT_UNKNOWN,
+    TelegramQuestionPresenter,
+)
+from channelkit.runtime import Clock, Scheduler, WorkerPool
+from channelkit.web.ingress import IngressRoute
+
+__all__ = ["HELP_TEXT", "WEBHOOK_PATH", "TelegramChannel", "split_message"]
+
+logger = logging.getLogger(__name__)
+
+#: The webhook route :meth:`TelegramChannel.ingress_routes` exposes.
+WEBHOOK_PATH = "/telegram/webhook"
+
+HELP_TEXT = (
+    "Send a message to talk to the agent.\n\n"
+    "/cancel — Cancel the running request\n"
+    "/approve [request-id] — Approve a pending permission request\n"
+    "/approve-always [request-id] — Always approve a pending permission request\n"
+    "/deny [request-id] — Deny a pending permission request\n"
+    "/help — Show available commands"
+)
+
+#: Telegram's command menu (``setMyCommands``) for the commands this adapter serves.
+BOT_COMMANDS = (
+    ("help", "Show available commands"),
+    ("cancel", "Cancel the running request"),
+)
+
+_LOCAL_COMMANDS = ("start", "help")
+
+
+def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
+    """Split ``text`` into Telegram-sized parts, preferring line breaks."""
+    if len(text) <= limit:
+        return [text]
+    parts: list[str] = []
+    rest = text
+    while len(rest) > limit:
+        cut = rest.rfind("\n", 0, limit)
+        if cut < limit // 2:
+            cut = limit
+        parts.append(rest[:cut])
+        rest = rest[cut:].lstrip("\n")
+    if rest:
+        parts.append(rest)
+    return parts
+
+
+def _thread_int(thread_id: str | None) -> int | None:
+    if thread_id is None or thread_id == "":
+        return None
+    try:
+        return int(thread_id)
+    except ValueError:
+        return None
+
+
+class TelegramChannel(ChannelBase):
+    """A :class:`~channelkit.core.ChannelBase` for Telegram bots.
+
+    ``TelegramChannel(config, bridge, *, channel_config=None, api=None, executor=None,
+    scheduler=None, clock=None)``: ``config`` is the :class:`TelegramConfig`;
+    ``channel_config`` the shared :class:`~channelkit.core.ChannelConfig` (default:
+    ``ChannelConfig(name=config.channel_name)``); ``api`` replaces the Bot API wrapper
+    (tests, shared clients).
+    """
+
+    def __init__(
+        self,
+        config: TelegramConfig,
+        bridge: AgentBridge,
+        *,
+        channel_config: ChannelConfig | None = None,
+        api: TelegramApi | None = None,
+        executor: WorkerPool | None = None,
+        scheduler: Scheduler | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if not isinstance(config, TelegramConfig):
+            raise ConfigurationError("must be a TelegramConfig", path="config")
+        if channel_config is None:
+            channel_config = ChannelConfig(name=config.channel_name)
+        super().__init__(
+            channel_config, bridge, executor=executor, scheduler=scheduler, clock=clock
+        )
+        self.telegram_config = config
+        self.api: TelegramApi = api or TelegramApi(
+            config.bot_token, base_url=config.api_base_url, timeout_s=config.request_timeout_s
+        )
+        self.typing = TypingKeepAlive(
+            self._send_typing,
+            scheduler=self.scheduler,
+            submit=self.pool.post,
+            interval_s=config.typing_interval_s,
+        )
+        self.questions = TelegramQuestionPresenter(
+            self.api,
+            submit=lambda key, fn: self.lanes.post(("telegram-question", key), fn),
+            scheduler=self.scheduler,
+            clock=self.clock,
+            timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
+        )
+
+    # -- ingress -------------------------------------------------------------------------
+    def ingress_routes(self) -> list[IngressRoute]:
+        """``POST /telegram/webhook``: secret-token check, parse, dispatch, ACK."""
+        handler = TelegramWebhook(self.telegram_config.webhook_secret, self.process_update)
+        return [IngressRoute(WEBHOOK_PATH, handler, ("POST",), "telegram-webhook")]
+
+    def process_update(self, update: TgUpdate | Mapping[str, Any]) -> None:
+        """Handle one ``Update`` (webhook or your own ``getUpdates`` loop).
+
+        Runs synchronously and returns quickly: messages become runs or commands on the
+        pool, button taps are claimed in memory and answered on the pool.
+        """
+        parsed = update if isinstance(update, TgUpdate) else parse_update(update)
+        if parsed.callback_query is not None:
+            self._handle_callback(parsed.callback_query)
+        elif parsed.message is not None:
+            self._handle_message(parsed.message)
+
+    def _handle_callback(self, query: TgCallbackQuery) -> None:
+        if self.questions.handle_callback(query):
+            return
+        # Not one of ours: still answer it so the client's spinner stops.
+        query_id = query.id
+        self.pool.post(self._answer_quietly, query_id, TEXT_UNKNOWN)
+
+    def _answer_quietly(self, query_id: str, text: str) -> None:
+        try:
+            self.api.answer_callback_query(query_id, text)
+        except Exception as exc:
+            logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
+
+    def _handle_message(self, message: TgMessage) -> None:
+        sender = message.from_user
+        if sender is None or sender.is_bot or message.text is None:
+            return  # service messages, channel posts, media without text
+        thread = message.message_thread_id if message.is_topic_message else None
+        text = message.text
+        command = text.strip().split(maxsplit=1)[0][1:].split("@", 1)[0].lower() if text else ""
+        if text.startswith("/") and command in _LOCAL_COMMANDS:
+            self.pool.post(self._send_quietly, str(message.chat.id), HELP_TEXT, thread)
+            return
+        msg = InboundMessage(
+            channel_name=self.name,
+            chat_id=str(message.chat.id),
+            sender_id=str(sender.id),
+            text=text,
+            message_id=str(message.message_id),
+            thread_id=str(thread) if thread is not None else None,
+            is_group=message.chat.type != "private",
+            sender_name=sender.first_name or sender.username,
+        )
+        self.handle_inbound(msg)
+
+    def _send_quietly(self, chat_id: str, text: str, thread: int | None) -> None:
+        try:
+            self.api.send_message(chat_id, text, message_thread_id=thread)
+        except Exception as exc:
+            logger.warning("telegram sendMessage failed: %s", type(exc).__name__)
+
+    # -- hooks ---------------------------------------------------------------------------
+    def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
+        """Plain text (no parse mode), split at 4,096 characters."""
+        for part in split_message(text or " "):
+            self.api.send_message(chat_id, part, message_thread_id=_thread_int(thread_id))
+
+    def on_task_lifecycle(self, event: LifecycleEvent) -> None:
+        """started -> typing keep-alive; terminal -> stop it; other events ignored."""
+        thread = _thread_int(event.thread_id)
+        if event.type is LifecycleType.STARTED:
+            self.typing.start(event.chat_id, event.run_id, thread)
+        elif LifecycleType(event.type).terminal:
+            self.typing.stop(event.chat_id, event.run_id, thread)
+
+    def present_user_input_request(
+        self, context: UserInputRequestContext
+    ) -> UserInputPresentationResult:
+        """Inline-keyboard questions bound to this request (UNSUPPORTED when disabled,
+        for a second request in the same run, or when delivery fails)."""
+        if not self.telegram_config.native_questions:
+            return UserInputPresentationResult.UNSUPPORTED
+        result = self.questions.present(
+            context, context.target.chat_id, _thread_int(context.target.thread_id)
+        )
+        return UserInputPresentationResult(result)
+
+    def on_close(self) -> None:
+        """Stop every keep-alive and expire live questions."""
+        self.typing.close()
+        self.questions.close()
+
+    def _send_typing(self, chat_id: int | str, thread_id: int | None) -> None:
+        self.api.send_chat_action(chat_id, "typing", message_thread_id=thread_id)

@@ -1,0 +1,113 @@
+"""The Bot API calls the Telegram adapter makes, in one small wrapper.
+
+Everything else in the adapter depends only on :class:`TelegramApi`, which is built on
+the generated :class:`~channelkit.clients.telegram.TelegramClient` (explicit timeouts,
+retry of idempotent methods, ``ok: false`` bodies mapped to the
+:mod:`channelkit.errors` hierarchy). Tests mock HTTP with requests-mock. The bot token
+is part of the URL path and is never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from channelkit.clients.telegram import TelegramClient
+from channelkit.errors import ApiError, BadRequest
+from channelkit.http import RetryPolicy
+
+__all__ = ["TelegramApi"]
+
+logger = logging.getLogger(__name__)
+
+_CONNECT_TIMEOUT_S = 3.05
+
+
+class TelegramApi:
+    """``sendMessage``, ``editMessageText``, ``sendChatAction``, ``answerCallbackQuery``.
+
+    ``base_url`` is the Bot API root (``https://api.telegram.org``); ``client`` may be
+    given instead (shared between adapters); ``retry`` overrides the client's policy.
+    """
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = "https://api.telegram.org",
+        timeout_s: float = 10.0,
+        retry: RetryPolicy | None = None,
+        client: TelegramClient | None = None,
+    ) -> None:
+        self._timeout = (_CONNECT_TIMEOUT_S, timeout_s)
+        self._base_url = base_url.rstrip("/")
+        self._client = client or TelegramClient(
+            token=token, base_url=self._base_url, timeout=self._timeout, retry=retry
+        )
+
+    def __repr__(self) -> str:
+        return f"TelegramApi(base_url={self._base_url!r})"
+
+    @property
+    def client(self) -> TelegramClient:
+        """The generated client underneath."""
+        return self._client
+
+    # -- public calls --------------------------------------------------------------------
+    def send_message(
+        self,
+        chat_id: int | str,
+        text: str,
+        *,
+        reply_markup: dict[str, Any] | None = None,
+        message_thread_id: int | None = None,
+    ) -> int:
+        """``sendMessage``; returns the new message's ``message_id``."""
+        payload: dict[str, Any] = {"chat_id": chat_id, "text": text}
+        if reply_markup is not None:
+            payload["reply_markup"] = reply_markup
+        if message_thread_id is not None:
+            payload["message_thread_id"] = message_thread_id
+        response = self._client.send_message(body=payload, timeout=self._timeout)
+        message_id = getattr(response.result, "message_id", None)
+        if isinstance(message_id, bool) or not isinstance(message_id, int):
+            raise ApiError("telegram sendMessage: no message_id in the result", status=200)
+        return message_id
+
+    def edit_message_text(
+        self,
+        chat_id: int | str,
+        message_id: int,
+        text: str,
+        *,
+        reply_markup: dict[str, Any] | None = None,
+    ) -> None:
+        """``editMessageText``; without ``reply_markup`` the inline keyboard is removed.
+
+        "message is not modified" is treated as success.
+        """
+        payload: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id, "text": text}
+        if reply_markup is not None:
+            payload["reply_markup"] = reply_markup
+        try:
+            self._client.edit_message_text(body=payload, timeout=self._timeout)
+        except BadRequest as exc:
+            if "message is not modified" in str(exc):
+                return
+            raise
+
+    def send_chat_action(
+        self, chat_id: int | str, action: str = "typing", *, message_thread_id: int | None = None
+    ) -> None:
+        """``sendChatAction`` (``typing`` by default)."""
+        payload: dict[str, Any] = {"chat_id": chat_id, "action": action}
+        if message_thread_id is not None:
+            payload["message_thread_id"] = message_thread_id
+        self._client.send_chat_action(body=payload, timeout=self._timeout)
+
+    def answer_callback_query(self, callback_query_id: str, text: str | None = None) -> None:
+        """``answerCallbackQuery`` (a short toast when ``text`` is given)."""
+        payload: dict[str, Any] = {"callback_query_id": callback_query_id}
+        if text:
+            payload["text"] = text
+        self._client.answer_callback_query(body=payload, timeout=self._timeout)

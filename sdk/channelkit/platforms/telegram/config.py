@@ -1,0 +1,110 @@
+"""Configuration of the Telegram adapter.
+
+:class:`TelegramConfig` holds the Telegram-only settings: the bot token, the webhook
+secret, the typing keep-alive interval and the native-question options. It is validated
+on construction; every error is a :class:`~channelkit.errors.ConfigurationError` naming
+the offending field. Secrets never appear in ``repr``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from channelkit.errors import ConfigurationError
+
+__all__ = ["DEFAULT_API_BASE_URL", "TelegramConfig"]
+
+#: Production Bot API base URL (``https://api.telegram.org/bot<token>/<method>``).
+DEFAULT_API_BASE_URL = "https://api.telegram.org"
+
+_BOT_TOKEN_RE = re.compile(r"^[0-9]+:[A-Za-z0-9_-]+$")
+_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+
+
+@dataclass(frozen=True)
+class TelegramConfig:
+    """Telegram adapter settings.
+
+    ``bot_token``: the BotFather token (``123456:ABC...``).
+    ``webhook_secret``: the ``secret_token`` given to ``setWebhook``; when set, every
+    webhook request must carry it in ``X-Telegram-Bot-Api-Secret-Token`` (1-256 chars
+    of ``A-Z a-z 0-9 _ -``). When ``None`` the webhook accepts unsigned updates, which
+    is only sensible behind a private network.
+    ``channel_name``: the channel name used in sessions and lifecycle events.
+    ``api_base_url``: Bot API base URL (tests and the emulator point it at 127.0.0.1).
+    ``typing_interval_s``: keep-alive period of ``sendChatAction typing`` (Telegram
+    expires the status after 5 s).
+    ``native_questions``: present structured questions as inline keyboards.
+    ``question_timeout_s``: lifetime of a native question before it expires.
+    ``request_timeout_s``: read timeout of every Bot API call.
+    """
+
+    bot_token: str = field(repr=False)
+    webhook_secret: str | None = field(default=None, repr=False)
+    channel_name: str = "telegram"
+    api_base_url: str = DEFAULT_API_BASE_URL
+    typing_interval_s: float = 4.0
+    native_questions: bool = True
+    question_timeout_s: float = 270.0
+    request_timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.bot_token, str) or not _BOT_TOKEN_RE.match(self.bot_token):
+            raise ConfigurationError(
+                "must be a Bot API token like '123456:ABC-def' (digits, colon, token)",
+                path="telegram.bot_token",
+            )
+        if self.webhook_secret is not None and (
+            not isinstance(self.webhook_secret, str) or not _SECRET_RE.match(self.webhook_secret)
+        ):
+            raise ConfigurationError(
+                "must be 1-256 characters of A-Z, a-z, 0-9, '_' or '-'",
+                path="telegram.webhook_secret",
+            )
+        if not isinstance(self.channel_name, str) or not self.channel_name.strip():
+            raise ConfigurationError("must be a non-empty string", path="telegram.channel_name")
+        if not isinstance(self.api_base_url, str) or not self.api_base_url.startswith(
+            ("http://", "https://")
+        ):
+            raise ConfigurationError("must be an http(s) URL", path="telegram.api_base_url")
+        _positive(self.typing_interval_s, "telegram.typing_interval_s", maximum=5.0)
+        _positive(self.question_timeout_s, "telegram.question_timeout_s")
+        _positive(self.request_timeout_s, "telegram.request_timeout_s")
+        if not isinstance(self.native_questions, bool):
+            raise ConfigurationError("must be a boolean", path="telegram.native_questions")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TelegramConfig:
+        """Build from a plain mapping (camelCase or snake_case keys); unknown keys fail."""
+        if not isinstance(data, Mapping):
+            raise ConfigurationError("must be an object", path="telegram")
+        aliases = {
+            "botToken": "bot_token",
+            "webhookSecret": "webhook_secret",
+            "channelName": "channel_name",
+            "apiBaseUrl": "api_base_url",
+            "typingIntervalS": "typing_interval_s",
+            "nativeQuestions": "native_questions",
+            "questionTimeoutS": "question_timeout_s",
+            "requestTimeoutS": "request_timeout_s",
+        }
+        known = set(aliases.values())
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            name = aliases.get(key, key)
+            if name not in known:
+                raise ConfigurationError("unknown setting", path=f"telegram.{key}")
+            kwargs[name] = value
+        if "bot_token" not in kwargs:
+            raise ConfigurationError("is required", path="telegram.bot_token")
+        return cls(**kwargs)
+
+
+def _positive(value: object, path: str, *, maximum: float | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigurationError("must be a positive number of seconds", path=path)
+    if maximum is not None and value > maximum:
+        raise ConfigurationError(f"must be at most {maximum:g} seconds", path=path)

@@ -1,0 +1,255 @@
+"""Telegram webhook ingress: secret verification and ``Update`` parsing.
+
+Telegram POSTs one JSON ``Update`` per request to the webhook URL. When the webhook was
+registered with ``secret_token``, every request carries it in the
+``X-Telegram-Bot-Api-Secret-Token`` header; :func:`verify_secret_token` compares it in
+constant time. :func:`parse_update` turns the JSON into the small typed records below
+(only the fields the adapter needs; ids are kept as Python ints, which are unbounded, so
+64-bit chat ids are safe). Parsing never trusts field types: a wrong type raises
+:class:`UpdateParseError` naming the field path.
+
+:class:`TelegramWebhook` is the framework-neutral handler behind the adapter's
+``/telegram/webhook`` route: it verifies, parses and dispatches synchronously (the
+dispatcher only mutates in-memory state and queues network work), then answers 200.
+It never raises into the web framework.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from channelkit.web.ingress import Headers, IngressRequest, IngressResponse
+
+__all__ = [
+    "SECRET_HEADER",
+    "TelegramWebhook",
+    "TgCallbackQuery",
+    "TgChat",
+    "TgMessage",
+    "TgUpdate",
+    "TgUser",
+    "UpdateParseError",
+    "parse_update",
+    "verify_secret_token",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Header Telegram sets on webhook requests when ``setWebhook(secret_token=...)`` was used.
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+class UpdateParseError(ValueError):
+    """An ``Update`` did not have the expected shape; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+@dataclass(frozen=True)
+class TgUser:
+    """The sender of a message or the user who tapped a button."""
+
+    id: int
+    is_bot: bool = False
+    first_name: str = ""
+    username: str | None = None
+
+
+@dataclass(frozen=True)
+class TgChat:
+    """A chat: ``type`` is private, group, supergroup or channel."""
+
+    id: int
+    type: str
+    title: str | None = None
+    is_forum: bool = False
+
+
+@dataclass(frozen=True)
+class TgMessage:
+    """The message fields the adapter reads."""
+
+    message_id: int
+    chat: TgChat
+    date: int = 0
+    from_user: TgUser | None = None
+    text: str | None = None
+    message_thread_id: int | None = None
+    is_topic_message: bool = False
+
+
+@dataclass(frozen=True)
+class TgCallbackQuery:
+    """A tap on an inline-keyboard button."""
+
+    id: str
+    from_user: TgUser
+    data: str | None = None
+    message: TgMessage | None = None
+    inline_message_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TgUpdate:
+    """One webhook ``Update``; at most one of the payload fields is set."""
+
+    update_id: int
+    message: TgMessage | None = None
+    callback_query: TgCallbackQuery | None = None
+    raw: Mapping[str, Any] | None = None
+
+
+def verify_secret_token(headers: Mapping[str, str], expected: str | None) -> bool:
+    """True when the request carries the expected secret (constant-time comparison).
+
+    With ``expected=None`` (no secret configured) every request passes.
+    """
+    if expected is None:
+        return True
+    supplied = headers.get(SECRET_HEADER)
+    if supplied is None:
+        return False
+    return hmac.compare_digest(supplied.encode("utf-8"), expected.encode("utf-8"))
+
+
+def _int(obj: Mapping[str, Any], key: str, path: str, *, required: bool = True) -> int | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise UpdateParseError(f"{path}.{key}", "is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UpdateParseError(f"{path}.{key}", "must be an integer")
+    return value
+
+
+def _str(obj: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise UpdateParseError(f"{path}.{key}", "is required")
+        return None
+    if not isinstance(value, str):
+        raise UpdateParseError(f"{path}.{key}", "must be a string")
+    return value
+
+
+def _obj(value: Any, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise UpdateParseError(path, "must be an object")
+    return value
+
+
+def _user(value: Any, path: str) -> TgUser:
+    obj = _obj(value, path)
+    user_id = _int(obj, "id", path)
+    assert user_id is not None
+    return TgUser(
+        id=user_id,
+        is_bot=obj.get("is_bot") is True,
+        first_name=_str(obj, "first_name", path) or "",
+        username=_str(obj, "username", path),
+    )
+
+
+def _chat(value: Any, path: str) -> TgChat:
+    obj = _obj(value, path)
+    chat_id = _int(obj, "id", path)
+    assert chat_id is not None
+    return TgChat(
+        id=chat_id,
+        type=_str(obj, "type", path, required=True) or "",
+        title=_str(obj, "title", path),
+        is_forum=obj.get("is_forum") is True,
+    )
+
+
+def _message(value: Any, path: str) -> TgMessage:
+    obj = _obj(value, path)
+    message_id = _int(obj, "message_id", path)
+    assert message_id is not None
+    sender = obj.get("from")
+    return TgMessage(
+        message_id=message_id,
+        chat=_chat(obj.get("chat"), f"{path}.chat"),
+        date=_int(obj, "date", path, required=False) or 0,
+        from_user=_user(sender, f"{path}.from") if sender is not None else None,
+        text=_str(obj, "text", path),
+        message_thread_id=_int(obj, "message_thread_id", path, required=False),
+        is_topic_message=obj.get("is_topic_message") is True,
+    )
+
+
+def _callback_query(value: Any, path: str) -> TgCallbackQuery:
+    obj = _obj(value, path)
+    message = obj.get("message")
+    return TgCallbackQuery(
+        id=_str(obj, "id", path, required=True) or "",
+        from_user=_user(obj.get("from"), f"{path}.from"),
+        data=_str(obj, "data", path),
+        message=_message(message, f"{path}.message") if message is not None else None,
+        inline_message_id=_str(obj, "inline_message_id", path),
+    )
+
+
+def parse_update(data: Any) -> TgUpdate:
+    """Parse a decoded webhook body into a :class:`TgUpdate`.
+
+    Only ``message`` and ``callback_query`` are modelled; other update kinds parse to a
+    :class:`TgUpdate` with both fields ``None`` (kept in ``raw``).
+    """
+    obj = _obj(data, "update")
+    update_id = _int(obj, "update_id", "update")
+    assert update_id is not None
+    message = obj.get("message")
+    callback = obj.get("callback_query")
+    return TgUpdate(
+        update_id=update_id,
+        message=_message(message, "update.message") if message is not None else None,
+        callback_query=(
+            _callback_query(callback, "update.callback_query") if callback is not None else None
+        ),
+        raw=obj,
+    )
+
+
+class TelegramWebhook:
+    """The ``/telegram/webhook`` handler: verify, parse, dispatch, ACK.
+
+    ``dispatch`` receives the parsed update on the web thread and must return quickly
+    (queue network work on the pool). Answers: 401 on a missing or wrong secret token,
+    400 on a body that is not a JSON ``Update``, 200 otherwise (also when ``dispatch``
+    raised: the error is logged, and a retry by Telegram would not help).
+    """
+
+    def __init__(self, secret: str | None, dispatch: Callable[[TgUpdate], None]) -> None:
+        self._secret = secret
+        self._dispatch = dispatch
+
+    def __call__(self, request: IngressRequest) -> IngressResponse:
+        headers = (
+            request.headers if isinstance(request.headers, Headers) else Headers(request.headers)
+        )
+        if not verify_secret_token(headers, self._secret):
+            logger.warning("telegram webhook rejected: missing or wrong secret token")
+            return IngressResponse.json(401, {"ok": False, "error": "unauthorized"})
+        try:
+            update = parse_update(json.loads(request.body.decode("utf-8")))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            logger.warning("telegram webhook rejected: body is not JSON (%s)", type(exc).__name__)
+            return IngressResponse.json(400, {"ok": False, "error": "invalid JSON"})
+        except UpdateParseError as exc:
+            logger.warning("telegram webhook rejected: %s", exc)
+            return IngressResponse.json(400, {"ok": False, "error": str(exc)})
+        try:
+            self._dispatch(update)
+        except Exception:
+            logger.exception("telegram update %s dispatch failed", update.update_id)
+        return IngressResponse.json(200, {})

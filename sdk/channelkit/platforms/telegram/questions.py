@@ -1,0 +1,662 @@
+"""Telegram native questions: inline keyboards bound to one captured input request.
+
+``present_user_input_request`` sends one message per question with an inline keyboard:
+
+* single select: one button per option; a tap chooses it (marked ``✓``);
+* multi-select: one toggle button per option (marked ``✓`` when selected), then
+  ``Submit``;
+* every message also has ``Cancel``, which cancels the whole request.
+
+When every question has an answer, the request is submitted to the original permission
+with the cross-client answer format (seed 001)::
+
+    {"outcome": {"outcome": "selected", "optionId": <submit option>},
+     "answers": {"0": "Blue", "1": "Logs, Metrics"}}
+
+Callback data
+-------------
+Telegram limits ``callback_data`` to 64 bytes, so a button carries only a short opaque
+token plus an action: ``ck:<token>:<action>`` where ``<token>`` is 11 URL-safe random
+characters mapped to the live request in a bounded map, and ``<action>`` is
+``o<question>.<option>`` (tap an option), ``s<question>`` (submit a multi-select) or
+``x`` (cancel). The longest value is 20 bytes.
+
+State machine and arbitration
+-----------------------------
+``reserved -> pending -> claimed -> terminal``. A record is reserved (and subscribed to
+settlement) before its messages are sent, becomes pending only if still live after
+delivery, is claimed by exactly one valid callback (submit or cancel, under the
+presenter lock, before any network call), and becomes terminal once. Every terminal
+transition edits all of the request's messages in place (keyboard removed) to
+``Submitted`` / ``Cancelled`` / ``Expired``; a failed edit is logged and never rolls back
+the response. Terminal records leave a tombstone (token -> terminal state, 10 minutes,
+1,000 entries) so late taps are answered "no longer active".
+
+Every tap is answered with ``answerCallbackQuery``: taps by anyone but the run owner get
+a short refusal and change nothing; malformed data, unknown or stale tokens, taps on a
+message that does not belong to the request, and duplicate taps change nothing and are
+answered too. Answers are never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from channelkit.platforms.telegram.ingress import TgCallbackQuery
+from channelkit.runtime import BoundedMap
+
+__all__ = [
+    "CALLBACK_PREFIX",
+    "CallbackAction",
+    "QuestionApi",
+    "TelegramQuestionPresenter",
+    "build_keyboard",
+    "build_question_text",
+    "encode_callback",
+    "new_token",
+    "parse_callback",
+]
+
+logger = logging.getLogger(__name__)
+
+CALLBACK_PREFIX = "ck"
+_TOKEN_BYTES = 8  # -> 11 URL-safe characters
+_CALLBACK_RE = re.compile(r"^ck:([A-Za-z0-9_-]{11}):(?:o([0-3])\.([0-3])|s([0-3])|(x))$")
+MAX_CALLBACK_BYTES = 64
+MAX_MESSAGE_CHARS = 4096
+MAX_ANSWER_TEXT = 200
+
+TEXT_NOT_OWNER = "Only the person who started this task can answer."
+TEXT_STALE = "This question is no longer active."
+TEXT_UNKNOWN = "This button is not recognised."
+TEXT_WRONG_MESSAGE = "This button does not belong to this question."
+TEXT_BUSY = "This question is already being processed."
+TEXT_PICK_ONE = "Select at least one option first."
+TEXT_SUBMITTED = "Answer submitted."
+TEXT_CANCELLED = "Cancelled."
+TEXT_SELECTED = "Selected."
+TEXT_UNSELECTED = "Removed."
+TEXT_RECORDED = "Answer recorded."
+
+LABEL_SUBMITTED = "✅ Submitted"
+LABEL_CANCELLED = "✖️ Cancelled"
+LABEL_EXPIRED = "⌛ Expired"
+
+TERMINAL_LABELS = {
+    "submitted": LABEL_SUBMITTED,
+    "cancelled": LABEL_CANCELLED,
+    "expired": LABEL_EXPIRED,
+}
+
+CHECK = "✓ "
+
+
+@dataclass(frozen=True)
+class CallbackAction:
+    """A parsed ``callback_data``: ``kind`` is ``option``, ``submit`` or ``cancel``."""
+
+    token: str
+    kind: str
+    question: int = -1
+    option: int = -1
+
+
+def new_token() -> str:
+    """A fresh opaque token (11 URL-safe characters, 64 random bits)."""
+    return secrets.token_urlsafe(_TOKEN_BYTES)
+
+
+def encode_callback(token: str, kind: str, question: int = 0, option: int = 0) -> str:
+    """Encode a button's ``callback_data`` (always within Telegram's 64-byte limit)."""
+    if kind == "option":
+        action = f"o{question}.{option}"
+    elif kind == "submit":
+        action = f"s{question}"
+    elif kind == "cancel":
+        action = "x"
+    else:
+        raise ValueError(f"kind: unknown callback kind {kind!r}")
+    data = f"{CALLBACK_PREFIX}:{token}:{action}"
+    if len(data.encode("utf-8")) > MAX_CALLBACK_BYTES:  # pragma: no cover - by construction
+        raise ValueError("callback_data: exceeds 64 bytes")
+    return data
+
+
+def parse_callback(data: str | None) -> CallbackAction | None:
+    """Parse ``callback_data``; ``None`` when it is not one of ours or malformed."""
+    if not isinstance(data, str) or len(data) > MAX_CALLBACK_BYTES:
+        return None
+    match = _CALLBACK_RE.match(data)
+    if match is None:
+        return None
+    token, q_opt, o_opt, q_sub, cancel = match.groups()
+    if cancel:
+        return CallbackAction(token=token, kind="cancel")
+    if q_sub is not None:
+        return CallbackAction(token=token, kind="submit", question=int(q_sub))
+    return CallbackAction(token=token, kind="option", question=int(q_opt), option=int(o_opt))
+
+
+def _attr(obj: Any, *names: str, default: Any = None) -> Any:
+    """Read the first present attribute (or mapping key) of ``names``."""
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    return default
+
+
+def _option_label(option: Any) -> str:
+    if isinstance(option, tuple | list):
+        return str(option[0])
+    return str(_attr(option, "label", default=""))
+
+
+def _option_description(option: Any) -> str:
+    if isinstance(option, tuple | list):
+        return str(option[1]) if len(option) > 1 else ""
+    return str(_attr(option, "description", default="") or "")
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def build_question_text(question: Any, index: int, total: int) -> str:
+    """The message text of one question (plain text, no parse mode)."""
+    header = str(_attr(question, "header", default="") or "")
+    body = str(_attr(question, "question", default="") or "")
+    multi = bool(_attr(question, "multi_select", "multiSelect", default=False))
+    lines = [f"❓ {header}" + (f" ({index + 1}/{total})" if total > 1 else ""), body, ""]
+    for option in _attr(question, "options", default=()) or ():
+        label = _option_label(option)
+        description = _option_description(option)
+        lines.append(f"• {label}" + (f" — {description}" if description else ""))
+    lines.append("")
+    lines.append(
+        "Choose one or more options, then tap Submit." if multi else "Tap an option to choose it."
+    )
+    return _truncate("\n".join(lines), MAX_MESSAGE_CHARS)
+
+
+def build_keyboard(
+    token: str,
+    question_index: int,
+    question: Any,
+    selected: set[int] | frozenset[int] = frozenset(),
+) -> dict[str, Any]:
+    """The ``InlineKeyboardMarkup`` of one question message.
+
+    One row per option (``✓`` marks the chosen/selected ones); the last row holds
+    ``Submit`` (multi-select only) and ``Cancel``.
+    """
+    multi = bool(_attr(question, "multi_select", "multiSelect", default=False))
+    rows: list[list[dict[str, str]]] = []
+    for option_index, option in enumerate(_attr(question, "options", default=()) or ()):
+        label = _truncate(_option_label(option), 60)
+        text = (CHECK + label) if option_index in selected else label
+        rows.append(
+            [
+                {
+                    "text": text,
+                    "callback_data": encode_callback(token, "option", question_index, option_index),
+                }
+            ]
+        )
+    last: list[dict[str, str]] = []
+    if multi:
+        last.append(
+            {"text": "Submit", "callback_data": encode_callback(token, "submit", question_index)}
+        )
+    last.append({"text": "Cancel", "callback_data": encode_callback(token, "cancel")})
+    rows.append(last)
+    return {"inline_keyboard": rows}
+
+
+class QuestionApi(Protocol):
+    """The Bot API calls the presenter makes (implemented by ``TelegramApi``)."""
+
+    def send_message(
+        self,
+        chat_id: int | str,
+        text: str,
+        *,
+        reply_markup: dict[str, Any] | None = None,
+        message_thread_id: int | None = None,
+    ) -> int: ...
+
+    def edit_message_text(
+        self,
+        chat_id: int | str,
+        message_id: int,
+        text: str,
+        *,
+        reply_markup: dict[str, Any] | None = None,
+    ) -> None: ...
+
+    def answer_callback_query(self, callback_query_id: str, text: str | None = None) -> None: ...
+
+
+@dataclass(eq=False)
+class _Record:
+    token: str
+    ctx: Any  # UserInputRequestContext
+    chat_id: int | str
+    thread_id: int | None
+    owner_id: str
+    scope: tuple[str, str, str]
+    questions: Sequence[Any]
+    texts: list[str]
+    state: str = "reserved"  # reserved | pending | claimed | terminal
+    message_ids: list[int | None] = field(default_factory=list)
+    selections: list[set[int]] = field(default_factory=list)
+    done: list[bool] = field(default_factory=list)
+    terminal: str | None = None
+    timer: Any = None
+    unsubscribe: Callable[[], Any] | None = None
+
+
+class TelegramQuestionPresenter:
+    """Owns every live Telegram question: registry, claims, expiry and projections.
+
+    ``api`` makes the Bot API calls; ``submit(key, fn)`` runs ``fn`` on a per-key serial
+    queue of the pool (projections for one request stay ordered and never run on the
+    web thread); ``scheduler.call_later(delay, fn)`` arms the expiry timer; ``clock``
+    (``now()`` in seconds) drives tombstone expiry.
+    """
+
+    MAX_LIVE = 1000
+    TOMBSTONE_TTL_S = 600.0
+    MAX_TOMBSTONES = 1000
+
+    def __init__(
+        self,
+        api: QuestionApi,
+        *,
+        submit: Callable[[str, Callable[[], Any]], Any],
+        scheduler: Any,
+        clock: Any,
+        timeout_s: float = 270.0,
+    ) -> None:
+        self._api = api
+        self._submit = submit
+        self._scheduler = scheduler
+        self._timeout_s = timeout_s
+        self._lock = threading.RLock()
+        self._live: dict[str, _Record] = {}
+        self._by_scope: dict[tuple[str, str, str], str] = {}
+        # token -> (request id, terminal state); correlation and terminal state only.
+        self._tombstones: BoundedMap[str, tuple[str, str]] = BoundedMap(
+            self.MAX_TOMBSTONES, ttl=self.TOMBSTONE_TTL_S, clock=clock
+        )
+
+    # -- introspection (tests, diagnostics) ---------------------------------------------
+    def live_count(self) -> int:
+        """Number of live (non-terminal) question records."""
+        with self._lock:
+            return len(self._live)
+
+    def tombstone_count(self) -> int:
+        """Number of retained terminal tombstones."""
+        with self._lock:
+            return len(self._tombstones)
+
+    def state_of(self, request_id: str) -> str | None:
+        """``reserved``/``pending``/``claimed`` for a live request, else its terminal state."""
+        with self._lock:
+            for record in self._live.values():
+                if record.ctx.request_id == request_id:
+                    return record.state
+            for tomb_request_id, state in self._tombstones.values():
+                if tomb_request_id == request_id:
+                    return state
+        return None
+
+    def token_for(self, request_id: str) -> str | None:
+        """The callback token of a live request (tests use it to forge taps)."""
+        with self._lock:
+            for token, record in self._live.items():
+                if record.ctx.request_id == request_id:
+                    return token
+        return None
+
+    # -- presentation --------------------------------------------------------------------
+    def present(self, ctx: Any, chat_id: int | str, thread_id: int | None) -> str:
+        """Deliver the question messages; returns ``presented`` or ``unsupported``.
+
+        Called on the run's worker (never on a web thread); it blocks on the sends.
+        """
+        owner_id = str(ctx.owner.id)
+        scope = (str(ctx.session_id), owner_id, str(ctx.run_id))
+        questions = list(ctx.questions)
+        if not 1 <= len(questions) <= 4:
+            return "unsupported"
+        with self._lock:
+            if scope in self._by_scope:
+                return "unsupported"  # second request in the same run: text fallback
+            if len(self._live) >= self.MAX_LIVE:
+                logger.warning("telegram: too many live questions; using the text prompt")
+                return "unsupported"
+            token = new_token()
+            while token in self._live or token in self._tombstones:  # pragma: no cover
+                token = new_token()
+            record = _Record(
+                token=token,
+                ctx=ctx,
+                chat_id=chat_id,
+                thread_id=thread_id,
+                owner_id=owner_id,
+                scope=scope,
+                questions=questions,
+                texts=[build_question_text(q, i, len(questions)) for i, q in enumerate(questions)],
+                message_ids=[None] * len(questions),
+                selections=[set() for _ in questions],
+                done=[False] * len(questions),
+            )
+            self._live[token] = record
+            self._by_scope[scope] = token
+        record.unsubscribe = ctx.on_settled(lambda reason: self._on_settled(record, reason))
+
+        for index, question in enumerate(questions):
+            with self._lock:
+                if record.state != "reserved":
+                    break  # settled while delivering: stop sending
+            try:
+                message_id = self._api.send_message(
+                    chat_id,
+                    record.texts[index],
+                    reply_markup=build_keyboard(token, index, question),
+                    message_thread_id=thread_id,
+                )
+            except Exception as exc:
+                logger.warning(
+                    "telegram question delivery failed for request %s: %s",
+                    ctx.request_id,
+                    type(exc).__name__,
+                )
+                sent_any = any(m is not None for m in record.message_ids)
+                if self._finalize(record, "expired") and sent_any:
+                    self._enqueue_terminal_projection(record)
+                return "unsupported"
+            with self._lock:
+                record.message_ids[index] = message_id
+
+        with self._lock:
+            if record.state == "reserved":
+                record.state = "pending"
+                record.timer = self._scheduler.call_later(
+                    self._timeout_s, lambda: self._on_timeout(record)
+                )
+                return "presented"
+        # Settled while delivering: the messages just sent become non-interactive.
+        self._enqueue_terminal_projection(record)
+        return "presented"
+
+    # -- callbacks -----------------------------------------------------------------------
+    def handle_callback(self, query: TgCallbackQuery) -> bool:
+        """Handle a button tap synchronously (web thread); network work is queued.
+
+        Returns True when the tap belonged to this presenter's scheme (it is always
+        answered), False when ``callback_data`` is not ours (the caller answers it).
+        """
+        action = parse_callback(query.data)
+        if action is None:
+            if not (query.data or "").startswith(CALLBACK_PREFIX + ":"):
+                return False
+            self._answer(query.id, TEXT_UNKNOWN, key=f"cq:{query.id}")
+            return True
+        response: list[Callable[[], None]] = []
+        with self._lock:
+            record = self._live.get(action.token)
+            if record is None:
+                stale = action.token in self._tombstones
+            else:
+                reply = self._apply(record, action, query, response)
+        if record is None:
+            self._answer(query.id, TEXT_STALE if stale else TEXT_UNKNOWN, key=f"cq:{query.id}")
+            return True
+        self._answer(query.id, reply, key=record.token)
+        for job in response:
+            self._submit(record.token, job)
+        return True
+
+    def _apply(
+        self,
+        record: _Record,
+        action: CallbackAction,
+        query: TgCallbackQuery,
+        jobs: list[Callable[[], None]],
+    ) -> str:
+        """Validate and apply one tap under the lock; returns the callback answer text."""
+        message = query.message
+        if message is None or str(message.chat.id) != str(record.chat_id):
+            return TEXT_WRONG_MESSAGE
+        if action.kind == "cancel":
+            if message.message_id not in record.message_ids:
+                return TEXT_WRONG_MESSAGE
+        else:
+            if action.question >= len(record.questions):
+                return TEXT_WRONG_MESSAGE
+            if record.message_ids[action.question] != message.message_id:
+                return TEXT_WRONG_MESSAGE
+        if str(query.from_user.id) != record.owner_id:
+            return TEXT_NOT_OWNER
+        if record.state != "pending":
+            return TEXT_BUSY if record.state == "claimed" else TEXT_STALE
+        if action.kind == "cancel":
+            record.state = "claimed"
+            jobs.append(lambda: self._respond(record, "cancel", None))
+            return TEXT_CANCELLED
+
+        q = action.question
+        question = record.questions[q]
+        multi = bool(_attr(question, "multi_select", "multiSelect", default=False))
+        options = list(_attr(question, "options", default=()) or ())
+        if action.kind == "option":
+            if action.option >= len(options):
+                return TEXT_WRONG_MESSAGE
+            if multi:
+                selected = record.selections[q]
+                if action.option in selected:
+                    selected.discard(action.option)
+                    reply = TEXT_UNSELECTED
+                else:
+                    selected.add(action.option)
+                    reply = TEXT_SELECTED
+                record.done[q] = False
+            else:
+                if record.done[q] and record.selections[q] == {action.option}:
+                    return TEXT_RECORDED  # duplicate tap: nothing changes
+                record.selections[q] = {action.option}
+                record.done[q] = True
+                reply = TEXT_RECORDED
+        else:  # submit
+            if not multi:
+                return TEXT_WRONG_MESSAGE
+            if not record.selections[q]:
+                return TEXT_PICK_ONE
+            if record.done[q]:
+                return TEXT_RECORDED
+            record.done[q] = True
+            reply = TEXT_RECORDED
+
+        if all(record.done):
+            record.state = "claimed"
+            answers = self._encode_answers(record)
+            jobs.append(lambda: self._respond(record, "submit", answers))
+            return TEXT_SUBMITTED
+        selected_now = frozenset(record.selections[q])
+        jobs.append(lambda: self._edit_selection(record, q, selected_now))
+        return reply
+
+    @staticmethod
+    def _encode_answers(record: _Record) -> dict[str, str]:
+        answers: dict[str, str] = {}
+        for index, question in enumerate(record.questions):
+            options = list(_attr(question, "options", default=()) or ())
+            labels = [_option_label(options[i]) for i in sorted(record.selections[index])]
+            key = str(_attr(question, "answer_key", "answerKey", default=str(index)))
+            answers[key] = ", ".join(labels)
+        return answers
+
+    # -- responder, settlement, expiry ---------------------------------------------------
+    def _respond(self, record: _Record, action: str, answers: dict[str, str] | None) -> None:
+        """Run on the record's serial queue after the callback was claimed."""
+        response: dict[str, Any]
+        if action == "submit":
+            response = {
+                "outcome": {"outcome": "selected", "optionId": record.ctx.submit_option_id},
+                "answers": answers or {},
+            }
+        else:
+            response = {"outcome": {"outcome": "cancelled"}}
+        try:
+            accepted = bool(record.ctx.respond(response))
+        except Exception as exc:
+            logger.warning(
+                "telegram question responder failed for request %s: %s",
+                record.ctx.request_id,
+                type(exc).__name__,
+            )
+            accepted = False
+        terminal = ("submitted" if action == "submit" else "cancelled") if accepted else "expired"
+        if self._finalize(record, terminal, from_claim=True):
+            self._project_terminal(record)
+
+    def _on_settled(self, record: _Record, reason: str) -> None:
+        """Settlement from ChannelBase (any thread). A claimed record waits for its reply."""
+        with self._lock:
+            if record.state in ("claimed", "terminal"):
+                return
+        terminal = "expired" if reason == "resolved_outside_presenter" else "cancelled"
+        if self._finalize(record, terminal):
+            self._enqueue_terminal_projection(record)
+
+    def _on_timeout(self, record: _Record) -> None:
+        """Expiry: project ``expired`` first, then cancel the original request."""
+        with self._lock:
+            if record.state != "pending":
+                return
+        if not self._finalize(record, "expired"):
+            return
+        self._enqueue_terminal_projection(record)
+
+        def respond_cancelled() -> None:
+            try:
+                record.ctx.respond({"outcome": {"outcome": "cancelled"}})
+            except Exception as exc:
+                logger.warning(
+                    "telegram question expiry responder failed for request %s: %s",
+                    record.ctx.request_id,
+                    type(exc).__name__,
+                )
+
+        self._submit(record.token, respond_cancelled)
+
+    def _finalize(
+        self,
+        record: _Record,
+        terminal: str,
+        *,
+        from_claim: bool = False,
+    ) -> bool:
+        """Make ``record`` terminal exactly once; True for the caller that won."""
+        with self._lock:
+            if record.state == "terminal":
+                return False
+            if record.state == "claimed" and not from_claim:
+                return False
+            record.state = "terminal"
+            record.terminal = terminal
+            if record.timer is not None:
+                try:
+                    record.timer.cancel()
+                except Exception:  # pragma: no cover - defensive
+                    logger.debug("timer cancel failed", exc_info=True)
+                record.timer = None
+            if self._live.get(record.token) is record:
+                del self._live[record.token]
+            if self._by_scope.get(record.scope) == record.token:
+                del self._by_scope[record.scope]
+            self._tombstones[record.token] = (str(record.ctx.request_id), terminal)
+            unsubscribe, record.unsubscribe = record.unsubscribe, None
+        if unsubscribe is not None:
+            try:
+                unsubscribe()
+            except Exception:  # pragma: no cover - defensive
+                logger.debug("unsubscribe failed", exc_info=True)
+        return True
+
+    # -- projections ---------------------------------------------------------------------
+    def _enqueue_terminal_projection(self, record: _Record) -> None:
+        self._submit(record.token, lambda: self._project_terminal(record))
+
+    def _project_terminal(self, record: _Record) -> None:
+        label = TERMINAL_LABELS.get(record.terminal or "expired", LABEL_EXPIRED)
+        for index, message_id in enumerate(list(record.message_ids)):
+            if message_id is None:
+                continue
+            text = record.texts[index]
+            if record.terminal == "submitted":
+                options = list(_attr(record.questions[index], "options", default=()) or ())
+                chosen = ", ".join(
+                    _option_label(options[i]) for i in sorted(record.selections[index])
+                )
+                text = f"{text}\n\n{label}: {chosen}"
+            else:
+                text = f"{text}\n\n{label}"
+            try:
+                self._api.edit_message_text(
+                    record.chat_id, message_id, _truncate(text, MAX_MESSAGE_CHARS)
+                )
+            except Exception as exc:
+                logger.warning(
+                    "telegram question projection failed for request %s: %s",
+                    record.ctx.request_id,
+                    type(exc).__name__,
+                )
+
+    def _edit_selection(self, record: _Record, index: int, selected: frozenset[int]) -> None:
+        with self._lock:
+            if record.state != "pending":
+                return  # a terminal projection supersedes the intermediate one
+            message_id = record.message_ids[index]
+        if message_id is None:
+            return
+        try:
+            self._api.edit_message_text(
+                record.chat_id,
+                message_id,
+                record.texts[index],
+                reply_markup=build_keyboard(record.token, index, record.questions[index], selected),
+            )
+        except Exception as exc:
+            logger.warning(
+                "telegram question update failed for request %s: %s",
+                record.ctx.request_id,
+                type(exc).__name__,
+            )
+
+    def _answer(self, callback_query_id: str, text: str, *, key: str) -> None:
+        def job() -> None:
+            try:
+                self._api.answer_callback_query(callback_query_id, _truncate(text, MAX_ANSWER_TEXT))
+            except Exception as exc:
+                logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
+
+        self._submit(key, job)
+
+    def close(self) -> None:
+        """Expire every live question (projection queued; responders not called)."""
+        with self._lock:
+            records = list(self._live.values())
+        for record in records:
+            if self._finalize(record, "expired"):
+                self._enqueue_terminal_projection(record)

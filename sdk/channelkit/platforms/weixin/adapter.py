@@ -1,0 +1,192 @@
+"""``WeixinChannel``: text in, text out, typing via iLink getconfig + sendtyping.
+
+Capabilities (seed 000 "Cross-IM compatibility"): Weixin supports *neither* streaming
+output *nor* native input, so it inherits :class:`~channelkit.core.ChannelBase`'s text
+behaviour end to end: the final response is one plain-text message (Markdown is
+flattened, since Weixin shows it verbatim), structured questions and tool permissions
+arrive as the text permission prompt, and ``/approve``, ``/approve-always``, ``/deny``
+and ``/cancel`` answer them.
+
+Lifecycle mapping (seeds 003/004, adapter-local): ``started`` -> typing on,
+``completed`` / ``cancelled`` / ``failed`` -> typing off, ``text_chunk`` / ``tool_call``
+ignored (see :mod:`channelkit.platforms.weixin.indicators`).
+
+Ingress: there is no webhook in scope. iLink delivers messages by long polling
+(``POST /ilink/bot/getupdates``), which the caller runs; hand every received
+``WeixinMessage`` to :meth:`WeixinChannel.handle_weixin_message` (or build an
+:class:`~channelkit.core.InboundMessage` yourself and call ``handle_inbound``, after
+:meth:`WeixinChannel.remember_context_token`). The latest ``context_token`` per user is
+kept (bounded, 1,000 users) because ``sendmessage`` and ``getconfig`` need it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from channelkit.agents.base import AgentBridge
+from channelkit.core import (
+    ChannelBase,
+    ChannelConfig,
+    CommandHandle,
+    InboundMessage,
+    LifecycleEvent,
+    LifecycleType,
+    RunHandle,
+)
+from channelkit.errors import ConfigurationError
+from channelkit.platforms.weixin.api import WeixinApi
+from channelkit.platforms.weixin.config import WeixinConfig
+from channelkit.platforms.weixin.indicators import WeixinTyping
+from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
+
+__all__ = ["MAX_TEXT_CHARS", "WeixinChannel", "flatten_markdown", "parse_weixin_message"]
+
+logger = logging.getLogger(__name__)
+
+#: Outbound text is split into parts of at most this many characters.
+MAX_TEXT_CHARS = 4000
+
+_USER_MESSAGE = 1
+_TEXT_ITEM = 1
+
+_FENCE = re.compile(r"^```[^\n]*\n?", re.MULTILINE)
+_HEADING = re.compile(r"^#{1,6}\s+", re.MULTILINE)
+_BOLD = re.compile(r"(\*\*|__)(.+?)\1", re.DOTALL)
+_CODE = re.compile(r"`([^`\n]+)`")
+_LINK = re.compile(r"\[([^\]\n]+)\]\((\S+?)\)")
+
+
+def flatten_markdown(text: str) -> str:
+    """Flatten common Markdown for a client that shows it verbatim."""
+    text = _FENCE.sub("", text)
+    text = _HEADING.sub("", text)
+    text = _BOLD.sub(r"\2", text)
+    text = _CODE.sub(r"\1", text)
+    return _LINK.sub(r"\1 (\2)", text)
+
+
+def parse_weixin_message(message: Mapping[str, Any]) -> tuple[str, str, str | None, str | None]:
+    """``(from_user_id, text, message_id, context_token)`` of a user text message.
+
+    Raises ``ValueError`` naming the field when it is not a user message with text.
+    """
+    if not isinstance(message, Mapping):
+        raise ValueError("message: must be an object")
+    if message.get("message_type", _USER_MESSAGE) != _USER_MESSAGE:
+        raise ValueError("message.message_type: not a user message")
+    sender = message.get("from_user_id")
+    if not isinstance(sender, str) or not sender:
+        raise ValueError("message.from_user_id: must be a non-empty string")
+    items = message.get("item_list")
+    if not isinstance(items, list):
+        raise ValueError("message.item_list: must be a list")
+    texts: list[str] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"message.item_list[{index}]: must be an object")
+        if item.get("type") == _TEXT_ITEM:
+            text_item = item.get("text_item")
+            text = text_item.get("text") if isinstance(text_item, Mapping) else None
+            if not isinstance(text, str):
+                raise ValueError(f"message.item_list[{index}].text_item.text: must be a string")
+            texts.append(text)
+    if not texts:
+        raise ValueError("message.item_list: no text item")
+    raw_id = message.get("message_id")
+    message_id = str(raw_id) if isinstance(raw_id, str | int) and raw_id != "" else None
+    token = message.get("context_token")
+    return sender, "\n".join(texts), message_id, token if isinstance(token, str) else None
+
+
+class WeixinChannel(ChannelBase):
+    """A :class:`~channelkit.core.ChannelBase` for the WeChat iLink bot.
+
+    ``WeixinChannel(config, bridge, *, channel_config=None, api=None, executor=None,
+    scheduler=None, clock=None)``; ``channel_config`` defaults to
+    ``ChannelConfig(name=config.channel_name)``.
+    """
+
+    def __init__(
+        self,
+        config: WeixinConfig,
+        bridge: AgentBridge,
+        *,
+        channel_config: ChannelConfig | None = None,
+        api: WeixinApi | None = None,
+        executor: WorkerPool | None = None,
+        scheduler: Scheduler | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if not isinstance(config, WeixinConfig):
+            raise ConfigurationError("must be a WeixinConfig", path="config")
+        if channel_config is None:
+            channel_config = ChannelConfig(name=config.channel_name)
+        super().__init__(
+            channel_config, bridge, executor=executor, scheduler=scheduler, clock=clock
+        )
+        self.weixin_config = config
+        self.api: WeixinApi = api or WeixinApi(
+            config.bot_token,
+            base_url=config.base_url,
+            channel_version=config.channel_version,
+            timeout_s=config.request_timeout_s,
+        )
+        self._context_tokens: BoundedMap[str, str] = BoundedMap(1000, policy="lru")
+        self.typing = WeixinTyping(
+            self.api,
+            submit=lambda key, fn: self.lanes.post(("weixin-typing", key), fn),
+            clock=self.clock,
+            ticket_ttl_s=config.ticket_ttl_s,
+            context_token=self._context_tokens.get,
+        )
+
+    # -- inbound -------------------------------------------------------------------------
+    def remember_context_token(self, user_id: str, context_token: str | None) -> None:
+        """Record the latest ``context_token`` of ``user_id`` (replies need it)."""
+        if context_token:
+            self._context_tokens[user_id] = context_token
+
+    def handle_weixin_message(self, message: Mapping[str, Any]) -> RunHandle | CommandHandle | None:
+        """Handle one ``WeixinMessage`` from ``getupdates``; returns at once.
+
+        Bot messages and messages without text are ignored (``None``).
+        """
+        try:
+            sender, text, message_id, token = parse_weixin_message(message)
+        except ValueError as exc:
+            logger.debug("weixin message ignored: %s", exc)
+            return None
+        self.remember_context_token(sender, token)
+        return self.handle_inbound(
+            InboundMessage(
+                channel_name=self.name,
+                chat_id=sender,
+                sender_id=sender,
+                text=text,
+                message_id=message_id,
+            )
+        )
+
+    # -- hooks ---------------------------------------------------------------------------
+    def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
+        """Plain text via ``sendmessage`` (Markdown flattened, split at 4,000 chars)."""
+        flat = flatten_markdown(text) or " "
+        token = self._context_tokens.get(chat_id)
+        for start in range(0, len(flat), MAX_TEXT_CHARS):
+            self.api.send_text(chat_id, flat[start : start + MAX_TEXT_CHARS], token)
+
+    def on_task_lifecycle(self, event: LifecycleEvent) -> None:
+        """started -> typing on; terminal -> typing off; other events ignored."""
+        if not self.weixin_config.typing:
+            return
+        if event.type is LifecycleType.STARTED:
+            self.typing.start(event.chat_id)
+        elif LifecycleType(event.type).terminal:
+            self.typing.stop(event.chat_id)
+
+    def on_close(self) -> None:
+        """Forget typing state (runs were already cancelled by ``close``)."""
+        self.typing.close()

@@ -1,0 +1,106 @@
+"""The iLink bot calls the Weixin adapter makes, in one small wrapper.
+
+Endpoints (unofficial protocol, as used by qwen-code): ``POST /ilink/bot/getconfig``
+(typing ticket), ``POST /ilink/bot/sendtyping`` (status 1 typing / 2 cancel) and
+``POST /ilink/bot/sendmessage``. :class:`WeixinApi` is built on the generated
+:class:`~channelkit.clients.weixin.WeixinClient`, which sends the fixed iLink headers
+(``AuthorizationType: ilink_bot_token``, ``iLink-App-Id: bot``,
+``iLink-App-ClientVersion``, ``Authorization: Bearer <token>``) and maps ``ret != 0``
+to the :mod:`channelkit.errors` hierarchy; this wrapper adds a fresh ``X-WECHAT-UIN``
+(base64 of 4 random bytes) per request and ``base_info.channel_version`` to every body.
+The token is never logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import uuid
+from typing import Any
+
+from channelkit.clients.weixin import WeixinClient
+from channelkit.errors import ApiError
+from channelkit.http import RetryPolicy
+
+__all__ = ["TYPING_CANCEL", "TYPING_ON", "WeixinApi"]
+
+logger = logging.getLogger(__name__)
+
+#: ``sendtyping`` status values.
+TYPING_ON = 1
+TYPING_CANCEL = 2
+
+_CONNECT_TIMEOUT_S = 3.05
+
+
+def _uin() -> str:
+    return base64.b64encode(os.urandom(4)).decode("ascii")
+
+
+class WeixinApi:
+    """``getconfig``, ``sendtyping`` and ``sendmessage`` on the iLink bot API."""
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str = "https://ilinkai.weixin.qq.com",
+        channel_version: str = "2.1.3",
+        timeout_s: float = 10.0,
+        retry: RetryPolicy | None = None,
+        client: WeixinClient | None = None,
+    ) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._base_info = {"channel_version": channel_version}
+        self._timeout = (_CONNECT_TIMEOUT_S, timeout_s)
+        self._client = client or WeixinClient(
+            token=token, base_url=self._base_url, timeout=self._timeout, retry=retry
+        )
+
+    def __repr__(self) -> str:
+        return f"WeixinApi(base_url={self._base_url!r})"
+
+    @property
+    def client(self) -> WeixinClient:
+        """The generated client underneath."""
+        return self._client
+
+    def get_typing_ticket(self, user_id: str, context_token: str | None = None) -> str:
+        """``getconfig`` for ``user_id``; returns its ``typing_ticket``."""
+        body: dict[str, Any] = {"ilink_user_id": user_id, "base_info": self._base_info}
+        if context_token:
+            body["context_token"] = context_token
+        response = self._client.get_config(body=body, x_wechat_uin=_uin(), timeout=self._timeout)
+        ticket = response.typing_ticket
+        if not isinstance(ticket, str) or not ticket:
+            raise ApiError("weixin getconfig: no typing_ticket in the response", status=200)
+        return ticket
+
+    def send_typing(self, user_id: str, ticket: str, status: int) -> None:
+        """``sendtyping`` with ``status`` 1 (typing) or 2 (cancel)."""
+        body = {
+            "ilink_user_id": user_id,
+            "typing_ticket": ticket,
+            "status": status,
+            "base_info": self._base_info,
+        }
+        self._client.send_typing(body=body, x_wechat_uin=_uin(), timeout=self._timeout)
+
+    def send_text(self, to_user_id: str, text: str, context_token: str | None = None) -> None:
+        """``sendmessage`` with one text item (a finished bot message)."""
+        msg: dict[str, Any] = {
+            "to_user_id": to_user_id,
+            "from_user_id": "",
+            "client_id": str(uuid.uuid4()),
+            "message_type": 2,
+            "message_state": 2,
+            "item_list": [{"type": 1, "text_item": {"text": text}}],
+        }
+        if context_token:
+            msg["context_token"] = context_token
+        self._client.send_message(
+            body={"msg": msg, "base_info": self._base_info},
+            x_wechat_uin=_uin(),
+            timeout=self._timeout,
+        )
