@@ -1,0 +1,1 @@
+"""channelkit.platforms.discord: presentation renderer and sender for discord."""

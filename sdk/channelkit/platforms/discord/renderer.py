@@ -1,0 +1,157 @@
+"""Discord renderer: presentation -> components v2 message bodies.
+
+Output: bodies for ``POST /channels/{channel_id}/messages``. Each body is one
+Container (``type 17``) with ``flags = 32768`` (IS_COMPONENTS_V2). Blocks render in
+authored order: text -> TextDisplay (10), context -> ``-# `` small text, divider ->
+Separator (14), buttons -> ActionRow (1) of Buttons (2), select -> ActionRow with a
+string select (3). A message holds at most 40 components and 4,000 characters of text;
+longer presentations continue in further messages.
+
+``custom_id`` carries the callback: ``v:<value>`` for a callback value, ``c:<command>``
+for a command (hence ``max_value_bytes`` 98: custom_id is at most 100 characters);
+selects use ``ck:select:<n>`` and report the chosen option value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channelkit.presentation.capabilities import (
+    ActionLimits,
+    DeliveryCapabilities,
+    PresentationCapabilities,
+    PresentationLimits,
+    SelectLimits,
+    TextLimits,
+)
+from channelkit.presentation.model import (
+    Button,
+    ButtonsBlock,
+    ContextBlock,
+    DividerBlock,
+    MessagePresentation,
+    SelectBlock,
+    TextBlock,
+)
+from channelkit.presentation.text import split_text
+
+__all__ = ["CAPABILITIES", "DELIVERY_CAPABILITIES", "PLATFORM", "render"]
+
+PLATFORM = "discord"
+IS_COMPONENTS_V2 = 1 << 15
+MAX_COMPONENTS = 40
+MAX_TEXT = 4000
+MAX_CUSTOM_ID = 100
+
+CAPABILITIES = PresentationCapabilities(
+    buttons=True,
+    selects=True,
+    context=True,
+    divider=True,
+    limits=PresentationLimits(
+        actions=ActionLimits(
+            max_actions=25,
+            max_actions_per_row=5,
+            max_rows=5,
+            max_label_length=80,
+            max_value_bytes=MAX_CUSTOM_ID - 2,
+            supports_disabled=True,
+        ),
+        selects=SelectLimits(max_options=25, max_label_length=100, max_value_bytes=100),
+        text=TextLimits(
+            max_length=2000, encoding="characters", markdown_dialect="discord-markdown"
+        ),
+    ),
+)
+DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=True)
+
+_STYLES = {"primary": 1, "secondary": 2, "success": 3, "danger": 4}
+_LINK_STYLE = 5
+_ACCENTS = {"info": 0x5865F2, "success": 0x57F287, "warning": 0xFEE75C, "danger": 0xED4245}
+
+
+def _button(button: Button) -> dict[str, Any]:
+    if button.url is not None:
+        out: dict[str, Any] = {
+            "type": 2,
+            "style": _LINK_STYLE,
+            "label": button.label,
+            "url": button.url,
+        }
+    else:
+        custom_id = f"c:{button.command}" if button.command is not None else f"v:{button.value}"
+        out = {
+            "type": 2,
+            "style": _STYLES[button.style or "secondary"],
+            "label": button.label,
+            "custom_id": custom_id,
+        }
+    if button.disabled:
+        out["disabled"] = True
+    return out
+
+
+def _small(text: str) -> str:
+    return "\n".join(f"-# {line}" if line.strip() else line for line in text.split("\n"))
+
+
+def _items(
+    presentation: MessagePresentation, text: str | None
+) -> list[tuple[dict[str, Any], int, int]]:
+    """(component, component count, text characters) in order."""
+    items: list[tuple[dict[str, Any], int, int]] = []
+
+    def add_text(content: str) -> None:
+        for part in split_text(content, MAX_TEXT):
+            items.append(({"type": 10, "content": part}, 1, len(part)))
+
+    if text is not None and text.strip():
+        add_text(text.strip())
+    if presentation.title:
+        add_text(f"## {presentation.title}")
+    select_index = 0
+    for block in presentation.blocks:
+        if isinstance(block, TextBlock):
+            add_text(block.text)
+        elif isinstance(block, ContextBlock):
+            add_text(_small(block.text))
+        elif isinstance(block, DividerBlock):
+            items.append(({"type": 14, "divider": True, "spacing": 1}, 1, 0))
+        elif isinstance(block, ButtonsBlock):
+            for start in range(0, len(block.buttons), 5):
+                row = [_button(b) for b in block.buttons[start : start + 5]]
+                items.append(({"type": 1, "components": row}, 1 + len(row), 0))
+        elif isinstance(block, SelectBlock):
+            select_index += 1
+            select: dict[str, Any] = {"type": 3, "custom_id": f"ck:select:{select_index}"}
+            if block.placeholder:
+                select["placeholder"] = block.placeholder[:150]
+            select["options"] = [{"label": o.label, "value": o.value} for o in block.options[:25]]
+            items.append(({"type": 1, "components": [select]}, 2, 0))
+    return items
+
+
+def render(presentation: MessagePresentation, *, text: str | None = None) -> list[dict[str, Any]]:
+    """Render an adapted presentation (plus optional leading ``text``) to message bodies."""
+    accent = _ACCENTS.get(presentation.tone or "")
+    messages: list[dict[str, Any]] = []
+    children: list[dict[str, Any]] = []
+    components = 1  # the container itself
+    chars = 0
+
+    def flush() -> None:
+        container: dict[str, Any] = {"type": 17, "components": list(children)}
+        if accent is not None:
+            container["accent_color"] = accent
+        messages.append({"flags": IS_COMPONENTS_V2, "components": [container]})
+
+    for item, count, length in _items(presentation, text):
+        if children and (components + count > MAX_COMPONENTS or chars + length > MAX_TEXT):
+            flush()
+            children, components, chars = [], 1, 0
+        children.append(item)
+        components += count
+        chars += length
+    if children:
+        flush()
+    return messages

@@ -1,0 +1,1 @@
+"""channelkit.platforms.line: presentation renderer and sender for line."""

@@ -1,0 +1,1 @@
+"""channelkit.platforms.mattermost: presentation renderer and sender for mattermost."""

@@ -1,0 +1,94 @@
+"""Mattermost renderer: presentation -> ``POST /api/v4/posts`` bodies.
+
+``message`` is the full plain-text rendering (selects, dividers and link buttons read
+as text). Callback and command buttons become interactive message actions, one
+attachment per adapted buttons row; a click POSTs the action's ``context``
+(``{"value": ...}`` or ``{"command": ...}``) to ``callback_url``. A message longer than
+16,383 characters continues in further posts; the actions ride on the last one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channelkit.presentation.capabilities import (
+    ActionLimits,
+    DeliveryCapabilities,
+    PresentationCapabilities,
+    PresentationLimits,
+    TextLimits,
+)
+from channelkit.presentation.fallback import render_fallback_text
+from channelkit.presentation.model import Button, ButtonsBlock, MessagePresentation
+from channelkit.presentation.text import split_text
+
+__all__ = ["CAPABILITIES", "DELIVERY_CAPABILITIES", "PLATFORM", "render"]
+
+PLATFORM = "mattermost"
+MAX_MESSAGE = 16383
+
+CAPABILITIES = PresentationCapabilities(
+    buttons=True,
+    selects=False,
+    context=True,
+    divider=False,
+    limits=PresentationLimits(
+        actions=ActionLimits(
+            max_actions=25,
+            max_actions_per_row=5,
+            max_rows=5,
+            max_label_length=40,
+            supports_styles=True,
+        ),
+        text=TextLimits(markdown_dialect="markdown"),
+    ),
+)
+DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=True)
+
+
+def _action(button: Button, action_id: str, callback_url: str) -> dict[str, Any] | None:
+    if button.command is not None:
+        context = {"command": button.command}
+    elif button.value is not None:
+        context = {"value": button.value}
+    else:
+        return None  # link-only: Mattermost actions cannot open a URL; it stays in the text
+    return {
+        "id": action_id,
+        "type": "button",
+        "name": button.label,
+        "style": button.style or "default",
+        "integration": {"url": callback_url, "context": context},
+    }
+
+
+def render(
+    presentation: MessagePresentation, *, text: str | None = None, callback_url: str
+) -> list[dict[str, Any]]:
+    """Render an adapted presentation to post bodies (without ``channel_id``).
+
+    ``callback_url`` is the integration URL Mattermost calls on a click.
+    """
+    body = render_fallback_text(presentation, text)
+    posts: list[dict[str, Any]] = [
+        {"message": part} for part in split_text(body, MAX_MESSAGE) if part.strip()
+    ]
+    attachments: list[dict[str, Any]] = []
+    for block_index, block in enumerate(presentation.blocks):
+        if not isinstance(block, ButtonsBlock):
+            continue
+        actions = [
+            a
+            for a in (
+                _action(b, f"ck{block_index}x{i}", callback_url)
+                for i, b in enumerate(block.buttons)
+            )
+            if a is not None
+        ]
+        if actions:
+            attachments.append({"text": "", "actions": actions})
+    if attachments:
+        if not posts:
+            posts.append({"message": ""})
+        posts[-1]["props"] = {"attachments": attachments}
+    return posts

@@ -1,0 +1,1 @@
+"""channelkit.platforms.msteams: presentation renderer and sender for msteams."""

@@ -1,0 +1,1 @@
+"""channelkit.platforms.slack: presentation renderer and sender for slack."""

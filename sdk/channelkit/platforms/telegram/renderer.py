@@ -1,0 +1,117 @@
+"""Telegram renderer: presentation -> ``sendMessage`` bodies (text + inline keyboard).
+
+The text is the full plain-text rendering (title, text, context, button and option
+labels), sent without ``parse_mode``. Buttons and select options become an
+``inline_keyboard``: one keyboard row per adapted buttons block (3 per row), select
+options in rows of 3. ``callback_data`` is the callback value, or ``tgcmd:<command>`` for
+a command; a button whose ``callback_data`` would exceed 64 UTF-8 bytes is left out
+(its label is in the text). Text longer than 4,096 UTF-16 units continues in further
+messages; the keyboard rides on the last one.
+
+When inline buttons are off for the target surface, use
+``capabilities(inline_buttons=False)``: every control then degrades to text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channelkit.presentation.capabilities import (
+    ActionLimits,
+    DeliveryCapabilities,
+    PresentationCapabilities,
+    PresentationLimits,
+    SelectLimits,
+    TextLimits,
+)
+from channelkit.presentation.fallback import render_fallback_text
+from channelkit.presentation.model import Button, ButtonsBlock, MessagePresentation, SelectBlock
+from channelkit.presentation.text import split_text
+
+__all__ = [
+    "CAPABILITIES",
+    "DELIVERY_CAPABILITIES",
+    "MAX_CALLBACK_DATA_BYTES",
+    "PLATFORM",
+    "capabilities",
+    "render",
+]
+
+PLATFORM = "telegram"
+MAX_CALLBACK_DATA_BYTES = 64
+MAX_TEXT_UTF16 = 4096
+ROW_SIZE = 3
+COMMAND_PREFIX = "tgcmd:"
+
+
+def capabilities(*, inline_buttons: bool = True) -> PresentationCapabilities:
+    """Telegram's capabilities; ``inline_buttons=False`` degrades all controls to text."""
+    return PresentationCapabilities(
+        buttons=inline_buttons,
+        selects=inline_buttons,
+        context=True,
+        divider=False,
+        limits=PresentationLimits(
+            actions=ActionLimits(
+                max_actions=100,
+                max_actions_per_row=ROW_SIZE,
+                max_label_length=64,
+                max_value_bytes=MAX_CALLBACK_DATA_BYTES,
+                supports_styles=False,
+            ),
+            selects=SelectLimits(
+                max_options=100, max_label_length=64, max_value_bytes=MAX_CALLBACK_DATA_BYTES
+            ),
+            text=TextLimits(encoding="utf16-units", markdown_dialect="plain"),
+        ),
+    )
+
+
+CAPABILITIES = capabilities()
+DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=True)
+
+
+def _fits(data: str) -> bool:
+    return len(data.encode("utf-8")) <= MAX_CALLBACK_DATA_BYTES
+
+
+def _button(button: Button) -> dict[str, Any] | None:
+    if button.url is not None:
+        return {"text": button.label, "url": button.url}
+    data = f"{COMMAND_PREFIX}{button.command}" if button.command is not None else button.value
+    if data is None or not _fits(data):
+        return None
+    return {"text": button.label, "callback_data": data}
+
+
+def inline_keyboard(presentation: MessagePresentation) -> list[list[dict[str, Any]]]:
+    """The inline keyboard rows for the presentation's buttons and selects."""
+    rows: list[list[dict[str, Any]]] = []
+    for block in presentation.blocks:
+        if isinstance(block, ButtonsBlock):
+            buttons = [b for b in (_button(x) for x in block.buttons) if b is not None]
+            for start in range(0, len(buttons), ROW_SIZE):
+                rows.append(buttons[start : start + ROW_SIZE])
+        elif isinstance(block, SelectBlock):
+            options = [
+                {"text": o.label, "callback_data": o.value}
+                for o in block.options
+                if o.value is not None and _fits(o.value)
+            ]
+            for start in range(0, len(options), ROW_SIZE):
+                rows.append(options[start : start + ROW_SIZE])
+    return rows
+
+
+def render(presentation: MessagePresentation, *, text: str | None = None) -> list[dict[str, Any]]:
+    """Render an adapted presentation to ``sendMessage`` bodies (without ``chat_id``)."""
+    body = render_fallback_text(presentation, text)
+    if not body.strip():
+        return []
+    messages: list[dict[str, Any]] = [
+        {"text": part} for part in split_text(body, MAX_TEXT_UTF16, "utf16-units") if part.strip()
+    ]
+    keyboard = inline_keyboard(presentation)
+    if keyboard and messages:
+        messages[-1]["reply_markup"] = {"inline_keyboard": keyboard}
+    return messages

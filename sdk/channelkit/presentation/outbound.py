@@ -1,0 +1,310 @@
+"""Outbound pipeline: resolve the platform sender, adapt, render, send, pin.
+
+A *sender* (:class:`PresentationSender`) is a platform's outbound adapter: it declares
+its capabilities, renders an adapted presentation to native message bodies, sends one
+body to a target and, where supported, pins a delivered message. Senders are
+registered per platform in a :class:`SenderRegistry`; :func:`deliver` runs the flow::
+
+    adapt(presentation, sender.presentation_capabilities)
+    -> sender.render(adapted, text=payload.text)        # native bodies, in send order
+    -> sender.send(target, body) for each body          # message ids
+    -> sender.pin(target, first_message_id, notify=...)  # when delivery.pin asks
+
+A channel without a renderer (capabilities ``None`` or ``supported=False``) gets the
+plain-text fallback. Pinning never loses a message: an unsupported or failed pin is a
+logged warning, or, with ``required=True``, a :class:`DeliveryPinError` raised after the
+message was sent, carrying its id.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from channelkit.errors import ConfigurationError
+from channelkit.presentation.adapt import adapt
+from channelkit.presentation.capabilities import DeliveryCapabilities, PresentationCapabilities
+from channelkit.presentation.errors import DeliveryPinError
+from channelkit.presentation.fallback import render_fallback_text
+from channelkit.presentation.model import MessagePresentation, PinRequest, ReplyPayload
+
+__all__ = [
+    "PIN_FAILED",
+    "PIN_NO_MESSAGE_ID",
+    "PIN_UNSUPPORTED",
+    "DeliveryResult",
+    "FunctionSender",
+    "PresentationSender",
+    "SenderRegistry",
+    "default_registry",
+    "deliver",
+    "register_sender",
+]
+
+logger = logging.getLogger(__name__)
+
+PIN_NO_MESSAGE_ID = "Delivery pin requested, but no delivered message id was returned."
+PIN_UNSUPPORTED = "Delivery pin requested, but channel does not support pinning delivered messages."
+PIN_FAILED = "Delivery pin requested, but channel failed to pin delivered message."
+
+
+@runtime_checkable
+class PresentationSender(Protocol):
+    """A platform's outbound adapter, as the pipeline sees it."""
+
+    @property
+    def platform(self) -> str:
+        """Platform name used as the registry key (``"slack"``)."""
+        ...
+
+    @property
+    def presentation_capabilities(self) -> PresentationCapabilities | None:
+        """What the platform renders; None means text fallback only."""
+        ...
+
+    @property
+    def delivery_capabilities(self) -> DeliveryCapabilities:
+        """What the platform can do after sending (pin)."""
+        ...
+
+    def render(
+        self, presentation: MessagePresentation, *, text: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Native message bodies for an adapted presentation, in send order."""
+        ...
+
+    def send(self, target: str, message: dict[str, Any]) -> str | None:
+        """Send one body to ``target``; return the platform message id if known."""
+        ...
+
+    def pin(self, target: str, message_id: str, *, notify: bool) -> None:
+        """Pin a delivered message (only called when ``delivery_capabilities.pin``)."""
+        ...
+
+
+@dataclass(frozen=True)
+class DeliveryResult:
+    """What :func:`deliver` did: the ids of the messages sent (in order), whether the
+    first one was pinned, and the warning when a requested pin was skipped/failed."""
+
+    platform: str
+    target: str
+    message_ids: tuple[str, ...]
+    messages: tuple[dict[str, Any], ...]
+    pinned: bool = False
+    pin_warning: str | None = None
+
+    @property
+    def message_id(self) -> str | None:
+        """The first delivered message id (the one a pin applies to)."""
+        return self.message_ids[0] if self.message_ids else None
+
+
+class SenderRegistry:
+    """Thread-safe map platform name -> sender."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._senders: dict[str, PresentationSender] = {}
+
+    def register(self, sender: PresentationSender, *, replace: bool = False) -> None:
+        """Register ``sender`` under ``sender.platform``; refuses to shadow one silently."""
+        name = sender.platform
+        with self._lock:
+            if name in self._senders and not replace:
+                raise ConfigurationError(f"a sender for {name!r} is already registered", "platform")
+            self._senders[name] = sender
+
+    def unregister(self, platform: str) -> None:
+        """Remove the sender for ``platform`` (no error if absent)."""
+        with self._lock:
+            self._senders.pop(platform, None)
+
+    def get(self, platform: str) -> PresentationSender:
+        """The sender for ``platform``; ConfigurationError when none is registered."""
+        with self._lock:
+            sender = self._senders.get(platform)
+            known = sorted(self._senders)
+        if sender is None:
+            raise ConfigurationError(
+                f"no sender registered for platform {platform!r} (registered: {known})",
+                "platform",
+            )
+        return sender
+
+    def platforms(self) -> list[str]:
+        """Registered platform names, sorted."""
+        with self._lock:
+            return sorted(self._senders)
+
+
+default_registry = SenderRegistry()
+
+
+def register_sender(sender: PresentationSender, *, replace: bool = False) -> None:
+    """Register ``sender`` in the default registry."""
+    default_registry.register(sender, replace=replace)
+
+
+def render_for(
+    sender: PresentationSender, payload: ReplyPayload
+) -> tuple[MessagePresentation, list[dict[str, Any]]]:
+    """Adapt and render ``payload`` for ``sender`` without sending: (adapted, bodies)."""
+    capabilities = sender.presentation_capabilities
+    presentation = payload.presentation or MessagePresentation()
+    if capabilities is None or not capabilities.supported:
+        text = render_fallback_text(presentation, payload.text)
+        return presentation, sender.render(MessagePresentation(), text=text) if text else []
+    adapted = adapt(presentation, capabilities)
+    return adapted, sender.render(adapted, text=payload.text)
+
+
+def deliver(
+    platform: str,
+    target: str,
+    payload: ReplyPayload | Mapping[str, Any],
+    *,
+    registry: SenderRegistry | None = None,
+) -> DeliveryResult:
+    """Send ``payload`` to ``target`` on ``platform`` and pin it when requested.
+
+    ``payload`` may be a :class:`ReplyPayload` or its JSON form (schema-validated).
+    Send errors propagate (nothing was delivered past the failing body). Pin problems
+    never lose the message: they are logged, or raised as :class:`DeliveryPinError`
+    after sending when the pin is ``required``.
+    """
+    if not isinstance(payload, ReplyPayload):
+        from channelkit.presentation.schema import parse_reply_payload
+
+        payload = parse_reply_payload(payload)
+    sender = (registry or default_registry).get(platform)
+    _, messages = render_for(sender, payload)
+    if not messages:
+        logger.warning("Nothing to send after rendering", extra={"platform": platform})
+    message_ids: list[str] = []
+    for message in messages:
+        message_id = sender.send(target, message)
+        if message_id is not None:
+            message_ids.append(str(message_id))
+    result = DeliveryResult(
+        platform=platform,
+        target=target,
+        message_ids=tuple(message_ids),
+        messages=tuple(messages),
+    )
+    pin = payload.delivery.pin_request if payload.delivery is not None else None
+    if pin is None:
+        return result
+    return _pin(sender, result, pin)
+
+
+def _pin(sender: PresentationSender, result: DeliveryResult, pin: PinRequest) -> DeliveryResult:
+    message_id = result.message_id
+    where = {"platform": result.platform, "target": result.target}
+
+    def skip(message: str) -> DeliveryResult:
+        if pin.required:
+            raise DeliveryPinError(
+                message,
+                platform=result.platform,
+                target=result.target,
+                message_id=message_id,
+                message_ids=result.message_ids,
+            )
+        logger.warning(message, extra={"pin": {**where, "message_id": message_id}})
+        return _with(result, pinned=False, pin_warning=message)
+
+    if message_id is None:
+        return skip(PIN_NO_MESSAGE_ID)
+    if not sender.delivery_capabilities.pin:
+        if pin.required:
+            return skip(f"Delivery pin is not supported by channel: {result.platform}")
+        return skip(PIN_UNSUPPORTED)
+    try:
+        sender.pin(result.target, message_id, notify=pin.notify)
+    except Exception as exc:
+        if pin.required:
+            raise DeliveryPinError(
+                f"{PIN_FAILED} {exc}",
+                platform=result.platform,
+                target=result.target,
+                message_id=message_id,
+                message_ids=result.message_ids,
+            ) from exc
+        logger.warning(
+            PIN_FAILED,
+            extra={"pin": {**where, "message_id": message_id, "error": type(exc).__name__}},
+        )
+        return _with(result, pinned=False, pin_warning=f"{PIN_FAILED} {exc}")
+    return _with(result, pinned=True, pin_warning=None)
+
+
+def _with(result: DeliveryResult, *, pinned: bool, pin_warning: str | None) -> DeliveryResult:
+    return DeliveryResult(
+        platform=result.platform,
+        target=result.target,
+        message_ids=result.message_ids,
+        messages=result.messages,
+        pinned=pinned,
+        pin_warning=pin_warning,
+    )
+
+
+class FunctionSender:
+    """A sender assembled from functions: a renderer module's ``render`` plus a ``send``
+    callable (and optionally ``pin``). Handy for custom platforms and tests."""
+
+    def __init__(
+        self,
+        platform: str,
+        *,
+        render: Callable[..., list[dict[str, Any]]],
+        send: Callable[[str, dict[str, Any]], str | None],
+        pin: Callable[[str, str, bool], None] | None = None,
+        presentation_capabilities: PresentationCapabilities | None = None,
+        delivery_capabilities: DeliveryCapabilities | None = None,
+        render_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._platform = platform
+        self._render = render
+        self._send = send
+        self._pin = pin
+        self._presentation_capabilities = presentation_capabilities
+        self._delivery_capabilities = delivery_capabilities or DeliveryCapabilities(
+            pin=pin is not None
+        )
+        self._render_options = dict(render_options or {})
+
+    @property
+    def platform(self) -> str:
+        """Registry key."""
+        return self._platform
+
+    @property
+    def presentation_capabilities(self) -> PresentationCapabilities | None:
+        """Declared presentation capabilities."""
+        return self._presentation_capabilities
+
+    @property
+    def delivery_capabilities(self) -> DeliveryCapabilities:
+        """Declared delivery capabilities."""
+        return self._delivery_capabilities
+
+    def render(
+        self, presentation: MessagePresentation, *, text: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Call the render function with the configured options."""
+        return self._render(presentation, text=text, **self._render_options)
+
+    def send(self, target: str, message: dict[str, Any]) -> str | None:
+        """Call the send function."""
+        return self._send(target, message)
+
+    def pin(self, target: str, message_id: str, *, notify: bool) -> None:
+        """Call the pin function."""
+        if self._pin is None:
+            raise ConfigurationError(f"{self._platform} sender has no pin function", "pin")
+        self._pin(target, message_id, notify)

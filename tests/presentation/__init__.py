@@ -1,0 +1,1 @@
+"""Tests for channelkit.presentation and the platform renderers."""

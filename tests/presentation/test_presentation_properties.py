@@ -1,0 +1,199 @@
+"""Property tests over random presentations and random capabilities: adapt never
+exceeds a declared limit, never loses a button label, and is idempotent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channelkit.presentation import (
+    ActionLimits,
+    Button,
+    ButtonsBlock,
+    ContextBlock,
+    DividerBlock,
+    MessagePresentation,
+    PresentationCapabilities,
+    PresentationLimits,
+    SelectBlock,
+    SelectLimits,
+    SelectOption,
+    TextBlock,
+    TextLimits,
+    adapt,
+    render_fallback_text,
+)
+from channelkit.presentation.text import measure
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+ALPHABET = st.sampled_from(list("ab cé漢字😀👍🏽\n-:"))
+words = st.text(alphabet=ALPHABET, min_size=1, max_size=24).filter(lambda s: s.strip() != "")
+limit = st.none() | st.integers(min_value=1, max_value=8)
+
+
+@st.composite
+def buttons(draw: Any) -> Button:
+    target = draw(st.sampled_from(["value", "url", "command", "value+url"]))
+    return Button(
+        label=draw(words),
+        value=draw(words) if "value" in target else None,
+        url="https://x.test/" + draw(st.text(alphabet="abc", max_size=5))
+        if "url" in target
+        else None,
+        command="/" + draw(words) if target == "command" else None,
+        style=draw(st.none() | st.sampled_from(["primary", "secondary", "success", "danger"])),
+        priority=draw(st.none() | st.integers(min_value=-3, max_value=3)),
+        disabled=draw(st.booleans()),
+    )
+
+
+blocks = st.one_of(
+    words.map(TextBlock),
+    words.map(ContextBlock),
+    st.just(DividerBlock()),
+    st.lists(buttons(), min_size=1, max_size=7).map(lambda b: ButtonsBlock(tuple(b))),
+    st.builds(
+        lambda options, placeholder: SelectBlock(tuple(options), placeholder),
+        st.lists(st.builds(SelectOption, words, st.none() | words), min_size=1, max_size=6),
+        st.none() | words,
+    ),
+)
+
+presentations = st.builds(
+    MessagePresentation,
+    title=st.none() | words,
+    tone=st.none() | st.sampled_from(["neutral", "info", "success", "warning", "danger"]),
+    blocks=st.lists(blocks, max_size=8).map(tuple),
+)
+
+capabilities = st.builds(
+    PresentationCapabilities,
+    buttons=st.booleans(),
+    selects=st.booleans(),
+    context=st.booleans(),
+    divider=st.booleans(),
+    limits=st.builds(
+        PresentationLimits,
+        actions=st.builds(
+            ActionLimits,
+            max_actions=limit,
+            max_actions_per_row=limit,
+            max_rows=limit,
+            max_label_length=limit,
+            max_value_bytes=st.none() | st.integers(min_value=1, max_value=40),
+            supports_styles=st.booleans(),
+            supports_disabled=st.booleans(),
+        ),
+        selects=st.builds(
+            SelectLimits,
+            max_options=limit,
+            max_label_length=limit,
+            max_value_bytes=st.none() | st.integers(min_value=1, max_value=40),
+        ),
+        text=st.builds(
+            TextLimits,
+            # >= 4 so that any single code point fits in every encoding
+            max_length=st.none() | st.integers(min_value=4, max_value=30),
+            encoding=st.sampled_from(["characters", "utf8-bytes", "utf16-units"]),
+        ),
+    ),
+)
+
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def utf8(value: str) -> int:
+    return len(value.encode("utf-8"))
+
+
+@SETTINGS
+@given(presentations, capabilities)
+def test_adapt_never_exceeds_a_declared_limit(
+    p: MessagePresentation, c: PresentationCapabilities
+) -> None:
+    out = adapt(p, c)
+    actions, selects, text = c.limits.actions, c.limits.selects, c.limits.text
+    total_actions = 0
+    rows = 0
+    for block in out.blocks:
+        if isinstance(block, ButtonsBlock):
+            assert c.buttons
+            total_actions += len(block.buttons)
+            rows += 1
+            if actions.max_actions_per_row is not None:
+                assert len(block.buttons) <= actions.max_actions_per_row
+            for button in block.buttons:
+                if actions.max_label_length is not None:
+                    assert len(button.label) <= actions.max_label_length
+                if actions.max_value_bytes is not None:
+                    assert button.value is None or utf8(button.value) <= actions.max_value_bytes
+                    assert button.command is None or utf8(button.command) <= actions.max_value_bytes
+                if not actions.supports_styles:
+                    assert button.style is None
+                if not actions.supports_disabled:
+                    assert not button.disabled
+        elif isinstance(block, SelectBlock):
+            assert c.selects
+            total_actions += 1
+            rows += 1
+            if selects.max_options is not None:
+                assert len(block.options) <= selects.max_options
+            for option in block.options:
+                if selects.max_label_length is not None:
+                    assert len(option.label) <= selects.max_label_length
+                if selects.max_value_bytes is not None:
+                    assert utf8(option.option_value) <= selects.max_value_bytes
+            if selects.max_label_length is not None and block.placeholder is not None:
+                assert len(block.placeholder) <= selects.max_label_length
+        elif isinstance(block, ContextBlock):
+            assert c.context
+        elif isinstance(block, DividerBlock):
+            assert c.divider
+        if isinstance(block, TextBlock | ContextBlock) and text.max_length is not None:
+            assert measure(block.text, text.encoding) <= text.max_length
+            block.text.encode("utf-8")  # no lone surrogate
+    if actions.max_actions is not None:
+        assert total_actions <= actions.max_actions
+    if actions.max_rows is not None:
+        assert rows <= actions.max_rows
+    if out.title is not None and text.max_length is not None:
+        assert measure(out.title, text.encoding) <= text.max_length
+
+
+@SETTINGS
+@given(presentations, capabilities)
+def test_adapt_never_loses_a_button_label(
+    p: MessagePresentation, c: PresentationCapabilities
+) -> None:
+    out = adapt(p, c)
+    visible = "".join(render_fallback_text(out).split())
+    for block in p.blocks:
+        if isinstance(block, ButtonsBlock):
+            for button in block.buttons:
+                shown = button.label[: c.limits.actions.max_label_length].strip()
+                assert "".join(shown.split()) in visible, (button.label, visible)
+        if isinstance(block, SelectBlock):
+            for option in block.options:
+                shown = option.label[: c.limits.selects.max_label_length].strip()
+                assert "".join(shown.split()) in visible
+
+
+@SETTINGS
+@given(presentations, capabilities)
+def test_adapt_is_idempotent_and_deterministic(
+    p: MessagePresentation, c: PresentationCapabilities
+) -> None:
+    once = adapt(p, c)
+    assert adapt(once, c) == once
+    assert adapt(p, c) == once
+
+
+@SETTINGS
+@given(presentations)
+def test_json_round_trip_is_stable_after_normalization(p: MessagePresentation) -> None:
+    try:
+        normalized = MessagePresentation.from_dict(p.to_dict())
+    except Exception:  # nothing left after trimming: rejected, which is the contract
+        assert all(isinstance(b, TextBlock | ContextBlock) for b in p.blocks) or p.is_empty
+        return
+    assert MessagePresentation.from_dict(normalized.to_dict()) == normalized
