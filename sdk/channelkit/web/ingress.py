@@ -13,9 +13,13 @@ wrappers that turn their framework's request into an :class:`IngressRequest`.
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -72,17 +76,29 @@ class IngressRequest:
 
 @dataclass(frozen=True)
 class IngressResponse:
-    """The ACK (or rejection) to send back to the platform."""
+    """The ACK (or rejection) to send back to the platform.
+
+    ``after`` holds the work a handler deferred until its ACK is on its way: quick
+    callables that hand responders and card writes to the pool. The web layer calls
+    :meth:`run_after` once the response has been written (WSGI: when the server closes
+    the body iterable), so no responder or platform API call can start before the ACK.
+    Callers that invoke a handler directly must call :meth:`run_after` themselves.
+    """
 
     status: int
     body: bytes = b""
     headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
+    after: tuple[Callable[[], None], ...] = ()
+    _ran: list[bool] = field(default_factory=list, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
-    def json(cls, status: int, payload: Any) -> IngressResponse:
-        """A JSON response."""
+    def json(
+        cls, status: int, payload: Any, *, after: Iterable[Callable[[], None]] = ()
+    ) -> IngressResponse:
+        """A JSON response, optionally with deferred work."""
         data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        return cls(status=status, body=data)
+        return cls(status=status, body=data, after=tuple(after))
 
     @classmethod
     def text(cls, status: int, text: str) -> IngressResponse:
@@ -92,6 +108,22 @@ class IngressResponse:
             body=text.encode("utf-8"),
             headers=(("Content-Type", "text/plain; charset=utf-8"),),
         )
+
+    def with_after(self, *work: Callable[[], None]) -> IngressResponse:
+        """A copy of this response with ``work`` appended to its deferred work."""
+        return IngressResponse(self.status, self.body, self.headers, self.after + work)
+
+    def run_after(self) -> None:
+        """Run the deferred work once (later calls do nothing); failures are logged."""
+        with self._lock:
+            if self._ran:
+                return
+            self._ran.append(True)
+        for work in self.after:
+            try:
+                work()
+            except Exception:
+                logger.exception("deferred ingress work failed")
 
 
 IngressHandler = Callable[[IngressRequest], IngressResponse]
