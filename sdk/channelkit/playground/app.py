@@ -1,0 +1,163 @@
+"""``Playground``: emulator + channel + agent + page, in one process on 127.0.0.1.
+
+::
+
+    with Playground() as pg:          # DingTalk emulation, demo agent, free port
+        print(pg.url)                 # open it in a browser
+        pg.send("hello")              # what the page's Send button does
+        pg.emulator.calls()           # every API call the SDK made
+
+One HTTP server serves everything: the channel's ingress (``/dingtalk/robot``,
+``/dingtalk/card``), the emulated platform API the SDK's clients call (``/v1.0/...``),
+the emulator controls (``/_emulator/...``) and the page (``/``).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from channelkit.agents.base import AgentBridge
+from channelkit.errors import ConfigurationError
+from channelkit.playground.demo import demo_agent
+from channelkit.playground.dingtalk import DingtalkEmulator
+from channelkit.playground.emulator import CallbackDelivery, EmulatorBase
+from channelkit.playground.server import LocalServer
+from channelkit.web import create_wsgi_app
+
+__all__ = ["PLATFORMS", "Playground"]
+
+logger = logging.getLogger(__name__)
+
+#: Platforms the playground can emulate.
+PLATFORMS = ("dingtalk",)
+
+_APP_KEY = "playground-app"
+_APP_SECRET = "playground-secret"
+_CARD_SECRET = "playground-card-secret"
+_ROUTE_KEY = "channelkit-playground"
+
+
+def _acp_bridge(command: str | Sequence[str]) -> AgentBridge:
+    from channelkit.agents.acp import AcpBridge
+
+    argv = shlex.split(command) if isinstance(command, str) else list(command)
+    if not argv:
+        raise ConfigurationError("must name a command", path="agent")
+    bridge: Any = AcpBridge(argv)
+    return bridge  # type: ignore[no-any-return]
+
+
+class Playground:
+    """The playground process.
+
+    ``platform``: ``"dingtalk"``. ``agent``: None (the demo agent), an ACP command line
+    (``"qwen --acp"``; run through ``AcpBridge``) or any :class:`AgentBridge`.
+    ``port`` 0 picks a free port. ``demo_delay`` paces the demo agent's streaming.
+    """
+
+    def __init__(
+        self,
+        *,
+        platform: str = "dingtalk",
+        agent: AgentBridge | str | Sequence[str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        demo_delay: float = 0.06,
+        model: str | None = "demo",
+    ) -> None:
+        if platform not in PLATFORMS:
+            raise ConfigurationError(
+                f"must be one of {', '.join(PLATFORMS)} (got {platform!r})", path="platform"
+            )
+        self.platform = platform
+        self._server = LocalServer(host, port)
+        self.url = self._server.url
+        self._owns_agent = not isinstance(agent, AgentBridge)
+        if agent is None:
+            self.agent: AgentBridge = demo_agent(delay=demo_delay)
+        elif isinstance(agent, AgentBridge):
+            self.agent = agent
+        else:
+            self.agent = _acp_bridge(agent)
+        self.emulator: EmulatorBase
+        self.channel: Any
+        self._build_dingtalk(model)
+        self.app = create_wsgi_app([self.channel], fallback=self.emulator)
+        self._started = False
+
+    def _build_dingtalk(self, model: str | None) -> None:
+        from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
+
+        emulator = DingtalkEmulator(
+            app_key=_APP_KEY,
+            app_secret=_APP_SECRET,
+            api_secret=_CARD_SECRET,
+            robot_callback_url=f"{self.url}/dingtalk/robot",
+            card_callback_url=f"{self.url}/dingtalk/card",
+        )
+        emulator.base_url = self.url
+        config = DingtalkConfig.from_dict(
+            {
+                "clientId": _APP_KEY,
+                "clientSecret": _APP_SECRET,
+                "cardCallbackSecret": _CARD_SECRET,
+                "cardCallbackRouteKey": _ROUTE_KEY,
+                "apiBaseUrl": self.url,
+                "model": model,
+                "interactiveCards": {"enabled": True},
+            }
+        )
+        self.emulator = emulator
+        self.channel = DingtalkChannel(config, self.agent)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> Playground:
+        """Serve in a background thread (returns at once)."""
+        if not self._started:
+            self._server.start(self.app)
+            self._started = True
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve on the calling thread until interrupted (Ctrl+C), then close."""
+        try:
+            self._started = True
+            self._server.serve_forever(self.app)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the demo, the channel and the server."""
+        demo = getattr(self.agent, "demo", None)
+        if demo is not None:
+            demo.stop()
+        try:
+            self.channel.close()
+        except Exception:
+            logger.exception("closing the playground channel failed")
+        if self._owns_agent:
+            close = getattr(self.agent, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:
+                    logger.exception("closing the playground agent failed")
+        self._server.stop()
+
+    def __enter__(self) -> Playground:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- driving it from code ---------------------------------------------------------------
+    def send(self, text: str) -> tuple[str, CallbackDelivery]:
+        """The person types ``text`` (a signed callback to the channel)."""
+        emulator: Any = self.emulator
+        result: tuple[str, CallbackDelivery] = emulator.send_user_message(text)
+        return result

@@ -1,0 +1,111 @@
+"""The playground's built-in demo agent (a function agent).
+
+* any message: streams a short answer, asks a two-question form (one single-select, one
+  multi-select) and continues in a new status card with the answers;
+* ``long``: streams for up to a minute so there is time to press Stop;
+* ``fail``: fails after a little text (the card ends as Failed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from channelkit.agents.function import FunctionAgent, Question, QuestionError, Turn
+
+__all__ = ["DEMO_QUESTIONS", "DemoAgent", "demo_agent"]
+
+DEMO_QUESTIONS = (
+    Question(
+        "Which color should the demo use?",
+        [("Red", "warm"), ("Green", "calm"), ("Blue", "cool")],
+        header="Color",
+    ),
+    Question(
+        "Which toppings do you want?",
+        [("Cheese", ""), ("Olives", ""), ("Basil", "")],
+        header="Toppings",
+        multi_select=True,
+    ),
+)
+
+
+def _words(text: str) -> Iterator[str]:
+    parts = text.split(" ")
+    for index, part in enumerate(parts):
+        yield part if index == len(parts) - 1 else part + " "
+
+
+class DemoAgent:
+    """The demo's behaviour; ``delay`` is the pause between streamed words (seconds).
+
+    Pauses wait on an event that :meth:`stop` sets, so closing never hangs.
+    """
+
+    def __init__(self, delay: float = 0.06, long_seconds: float = 60.0) -> None:
+        self.delay = max(0.0, delay)
+        self.long_seconds = long_seconds
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """Release any pause in progress (used at shutdown)."""
+        self._stopped.set()
+
+    def _pause(self, turn: Turn, seconds: float) -> bool:
+        """Wait ``seconds``; False when the turn was cancelled or the demo stopped."""
+        if seconds > 0:
+            self._stopped.wait(seconds)
+        return not (turn.cancelled or self._stopped.is_set())
+
+    def _stream(self, turn: Turn, text: str) -> bool:
+        for word in _words(text):
+            if not self._pause(turn, self.delay):
+                return False
+            turn.say(word)
+        return True
+
+    def __call__(self, turn: Turn) -> str | None:
+        text = turn.text.strip()
+        command = text.lower()
+        if command == "long":
+            return self._long(turn)
+        if command == "fail":
+            self._stream(turn, "Starting something that will fail...")
+            raise RuntimeError("the demo agent failed on purpose")
+        intro = (
+            f"Hello! I am the channelkit demo agent. You wrote: **{text}**. "
+            "This card streams while I type. Next I will ask you two questions "
+            "in a form card."
+        )
+        if not self._stream(turn, intro):
+            return None
+        try:
+            answers = turn.ask(list(DEMO_QUESTIONS))
+        except QuestionError:
+            self._stream(turn, "No answers, no problem. Send me another message any time.")
+            return None
+        color = answers.get("0", "?")
+        toppings = answers.get("1", "?")
+        self._stream(
+            turn,
+            f"Thanks! You picked **{color}** and **{toppings}**. This text continues in a "
+            "new status card after the form. Send **long** to try the Stop button, or "
+            "**fail** to see a failed run.",
+        )
+        return None
+
+    def _long(self, turn: Turn) -> str | None:
+        steps = max(1, int(self.long_seconds / max(self.delay * 5, 0.01)))
+        for index in range(1, steps + 1):
+            if not self._stream(turn, f"Step {index}: still working on a long answer. "):
+                return None
+            turn.say("\n")
+        return None
+
+
+def demo_agent(delay: float = 0.06, long_seconds: float = 60.0) -> FunctionAgent:
+    """A :class:`FunctionAgent` running :class:`DemoAgent`."""
+    demo = DemoAgent(delay=delay, long_seconds=long_seconds)
+    agent = FunctionAgent(demo, question_timeout=600.0)
+    agent.demo = demo  # type: ignore[attr-defined]
+    return agent

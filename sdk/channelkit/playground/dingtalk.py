@@ -1,0 +1,667 @@
+"""A DingTalk emulator: token endpoints, Card OpenAPI, robot API and signed callbacks.
+
+Paths and bodies follow ``openapi/dingtalk.json``:
+
+* ``POST /v1.0/oauth2/accessToken`` and ``GET /gettoken`` issue access tokens for the
+  configured app key/secret; every other ``/v1.0`` call needs a valid
+  ``x-acs-dingtalk-access-token`` (else 401 ``InvalidAuthentication``);
+* ``POST /v1.0/card/instances/createAndDeliver``, ``PUT /v1.0/card/streaming``,
+  ``PUT /v1.0/card/instances``, ``POST /v1.0/card/callbacks/register`` hold card
+  instances (variables, streaming content, flowStatus, finalize/error flags);
+* ``POST /v1.0/robot/oToMessages/batchSend``, ``POST /v1.0/robot/groupMessages/send``,
+  session webhooks (``POST /robot/sendBySession``) add bot messages;
+  ``POST /v1.0/robot/emotion/reply|recall`` add and remove reactions.
+
+User input goes back to the SDK as the platform would send it: a robot message to the
+robot callback URL signed with ``timestamp``/``sign`` headers, and card actions to the
+registered card callback URL signed with ``x-ddpaas-signature-timestamp`` /
+``x-ddpaas-signature``. The signatures are computed here from DingTalk's documented
+algorithm, independently of the adapter's verification code.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from channelkit.playground.emulator import (
+    CallbackDelivery,
+    Deliver,
+    EmulatorBase,
+    HttpReply,
+    parse_json_body,
+)
+
+__all__ = [
+    "QUESTION_TEMPLATE_ID",
+    "STATUS_TEMPLATE_ID",
+    "DingtalkEmulator",
+    "dingtalk_card_signature",
+    "dingtalk_robot_sign",
+]
+
+#: channelkit's built-in templates (see docs/platforms/dingtalk.md); others render raw.
+STATUS_TEMPLATE_ID = "675cde2f-f526-40cb-b828-f5b2b57b8b77.schema"
+QUESTION_TEMPLATE_ID = "c2a6355b-9724-4f7e-9653-d33fcb3311bb.schema"
+STOP_ACTION_ID = "btn_stop"
+TOKEN_LIFETIME = 7200
+
+
+def _b64_hmac_sha256(key: str, message: str) -> str:
+    mac = hmac.new(key.encode("utf-8"), message.encode("utf-8"), hashlib.sha256)
+    return base64.b64encode(mac.digest()).decode("ascii")
+
+
+def dingtalk_robot_sign(timestamp_ms: str, app_secret: str) -> str:
+    """Robot callback ``sign``: Base64(HmacSHA256(appSecret, timestamp + "\\n" + appSecret))."""
+    return _b64_hmac_sha256(app_secret, timestamp_ms + "\n" + app_secret)
+
+
+def dingtalk_card_signature(timestamp: str, api_secret: str) -> str:
+    """``x-ddpaas-signature`` of a card callback: Base64(HmacSHA256(apiSecret, timestamp))."""
+    return _b64_hmac_sha256(api_secret, timestamp)
+
+
+def _error(status: int, code: str, message: str) -> HttpReply:
+    return HttpReply(status, {"code": code, "message": message, "requestid": uuid.uuid4().hex})
+
+
+def _param_map_error(value: Any) -> str | None:
+    if not isinstance(value, Mapping):
+        return "cardData.cardParamMap must be an object"
+    for key, item in value.items():
+        if not isinstance(item, str):
+            return f"cardParamMap.{key} must be a string"
+    return None
+
+
+class DingtalkEmulator(EmulatorBase):
+    """The emulated DingTalk platform for one app (robot) and one person.
+
+    ``robot_callback_url`` receives robot messages (the app's HTTP message URL);
+    ``card_callback_url`` receives card actions when no ``/card/callbacks/register``
+    registration matches the card's ``callbackRouteKey``. ``api_secret`` signs card
+    callbacks (None: unsigned, as when no apiSecret was registered). ``deliver``
+    replaces the HTTP POST to the SDK (tests route it into a Flask or Django test
+    client).
+    """
+
+    platform = "dingtalk"
+
+    def __init__(
+        self,
+        *,
+        app_key: str = "playground-app",
+        app_secret: str = "playground-secret",
+        api_secret: str | None = "playground-card-secret",
+        robot_callback_url: str = "",
+        card_callback_url: str = "",
+        user_id: str = "user-1",
+        user_name: str = "You",
+        conversation_id: str = "cid-playground",
+        deliver: Deliver | None = None,
+    ) -> None:
+        super().__init__(deliver=deliver)
+        self.app_key = app_key
+        self.app_secret = app_secret
+        self.api_secret = api_secret
+        self.robot_callback_url = robot_callback_url
+        self.card_callback_url = card_callback_url
+        self.user_id = user_id
+        self.user_name = user_name
+        self.conversation_id = conversation_id
+        self._tokens: dict[str, float] = {}
+        self._routes: dict[str, dict[str, Any]] = {}
+        self._reactions: dict[str, list[str]] = {}
+        self._sessions: dict[str, str] = {}
+
+    # -- tokens ---------------------------------------------------------------------------
+    def _issue_token(self) -> str:
+        token = "emu-" + secrets.token_hex(12)
+        with self._lock:
+            if len(self._tokens) > 100:
+                self._tokens.clear()
+            self._tokens[token] = time.time() + TOKEN_LIFETIME
+        return token
+
+    def revoke_tokens(self) -> None:
+        """Invalidate every issued token (the next call gets 401)."""
+        with self._lock:
+            self._tokens.clear()
+
+    def _token_ok(self, headers: Mapping[str, str]) -> bool:
+        token = headers.get("x-acs-dingtalk-access-token", "")
+        with self._lock:
+            expiry = self._tokens.get(token)
+        return expiry is not None and expiry > time.time()
+
+    # -- API --------------------------------------------------------------------------------
+    def handle_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        data = parse_json_body(body)
+        reply = self._api(method, path, query, headers, data)
+        if reply is not None:
+            self._record(method, path, query, data, reply)
+        return reply
+
+    def _api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        data: Any,
+    ) -> HttpReply | None:
+        if path == "/v1.0/oauth2/accessToken" and method == "POST":
+            return self._access_token(data)
+        if path == "/gettoken" and method == "GET":
+            if query.get("appkey") != self.app_key or query.get("appsecret") != self.app_secret:
+                return HttpReply(200, {"errcode": 40089, "errmsg": "invalid appkey or appsecret"})
+            return HttpReply(
+                200,
+                {
+                    "errcode": 0,
+                    "errmsg": "ok",
+                    "access_token": self._issue_token(),
+                    "expires_in": TOKEN_LIFETIME,
+                },
+            )
+        if path == "/robot/sendBySession" and method == "POST":
+            return self._session_webhook(query, data)
+        routes = {
+            ("POST", "/v1.0/card/instances/createAndDeliver"): self._create_and_deliver,
+            ("PUT", "/v1.0/card/streaming"): self._streaming,
+            ("PUT", "/v1.0/card/instances"): self._update_instance,
+            ("POST", "/v1.0/card/callbacks/register"): self._register_callback,
+            ("POST", "/v1.0/robot/oToMessages/batchSend"): self._batch_send,
+            ("POST", "/v1.0/robot/groupMessages/send"): self._group_send,
+            ("POST", "/v1.0/robot/emotion/reply"): self._emotion_reply,
+            ("POST", "/v1.0/robot/emotion/recall"): self._emotion_recall,
+        }
+        handler = routes.get((method, path))
+        if handler is None:
+            if path.startswith("/v1.0/"):
+                return _error(404, "InvalidAction.NotFound", f"{method} {path} is not emulated")
+            return None
+        if not self._token_ok(headers):
+            return _error(401, "InvalidAuthentication", "access token is invalid or expired")
+        if not isinstance(data, Mapping):
+            return _error(400, "MissingParameter", "the body must be a JSON object")
+        return handler(data)
+
+    def _access_token(self, data: Any) -> HttpReply:
+        if not isinstance(data, Mapping) or not data.get("appKey") or not data.get("appSecret"):
+            return _error(400, "MissingParameter", "appKey and appSecret are required")
+        if data.get("appKey") != self.app_key or data.get("appSecret") != self.app_secret:
+            return _error(400, "invalidClientIdOrSecret", "invalid appKey or appSecret")
+        return HttpReply(200, {"accessToken": self._issue_token(), "expireIn": TOKEN_LIFETIME})
+
+    def _create_and_deliver(self, data: Mapping[str, Any]) -> HttpReply:
+        for field in ("cardTemplateId", "outTrackId", "openSpaceId"):
+            if not isinstance(data.get(field), str) or not data[field]:
+                return _error(400, "param.invalid", f"{field} is required")
+        card_data = data.get("cardData")
+        if not isinstance(card_data, Mapping):
+            return _error(400, "param.invalid", "cardData is required")
+        problem = _param_map_error(card_data.get("cardParamMap"))
+        if problem:
+            return _error(400, "param.invalid", problem)
+        out_track_id = str(data["outTrackId"])
+        space = str(data["openSpaceId"])
+        space_type, _, space_id = space.removeprefix("dtv1.card//").partition(".")
+        with self._lock:
+            if out_track_id not in self._cards:
+                template = str(data["cardTemplateId"])
+                kind = {STATUS_TEMPLATE_ID: "status", QUESTION_TEMPLATE_ID: "question"}.get(
+                    template, "custom"
+                )
+                self._put_card(
+                    out_track_id,
+                    {
+                        "id": out_track_id,
+                        "kind": kind,
+                        "template": template,
+                        "space": space,
+                        "params": dict(card_data["cardParamMap"]),
+                        "streaming": {},
+                        "streamState": "none",
+                        "callbackRouteKey": data.get("callbackRouteKey"),
+                        "callbackType": data.get("callbackType"),
+                        "updates": 0,
+                        "createdAt": time.time(),
+                    },
+                )
+                self._add_timeline({"kind": "card", "from": "bot", "card": out_track_id})
+        return HttpReply(
+            200,
+            {
+                "success": True,
+                "result": {
+                    "outTrackId": out_track_id,
+                    "deliverResults": [
+                        {
+                            "spaceType": space_type,
+                            "spaceId": space_id,
+                            "success": True,
+                            "carrierId": "pqk-" + uuid.uuid4().hex[:12],
+                        }
+                    ],
+                },
+            },
+        )
+
+    def _streaming(self, data: Mapping[str, Any]) -> HttpReply:
+        for field, code in (
+            ("outTrackId", "param.stream.outTrackId"),
+            ("guid", "param.stream.guidEmpty"),
+            ("key", "param.stream.keyEmpty"),
+        ):
+            if not isinstance(data.get(field), str) or not data[field]:
+                return _error(400, code, f"{field} is required")
+        if not isinstance(data.get("content"), str):
+            return _error(400, "param.stream.contentEmpty", "content is required")
+        if not isinstance(data.get("isFull"), bool):
+            return _error(400, "param.stream.isFull", "isFull is null")
+        with self._lock:
+            card = self._cards.get(str(data["outTrackId"]))
+            if card is None:
+                return _error(400, "param.stream.outTrackId", "card is not exist")
+            key = str(data["key"])
+            previous = card["streaming"].get(key, "")
+            value = data["content"] if data["isFull"] else previous + data["content"]
+            card["streaming"][key] = value
+            card["params"][key] = value
+            if data.get("isError"):
+                card["streamState"] = "failed"
+            elif data.get("isFinalize"):
+                card["streamState"] = "finished"
+            else:
+                card["streamState"] = "inputing"
+            card["updates"] += 1
+            self._touch()
+        return HttpReply(200, {"success": True, "result": True})
+
+    def _update_instance(self, data: Mapping[str, Any]) -> HttpReply:
+        if not isinstance(data.get("outTrackId"), str) or not data["outTrackId"]:
+            return _error(400, "param.outTrackIdEmpty", "outTrackId is required")
+        card_data = data.get("cardData")
+        private = data.get("privateData")
+        if not card_data and not private:
+            return _error(
+                400, "param.cardDataAndPrivateDataBothEmpty", "cardData and privateData are empty"
+            )
+        new_params: Mapping[str, Any] = {}
+        if card_data:
+            if not isinstance(card_data, Mapping):
+                return _error(400, "param.invalid", "cardData must be an object")
+            problem = _param_map_error(card_data.get("cardParamMap"))
+            if problem:
+                return _error(400, "param.invalid", problem)
+            new_params = card_data["cardParamMap"]
+        options = data.get("cardUpdateOptions")
+        merge = isinstance(options, Mapping) and options.get("updateCardDataByKey") is True
+        with self._lock:
+            card = self._cards.get(str(data["outTrackId"]))
+            if card is None:
+                return _error(400, "param.cardNotExist", "card is not exist")
+            if card_data:
+                if merge:
+                    card["params"].update(new_params)
+                else:
+                    card["params"] = dict(new_params)
+            if isinstance(private, Mapping):
+                card.setdefault("private", {}).update(private)
+            card["updates"] += 1
+            self._touch()
+        return HttpReply(200, {"success": True, "result": True})
+
+    def _register_callback(self, data: Mapping[str, Any]) -> HttpReply:
+        key = data.get("callbackRouteKey")
+        url = data.get("callbackUrl")
+        if not isinstance(key, str) or not key or not isinstance(url, str) or not url:
+            return _error(400, "MissingParameter", "callbackRouteKey and callbackUrl are required")
+        with self._lock:
+            existing = self._routes.get(key)
+            if existing is None or data.get("forceUpdate") is True:
+                existing = {"callbackUrl": url, "apiSecret": data.get("apiSecret")}
+                self._routes[key] = existing
+        return HttpReply(
+            200,
+            {
+                "success": True,
+                "result": {
+                    "callbackUrl": existing["callbackUrl"],
+                    "apiSecret": existing["apiSecret"],
+                },
+            },
+        )
+
+    def _bot_message(self, msg_key: Any, msg_param: Any, via: str) -> HttpReply | None:
+        if not isinstance(msg_key, str) or not isinstance(msg_param, str):
+            return _error(400, "MissingParameter", "msgKey and msgParam are required")
+        try:
+            params = json.loads(msg_param)
+        except ValueError:
+            return _error(400, "param.invalid", "msgParam must be JSON text")
+        if not isinstance(params, Mapping):
+            return _error(400, "param.invalid", "msgParam must be a JSON object")
+        text = params.get("text") or params.get("content") or ""
+        with self._lock:
+            self._add_timeline(
+                {
+                    "kind": "message",
+                    "from": "bot",
+                    "format": "markdown" if msg_key == "sampleMarkdown" else "text",
+                    "title": params.get("title"),
+                    "text": str(text),
+                    "via": via,
+                }
+            )
+        return None
+
+    def _batch_send(self, data: Mapping[str, Any]) -> HttpReply:
+        users = data.get("userIds")
+        if not isinstance(users, list) or not users or not data.get("robotCode"):
+            return _error(400, "MissingParameter", "robotCode and userIds are required")
+        problem = self._bot_message(data.get("msgKey"), data.get("msgParam"), "oToMessages")
+        if problem:
+            return problem
+        return HttpReply(
+            200,
+            {
+                "processQueryKey": "pqk-" + uuid.uuid4().hex[:12],
+                "invalidStaffIdList": [],
+                "flowControlledStaffIdList": [],
+                "filteredStaffIdList": [],
+            },
+        )
+
+    def _group_send(self, data: Mapping[str, Any]) -> HttpReply:
+        if not data.get("openConversationId") or not data.get("robotCode"):
+            return _error(400, "MissingParameter", "openConversationId and robotCode are required")
+        problem = self._bot_message(data.get("msgKey"), data.get("msgParam"), "groupMessages")
+        if problem:
+            return problem
+        return HttpReply(200, {"processQueryKey": "pqk-" + uuid.uuid4().hex[:12]})
+
+    def _session_webhook(self, query: Mapping[str, str], data: Any) -> HttpReply:
+        session = query.get("session", "")
+        with self._lock:
+            known = session in self._sessions
+        if not known:
+            return HttpReply(200, {"errcode": 300001, "errmsg": "session is expired or unknown"})
+        if not isinstance(data, Mapping):
+            return HttpReply(200, {"errcode": 40035, "errmsg": "body must be JSON"})
+        msgtype = data.get("msgtype")
+        section = data.get(str(msgtype)) if isinstance(msgtype, str) else None
+        if not isinstance(section, Mapping):
+            return HttpReply(200, {"errcode": 40035, "errmsg": "missing message content"})
+        text = section.get("text") if msgtype == "markdown" else section.get("content")
+        with self._lock:
+            self._add_timeline(
+                {
+                    "kind": "message",
+                    "from": "bot",
+                    "format": "markdown" if msgtype == "markdown" else "text",
+                    "title": section.get("title"),
+                    "text": str(text or ""),
+                    "via": "sessionWebhook",
+                }
+            )
+        return HttpReply(200, {"errcode": 0, "errmsg": "ok"})
+
+    def _emotion(self, data: Mapping[str, Any], add: bool) -> HttpReply:
+        msg_id = data.get("openMsgId")
+        if (
+            not isinstance(msg_id, str)
+            or not data.get("openConversationId")
+            or not data.get("robotCode")
+        ):
+            return _error(400, "MissingParameter", "robotCode, openMsgId, openConversationId")
+        name = str(data.get("emotionName") or "")
+        with self._lock:
+            current = self._reactions.setdefault(msg_id, [])
+            if add and name not in current:
+                current.append(name)
+            elif not add and name in current:
+                current.remove(name)
+            if len(self._reactions) > 1000:
+                self._reactions.pop(next(iter(self._reactions)))
+            self._touch()
+        return HttpReply(200, {"success": True})
+
+    def _emotion_reply(self, data: Mapping[str, Any]) -> HttpReply:
+        return self._emotion(data, True)
+
+    def _emotion_recall(self, data: Mapping[str, Any]) -> HttpReply:
+        return self._emotion(data, False)
+
+    def extra_state(self) -> dict[str, Any]:
+        return {
+            "reactions": {k: list(v) for k, v in self._reactions.items() if v},
+            "views": {card_id: card_view(card) for card_id, card in self._cards.items()},
+        }
+
+    def reactions(self, msg_id: str) -> list[str]:
+        """The reactions currently on a user message."""
+        with self._lock:
+            return list(self._reactions.get(msg_id, []))
+
+    # -- user input -> signed callbacks ------------------------------------------------------
+    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
+        """The person types ``text``: a signed robot callback goes to the SDK.
+
+        Returns the message id and the SDK's answer.
+        """
+        msg_id = "msg" + uuid.uuid4().hex[:16]
+        now_ms = int(time.time() * 1000)
+        session = secrets.token_hex(8)
+        with self._lock:
+            self._sessions[session] = msg_id
+            if len(self._sessions) > 1000:
+                self._sessions.pop(next(iter(self._sessions)))
+            self._add_timeline(
+                {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": msg_id}
+            )
+        payload = {
+            "msgId": msg_id,
+            "msgtype": "text",
+            "text": {"content": text},
+            "createAt": now_ms,
+            "conversationType": "1",
+            "conversationId": self.conversation_id,
+            "senderId": "$:LWCP_v1:$" + self.user_id,
+            "senderStaffId": self.user_id,
+            "senderNick": self.user_name,
+            "senderCorpId": "ding-playground",
+            "chatbotUserId": "$:LWCP_v1:$bot",
+            "chatbotCorpId": "ding-playground",
+            "robotCode": self.app_key,
+            "isAdmin": False,
+            "isInAtList": True,
+            "sessionWebhook": f"{self.base_url}/robot/sendBySession?session={session}",
+            "sessionWebhookExpiredTime": now_ms + 90 * 60 * 1000,
+        }
+        timestamp = str(now_ms)
+        headers = {
+            "Content-Type": "application/json; charset=utf-8",
+            "timestamp": timestamp,
+            "sign": dingtalk_robot_sign(timestamp, self.app_secret),
+        }
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        return msg_id, self._send_callback("robot", self.robot_callback_url, headers, body)
+
+    def _card_callback_target(self, card: Mapping[str, Any]) -> tuple[str, str | None]:
+        route_key = card.get("callbackRouteKey")
+        with self._lock:
+            route = self._routes.get(route_key) if isinstance(route_key, str) else None
+        if route is not None:
+            secret = route.get("apiSecret")
+            return str(route["callbackUrl"]), secret if isinstance(secret, str) and secret else None
+        return self.card_callback_url, self.api_secret
+
+    def card_action(
+        self,
+        card_id: str,
+        action: str,
+        form: Mapping[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> CallbackDelivery:
+        """The person clicks on a card: ``stop``, ``submit`` (with ``form``) or ``cancel``.
+
+        A signed card callback (``actionCallback``) goes to the SDK; returns its answer.
+        """
+        card = self.card(card_id)
+        if card is None:
+            raise KeyError(card_id)
+        params: dict[str, Any]
+        if action == "stop":
+            action_ids, params = [STOP_ACTION_ID], {}
+        elif action == "submit":
+            action_ids, params = ["submit"], {"form": dict(form or {})}
+        elif action == "cancel":
+            action_ids, params = ["cancel"], {"user_cancel": "true"}
+        else:
+            action_ids, params = [action], dict(form or {})
+        payload = {
+            "type": "actionCallback",
+            "outTrackId": card_id,
+            "corpId": "ding-playground",
+            "userId": user_id or self.user_id,
+            "content": json.dumps(
+                {"cardPrivateData": {"actionIds": action_ids, "params": params}},
+                ensure_ascii=False,
+            ),
+        }
+        url, secret = self._card_callback_target(card)
+        headers = {"Content-Type": "application/json; charset=utf-8"}
+        if secret:
+            timestamp = str(int(time.time() * 1000))
+            headers["x-ddpaas-signature-timestamp"] = timestamp
+            headers["x-ddpaas-signature"] = dingtalk_card_signature(timestamp, secret)
+        body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        return self._send_callback("card", url, headers, body)
+
+    def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
+        if method == "POST" and path == "/_emulator/send":
+            text = data.get("text") if isinstance(data, Mapping) else None
+            if not isinstance(text, str) or not text.strip():
+                return HttpReply(400, {"error": "text: must be a non-empty string"})
+            msg_id, result = self.send_user_message(text.strip())
+            return HttpReply(200, {"msgId": msg_id, "status": result.status, "body": result.body})
+        if method == "POST" and path.startswith("/_emulator/cards/") and path.endswith("/action"):
+            card_id = path[len("/_emulator/cards/") : -len("/action")]
+            if not isinstance(data, Mapping) or not isinstance(data.get("action"), str):
+                return HttpReply(400, {"error": "action: must be a string"})
+            form = data.get("form")
+            try:
+                result = self.card_action(
+                    card_id, data["action"], form if isinstance(form, Mapping) else None
+                )
+            except KeyError:
+                return HttpReply(404, {"error": f"card {card_id} not found"})
+            return HttpReply(200, {"status": result.status, "body": result.body})
+        return None
+
+
+_TERMINAL_WORDS = {
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "stopped",
+    "cancelled": "cancelled",
+    "unavailable": "failed",
+}
+
+
+def _form_questions(raw: Any) -> list[dict[str, Any]]:
+    try:
+        form = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return []
+    fields = form.get("fields") if isinstance(form, Mapping) else None
+    if not isinstance(fields, list):
+        return []
+    questions: list[dict[str, Any]] = []
+    by_name: dict[str, dict[str, Any]] = {}
+    for field in fields:
+        if not isinstance(field, Mapping):
+            continue
+        kind = field.get("type")
+        name = str(field.get("name", ""))
+        if kind in ("CHECKBOX_GROUP", "MULTI_CHECKBOX_GROUP"):
+            options = [
+                {"value": str(o.get("value", "")), "text": str(o.get("text", o.get("value", "")))}
+                for o in field.get("options", [])
+                if isinstance(o, Mapping)
+            ]
+            question = {
+                "name": name,
+                "label": str(field.get("label", "")),
+                "multi": kind == "MULTI_CHECKBOX_GROUP",
+                "options": options,
+                "other": None,
+            }
+            questions.append(question)
+            by_name[name] = question
+        elif kind == "TEXT" and name.endswith("_other") and name[: -len("_other")] in by_name:
+            by_name[name[: -len("_other")]]["other"] = {
+                "name": name,
+                "placeholder": str(field.get("placeholder", "")),
+            }
+    return questions
+
+
+def card_view(card: Mapping[str, Any]) -> dict[str, Any]:
+    """A platform-neutral view of a DingTalk card for the page (kind, state, actions)."""
+    params: Mapping[str, Any] = card.get("params", {})
+    view: dict[str, Any] = {"id": card.get("id"), "kind": card.get("kind"), "actions": []}
+    if card.get("kind") == "status":
+        line = str(params.get("statusLine", ""))
+        flow = str(params.get("flowStatus", ""))
+        state = "running"
+        if flow == "5" or card.get("streamState") == "failed":
+            state = "failed"
+        elif flow == "3":
+            word = line.split(" ", 1)[0].lower() if line else ""
+            state = _TERMINAL_WORDS.get(word, "completed")
+        view.update(
+            {
+                "state": state,
+                "statusLine": line,
+                "content": str(params.get("content", "")),
+            }
+        )
+        if params.get("stop_action") == "true" and state == "running":
+            view["actions"] = ["stop"]
+    elif card.get("kind") == "question":
+        state = str(params.get("card_status", "pending"))
+        view.update(
+            {
+                "state": state,
+                "title": str(params.get("question_title", "")),
+                "desc": str(params.get("question_desc", "")),
+                "button": str(params.get("form_btn_text", "Submit")),
+                "questions": _form_questions(params.get("form")),
+            }
+        )
+        if state == "pending":
+            view["actions"] = ["submit", "cancel"]
+    else:
+        view.update(
+            {"state": "shown", "content": json.dumps(dict(params), ensure_ascii=False, indent=1)}
+        )
+    return view

@@ -1,0 +1,392 @@
+"""Shared plumbing of the platform emulators: recorded calls, a chat timeline, change waits.
+
+An emulator is a WSGI application that answers a platform's OpenAPI paths (so channelkit's
+generated clients make real HTTP calls to it), records every call, keeps the state a
+person would see (messages, cards, reactions, typing) and sends user input back to the
+SDK as properly signed platform callbacks. ``GET /_emulator/calls`` returns the recorded
+calls and ``GET /_emulator/state`` the visible state; both are bounded.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+import requests
+
+__all__ = [
+    "MAX_CALLS",
+    "MAX_CARDS",
+    "MAX_TIMELINE",
+    "CallbackDelivery",
+    "Deliver",
+    "EmulatorBase",
+    "HttpReply",
+    "http_deliver",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Recorded API calls kept (oldest dropped).
+MAX_CALLS = 1_000
+#: Card instances kept (oldest dropped).
+MAX_CARDS = 1_000
+#: Timeline entries (messages, card references) kept.
+MAX_TIMELINE = 1_000
+#: Longest wait a client may ask ``/_emulator/state`` for.
+MAX_WAIT_SECONDS = 10.0
+#: Timeout of the callbacks the emulator sends to the SDK.
+CALLBACK_TIMEOUT = 10.0
+
+_SECRET_KEYS = frozenset(
+    {
+        "appsecret",
+        "app_secret",
+        "apisecret",
+        "client_secret",
+        "secret",
+        "accesstoken",
+        "access_token",
+        "tenant_access_token",
+        "app_access_token",
+        "token",
+    }
+)
+
+
+@dataclass(frozen=True)
+class CallbackDelivery:
+    """What the SDK answered to a callback the emulator sent."""
+
+    status: int
+    body: str
+
+
+#: ``deliver(url, headers, body) -> CallbackDelivery``: how callbacks reach the SDK.
+Deliver = Callable[[str, Mapping[str, str], bytes], CallbackDelivery]
+
+
+def http_deliver(url: str, headers: Mapping[str, str], body: bytes) -> CallbackDelivery:
+    """Deliver a callback over real HTTP (the default)."""
+    try:
+        response = requests.post(url, data=body, headers=dict(headers), timeout=CALLBACK_TIMEOUT)
+    except requests.RequestException as exc:
+        logger.warning("emulator callback to %s failed: %s", url, type(exc).__name__)
+        return CallbackDelivery(status=0, body=str(exc))
+    return CallbackDelivery(status=response.status_code, body=response.text)
+
+
+@dataclass(frozen=True)
+class HttpReply:
+    """An emulator response."""
+
+    status: int
+    payload: Any = None
+    content_type: str = "application/json"
+    raw: bytes | None = None
+
+    def encode(self) -> bytes:
+        if self.raw is not None:
+            return self.raw
+        return json.dumps(self.payload, ensure_ascii=False).encode("utf-8")
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` with secret-looking fields replaced by ``"***"``."""
+    if isinstance(value, Mapping):
+        return {
+            k: ("***" if str(k).lower() in _SECRET_KEYS and v not in (None, "") else redact(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+class EmulatorBase:
+    """State, recording and the WSGI plumbing every platform emulator shares.
+
+    Subclasses implement :meth:`handle_api` (the platform paths) and
+    :meth:`handle_control` (``/_emulator/...`` actions specific to the platform).
+    Everything is guarded by one lock; :meth:`wait_for_change` lets the page long-poll.
+    """
+
+    platform = "generic"
+
+    def __init__(self, *, deliver: Deliver | None = None, max_calls: int = MAX_CALLS) -> None:
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._version = 0
+        self._seq = 0
+        self._calls: deque[dict[str, Any]] = deque(maxlen=max_calls)
+        self._timeline: deque[dict[str, Any]] = deque(maxlen=MAX_TIMELINE)
+        self._cards: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._callbacks: deque[dict[str, Any]] = deque(maxlen=max_calls)
+        self._typing_until = 0.0
+        self.deliver: Deliver = deliver or http_deliver
+        self.base_url = ""
+        self.static_dir: str | None = None
+
+    # -- state helpers (call with the lock held) ----------------------------------------
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _touch(self) -> None:
+        self._version += 1
+        self._changed.notify_all()
+
+    def _add_timeline(self, entry: dict[str, Any]) -> dict[str, Any]:
+        entry = {"seq": self._next_seq(), "at": time.time(), **entry}
+        self._timeline.append(entry)
+        self._touch()
+        return entry
+
+    def _put_card(self, card_id: str, card: dict[str, Any]) -> None:
+        self._cards[card_id] = card
+        self._cards.move_to_end(card_id)
+        while len(self._cards) > MAX_CARDS:
+            self._cards.popitem(last=False)
+        self._touch()
+
+    def _record(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        body: Any,
+        reply: HttpReply,
+    ) -> None:
+        with self._lock:
+            self._calls.append(
+                {
+                    "seq": self._next_seq(),
+                    "at": time.time(),
+                    "method": method,
+                    "path": path,
+                    "query": redact(dict(query)),
+                    "body": redact(body),
+                    "status": reply.status,
+                    "response": redact(reply.payload),
+                }
+            )
+            self._touch()
+
+    # -- public inspection --------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """Increases on every change of calls or visible state."""
+        with self._lock:
+            return self._version
+
+    def calls(self, path: str | None = None, method: str | None = None) -> list[dict[str, Any]]:
+        """The recorded API calls (oldest first), optionally filtered."""
+        with self._lock:
+            out = [copy.deepcopy(c) for c in self._calls]
+        if path is not None:
+            out = [c for c in out if c["path"] == path]
+        if method is not None:
+            out = [c for c in out if c["method"] == method.upper()]
+        return out
+
+    def callbacks(self) -> list[dict[str, Any]]:
+        """The callbacks sent to the SDK and its answers (oldest first)."""
+        with self._lock:
+            return [copy.deepcopy(c) for c in self._callbacks]
+
+    def cards(self) -> dict[str, dict[str, Any]]:
+        """Card instances by id (a snapshot)."""
+        with self._lock:
+            return copy.deepcopy(dict(self._cards))
+
+    def card(self, card_id: str) -> dict[str, Any] | None:
+        """One card instance (a snapshot) or None."""
+        with self._lock:
+            card = self._cards.get(card_id)
+            return copy.deepcopy(card) if card is not None else None
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Chat entries in order: user/bot messages and card references."""
+        with self._lock:
+            return [copy.deepcopy(t) for t in self._timeline]
+
+    def state(self) -> dict[str, Any]:
+        """Everything the page shows."""
+        with self._lock:
+            return {
+                "platform": self.platform,
+                "version": self._version,
+                "timeline": [copy.deepcopy(t) for t in self._timeline],
+                "cards": copy.deepcopy(dict(self._cards)),
+                "typing": self._typing_until > time.time(),
+                **self.extra_state(),
+            }
+
+    def extra_state(self) -> dict[str, Any]:
+        """Platform-specific additions to :meth:`state` (lock held)."""
+        return {}
+
+    def wait_for_change(self, since: int, timeout: float) -> int:
+        """Block until the version exceeds ``since`` or ``timeout`` passes; the version."""
+        deadline = time.monotonic() + max(0.0, min(timeout, MAX_WAIT_SECONDS))
+        with self._changed:
+            while self._version <= since:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._changed.wait(remaining)
+            return self._version
+
+    def reset(self) -> None:
+        """Forget calls, cards and the timeline (credentials and tokens stay)."""
+        with self._lock:
+            self._calls.clear()
+            self._timeline.clear()
+            self._cards.clear()
+            self._callbacks.clear()
+            self._touch()
+
+    def _send_callback(
+        self, kind: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> CallbackDelivery:
+        result = self.deliver(url, headers, body)
+        with self._lock:
+            self._callbacks.append(
+                {
+                    "seq": self._next_seq(),
+                    "kind": kind,
+                    "url": url,
+                    "status": result.status,
+                    "response": result.body[:2000],
+                }
+            )
+            self._touch()
+        return result
+
+    # -- subclass hooks -----------------------------------------------------------------
+    def handle_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        """Answer a platform API call; None when the path is not the platform's."""
+        raise NotImplementedError
+
+    def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
+        """Answer a platform-specific ``/_emulator/...`` call; None if unknown."""
+        return None
+
+    # -- WSGI -----------------------------------------------------------------------------
+    def _control(self, method: str, path: str, query: Mapping[str, str], body: bytes) -> HttpReply:
+        if method == "GET" and path == "/_emulator/calls":
+            since = _int(query.get("since"), 0)
+            calls = [c for c in self.calls() if c["seq"] > since]
+            return HttpReply(200, {"calls": calls})
+        if method == "GET" and path == "/_emulator/callbacks":
+            return HttpReply(200, {"callbacks": self.callbacks()})
+        if method == "GET" and path == "/_emulator/state":
+            since = _int(query.get("since"), -1)
+            wait = _float(query.get("wait"), 0.0)
+            if since >= 0 and wait > 0:
+                self.wait_for_change(since, wait)
+            return HttpReply(200, self.state())
+        if method == "POST" and path == "/_emulator/reset":
+            self.reset()
+            return HttpReply(200, {"ok": True})
+        try:
+            data = json.loads(body.decode("utf-8")) if body else {}
+        except ValueError:
+            return HttpReply(400, {"error": "body must be JSON"})
+        reply = self.handle_control(method, path, data)
+        return reply or HttpReply(404, {"error": "unknown emulator path"})
+
+    def _static(self, path: str) -> HttpReply | None:
+        from channelkit.playground.static_files import read_static
+
+        name = "index.html" if path in ("/", "/index.html") else path[len("/static/") :]
+        if path not in ("/", "/index.html") and not path.startswith("/static/"):
+            return None
+        found = read_static(name)
+        if found is None:
+            return HttpReply(404, {"error": "not found"})
+        data, content_type = found
+        return HttpReply(200, None, content_type=content_type, raw=data)
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        method = str(environ.get("REQUEST_METHOD", "GET")).upper()
+        path = str(environ.get("PATH_INFO", "") or "/")
+        query = dict(parse_qsl(str(environ.get("QUERY_STRING", "")), keep_blank_values=True))
+        headers = {
+            key[5:].replace("_", "-").lower(): str(value)
+            for key, value in environ.items()
+            if key.startswith("HTTP_")
+        }
+        if environ.get("CONTENT_TYPE"):
+            headers["content-type"] = str(environ["CONTENT_TYPE"])
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        body = environ["wsgi.input"].read(length) if length > 0 else b""
+        try:
+            if path.startswith("/_emulator/"):
+                reply = self._control(method, path, query, body)
+            else:
+                api = self.handle_api(method, path, query, headers, body)
+                if api is not None:
+                    reply = api
+                else:
+                    reply = self._static(path) or HttpReply(404, {"error": "not found"})
+        except Exception:
+            logger.exception("emulator failed on %s %s", method, path)
+            reply = HttpReply(500, {"error": "emulator error"})
+        data = reply.encode()
+        content_type = reply.content_type
+        if content_type == "application/json":
+            content_type = "application/json; charset=utf-8"
+        start_response(
+            f"{reply.status} {'OK' if reply.status < 400 else 'Error'}",
+            [
+                ("Content-Type", content_type),
+                ("Content-Length", str(len(data))),
+                ("Cache-Control", "no-store"),
+            ],
+        )
+        return [data]
+
+
+def parse_json_body(body: bytes) -> Any:
+    """The JSON body, or None when it is not JSON."""
+    if not body:
+        return None
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _int(raw: str | None, default: int) -> int:
+    try:
+        return int(raw) if raw is not None else default
+    except ValueError:
+        return default
+
+
+def _float(raw: str | None, default: float) -> float:
+    try:
+        return float(raw) if raw is not None else default
+    except ValueError:
+        return default

@@ -1,0 +1,148 @@
+"""A small threaded WSGI server on 127.0.0.1 for the playground and tests.
+
+The standard library's ``wsgiref`` server with one thread per connection. It is fine for
+the playground and tests; production deployments use a real WSGI server (see
+docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import socketserver
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from channelkit.playground.dingtalk import DingtalkEmulator
+
+__all__ = ["EmulatorServer", "LocalServer", "free_port"]
+
+logger = logging.getLogger(__name__)
+
+WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("%s - %s", self.address_string(), format % args)
+
+
+class _Swappable:
+    """Lets the server bind (and learn its port) before the real app exists."""
+
+    def __init__(self) -> None:
+        self.app: WSGIApplication | None = None
+
+    def __call__(
+        self, environ: dict[str, Any], start_response: Callable[..., Any]
+    ) -> Iterable[bytes]:
+        app = self.app
+        if app is None:
+            start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
+            return [b"starting"]
+        return app(environ, start_response)
+
+
+class LocalServer:
+    """A threaded WSGI server on ``host:port`` (port 0 = a free port) in a daemon thread.
+
+    Bind first (``port`` and ``url`` are known at once), then :meth:`start` with the app.
+    Use as a context manager or call :meth:`stop`.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        self._slot = _Swappable()
+        self._server = make_server(
+            host, port, self._slot, server_class=_ThreadingWSGIServer, handler_class=_QuietHandler
+        )
+        self.host = host
+        self.port = int(self._server.server_address[1])
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` (no trailing slash)."""
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, app: WSGIApplication) -> LocalServer:
+        """Serve ``app`` from a daemon thread."""
+        self._slot.app = app
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.2},
+                name=f"channelkit-http-{self.port}",
+                daemon=True,
+            )
+            self._thread.start()
+        return self
+
+    def serve_forever(self, app: WSGIApplication) -> None:
+        """Serve ``app`` on the calling thread until interrupted."""
+        self._slot.app = app
+        self._server.serve_forever(poll_interval=0.5)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving and close the socket."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> LocalServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class EmulatorServer:
+    """A DingTalk emulator served on 127.0.0.1 - the thing a test fixture starts.
+
+    ::
+
+        with EmulatorServer(robot_callback_url=..., card_callback_url=...) as emu:
+            client = DingtalkClient(base_url=emu.url)
+            ...
+            emu.emulator.calls()
+
+    Keyword arguments go to :class:`DingtalkEmulator` (credentials, callback URLs,
+    ``deliver``); they can also be set later on ``emu.emulator``.
+    """
+
+    def __init__(self, *, port: int = 0, **emulator_options: Any) -> None:
+        self.server = LocalServer(port=port)
+        self.emulator = DingtalkEmulator(**emulator_options)
+        self.emulator.base_url = self.server.url
+        self.server.start(self.emulator)
+
+    @property
+    def url(self) -> str:
+        """The emulator's base URL (give it to clients as ``base_url``)."""
+        return self.server.url
+
+    def close(self) -> None:
+        """Stop the server."""
+        self.server.stop()
+
+    def __enter__(self) -> EmulatorServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

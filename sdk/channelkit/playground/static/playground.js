@@ -1,0 +1,263 @@
+/* channelkit playground page: long-polls /_emulator/state and renders the emulated chat. */
+(function () {
+  "use strict";
+
+  var chat = document.getElementById("chat");
+  var typing = document.getElementById("typing");
+  var form = document.getElementById("composer-form");
+  var input = document.getElementById("composer");
+  var platformEl = document.getElementById("platform");
+  var rendered = {};   // timeline seq -> element
+  var cardEls = {};    // card id -> element
+  var msgEls = {};     // user msgId -> element
+  var version = -1;
+
+  function el(tag, cls, text) {
+    var node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = text;
+    return node;
+  }
+
+  // Minimal, safe Markdown: **bold** and line breaks (text nodes only).
+  function renderText(node, text) {
+    node.textContent = "";
+    var parts = String(text || "").split(/(\*\*[^*]+\*\*)/);
+    parts.forEach(function (part) {
+      if (/^\*\*[^*]+\*\*$/.test(part)) node.appendChild(el("b", null, part.slice(2, -2)));
+      else if (part) node.appendChild(document.createTextNode(part));
+    });
+  }
+
+  function post(path, body) {
+    return fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body || {})
+    }).then(function (r) { return r.json(); });
+  }
+
+  function scrollDown() { chat.scrollTop = chat.scrollHeight; }
+
+  function addMessage(entry) {
+    var row = el("div", "row " + (entry.from === "user" ? "user" : "bot"));
+    row.dataset.seq = entry.seq;
+    var bubble = el("div", "bubble");
+    bubble.classList.add(entry.from === "user" ? "user-message" : "bot-message");
+    renderText(bubble, entry.text);
+    row.appendChild(bubble);
+    if (entry.from === "user") {
+      var reactions = el("div", "reactions");
+      row.appendChild(reactions);
+      if (entry.msgId) msgEls[entry.msgId] = row;
+    } else if (entry.via) {
+      row.appendChild(el("div", "meta", "via " + entry.via));
+    }
+    chat.appendChild(row);
+    return row;
+  }
+
+  function addCard(entry) {
+    var row = el("div", "row bot");
+    row.dataset.seq = entry.seq;
+    var card = el("div", "card");
+    card.dataset.cardId = entry.card;
+    row.appendChild(card);
+    cardEls[entry.card] = card;
+    chat.appendChild(row);
+    return row;
+  }
+
+  function action(cardId, name, formData) {
+    var card = cardEls[cardId];
+    var before = card ? card.dataset.state : null;
+    if (card) card.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    // A click the platform acknowledged but the SDK ignored (for example one that raced
+    // the card's activation) changes nothing: let the person click again.
+    setTimeout(function () {
+      if (card && card.dataset.state === before) {
+        card.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+      }
+    }, 1500);
+    return post("/_emulator/cards/" + encodeURIComponent(cardId) + "/action",
+      { action: name, form: formData || {} }).then(function (res) {
+      if (card && (!res || res.status >= 300 || res.status === 0)) {
+        var note = card.querySelector(".error-note") || el("div", "error-note");
+        note.textContent = "callback answered " + (res ? res.status : "?");
+        card.appendChild(note);
+        card.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+      }
+    });
+  }
+
+  function renderStatus(card, view) {
+    if (!card.dataset.built) {
+      card.innerHTML = "";
+      var head = el("div", "card-head");
+      head.appendChild(el("span", "badge"));
+      head.appendChild(el("span", "status-line"));
+      card.appendChild(head);
+      var body = el("div", "card-body");
+      body.appendChild(el("div", "card-content"));
+      card.appendChild(body);
+      var actions = el("div", "card-actions");
+      var stop = el("button", "stop-btn danger", "Stop");
+      stop.type = "button";
+      stop.addEventListener("click", function () { action(view.id, "stop"); });
+      actions.appendChild(stop);
+      card.appendChild(actions);
+      card.dataset.built = "1";
+    }
+    var badge = card.querySelector(".badge");
+    badge.className = "badge " + view.state;
+    badge.textContent = view.state.charAt(0).toUpperCase() + view.state.slice(1);
+    card.querySelector(".status-line").textContent = view.statusLine || "";
+    var content = card.querySelector(".card-content");
+    renderText(content, view.content);
+    content.classList.toggle("empty", !view.content);
+    var stopBtn = card.querySelector(".stop-btn");
+    var canStop = view.actions.indexOf("stop") >= 0;
+    stopBtn.hidden = !canStop;
+    if (!canStop) stopBtn.disabled = true;
+  }
+
+  function collectForm(card, view) {
+    var data = {};
+    (view.questions || []).forEach(function (q) {
+      var checked = Array.prototype.slice.call(
+        card.querySelectorAll('input[data-q="' + q.name + '"]:checked')
+      ).map(function (i) { return i.value; });
+      data[q.name] = q.multi ? checked : (checked[0] || "");
+      if (q.other) {
+        var text = card.querySelector('input[name="' + q.other.name + '"]');
+        if (text && text.value.trim()) data[q.other.name] = text.value.trim();
+      }
+    });
+    return data;
+  }
+
+  function renderQuestion(card, view) {
+    if (!card.dataset.built) {
+      card.innerHTML = "";
+      card.classList.add("question-card");
+      var head = el("div", "card-head");
+      head.appendChild(el("span", "badge"));
+      head.appendChild(el("span", "q-title"));
+      card.appendChild(head);
+      var body = el("form", "card-body question-form");
+      body.appendChild(el("div", "q-desc"));
+      (view.questions || []).forEach(function (q, qi) {
+        var fs = el("fieldset", "question");
+        fs.dataset.name = q.name;
+        fs.appendChild(el("legend", null, q.label + (q.multi ? " (choose any)" : "")));
+        q.options.forEach(function (o, oi) {
+          var label = el("label", "option");
+          var box = document.createElement("input");
+          box.type = q.multi ? "checkbox" : "radio";
+          box.name = q.multi ? q.name + "__" + oi : "q" + qi + "-" + view.id;
+          box.value = o.value;
+          box.dataset.q = q.name;
+          label.appendChild(box);
+          label.appendChild(document.createTextNode(" " + o.text));
+          fs.appendChild(label);
+        });
+        if (q.other) {
+          var other = document.createElement("input");
+          other.className = "other-text";
+          other.name = q.other.name;
+          other.placeholder = q.other.placeholder || "Other";
+          fs.appendChild(other);
+        }
+        body.appendChild(fs);
+      });
+      body.addEventListener("submit", function (e) { e.preventDefault(); });
+      card.appendChild(body);
+      var actions = el("div", "card-actions");
+      var submit = el("button", "submit-btn primary", "Submit");
+      submit.type = "button";
+      submit.addEventListener("click", function () { action(view.id, "submit", collectForm(card, view)); });
+      var cancel = el("button", "cancel-btn", "Cancel");
+      cancel.type = "button";
+      cancel.addEventListener("click", function () { action(view.id, "cancel"); });
+      actions.appendChild(submit);
+      actions.appendChild(cancel);
+      card.appendChild(actions);
+      card.dataset.built = "1";
+    }
+    var badge = card.querySelector(".badge");
+    badge.className = "badge " + view.state;
+    badge.textContent = view.state.charAt(0).toUpperCase() + view.state.slice(1);
+    card.querySelector(".q-title").textContent = view.title || "Question";
+    card.querySelector(".q-desc").textContent = view.desc || "";
+    var open = view.actions.indexOf("submit") >= 0;
+    card.querySelectorAll("input").forEach(function (i) { i.disabled = !open; });
+    var submitBtn = card.querySelector(".submit-btn");
+    submitBtn.textContent = view.button || "Submit";
+    if (!open) submitBtn.disabled = true;
+    card.querySelector(".cancel-btn").hidden = !open;
+  }
+
+  function renderCustom(card, view) {
+    card.innerHTML = "";
+    var body = el("div", "card-body");
+    body.appendChild(el("pre", "card-content", view.content || ""));
+    card.appendChild(body);
+  }
+
+  function renderCard(cardId, view) {
+    var card = cardEls[cardId];
+    if (!card || !view) return;
+    card.dataset.kind = view.kind;
+    card.dataset.state = view.state;
+    if (view.kind === "status") renderStatus(card, view);
+    else if (view.kind === "question") renderQuestion(card, view);
+    else renderCustom(card, view);
+  }
+
+  function apply(state) {
+    if (platformEl && state.platform) platformEl.textContent = state.platform + " (emulated)";
+    var atBottom = chat.scrollHeight - chat.scrollTop - chat.clientHeight < 80;
+    var added = false;
+    (state.timeline || []).forEach(function (entry) {
+      if (rendered[entry.seq]) return;
+      rendered[entry.seq] = entry.kind === "card" ? addCard(entry) : addMessage(entry);
+      added = true;
+    });
+    var views = state.views || {};
+    var running = false;
+    Object.keys(cardEls).forEach(function (id) {
+      renderCard(id, views[id]);
+      if (views[id] && views[id].state === "running") running = true;
+    });
+    var reactions = state.reactions || {};
+    Object.keys(msgEls).forEach(function (msgId) {
+      var list = reactions[msgId] || [];
+      msgEls[msgId].querySelector(".reactions").textContent = list.join(" ");
+      if (list.length) running = true;
+    });
+    typing.hidden = !(running || state.typing);
+    document.body.dataset.version = state.version;
+    if (added || atBottom) scrollDown();
+  }
+
+  function poll() {
+    fetch("/_emulator/state?since=" + version + "&wait=8", { cache: "no-store" })
+      .then(function (r) { return r.json(); })
+      .then(function (state) {
+        version = state.version;
+        apply(state);
+        setTimeout(poll, 30);
+      })
+      .catch(function () { setTimeout(poll, 1000); });
+  }
+
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var text = input.value.trim();
+    if (!text) return;
+    input.value = "";
+    post("/_emulator/send", { text: text });
+  });
+
+  poll();
+})();

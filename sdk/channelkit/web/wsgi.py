@@ -1,0 +1,162 @@
+"""The framework-neutral WSGI application: ``create_wsgi_app(channels)``.
+
+Serve it with any WSGI server (gunicorn, waitress, ``wsgiref`` for local tests)::
+
+    from channelkit.web import create_wsgi_app
+    application = create_wsgi_app([dingtalk_channel])
+
+Every adapter's ingress routes are mounted at the paths the adapter declares (for
+example ``/dingtalk/robot`` and ``/dingtalk/card``) plus ``GET /healthz``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+from urllib.parse import parse_qsl
+
+from channelkit.web.dispatch import (
+    BadContentLength,
+    BodyTooLarge,
+    IngressDispatcher,
+    query_dict,
+    read_body,
+)
+from channelkit.web.ingress import (
+    MAX_BODY_BYTES,
+    Headers,
+    IngressRequest,
+    IngressResponse,
+    IngressRoute,
+    SupportsIngress,
+)
+
+__all__ = ["WSGIApp", "create_wsgi_app", "request_from_environ"]
+
+logger = logging.getLogger(__name__)
+
+StartResponse = Callable[..., Any]
+WSGIApplication = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    202: "Accepted",
+    204: "No Content",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Payload Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+def _status_line(status: int) -> str:
+    return f"{status} {_REASONS.get(status, 'Status')}"
+
+
+def environ_headers(environ: dict[str, Any]) -> Headers:
+    """The request headers of a WSGI environ."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            pairs.append((key[5:].replace("_", "-").title(), str(value)))
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            pairs.append((key.replace("_", "-").title(), str(value)))
+    return Headers(pairs)
+
+
+def request_from_environ(environ: dict[str, Any], body: bytes) -> IngressRequest:
+    """Build an :class:`IngressRequest` from a WSGI environ and its already-read body."""
+    path = (environ.get("SCRIPT_NAME", "") or "") + (environ.get("PATH_INFO", "") or "/")
+    return IngressRequest(
+        method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
+        path=path or "/",
+        headers=environ_headers(environ),
+        body=body,
+        query=query_dict(parse_qsl(str(environ.get("QUERY_STRING", "")), keep_blank_values=True)),
+        remote_addr=environ.get("REMOTE_ADDR"),
+    )
+
+
+class WSGIApp:
+    """A WSGI callable dispatching to channel ingress handlers.
+
+    ``fallback`` (another WSGI app) receives requests for paths no channel mounts instead
+    of the 404 (the playground uses it for its emulator and page).
+    """
+
+    def __init__(
+        self,
+        dispatcher: IngressDispatcher,
+        *,
+        fallback: WSGIApplication | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.fallback = fallback
+
+    def _respond(self, response: IngressResponse, start_response: StartResponse) -> list[bytes]:
+        headers = list(response.headers)
+        if not any(name.lower() == "content-length" for name, _ in headers):
+            headers.append(("Content-Length", str(len(response.body))))
+        start_response(_status_line(response.status), headers)
+        return [response.body]
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        try:
+            method = str(environ.get("REQUEST_METHOD", "GET")).upper()
+            path = str(environ.get("PATH_INFO", "") or "/")
+            early = self.dispatcher.preflight(method, path)
+            if early is not None:
+                if early.status == 404 and self.fallback is not None:
+                    return self.fallback(environ, start_response)
+                return self._respond(early, start_response)
+            try:
+                body = read_body(
+                    environ.get("wsgi.input"),
+                    environ.get("CONTENT_LENGTH"),
+                    limit=self.dispatcher.max_body_bytes,
+                    terminated=bool(environ.get("wsgi.input_terminated", False)),
+                )
+            except BodyTooLarge:
+                return self._respond(self.dispatcher.too_large(), start_response)
+            except BadContentLength:
+                return self._respond(
+                    self.dispatcher.bad_request("bad_content_length"), start_response
+                )
+            request = request_from_environ(environ, body)
+            response = self.dispatcher.dispatch(request)
+            if method == "HEAD":
+                response = IngressResponse(response.status, b"", response.headers)
+            return self._respond(response, start_response)
+        except Exception:  # never raise into the server
+            logger.exception("channelkit WSGI app failed")
+            return self._respond(
+                IngressResponse.json(500, {"error": "internal_error"}), start_response
+            )
+
+
+def create_wsgi_app(
+    channels: Iterable[SupportsIngress | IngressRoute],
+    *,
+    healthz: bool = True,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    fallback: WSGIApplication | None = None,
+) -> WSGIApp:
+    """A WSGI application mounting every channel's ingress routes (plus ``/healthz``).
+
+    Bodies are read once (Content-Length) and refused with 413 when larger than
+    ``max_body_bytes`` (1 MiB) before anything more is read; unknown paths answer 404,
+    wrong methods 405 with ``Allow``; a handler that raises answers 500. Signature
+    rejections (401/403) come from the adapters' handlers unchanged.
+    """
+    return WSGIApp(
+        IngressDispatcher(channels, healthz=healthz, max_body_bytes=max_body_bytes),
+        fallback=fallback,
+    )

@@ -1,0 +1,169 @@
+"""One DingTalk conversation driven through any web integration, asserted on the emulator.
+
+inbound message -> streaming status card -> question card -> submit -> continuation
+status card -> completion. The emulator runs as a real HTTP server (the SDK's clients
+call it); its callbacks are delivered through whatever ``deliver`` the test installs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from channelkit.agents.function import FunctionAgent, Question, Turn
+from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
+from channelkit.playground import DingtalkEmulator
+
+APP_KEY = "ding-test-app"
+APP_SECRET = "ding-test-secret"
+CARD_SECRET = "ding-card-secret"
+STATUS_TEMPLATE = "675cde2f-f526-40cb-b828-f5b2b57b8b77.schema"
+QUESTION_TEMPLATE = "c2a6355b-9724-4f7e-9653-d33fcb3311bb.schema"
+
+
+def conversation_agent(turn: Turn) -> str:
+    turn.say("Checking the ")
+    turn.say("deployment plan.")
+    answers = turn.ask(
+        [
+            Question("Which region?", ["Beijing", "Shanghai"], header="Region"),
+            Question(
+                "Which checks?", ["Lint", "Tests", "Docs"], header="Checks", multi_select=True
+            ),
+        ]
+    )
+    return f"Deploying to {answers['0']} after {answers['1']}."
+
+
+def make_channel(api_base_url: str, executor: Any = None) -> DingtalkChannel:
+    config = DingtalkConfig.from_dict(
+        {
+            "clientId": APP_KEY,
+            "clientSecret": APP_SECRET,
+            "cardCallbackSecret": CARD_SECRET,
+            "cardCallbackRouteKey": "channelkit-test",
+            "apiBaseUrl": api_base_url,
+            "model": "test-model",
+            "interactiveCards": {"enabled": True},
+        }
+    )
+    agent = FunctionAgent(conversation_agent, question_timeout=30)
+    return DingtalkChannel(config, agent, executor=executor)
+
+
+def emulator_options() -> dict[str, Any]:
+    return {"app_key": APP_KEY, "app_secret": APP_SECRET, "api_secret": CARD_SECRET}
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """Poll ``predicate`` (cheap, in-memory or local HTTP) until truthy or the deadline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        time.sleep(0.01)
+
+
+def click_until(
+    emulator: DingtalkEmulator,
+    card_id: str,
+    action: str,
+    form: dict[str, Any] | None = None,
+    *,
+    until: str,
+    timeout: float = 10.0,
+) -> None:
+    """Click until the card reaches ``until``.
+
+    A click that lands after DingTalk delivered the card but before the SDK saw the
+    ``createAndDeliver`` answer is acknowledged and ignored (the card is not active yet),
+    so, like a person, click again when nothing happened.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        result = emulator.card_action(card_id, action, form)
+        assert result.status == 200, result
+        try:
+            wait_until(
+                lambda: emulator.state()["views"][card_id]["state"] == until,
+                timeout=0.5,
+                what=f"{card_id} to become {until}",
+            )
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def _views(emulator: DingtalkEmulator) -> list[dict[str, Any]]:
+    state = emulator.state()
+    return [state["views"][entry["card"]] for entry in state["timeline"] if entry["kind"] == "card"]
+
+
+def drive_conversation(emulator: DingtalkEmulator) -> None:
+    """Run the conversation and assert the recorded platform calls."""
+    msg_id, ack = emulator.send_user_message("deploy please")
+    assert ack.status == 200, ack
+    assert json.loads(ack.body) == {"success": True}
+
+    question = wait_until(
+        lambda: next(
+            (v for v in _views(emulator) if v["kind"] == "question" and v["state"] == "pending"),
+            None,
+        ),
+        what="the question card",
+    )
+    first = _views(emulator)[0]
+    assert first["kind"] == "status"
+    # The first segment's card was finalized before the question card was created.
+    assert first["state"] == "completed"
+    assert "Checking the deployment plan." in first["content"]
+    assert [q["name"] for q in question["questions"]] == ["0", "1"]
+    assert [q["multi"] for q in question["questions"]] == [False, True]
+
+    answers = {"0": "Shanghai", "1": ["Lint", "Tests"]}
+    click_until(emulator, question["id"], "submit", answers, until="submitted")
+
+    def finished() -> list[dict[str, Any]] | None:
+        views = _views(emulator)
+        if len(views) == 3 and views[2]["state"] == "completed":
+            return views
+        return None
+
+    views = wait_until(finished, what="the continuation card to complete")
+    assert [v["kind"] for v in views] == ["status", "question", "status"]
+    assert views[1]["state"] == "submitted"
+    assert "Deploying to Shanghai after Lint, Tests." in views[2]["content"]
+    assert views[2]["statusLine"].startswith("Completed · test-model · ")
+
+    calls = emulator.calls()
+    paths = [(c["method"], c["path"]) for c in calls]
+    assert paths[0] == ("POST", "/v1.0/oauth2/accessToken")
+    assert all(c["status"] == 200 for c in calls), [c for c in calls if c["status"] != 200]
+    creates = [c for c in calls if c["path"] == "/v1.0/card/instances/createAndDeliver"]
+    assert [c["body"]["cardTemplateId"] for c in creates] == [
+        STATUS_TEMPLATE,
+        QUESTION_TEMPLATE,
+        STATUS_TEMPLATE,
+    ]
+    for create in creates:
+        assert create["body"]["callbackType"] == "HTTP"
+        assert create["body"]["openSpaceId"] == f"dtv1.card//IM_ROBOT.{emulator.user_id}"
+    running = creates[0]["body"]["cardData"]["cardParamMap"]
+    assert running["flowStatus"] == "2" and running["stop_action"] == "true"
+    streams = [c["body"] for c in calls if c["path"] == "/v1.0/card/streaming"]
+    assert all(s["isFull"] is True for s in streams)
+    assert sum(1 for s in streams if s["isFinalize"]) == 2  # one per status card
+    updates = [c["body"] for c in calls if c["path"] == "/v1.0/card/instances"]
+    finals = [u for u in updates if u["cardData"]["cardParamMap"].get("flowStatus") == "3"]
+    assert len(finals) == 2
+    assert any(u["cardData"]["cardParamMap"].get("card_status") == "submitted" for u in updates)
+    # the secret never appears in the recorded calls
+    assert APP_SECRET not in json.dumps(calls)
+    # the inbound message got no eye reaction (cards are on)
+    assert emulator.reactions(msg_id) == []
