@@ -71,6 +71,10 @@ def create_blueprint(
         result = flask.Response(response.body, status=response.status)
         for header, value in response.headers:
             result.headers[header] = value
+        if response.after:
+            # Werkzeug closes the response once it has been sent: deferred work starts
+            # only after the ACK.
+            result.call_on_close(response.run_after)
         return result
 
     def view(ck_path: str) -> Any:

@@ -12,7 +12,7 @@ example ``/dingtalk/robot`` and ``/dingtalk/card``) plus ``GET /healthz``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -85,6 +85,24 @@ def request_from_environ(environ: dict[str, Any], body: bytes) -> IngressRequest
     )
 
 
+class _AfterBody:
+    """The response body; the server's ``close()`` (PEP 3333) runs the deferred work.
+
+    A WSGI server calls ``close()`` once the response has been sent (or the client went
+    away), so a handler's deferred work (responders, card writes) starts only after its
+    ACK is on the wire.
+    """
+
+    def __init__(self, response: IngressResponse) -> None:
+        self._response = response
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self._response.body
+
+    def close(self) -> None:
+        self._response.run_after()
+
+
 class WSGIApp:
     """A WSGI callable dispatching to channel ingress handlers.
 
@@ -101,12 +119,14 @@ class WSGIApp:
         self.dispatcher = dispatcher
         self.fallback = fallback
 
-    def _respond(self, response: IngressResponse, start_response: StartResponse) -> list[bytes]:
+    def _respond(self, response: IngressResponse, start_response: StartResponse) -> Iterable[bytes]:
         headers = list(response.headers)
         if not any(name.lower() == "content-length" for name, _ in headers):
             headers.append(("Content-Length", str(len(response.body))))
         start_response(_status_line(response.status), headers)
-        return [response.body]
+        if not response.after:
+            return [response.body]
+        return _AfterBody(response)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         try:
@@ -133,7 +153,7 @@ class WSGIApp:
             request = request_from_environ(environ, body)
             response = self.dispatcher.dispatch(request)
             if method == "HEAD":
-                response = IngressResponse(response.status, b"", response.headers)
+                response = IngressResponse(response.status, b"", response.headers, response.after)
             return self._respond(response, start_response)
         except Exception:  # never raise into the server
             logger.exception("channelkit WSGI app failed")

@@ -60,6 +60,10 @@ class IngressView:
         result = django.http.HttpResponse(response.body, status=response.status)
         for header, value in response.headers:
             result[header] = value
+        if response.after:
+            # Django's handler closes the response after sending it (the test client
+            # too); the deferred work starts only then.
+            _run_after_close(result, response)
         return result
 
     def __call__(self, request: Any, *args: Any, **kwargs: Any) -> Any:
@@ -119,3 +123,15 @@ def urlpatterns(
             )
         )
     return patterns
+
+
+def _run_after_close(result: Any, response: IngressResponse) -> None:
+    original_close = result.close
+
+    def close() -> None:
+        try:
+            original_close()
+        finally:
+            response.run_after()
+
+    result.close = close
