@@ -121,6 +121,7 @@ IDEMPOTENT_POSTS: dict[tuple[str, str], str] = {
     ("telegram", "answerCallbackQuery"): "only stops the button's progress indicator",
     ("telegram", "pinChatMessage"): "a pinned message stays pinned",
     ("telegram", "setWebhook"): "sets the same webhook configuration",
+    ("telegram", "setMyCommands"): "replaces the scope's command menu with the same list",
     ("telegram", "getMe"): "read-only",
     ("weixin", "getConfig"): "read-only (returns the typing ticket)",
     ("weixin", "sendTyping"): "sets a typing state (1 typing / 2 cancel)",

@@ -7,34 +7,12 @@ import requests_mock
 from channelkit.clients.feishu import FeishuClient
 from channelkit.http.retry import RetryPolicy
 from channelkit.platforms.feishu.api import FeishuApi
-from channelkit.runtime import FakeClock, KeyedSerialQueue, Scheduler, WorkerPool
 from feishu_helpers import BASE_URL, FakeFeishu
 
+from tests.platforms import _shared
+from tests.platforms._shared import Runtime
 
-class Runtime:
-    def __init__(self) -> None:
-        self.clock = FakeClock()
-        self.pool = WorkerPool(8, name="feishu-test")
-        self.scheduler = Scheduler(self.pool, clock=self.clock)
-        self.serial = KeyedSerialQueue(self.pool)
-
-    def settle(self) -> None:
-        assert self.pool.wait_idle(5.0)
-
-    def advance(self, seconds: float) -> None:
-        self.clock.advance(seconds)
-        self.settle()
-
-    def close(self) -> None:
-        self.scheduler.stop(1.0)
-        self.pool.shutdown(wait=True, timeout=2.0)
-
-
-@pytest.fixture
-def rt() -> Iterator[Runtime]:
-    runtime = Runtime()
-    yield runtime
-    runtime.close()
+rt = _shared.rt  # the shared runtime fixture
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,17 +22,10 @@ from feishu_helpers import (
     request,
 )
 
+from tests.platforms._shared import wait_until
+
 OWNER = "ou_owner"
 NOW = 1_700_000_000.0
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait for another thread to reach a state (not a timer: fake time never moves)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        time.sleep(0.002)
 
 
 class Script:
@@ -172,6 +164,45 @@ def test_lifecycle_hook_ignores_text_chunk_and_tool_call(
     assert fake.calls == []
 
 
+def test_text_chunk_lifecycle_leaves_the_streaming_card_running(
+    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
+) -> None:
+    """Later text_chunk (and tool_call) lifecycle events reach a live card: they must not
+    project anything; only the run's end gives the card its label."""
+    opened = threading.Event()
+    spoke = threading.Event()
+
+    def behaviour(turn: Turn) -> str:
+        turn.say("a")
+        assert opened.wait(5.0)
+        turn.tool_call("read file")
+        turn.say("b")
+        spoke.set()
+        assert script.release.wait(5.0)
+        return ""
+
+    script.behaviour = behaviour
+    handle = inbound(channel)
+    wait_until(lambda: any(c.message_id for c in channel.output.live_cards()))
+    opened.set()
+    assert spoke.wait(5.0)
+    wait_until(lambda: "b" in (channel.output.live_cards()[0].writer.content or ""))  # type: ignore[union-attr]
+    rt.pool.wait_idle(0.2)
+    assert labels(fake) == [] and len(channel.output.live_cards()) == 1
+    assert not fake.ops("settings", "update_card", "patch")
+    script.release.set()
+    assert finished(rt, handle).status == "completed"
+    assert finals(fake) == [("ab", "*已完成*")]
+
+
+def test_tool_call_only_run_adds_no_ui(
+    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
+) -> None:
+    script.behaviour = lambda turn: (turn.tool_call("read file"), "")[1]
+    assert finished(rt, inbound(channel)).status == "completed"
+    assert sorted(c.op for c in fake.calls) == ["react", "unreact"]
+
+
 def test_final_response_without_streaming_is_one_completed_card(
     rt: Any, fake: FakeFeishu, channel: FeishuChannel
 ) -> None:
@@ -198,6 +229,7 @@ def test_final_response_without_streaming_is_one_completed_card(
         ("en", "Completed", "Cancelled", "Failed, please retry"),
         ("de", "Abgeschlossen", "Abgebrochen", "Fehlgeschlagen, bitte erneut versuchen"),
     ],
+    ids=["zh", "en", "de"],
 )
 def test_terminal_labels_in_three_languages(
     rt: Any,
@@ -244,32 +276,69 @@ def test_terminal_labels_in_three_languages(
         ch.close(timeout=2.0)
 
 
+@pytest.mark.parametrize(
+    ("kind", "label"),
+    [
+        (LifecycleType.COMPLETED, "*Completed*"),
+        (LifecycleType.CANCELLED, "*Cancelled*"),
+        (LifecycleType.FAILED, "*Failed, please retry*"),
+    ],
+    ids=["completed", "cancelled", "failed"],
+)
+def test_terminal_lifecycle_labels_a_card_still_live(
+    rt: Any, fake: FakeFeishu, api: FeishuApi, script: Script, kind: LifecycleType, label: str
+) -> None:
+    """The lifecycle hook labels any card of the run that no segment end finished."""
+    from channelkit.core import ChannelPromptOwner, OutputSegmentContext, SessionTarget
+
+    ch = build(rt, api, script, language="en")
+    try:
+        owner = ChannelPromptOwner(OWNER)
+        target = SessionTarget("feishu", OWNER, "oc_chat")
+        segment = OutputSegmentContext("feishu", "s1", "run-l", "seg-l", owner, target)
+        ch.on_response_chunk("oc_chat", "partial", "s1", segment)
+        rt.settle()
+        event = LifecycleEvent(kind, "feishu", "oc_chat", "s1", "run-l", owner, None)
+        ch.on_task_lifecycle(event)
+        ch.on_task_lifecycle(event)  # repeated terminal events are idempotent
+        rt.settle()
+        assert finals(fake) == [("partial", label)]
+        assert ch.output.live_cards() == []
+    finally:
+        ch.close(timeout=2.0)
+
+
 # --- Stop ------------------------------------------------------------------------------
 
 
 def _streaming_run(
-    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
+    rt: Any,
+    fake: FakeFeishu,
+    channel: FeishuChannel,
+    script: Script,
+    text: str = "working...",
+    message_id: str = "om_in1",
 ) -> tuple[Any, Any]:
+    """Start a run that streams ``text`` and works until cancelled or released; return
+    its handle, the Stop value of its card and a state dict (``cancelled`` once done)."""
     spoke = threading.Event()
     state: dict[str, Any] = {}
 
     def behaviour(turn: Turn) -> str:
-        turn.say("working...")
+        turn.say(text)
         spoke.set()
-        deadline = time.monotonic() + 5.0
-        while not turn.cancelled and not script.release.is_set() and time.monotonic() < deadline:
-            time.sleep(0.002)
+        wait_until(lambda: turn.cancelled or script.release.is_set())
         state["cancelled"] = turn.cancelled
         return ""
 
     script.behaviour = behaviour
-    handle = inbound(channel)
+    handle = inbound(channel, message_id=message_id)
     assert spoke.wait(5.0)
     wait_until(
         lambda: bool(channel.output.live_cards())
         and bool(channel.output.live_cards()[0].message_id)
     )
-    entity = fake.ops("create_card")[0].card
+    entity = fake.ops("create_card")[-1].card
     stop = entity["body"]["elements"][2]["behaviors"][0]["value"]
     state["message_id"] = channel.output.live_cards()[0].message_id
     return handle, (stop, state)
@@ -287,6 +356,26 @@ def test_stop_by_owner_cancels_exact_run_and_closes_streaming_first(
     assert result.status == "cancelled" and state["cancelled"] is True
     ops = [c.op for c in fake.calls if c.op in ("settings", "update_card")]
     assert ops == ["settings", "update_card"]  # streaming closed before the Stopped projection
+    assert labels(fake) == ["*已停止生成*"]
+
+
+def test_duplicate_stop_cancels_once(
+    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
+) -> None:
+    handle, (stop, state) = _streaming_run(rt, fake, channel, script)
+    cancels: list[str] = []
+    original = channel.cancel_run
+
+    def counting(session_id: str, run_id: str, reason: Any = "cancel_command") -> bool:
+        cancels.append(run_id)
+        return original(session_id, run_id, reason)
+
+    channel.cancel_run = counting  # type: ignore[method-assign]
+    tap = request(card_action(stop, message_id=state.pop("message_id")))
+    bodies = [json.loads(channel.handle_card_request(tap).body) for _ in range(3)]
+    assert finished(rt, handle).status == "cancelled"
+    assert len(cancels) == 1
+    assert [b.get("toast", {}).get("type") for b in bodies] == ["info", None, None]
     assert labels(fake) == ["*已停止生成*"]
 
 
@@ -317,32 +406,12 @@ def test_stop_on_historical_card_cannot_cancel_newer_run(
     script.release.set()
     finished(rt, handle)
     script.release.clear()
-    handle2, (_, state2) = _streaming_run_second(rt, fake, channel, script)
+    handle2, (_, state2) = _streaming_run(rt, fake, channel, script, "again", "om_in2")
     channel.handle_card_request(request(card_action(stop, message_id=first["message_id"])))
     rt.pool.wait_idle(0.2)
-    assert not state2
+    assert "cancelled" not in state2
     script.release.set()
     assert finished(rt, handle2).status == "completed"
-
-
-def _streaming_run_second(
-    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
-) -> tuple[Any, Any]:
-    spoke = threading.Event()
-    state: dict[str, Any] = {}
-
-    def behaviour(turn: Turn) -> str:
-        turn.say("again")
-        spoke.set()
-        while not turn.cancelled and not script.release.wait(0.002):
-            pass
-        state["cancelled"] = turn.cancelled
-        return ""
-
-    script.behaviour = behaviour
-    handle = inbound(channel, message_id="om_in2")
-    assert spoke.wait(5.0)
-    return handle, (None, state)
 
 
 # --- forms -----------------------------------------------------------------------------
@@ -366,7 +435,8 @@ def _ask(script: Script, questions: list[Question] | None = None) -> None:
     script.behaviour = behaviour
 
 
-def _form_message(fake: FakeFeishu) -> tuple[str, str]:
+def _form_message(fake: FakeFeishu, channel: FeishuChannel) -> tuple[str, str]:
+    """(request id, message id) of the form card, once the form accepts answers."""
     wait_until(
         lambda: any(
             c.card and c.card["body"]["elements"][0].get("tag") == "form" for c in fake.ops("send")
@@ -382,6 +452,10 @@ def _form_message(fake: FakeFeishu) -> tuple[str, str]:
                 e for e in call.card["body"]["elements"][0]["elements"] if e["tag"] == "button"
             ]
             rid = buttons[0]["behaviors"][0]["value"]["request"]
+            # the card is sent before the presenter marks it pending: wait for that too
+            record = channel.questions.get(rid)
+            assert record is not None
+            wait_until(lambda r=record: r.cell.state != "reserved")
             return rid, f"om_{index + 1}"
     raise AssertionError("no form")
 
@@ -391,7 +465,7 @@ def test_form_submit_exact_answers_and_new_segment_after(
 ) -> None:
     _ask(script)
     handle = inbound(channel)
-    rid, message = _form_message(fake)
+    rid, message = _form_message(fake, channel)
     # the pre-question output card was completed before the form was created
     first_final = next(
         i for i, c in enumerate(fake.calls) if c.card and finals(FakeFeishu(calls=[c]))
@@ -416,12 +490,39 @@ def test_form_submit_exact_answers_and_new_segment_after(
     assert finals(fake) == [("Let me ask. ", "*已完成*"), ("Thanks.", "*已完成*")]
 
 
+def test_continuation_card_shows_only_its_own_segment_text(
+    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
+) -> None:
+    """on_response_complete gets the whole run's text ("Before.After."); each segment's
+    card must finish with its own streamed text only."""
+
+    def behaviour(turn: Turn) -> str:
+        turn.say("Before.")
+        script.answers.append(turn.ask([Question("Which region?", ["Beijing", "Shanghai"])]))
+        turn.say("After.")
+        return ""
+
+    script.behaviour = behaviour
+    handle = inbound(channel)
+    rid, message = _form_message(fake, channel)
+    body = card_action(
+        {"action": "ck_submit", "request": rid}, form_value={"0": "1"}, message_id=message
+    )
+    channel.handle_card_request(request(body))
+    assert finished(rt, handle).status == "completed"
+    assert script.answers == [{"0": "Shanghai"}]
+    assert finals(fake) == [("Before.", "*已完成*"), ("After.", "*已完成*")]
+    writes = [json.dumps(c.body, ensure_ascii=False) for c in fake.calls if c.body]
+    second = [w for w in writes if "After." in w]
+    assert second and not any("Before." in w for w in second)
+
+
 def test_duplicate_submit_one_responder_call(
     rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
 ) -> None:
     _ask(script)
     handle = inbound(channel)
-    rid, message = _form_message(fake)
+    rid, message = _form_message(fake, channel)
     calls: list[Any] = []
     original = channel.bridge.respond_to_permission
 
@@ -458,7 +559,7 @@ def test_ack_before_responder(
 ) -> None:
     _ask(script)
     handle = inbound(channel)
-    rid, message = _form_message(fake)
+    rid, message = _form_message(fake, channel)
     gate = threading.Event()
     entered = threading.Event()
     original = channel.bridge.respond_to_permission
@@ -486,7 +587,7 @@ def test_form_expiry_projects_before_responder(
 ) -> None:
     _ask(script)
     handle = inbound(channel)
-    _, message = _form_message(fake)
+    _, message = _form_message(fake, channel)
     events: list[str] = []
     original_patch = channel.api.patch_card
     original_respond = channel.bridge.respond_to_permission

@@ -1,3 +1,5 @@
+"""TelegramChannel end to end: real ChannelBase, webhook ingress, Bot API on requests-mock."""
+
 from __future__ import annotations
 
 import itertools
@@ -8,14 +10,18 @@ from typing import Any
 
 import pytest
 import requests_mock as rm
-from channelkit.core import ChannelConfig
+from channelkit.core import ChannelConfig, LifecycleEvent, LifecycleType
+from channelkit.core.text import MSG_CANCELLED
 from channelkit.http import RetryPolicy
 from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
+from channelkit.platforms.telegram.adapter import BOT_COMMANDS
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.ingress import SECRET_HEADER
 from channelkit.platforms.telegram.questions import TEXT_NOT_OWNER, parse_callback
+from channelkit.testing import ScriptedBridge, ask, chunk, fail, final, gate, question_request, tool
 from channelkit.web.ingress import Headers, IngressRequest
-from tg_bridge import ScriptBridge, Turn, question
+
+from tests.platforms._shared import LifecycleLog, question
 
 BASE = "http://tg.test"
 TOKEN = "123:abc"
@@ -28,14 +34,18 @@ def url(method: str) -> str:
     return f"{BASE}/bot{TOKEN}/{method}"
 
 
+class RecordingTelegram(LifecycleLog, TelegramChannel):
+    """TelegramChannel that also records its lifecycle events."""
+
+
 class Env:
-    def __init__(self, rt: Any, mock: rm.Mocker, bridge: ScriptBridge, **cfg: Any) -> None:
+    def __init__(self, rt: Any, mock: rm.Mocker, bridge: ScriptedBridge, **cfg: Any) -> None:
         self.rt = rt
         self.mock = mock
         self.bridge = bridge
         config = TelegramConfig(bot_token=TOKEN, webhook_secret=SECRET, api_base_url=BASE, **cfg)
         api = TelegramApi(TOKEN, base_url=BASE, retry=RetryPolicy.never())
-        self.channel = TelegramChannel(
+        self.channel = RecordingTelegram(
             config,
             bridge,
             channel_config=ChannelConfig(name="telegram", max_workers=8),
@@ -115,25 +125,21 @@ def mock() -> Iterator[rm.Mocker]:
                 },
             },
         )
-        for method in ("editMessageText", "sendChatAction", "answerCallbackQuery"):
+        for method in ("editMessageText", "sendChatAction", "answerCallbackQuery", "setMyCommands"):
             m.post(url(method), json={"ok": True, "result": True})
         yield m
 
 
-def blocking_script(gate: threading.Event, started: threading.Event | None = None):  # type: ignore[no-untyped-def]
-    def script(turn: Turn) -> str:
-        if started is not None:
-            started.set()
-        assert gate.wait(10)
-        turn.say("done")
-        return "done"
+def texts(env: Env) -> list[str]:
+    return [m["text"] for m in env.calls("sendMessage")]
 
-    return script
+
+# --- lifecycle: typing keep-alive ------------------------------------------------------
 
 
 def test_started_starts_typing_and_terminal_stops(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    gate = threading.Event()
-    env = Env(rt, mock, ScriptBridge(blocking_script(gate)))
+    release = threading.Event()
+    env = Env(rt, mock, ScriptedBridge([gate(release), chunk("done")]))
     assert env.message("hello") == 200
     # The run is blocked in the agent; typing was sent once.
     rt.wait_for(lambda: len(env.calls("sendChatAction")) == 1)
@@ -141,9 +147,10 @@ def test_started_starts_typing_and_terminal_stops(rt, mock) -> None:  # type: ig
     for expected in (2, 3):
         rt.clock.advance(4)  # every 4 s of fake time
         rt.wait_for(lambda n=expected: len(env.calls("sendChatAction")) == n)
-    gate.set()
+    release.set()
     env.settle()
-    assert env.calls("sendMessage")[-1]["text"] == "done"
+    assert texts(env)[-1] == "done"
+    assert [e.type for e in env.channel.events][-1] is LifecycleType.COMPLETED
     rt.advance(4)
     rt.advance(4)
     assert len(env.calls("sendChatAction")) == 3
@@ -151,20 +158,64 @@ def test_started_starts_typing_and_terminal_stops(rt, mock) -> None:  # type: ig
     env.channel.close()
 
 
+def test_failed_run_stops_typing(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    release = threading.Event()
+    env = Env(rt, mock, ScriptedBridge([gate(release), fail(RuntimeError("agent crashed"))]))
+    env.message("hello")
+    rt.wait_for(lambda: len(env.calls("sendChatAction")) == 1)
+    release.set()
+    env.settle()
+    assert env.channel.events[-1].type is LifecycleType.FAILED
+    assert env.channel.typing.active_chats() == 0 and rt.scheduler.pending_count() == 0
+    rt.advance(8)
+    assert len(env.calls("sendChatAction")) == 1
+    env.channel.close()
+
+
+def test_cancel_command_cancels_a_live_run_and_stops_typing(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    never = threading.Event()  # the agent works until it is cancelled
+    env = Env(rt, mock, ScriptedBridge([chunk("partial"), gate(never, timeout=10)]))
+    env.message("long task")
+    assert env.bridge.wait_prompt(1)
+    rt.wait_for(lambda: len(env.calls("sendChatAction")) == 1)
+    rt.clock.advance(4)  # the run is live (a worker is busy): wait for the tick only
+    rt.wait_for(lambda: len(env.calls("sendChatAction")) == 2)
+    assert env.message("/cancel@my_bot") == 200
+    rt.wait_for(lambda: any(e.type is LifecycleType.CANCELLED for e in env.channel.events))
+    env.settle()
+    cancelled = env.channel.events[-1]
+    assert cancelled.type is LifecycleType.CANCELLED and cancelled.reason == "cancel_command"
+    assert env.bridge.cancels == [cancelled.session_id]
+    assert MSG_CANCELLED in texts(env)
+    # typing stopped: no keep-alive left, no timer armed, no further sendChatAction
+    assert env.channel.typing.active_chats() == 0 and rt.scheduler.pending_count() == 0
+    rt.advance(4)
+    rt.advance(4)
+    assert len(env.calls("sendChatAction")) == 2
+    env.channel.close()
+
+
+def test_register_commands_sends_the_menu_with_cancel(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    env = Env(rt, mock, ScriptedBridge([final("x")]))
+    env.channel.register_commands()
+    env.channel.register_commands(scope={"type": "all_group_chats"}, language_code="de")
+    first, second = env.calls("setMyCommands")
+    commands = first["commands"]
+    assert {"command": "cancel", "description": "Cancel the running request"} in commands
+    assert [c["command"] for c in commands] == [name for name, _ in BOT_COMMANDS]
+    assert all(len(c["command"]) <= 32 and c["command"].islower() for c in commands)
+    assert "scope" not in first and "language_code" not in first
+    assert second["scope"] == {"type": "all_group_chats"} and second["language_code"] == "de"
+    env.channel.close()
+
+
 def test_two_runs_in_one_chat_keep_one_keepalive(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    gate = threading.Event()
-    entered = threading.Semaphore(0)
-
-    def script(turn: Turn) -> str:
-        entered.release()
-        assert gate.wait(10)
-        return "ok"
-
-    env = Env(rt, mock, ScriptBridge(script))
+    release = threading.Event()
+    env = Env(rt, mock, ScriptedBridge([gate(release), final("ok")]))
     # Two users in one group chat: two sessions, two concurrent runs.
     env.message("one", user=1, chat=-5, chat_type="group")
     env.message("two", user=2, chat=-5, chat_type="group")
-    assert entered.acquire(timeout=5) and entered.acquire(timeout=5)
+    assert env.bridge.wait_prompt(2)
     typing = env.channel.typing
     rt.wait_for(lambda: sum(len(c.runs) for c in list(typing._chats.values())) == 2)
     assert typing.active_chats() == 1
@@ -173,7 +224,7 @@ def test_two_runs_in_one_chat_keep_one_keepalive(rt, mock) -> None:  # type: ign
         rt.clock.advance(4)
         rt.wait_for(lambda n=expected: len(env.calls("sendChatAction")) == n)
     assert rt.scheduler.pending_count() == 1  # one interval for the chat, not two
-    gate.set()
+    release.set()
     env.settle()
     assert typing.active_chats() == 0
     rt.advance(4)
@@ -188,49 +239,67 @@ def test_indicator_failures_never_fail_the_task(rt, mock) -> None:  # type: igno
         status_code=500,
         json={"ok": False, "error_code": 500, "description": "boom"},
     )
-    env = Env(rt, mock, ScriptBridge(lambda turn: "fine"))
+    env = Env(rt, mock, ScriptedBridge([final("fine")]))
     env.message("hi")
     env.settle()
-    assert env.calls("sendMessage")[-1]["text"] == "fine"
+    assert texts(env)[-1] == "fine"
+    assert env.channel.events[-1].type is LifecycleType.COMPLETED
     env.channel.close()
 
 
+def test_text_chunk_and_tool_call_add_no_ui(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    release = threading.Event()
+    steps = [chunk("a"), tool("t1", kind="read", title="read file"), chunk("b"), gate(release)]
+    env = Env(rt, mock, ScriptedBridge(steps))
+    env.message("hi")
+    rt.wait_for(lambda: [e.type for e in env.channel.events].count(LifecycleType.TEXT_CHUNK) == 2)
+    rt.wait_for(lambda: len(env.calls("sendChatAction")) == 1)
+    rt.pool.wait_idle(0.2)  # the run is blocked; let every queued hook finish
+    assert LifecycleType.TOOL_CALL in [e.type for e in env.channel.events]
+    # still typing, nothing streamed, sent or edited while the run works
+    assert env.channel.typing.active_chats() == 1 and rt.scheduler.pending_count() == 1
+    assert texts(env) == [] and env.calls("editMessageText") == []
+    # the hook itself ignores them: no keep-alive is started or stopped by them
+    for kind in (LifecycleType.TEXT_CHUNK, LifecycleType.TOOL_CALL):
+        for run_id in ("run-x", env.channel.events[0].run_id):
+            env.channel.on_task_lifecycle(
+                LifecycleEvent(kind, "telegram", str(CHAT), "s", run_id, None, None, chunk="x")
+            )
+    assert env.channel.typing.active_chats() == 1 and rt.scheduler.pending_count() == 1
+    release.set()
+    env.settle()
+    # one plain final message; typing stopped
+    assert texts(env) == ["ab"] and env.calls("editMessageText") == []
+    assert env.channel.typing.active_chats() == 0
+    env.channel.close()
+
+
+# --- native questions without streaming output -----------------------------------------
+
+
 def test_native_questions_without_streaming_output(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    answers: list[Any] = []
-
-    def script(turn: Turn) -> str:
-        turn.say("Let me ask. ")
-        response = turn.ask(
-            [
-                question("Env", ["Prod", "Staging"]),
-                question("Signals", ["Logs", "Metrics", "Traces"], multi=True),
-            ]
-        )
-        answers.append(response)
-        turn.say("Deploying.")
-        return "Let me ask. Deploying."
-
-    env = Env(rt, mock, ScriptBridge(script))
+    questions = [
+        question("Env", ["Prod", "Staging"]),
+        question("Signals", ["Logs", "Metrics", "Traces"], multi=True),
+    ]
+    steps = [
+        chunk("Let me ask. "),
+        ask(lambda s: question_request("req-1", s, questions)),
+        chunk("Deploying."),
+    ]
+    env = Env(rt, mock, ScriptedBridge(steps))
     env.message("deploy")
-    assert env.bridge.asked.wait(5)
     rt.wait_for(lambda: len([s for s in env.calls("sendMessage") if "reply_markup" in s]) == 2)
     sent = env.calls("sendMessage")
     # Output stays plain messages: nothing was streamed or edited before the question.
-    assert env.calls("editMessageText") == []
-    keyboards = [s for s in sent if "reply_markup" in s]
-    assert len(keyboards) == 2
+    assert len(sent) == 2 and env.calls("editMessageText") == []
     for s in sent:
-        if "reply_markup" in s:
-            for row in s["reply_markup"]["inline_keyboard"]:
-                for button in row:
-                    assert len(button["callback_data"].encode()) <= 64
-    ids = [r.json() for r in mock.request_history if r.path.endswith("/sendmessage")]
-    assert len(ids) == len(sent)
-    q0, q1 = keyboards
-    m0 = 100 + sent.index(q0)
-    m1 = 100 + sent.index(q1)
-    kb0 = q0["reply_markup"]["inline_keyboard"]
-    kb1 = q1["reply_markup"]["inline_keyboard"]
+        for row in s["reply_markup"]["inline_keyboard"]:
+            for button in row:
+                assert len(button["callback_data"].encode()) <= 64
+    m0, m1 = 100, 101
+    kb0 = sent[0]["reply_markup"]["inline_keyboard"]
+    kb1 = sent[1]["reply_markup"]["inline_keyboard"]
     # A foreign user taps: refused, nothing mutated.
     assert env.tap(kb0[1][0]["callback_data"], m0, user=7) == 200
     rt.wait_for(lambda: len(env.calls("answerCallbackQuery")) == 1)
@@ -244,61 +313,67 @@ def test_native_questions_without_streaming_output(rt, mock) -> None:  # type: i
     env.tap(kb1[2][0]["callback_data"], m1)
     env.tap(kb1[-1][0]["callback_data"], m1)  # Submit
     assert parse_callback(kb1[-1][0]["callback_data"]).kind == "submit"  # type: ignore[union-attr]
-    rt.wait_for(lambda: bool(answers))
     env.settle()
-    assert answers == [
-        {
-            "outcome": {"outcome": "selected", "optionId": "proceed_once"},
-            "answers": {"0": "Staging", "1": "Logs, Traces"},
-        }
+    assert env.bridge.responses == [
+        (
+            "req-1",
+            {
+                "outcome": {"outcome": "selected", "optionId": "proceed_once"},
+                "answers": {"0": "Staging", "1": "Logs, Traces"},
+            },
+        )
     ]
     assert len(env.calls("answerCallbackQuery")) == 5  # every tap answered
     edits = {e["message_id"]: e for e in env.calls("editMessageText") if "reply_markup" not in e}
     assert set(edits) == {m0, m1} and all("Submitted" in e["text"] for e in edits.values())
-    final = env.calls("sendMessage")[-1]
-    assert final["text"] == "Let me ask. Deploying." and "reply_markup" not in final
+    final_message = env.calls("sendMessage")[-1]
+    assert final_message["text"] == "Let me ask. Deploying."
+    assert "reply_markup" not in final_message and len(env.calls("sendMessage")) == 3
     # A late tap after the terminal state: answered, nothing changes.
     env.tap(kb0[0][0]["callback_data"], m0)
     env.settle()
-    assert len(env.bridge.respond_calls) == 1
+    assert len(env.bridge.responses) == 1
     assert len(env.calls("answerCallbackQuery")) == 6
     env.channel.close()
 
 
 def test_native_questions_can_be_disabled(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    def script(turn: Turn) -> str:
-        turn.ask([question("Env", ["Prod", "Staging"])])
-        return "ok"
-
-    env = Env(rt, mock, ScriptBridge(script), native_questions=False)
+    steps = [ask(lambda s: question_request("req-1", s, [question("Env", ["Prod", "Staging"])]))]
+    env = Env(rt, mock, ScriptedBridge([*steps, final("ok")]), native_questions=False)
     env.message("deploy")
-    assert env.bridge.asked.wait(5)
     rt.wait_for(lambda: len(env.calls("sendMessage")) == 1)
-    text = env.calls("sendMessage")[-1]["text"]
+    text = texts(env)[-1]
     assert text.startswith("Permission required to run a tool") and "/deny" in text
+    assert "reply_markup" not in env.calls("sendMessage")[-1]
     env.message("/deny")
     env.settle()
-    assert [m["text"] for m in env.calls("sendMessage")][-2:] == ["Permission denied.", "ok"] or (
-        "Permission denied." in [m["text"] for m in env.calls("sendMessage")]
-    )
+    assert env.bridge.responses == [
+        ("req-1", {"outcome": {"outcome": "selected", "optionId": "cancel"}})
+    ]
+    assert {"Permission denied.", "ok"} <= set(texts(env))
     env.channel.close()
 
 
-def test_cancel_command_is_handled(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    env = Env(rt, mock, ScriptBridge(lambda turn: "x"))
+# --- commands and foreign callbacks ----------------------------------------------------
+
+
+def test_cancel_command_without_a_run_and_help(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    env = Env(rt, mock, ScriptedBridge([final("x")]))
     env.message("/cancel@my_bot")
     env.settle()
-    assert env.calls("sendMessage")[-1]["text"] == "No request is currently running."
+    assert texts(env)[-1] == "No request is currently running."
     env.message("/help")
     env.settle()
-    assert "/cancel" in env.calls("sendMessage")[-1]["text"]
+    assert "/cancel" in texts(env)[-1]
+    assert env.bridge.prompts == []
     env.channel.close()
 
 
 def test_foreign_callback_data_is_answered(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    env = Env(rt, mock, ScriptBridge(lambda turn: "x"))
+    env = Env(rt, mock, ScriptedBridge([final("x")]))
     env.tap("something-else", 1)
     env.tap("ck:malformed", 1)
     env.settle()
     assert len(env.calls("answerCallbackQuery")) == 2
+    assert env.calls("editMessageText") == [] and env.bridge.responses == []
     env.channel.close()

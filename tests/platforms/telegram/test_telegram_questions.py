@@ -4,8 +4,10 @@ import threading
 
 import pytest
 from channelkit.platforms.telegram.questions import (
+    TEXT_BUSY,
     TEXT_NOT_OWNER,
     TEXT_STALE,
+    TEXT_SUBMITTED,
     TEXT_UNKNOWN,
     TEXT_WRONG_MESSAGE,
     TelegramQuestionPresenter,
@@ -157,6 +159,24 @@ def test_duplicate_taps_call_the_responder_once(env) -> None:  # type: ignore[no
     assert ctx.responses[0]["answers"] == {"0": "Red"}
     assert len(api.answers) == 32  # every tap answered
     assert sum("Submitted" in e["text"] for e in api.edits) == 1
+
+
+def test_taps_while_claimed_change_nothing(env) -> None:  # type: ignore[no-untyped-def]
+    rt, api, presenter = env
+    gate = threading.Event()
+    ctx = FakeCtx(questions=(q("0"),), respond_gate=gate)
+    present(presenter, ctx)
+    presenter.handle_callback(tap(cb(presenter, ctx, "option", 0, 0)))  # claims (Blue)
+    presenter.handle_callback(tap(cb(presenter, ctx, "option", 0, 1)))  # another option
+    presenter.handle_callback(tap(cb(presenter, ctx, "cancel")))
+    assert presenter.state_of("req-1") == "claimed"
+    gate.set()
+    rt.settle()
+    assert ctx.responses == [
+        {"outcome": {"outcome": "selected", "optionId": "proceed_once"}, "answers": {"0": "Blue"}}
+    ]
+    assert [a[1] for a in api.answers] == [TEXT_SUBMITTED, TEXT_BUSY, TEXT_BUSY]
+    assert presenter.state_of("req-1") == "submitted"
 
 
 def test_cancel_button(env) -> None:  # type: ignore[no-untyped-def]

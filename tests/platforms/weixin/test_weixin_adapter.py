@@ -1,3 +1,5 @@
+"""WeixinChannel end to end: real ChannelBase, iLink API on requests-mock."""
+
 from __future__ import annotations
 
 import itertools
@@ -7,12 +9,25 @@ from typing import Any
 
 import pytest
 import requests_mock as rm
-from channelkit.core import ChannelConfig
+from channelkit.core import ChannelConfig, LifecycleEvent, LifecycleType
+from channelkit.core.text import MSG_CANCELLED
 from channelkit.http import RetryPolicy
 from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 from channelkit.platforms.weixin.adapter import flatten_markdown, parse_weixin_message
 from channelkit.platforms.weixin.api import WeixinApi
-from wx_bridge import ScriptBridge, Turn, question
+from channelkit.testing import (
+    ScriptedBridge,
+    ask,
+    chunk,
+    fail,
+    final,
+    gate,
+    permission_request,
+    question_request,
+    tool,
+)
+
+from tests.platforms._shared import LifecycleLog, question
 
 BASE = "http://ilink.test"
 USER = "wxid_user@im.wechat"
@@ -33,13 +48,17 @@ def inbound(text: str, *, user: str = USER, message_type: int = 1) -> dict[str, 
     }
 
 
+class RecordingWeixin(LifecycleLog, WeixinChannel):
+    """WeixinChannel that also records its lifecycle events."""
+
+
 class Env:
-    def __init__(self, rt: Any, mock: rm.Mocker, bridge: ScriptBridge, **cfg: Any) -> None:
+    def __init__(self, rt: Any, mock: rm.Mocker, bridge: ScriptedBridge, **cfg: Any) -> None:
         self.rt = rt
         self.mock = mock
         self.bridge = bridge
         api = WeixinApi("tok", base_url=BASE, retry=RetryPolicy.never())
-        self.channel = WeixinChannel(
+        self.channel = RecordingWeixin(
             WeixinConfig(bot_token="tok", base_url=BASE, **cfg),
             bridge,
             channel_config=ChannelConfig(name="weixin", max_workers=8),
@@ -68,18 +87,14 @@ def mock() -> Iterator[rm.Mocker]:
 
 
 def test_started_typing_on_terminal_typing_off(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    gate = threading.Event()
-
-    def script(turn: Turn) -> str:
-        assert gate.wait(10)
-        return "**Done** with `x`"
-
-    env = Env(rt, mock, ScriptBridge(script))
+    release = threading.Event()
+    env = Env(rt, mock, ScriptedBridge([gate(release), final("**Done** with `x`")]))
     env.channel.handle_weixin_message(inbound("hi"))
     rt.wait_for(lambda: env.statuses() == [1])
-    gate.set()
+    release.set()
     rt.settle()
     assert env.statuses() == [1, 2]
+    assert env.channel.events[-1].type is LifecycleType.COMPLETED
     assert env.texts() == ["Done with x"]
     sent = env.calls("sendmessage")[0]
     assert sent["msg"]["to_user_id"] == USER and sent["msg"]["context_token"].startswith("ctx-")
@@ -88,20 +103,56 @@ def test_started_typing_on_terminal_typing_off(rt, mock) -> None:  # type: ignor
     env.channel.close()
 
 
-def test_failed_run_and_cancel_also_turn_typing_off(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    def script(turn: Turn) -> str:
-        raise RuntimeError("agent crashed")
-
-    env = Env(rt, mock, ScriptBridge(script))
+def test_failed_run_turns_typing_off(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    env = Env(rt, mock, ScriptedBridge([fail(RuntimeError("agent crashed"))]))
     env.channel.handle_weixin_message(inbound("hi"))
     rt.settle()
+    assert env.channel.events[-1].type is LifecycleType.FAILED
     assert env.statuses() == [1, 2]
+    env.channel.close()
+
+
+def test_cancelled_run_turns_typing_off(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    never = threading.Event()  # the agent works until it is cancelled
+    env = Env(rt, mock, ScriptedBridge([gate(never, timeout=10)]))
+    env.channel.handle_weixin_message(inbound("long task"))
+    rt.wait_for(lambda: env.statuses() == [1])
+    env.channel.handle_weixin_message(inbound("/cancel"))
+    rt.wait_for(lambda: any(e.type is LifecycleType.CANCELLED for e in env.channel.events))
+    rt.settle()
+    assert env.channel.events[-1].reason == "cancel_command"
+    assert env.statuses() == [1, 2]
+    assert env.texts() == [MSG_CANCELLED]
+    assert not env.channel.typing.is_active(USER)
+    env.channel.close()
+
+
+def test_text_chunk_and_tool_call_add_no_ui(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    release = threading.Event()
+    steps = [chunk("a"), tool("t1", kind="read", title="read file"), chunk("b"), gate(release)]
+    env = Env(rt, mock, ScriptedBridge(steps))
+    env.channel.handle_weixin_message(inbound("hi"))
+    rt.wait_for(lambda: [e.type for e in env.channel.events].count(LifecycleType.TEXT_CHUNK) == 2)
+    rt.wait_for(lambda: env.statuses() == [1])
+    rt.pool.wait_idle(0.2)  # the run is blocked; let every queued hook finish
+    kinds = [e.type for e in env.channel.events]
+    assert LifecycleType.TOOL_CALL in kinds
+    # typing stays on while the run streams and calls tools; nothing is sent yet
+    assert env.statuses() == [1] and env.channel.typing.is_active(USER) and env.texts() == []
+    for kind in (LifecycleType.TEXT_CHUNK, LifecycleType.TOOL_CALL):
+        env.channel.on_task_lifecycle(
+            LifecycleEvent(kind, "weixin", USER, "s", "run-x", None, None, chunk="x")
+        )
+    assert env.channel.typing.is_active(USER)
+    release.set()
+    rt.settle()
+    assert env.statuses() == [1, 2] and env.texts() == ["ab"]
     env.channel.close()
 
 
 def test_indicator_failures_never_fail_the_task(rt, mock) -> None:  # type: ignore[no-untyped-def]
     mock.post(f"{BASE}/ilink/bot/getconfig", status_code=500)
-    env = Env(rt, mock, ScriptBridge(lambda turn: "still answered"))
+    env = Env(rt, mock, ScriptedBridge([final("still answered")]))
     handle = env.channel.handle_weixin_message(inbound("hi"))
     rt.settle()
     assert handle is not None
@@ -112,7 +163,7 @@ def test_indicator_failures_never_fail_the_task(rt, mock) -> None:  # type: igno
 
 
 def test_typing_can_be_disabled(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    env = Env(rt, mock, ScriptBridge(lambda turn: "ok"), typing=False)
+    env = Env(rt, mock, ScriptedBridge([final("ok")]), typing=False)
     env.channel.handle_weixin_message(inbound("hi"))
     rt.settle()
     assert env.statuses() == [] and env.texts() == ["ok"]
@@ -120,22 +171,19 @@ def test_typing_can_be_disabled(rt, mock) -> None:  # type: ignore[no-untyped-de
 
 
 def test_inherits_text_permission_prompt_and_approve(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    results: list[Any] = []
-
-    def script(turn: Turn) -> str:
-        results.append(turn.permission("rm -rf build"))
-        return "cleaned"
-
-    env = Env(rt, mock, ScriptBridge(script))
+    request = permission_request("req-1", "s", title="rm -rf build")
+    steps = [ask(lambda s: permission_request("req-1", s, title="rm -rf build")), final("cleaned")]
+    env = Env(rt, mock, ScriptedBridge(steps))
     env.channel.handle_weixin_message(inbound("clean up"))
-    assert env.bridge.asked.wait(5)
     rt.wait_for(lambda: len(env.texts()) == 1)
-    prompt = env.texts()[0]
-    assert prompt.startswith("Permission required to run a tool")
-    assert "/approve" in prompt and "/deny" in prompt
+    # exactly ChannelBase's text prompt (flattened for a client that shows Markdown raw)
+    assert env.texts()[0] == flatten_markdown(env.channel.format_permission_request(request))
+    assert "/approve" in env.texts()[0] and "/deny" in env.texts()[0]
     env.channel.handle_weixin_message(inbound("/approve"))
     rt.settle()
-    assert results == [{"outcome": {"outcome": "selected", "optionId": "proceed_once"}}]
+    assert env.bridge.responses == [
+        ("req-1", {"outcome": {"outcome": "selected", "optionId": "proceed_once"}})
+    ]
     # The command reply and the final answer go out on different lanes.
     assert sorted(env.texts()[1:]) == ["Permission approved.", "cleaned"]
     assert env.statuses() == [1, 2]
@@ -143,26 +191,25 @@ def test_inherits_text_permission_prompt_and_approve(rt, mock) -> None:  # type:
 
 
 def test_questions_use_the_text_prompt(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    results: list[Any] = []
-
-    def script(turn: Turn) -> str:
-        results.append(turn.ask([question("Env", ["Prod", "Staging"])]))
-        return "asked"
-
-    env = Env(rt, mock, ScriptBridge(script))
+    questions = [question("Env", ["Prod", "Staging"])]
+    request = question_request("req-1", "s", questions)
+    steps = [ask(lambda s: question_request("req-1", s, questions)), final("asked")]
+    env = Env(rt, mock, ScriptedBridge(steps))
     env.channel.handle_weixin_message(inbound("deploy"))
-    assert env.bridge.asked.wait(5)
     rt.wait_for(lambda: len(env.texts()) == 1)
+    assert env.texts()[0] == flatten_markdown(env.channel.format_permission_request(request))
     assert env.texts()[0].startswith("Permission required to run a tool")
     env.channel.handle_weixin_message(inbound("/deny"))
     rt.settle()
-    assert results == [{"outcome": {"outcome": "selected", "optionId": "cancel"}}]
+    assert env.bridge.responses == [
+        ("req-1", {"outcome": {"outcome": "selected", "optionId": "cancel"}})
+    ]
     assert "Permission denied." in env.texts()
     env.channel.close()
 
 
 def test_ignores_bot_and_non_text_messages(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    env = Env(rt, mock, ScriptBridge(lambda turn: "x"))
+    env = Env(rt, mock, ScriptedBridge([final("x")]))
     assert env.channel.handle_weixin_message(inbound("echo", message_type=2)) is None
     assert (
         env.channel.handle_weixin_message({"from_user_id": USER, "item_list": [{"type": 2}]})

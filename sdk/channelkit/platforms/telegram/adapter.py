@@ -11,6 +11,9 @@ keep-alive per chat, ``sendChatAction typing`` every 4 s on the core scheduler);
 ended; ``text_chunk`` / ``tool_call`` are ignored. Indicator failures are logged and
 never fail the task.
 
+Setup: :meth:`TelegramChannel.register_commands` registers the command menu
+(``setMyCommands``, including ``/cancel``) once at startup.
+
 Inbound: mount :meth:`TelegramChannel.ingress_routes` (``POST /telegram/webhook``,
 verified with ``X-Telegram-Bot-Api-Secret-Token``), or feed updates from your own
 long-polling loop to :meth:`TelegramChannel.process_update`. ``/cancel``, ``/approve``,
@@ -53,7 +56,7 @@ from channelkit.platforms.telegram.questions import (
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 from channelkit.web.ingress import IngressRoute
 
-__all__ = ["HELP_TEXT", "WEBHOOK_PATH", "TelegramChannel", "split_message"]
+__all__ = ["BOT_COMMANDS", "HELP_TEXT", "WEBHOOK_PATH", "TelegramChannel", "split_message"]
 
 logger = logging.getLogger(__name__)
 
@@ -70,9 +73,13 @@ HELP_TEXT = (
 )
 
 #: Telegram's command menu (``setMyCommands``) for the commands this adapter serves.
-BOT_COMMANDS = (
+#: (``/approve-always`` works but cannot be listed: menu commands allow only a-z 0-9 _.)
+BOT_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("start", "Show quick-start help"),
     ("help", "Show available commands"),
     ("cancel", "Cancel the running request"),
+    ("approve", "Approve a pending permission request"),
+    ("deny", "Deny a pending permission request"),
 )
 
 _LOCAL_COMMANDS = ("start", "help")
@@ -149,6 +156,21 @@ class TelegramChannel(ChannelBase):
             clock=self.clock,
             timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
         )
+
+    # -- setup ---------------------------------------------------------------------------
+    def register_commands(
+        self,
+        *,
+        scope: Mapping[str, Any] | None = None,
+        language_code: str | None = None,
+    ) -> None:
+        """Register :data:`BOT_COMMANDS` (including ``/cancel``) as the bot's menu.
+
+        Call once at startup (it makes one ``setMyCommands`` request and raises the
+        :mod:`channelkit.errors` error when it fails), e.g. next to ``setWebhook``.
+        ``scope`` is a ``BotCommandScope`` such as ``{"type": "all_private_chats"}``.
+        """
+        self.api.set_my_commands(BOT_COMMANDS, scope=scope, language_code=language_code)
 
     # -- ingress -------------------------------------------------------------------------
     def ingress_routes(self) -> list[IngressRoute]:

@@ -10,6 +10,7 @@ is part of the URL path and is never logged.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from channelkit.clients.telegram import TelegramClient
@@ -24,7 +25,8 @@ _CONNECT_TIMEOUT_S = 3.05
 
 
 class TelegramApi:
-    """``sendMessage``, ``editMessageText``, ``sendChatAction``, ``answerCallbackQuery``.
+    """``sendMessage``, ``editMessageText``, ``sendChatAction``, ``answerCallbackQuery``,
+    ``setMyCommands``.
 
     ``base_url`` is the Bot API root (``https://api.telegram.org``); ``client`` may be
     given instead (shared between adapters); ``retry`` overrides the client's policy.
@@ -104,6 +106,28 @@ class TelegramApi:
         if message_thread_id is not None:
             payload["message_thread_id"] = message_thread_id
         self._client.send_chat_action(body=payload, timeout=self._timeout)
+
+    def set_my_commands(
+        self,
+        commands: Sequence[tuple[str, str]],
+        *,
+        scope: Mapping[str, Any] | None = None,
+        language_code: str | None = None,
+    ) -> None:
+        """``setMyCommands``: replace the bot's command menu.
+
+        ``commands`` are ``(command, description)`` pairs (command without the slash);
+        ``scope`` is a ``BotCommandScope`` object (default: all users), ``language_code``
+        a two-letter ISO 639-1 code.
+        """
+        payload: dict[str, Any] = {
+            "commands": [{"command": c, "description": d} for c, d in commands]
+        }
+        if scope is not None:
+            payload["scope"] = dict(scope)
+        if language_code:
+            payload["language_code"] = language_code
+        self._client.set_my_commands(body=payload, timeout=self._timeout)
 
     def answer_callback_query(self, callback_query_id: str, text: str | None = None) -> None:
         """``answerCallbackQuery`` (a short toast when ``text`` is given)."""

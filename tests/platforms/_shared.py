@@ -1,0 +1,90 @@
+"""Test runtime shared by the Feishu, Telegram and Weixin adapter tests.
+
+Each of their conftests imports the ``rt`` fixture from here. Agents in adapter tests
+are :class:`channelkit.testing.ScriptedBridge` scripts or
+:class:`channelkit.agents.FunctionAgent` functions; there is no per-platform copy.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from channelkit.core import LifecycleEvent
+from channelkit.runtime import FakeClock, KeyedSerialQueue, Scheduler, WorkerPool
+
+WAIT = 5.0  # real-time bound for waiting on worker threads (never on timers)
+
+
+def wait_until(condition: Callable[[], object], timeout: float = WAIT) -> None:
+    """Wait (bounded) until worker threads make ``condition()`` true.
+
+    For state reached by other threads only: timers run on the fake clock and are
+    driven by :meth:`Runtime.advance`, never by waiting.
+    """
+    pause = threading.Event()
+    for _ in range(int(timeout / 0.002)):
+        if condition():
+            return
+        pause.wait(0.002)
+    assert condition(), "condition not reached"
+
+
+class Runtime:
+    """A fake clock, a pool, the one scheduler on that clock, and a keyed serial queue."""
+
+    def __init__(self) -> None:
+        self.clock = FakeClock()
+        self.pool = WorkerPool(8, name="platform-test")
+        self.scheduler = Scheduler(self.pool, clock=self.clock)
+        self.serial = KeyedSerialQueue(self.pool)
+
+    def settle(self) -> None:
+        """Wait until the pool is idle (every queued callback ran)."""
+        assert self.pool.wait_idle(WAIT)
+
+    def wait_for(self, condition: Callable[[], object], timeout: float = WAIT) -> None:
+        """See :func:`wait_until`."""
+        wait_until(condition, timeout)
+
+    def advance(self, seconds: float) -> None:
+        """Move fake time (firing due timers), then let their callbacks finish."""
+        self.clock.advance(seconds)
+        self.settle()
+
+    def close(self) -> None:
+        self.scheduler.stop(1.0)
+        self.pool.shutdown(wait=True, timeout=2.0)
+
+
+@pytest.fixture
+def rt() -> Iterator[Runtime]:
+    """A fresh :class:`Runtime`, closed after the test."""
+    runtime = Runtime()
+    yield runtime
+    runtime.close()
+
+
+def question(header: str, labels: list[str], multi: bool = False) -> dict[str, Any]:
+    """One question in the agent's wire shape (for ``channelkit.testing.question_request``)."""
+    return {
+        "header": header,
+        "question": f"{header}?",
+        "options": [{"label": label, "description": f"about {label}"} for label in labels],
+        "multiSelect": multi,
+    }
+
+
+class LifecycleLog:
+    """Mixin recording every lifecycle event in ``events`` before the adapter's own hook:
+    ``class RecordingTelegram(LifecycleLog, TelegramChannel): pass``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.events: list[LifecycleEvent] = []
+        super().__init__(*args, **kwargs)
+
+    def on_task_lifecycle(self, event: LifecycleEvent) -> None:
+        self.events.append(event)
+        super().on_task_lifecycle(event)  # type: ignore[misc]
