@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-import keyword
 import re
 
 _CAMEL_1 = re.compile(r"([A-Z]+)([A-Z][a-z])")
 _CAMEL_2 = re.compile(r"([a-z0-9])([A-Z])")
 _NON_IDENT = re.compile(r"[^0-9a-zA-Z_]+")
+
+# Python's hard keywords, fixed here (not read from the running interpreter's ``keyword``
+# module) so the generated code is byte-for-byte the same on every Python version. Soft
+# keywords (``match``, ``case``, ``type``, ``_``) are valid identifiers and are kept.
+KEYWORDS = frozenset(
+    {
+        "False", "None", "True", "and", "as", "assert", "async", "await", "break",
+        "class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
+        "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
+        "pass", "raise", "return", "try", "while", "with", "yield",
+    }
+)  # fmt: skip
 
 # Names a generated model's class body or a generated method must not shadow.
 RESERVED = frozenset(
@@ -69,7 +80,7 @@ def snake(name: str) -> str:
 def safe_attr(name: str) -> str:
     """A snake_case attribute/argument name that is no keyword and shadows nothing."""
     text = snake(name)
-    if keyword.iskeyword(text) or keyword.issoftkeyword(text) or text in RESERVED:
+    if text in KEYWORDS or text in RESERVED:
         text += "_"
     return text
 
@@ -91,7 +102,7 @@ def enum_member(value: object) -> str:
         text = "VALUE_" + _NON_IDENT.sub("_", str(value)).strip("_")
     if not text or text[0].isdigit():
         text = "VALUE_" + text
-    if keyword.iskeyword(text):
+    if text in KEYWORDS:
         text += "_"
     return text
 

@@ -137,6 +137,8 @@ def test_naming() -> None:
         safe_attr("from") == "from_"
         and safe_attr("field") == "field_"
         and safe_attr("type") == "type"
+        and safe_attr("match") == "match"
+        and safe_attr("class") == "class_"
     )
     assert pascal("receive_id_type") == "ReceiveIdType"
     assert enum_member("MarkdownV2") == "MARKDOWN_V2" and enum_member(1) == "VALUE_1"
