@@ -7,6 +7,9 @@ TEST_REQUIRES = [
     "requests-mock>=1.11",
     "freezegun>=1.4",
     "hypothesis>=6.90",
+    # Test-only: cross-checks the pure-Python AES-256-CBC (Feishu event decryption)
+    # against an independent implementation.
+    "cryptography>=41",
 ]
 
 setup(
