@@ -12,12 +12,16 @@ from channelkit.platforms.common import (
     TombstoneStore,
     bound_text,
 )
-from channelkit.platforms.common.testing import InlineSerial, ManualClock, ManualScheduler
+from channelkit.platforms.common.projection_queue import ProjectionQueue
+from channelkit.runtime import FakeClock, Scheduler
 
 
 def make_writer(**kwargs):
-    sched = ManualScheduler(ManualClock())
-    serial = InlineSerial()
+    # The runtime's FakeClock and a pool-less Scheduler: timers fire on the test thread
+    # inside clock.advance(); the serial queue runs its jobs right away on this thread.
+    clock = FakeClock()
+    sched = Scheduler(None, clock=clock)
+    queue = ProjectionQueue(lambda fn: fn(), name="run")
     writes: list[str] = []
 
     def write(text: str) -> None:
@@ -25,9 +29,9 @@ def make_writer(**kwargs):
 
     writer = SnapshotWriter(
         kwargs.pop("write", write),
-        clock=sched.clock,
+        clock=clock,
         scheduler=sched,
-        submit=lambda fn: serial.submit("run", fn),
+        submit=queue.enqueue,
         **kwargs,
     )
     return writer, sched, writes
@@ -48,28 +52,27 @@ def test_bound_text_keeps_tail_and_marker():
 def test_writer_coalesces_with_min_interval():
     writer, sched, writes = make_writer()
     writer.append("a")
-    sched.run_due()
     assert writes == ["a"]  # first write immediately
     writer.append("b")
     writer.append("c")
-    sched.advance(0.499)
+    sched.clock.advance(0.499)
     assert writes == ["a"]
-    sched.advance(0.001)
+    sched.clock.advance(0.001)
     assert writes == ["a", "abc"]
-    sched.advance(5)
+    sched.clock.advance(5)
     assert writes == ["a", "abc"]  # nothing pending, no re-arm
-    assert sched.pending == 0
+    assert sched.pending_count() == 0
 
 
 def test_writer_not_ready_holds_writes_until_start():
     writer, sched, writes = make_writer(ready=False)
     writer.append("x")
-    sched.advance(10)
+    sched.clock.advance(10)
     assert writes == []
     writer.start()  # counts as the open write
-    sched.advance(0.49)
+    sched.clock.advance(0.49)
     assert writes == []
-    sched.advance(0.01)
+    sched.clock.advance(0.01)
     assert writes == ["x"]
 
 
@@ -77,7 +80,7 @@ def test_writer_bounded_and_rate_limited_under_flood():
     writer, sched, writes = make_writer()
     for i in range(1_000):
         writer.append("x" * 50 + str(i))
-        sched.advance(0.003)
+        sched.clock.advance(0.003)
     final = writer.finalize()
     assert len(final) <= MAX_VISIBLE_CHARS
     assert final.endswith("999")
@@ -95,17 +98,16 @@ def test_writer_failure_latches_and_keeps_text():
     errors = []
     writer, sched, _ = make_writer(write=boom, on_error=errors.append)
     writer.append("one")
-    sched.run_due()
     writer.append(" two")
-    sched.advance(5)
+    sched.clock.advance(5)
     assert calls == ["one"]
     assert writer.failed and len(errors) == 1
     assert writer.finalize() == "one two"
 
 
 def test_finalize_waits_for_in_flight_write_and_rejects_late_text():
-    clock = ManualClock()
-    sched = ManualScheduler(clock)
+    clock = FakeClock()
+    sched = Scheduler(None, clock=clock)
     started = threading.Event()
     release = threading.Event()
     writes = []
@@ -119,8 +121,7 @@ def test_finalize_waits_for_in_flight_write_and_rejects_late_text():
         threading.Thread(target=fn, daemon=True).start()
 
     writer = SnapshotWriter(slow_write, clock=clock, scheduler=sched, submit=submit)
-    writer.append("hello")
-    sched.run_due()
+    writer.append("hello")  # due now: handed to submit at once
     assert started.wait(5)
     result: list[str] = []
     t = threading.Thread(target=lambda: result.append(writer.finalize(timeout=5)))
@@ -135,13 +136,12 @@ def test_finalize_waits_for_in_flight_write_and_rejects_late_text():
 
 def test_queued_flush_after_finalize_is_dropped():
     # a flush queued behind finalize on the same serial queue must not deadlock or write
-    clock = ManualClock()
-    sched = ManualScheduler(clock)
+    clock = FakeClock()
+    sched = Scheduler(None, clock=clock)
     queued = []
     writes = []
     writer = SnapshotWriter(writes.append, clock=clock, scheduler=sched, submit=queued.append)
     writer.append("x")
-    sched.run_due()
     assert len(queued) == 1
     assert writer.finalize(timeout=0.1) == "x"
     queued[0]()
@@ -177,7 +177,7 @@ def test_state_cell_compare_and_set():
 
 
 def test_tombstones_ttl_and_cap():
-    clock = ManualClock()
+    clock = FakeClock()
     store: TombstoneStore[str, str] = TombstoneStore(clock)
     for i in range(1_500):
         store.add(f"k{i}", "submitted")
@@ -187,3 +187,40 @@ def test_tombstones_ttl_and_cap():
     assert len(store) == 1_000
     clock.advance(2)
     assert len(store) == 0
+
+
+def test_one_write_in_flight_and_one_replaceable_pending_snapshot():
+    clock = FakeClock()
+    sched = Scheduler(None, clock=clock)
+    release = threading.Event()
+    started = []
+    lock = threading.Lock()
+
+    def slow_write(text: str) -> None:
+        with lock:
+            started.append(text)
+        assert release.wait(5)
+
+    def submit(fn):
+        threading.Thread(target=fn, daemon=True).start()
+
+    writer = SnapshotWriter(slow_write, clock=clock, scheduler=sched, submit=submit)
+    writer.append("a")  # first write goes out at once and blocks
+    deadline = threading.Event()
+    for _ in range(500):
+        if started:
+            break
+        deadline.wait(0.01)
+    for chunk in "bcdef":
+        writer.append(chunk)
+        clock.advance(1.0)  # far past the interval: still no second write in flight
+    assert started == ["a"] and writer.has_pending
+    release.set()
+    for _ in range(500):
+        if len(started) == 2:
+            break
+        deadline.wait(0.01)
+    # the pending snapshot was replaced, not queued: one more write with all the text
+    assert started == ["a", "abcdef"]
+    assert writer.finalize(timeout=5) == "abcdef"
+    sched.stop()

@@ -6,7 +6,7 @@ import json
 import threading
 
 from channelkit.core import InboundMessage, SessionTarget
-from conftest import stop_payload, submit_payload
+from dingtalk_helpers import stop_payload, submit_payload
 
 
 def all_params(h):
@@ -18,7 +18,8 @@ def test_started_binds_real_inbound_run_and_no_card_on_started(adapter):
 
     def script(bridge, sid, text, sink):
         assert gate.wait(5)
-        sink.text_chunk(sid, "hello")
+        sink.text_chunk(sid, "hello ")
+        sink.text_chunk(sid, "world")
         return "hello world"
 
     h = adapter(script)
@@ -209,6 +210,9 @@ def test_cards_disabled_markdown_and_text_prompt_with_deny(adapter):
     h2.send("q")
     assert h2.wait_for(lambda: any("/deny" in t for t in h2.api.texts()))
     assert h2.api.ops("create") == []
+    prompt = next(t for t in h2.api.texts() if "/deny" in t)
+    # the core's text prompt, never the raw request JSON
+    assert not any(raw in prompt for raw in ("_meta", "qwenQuestions", "toolCallId", '{"'))
     h2.send("/deny")
     h2.idle()
     assert h2.bridge.responses[0][1]["outcome"]["outcome"] in ("selected", "cancelled")

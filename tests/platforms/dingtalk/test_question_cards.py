@@ -176,7 +176,7 @@ def test_expiry_finalizes_before_calling_responder(harness):
     orig_respond = ctx.respond
     ctx.respond = lambda r: (order.append("respond"), orig_respond(r))[1]
     h.presenter.present_input(ctx)
-    h.scheduler.advance(1.0)
+    h.advance(1.0)
     assert order == ["update", "respond"]
     assert q_updates(h)[-1]["card_status"] == "expired"
     assert q_updates(h)[-1]["question_desc"] == "This question expired. Please retry."
@@ -221,7 +221,7 @@ def test_settlement_during_delivery_never_reactivates(harness):
     assert (
         h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).kind == "ignored"
     )
-    h.scheduler.advance(1_000)
+    h.advance(1_000)
     assert ctx.responses == []
 
 
@@ -322,3 +322,25 @@ def test_tombstones_hold_only_correlation(harness):
     assert "Beijing" not in json.dumps(vars(tomb))
     h.clock.advance(601)
     assert h.presenter.questions.tombstones.get(track) is None
+
+
+def test_run_cancellation_during_delivery_never_reactivates(harness):
+    h = harness()
+    h.run()
+    ctx = h.ctx()
+    # the run is cancelled while createAndDeliver is in flight
+    h.api.fail["create"] = lambda kw: h.presenter.terminalize_run("run-1", "cancelled", "steer")
+    assert h.presenter.present_input(ctx) == "presented"
+    assert q_updates(h) == [
+        {
+            "card_status": "expired",
+            "question_desc": "This question is no longer available.",
+            "form_btn_text": "Expired",
+        }
+    ]
+    assert ctx.responses == []  # the responder is not called again
+    assert h.presenter.route_callback(submit(q_track(h), {"0": "Beijing", "1": "Logs"})).kind == (
+        "ignored"
+    )
+    h.advance(1_000)  # no expiry timer was armed
+    assert ctx.responses == [] and h.presenter.questions.live_count == 0

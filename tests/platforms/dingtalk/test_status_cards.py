@@ -49,15 +49,15 @@ def test_coalesces_snapshots_one_write_per_interval(harness):
     seg = h.segment()
     h.presenter.append_output(seg, "a")
     h.presenter.append_output(seg, "b")
-    h.scheduler.advance(0.499)
+    h.advance(0.499)
     assert len(h.api.ops("stream")) == 1  # only the open
-    h.scheduler.advance(0.001)
+    h.advance(0.001)
     streams = h.api.ops("stream")
     assert [c[1]["content"] for c in streams] == ["", "ab"]
     h.presenter.append_output(seg, "c")
-    h.scheduler.advance(0.2)
+    h.advance(0.2)
     assert len(h.api.ops("stream")) == 2
-    h.scheduler.advance(0.3)
+    h.advance(0.3)
     assert h.api.ops("stream")[-1][1]["content"] == "abc"
 
 
@@ -66,16 +66,17 @@ def test_status_line_refreshed_at_most_once_per_second_only_on_flush(harness):
     h.run()
     seg = h.segment()
     h.presenter.append_output(seg, "x")
-    h.scheduler.advance(5)  # idle after the flush at 0.5s: no timer-driven refresh
+    h.advance(0.5)  # the flush at 0.5 s
+    h.advance(4.5)  # idle: no timer-driven refresh
     updates = [c[1]["params"] for c in h.api.ops("update")]
     assert updates == []  # the displayed second at 0.5 s is still 0
     h.presenter.append_output(seg, "y")
-    h.scheduler.advance(0.5)
+    h.advance(0.5)
     updates = [c[1]["params"] for c in h.api.ops("update")]
     assert updates == [{"statusLine": "Running · m · 5s"}]
     for _ in range(4):  # two flushes within the same second: one refresh
         h.presenter.append_output(seg, "z")
-        h.scheduler.advance(0.25)
+        h.advance(0.25)
     lines = [c[1]["params"]["statusLine"] for c in h.api.ops("update")]
     assert lines == sorted(set(lines), key=lines.index)
     assert len(lines) <= 1 + 1
@@ -86,7 +87,9 @@ def test_final_content_in_blocklist_content_and_copy_content(harness):
     h.run()
     seg = h.segment()
     h.presenter.append_output(seg, "ans")
-    assert h.presenter.close_output(seg, "answer", "completed") is True
+    h.presenter.append_output(seg, "wer")
+    # the final response is the whole run's text; the card keeps its segment's own text
+    assert h.presenter.close_output(seg, "earlier segment. answer", "completed") is True
     final_stream = h.api.ops("stream")[-1][1]
     assert final_stream["finalize"] is True and final_stream["content"] == ""
     params = h.api.ops("update")[-1][1]["params"]
@@ -103,7 +106,7 @@ def test_final_content_in_blocklist_content_and_copy_content(harness):
     # late snapshots are rejected
     n = len(h.api.calls)
     assert h.presenter.append_output(seg, "late") is False
-    h.scheduler.advance(5)
+    h.advance(5)
     assert len(h.api.calls) == n
 
 
@@ -159,7 +162,7 @@ def test_content_bounded_with_marker(harness):
     seg = h.segment()
     h.presenter.append_output(seg, "a" * 25_000)
     h.presenter.append_output(seg, "b" * 2_000)
-    h.scheduler.advance(0.5)
+    h.advance(0.5)
     snap = h.api.ops("stream")[-1][1]["content"]
     assert (
         len(snap) <= MAX_VISIBLE_CHARS and TRUNCATION_MARKER in snap and snap.endswith("b" * 2000)
@@ -241,6 +244,7 @@ def test_creation_failure_falls_back_to_markdown(harness):
     h.run()
     seg = h.segment()
     h.presenter.append_output(seg, "hello ")
+    h.presenter.append_output(seg, "world")
     assert h.presenter.close_output(seg, "hello world", "completed")
     assert h.fallbacks == [("cid-1", "hello world", "session-1")]
     assert h.api.ops("stream") == []
@@ -269,17 +273,17 @@ def test_finalize_failure_falls_back_and_stream_close_failure_still_updates(harn
     h = harness()
     h.run()
     seg = h.segment()
-    h.presenter.append_output(seg, "x")
+    h.presenter.append_output(seg, "final")
     h.api.fail["stream"] = ServerError("busy", status=500)
     assert h.presenter.close_output(seg, "final", "completed")
     assert h.api.ops("update")[-1][1]["params"]["content"] == "final"
     assert h.fallbacks == []
     h.api.fail.clear()
     seg2 = h.segment()
-    h.presenter.append_output(seg2, "y")
+    h.presenter.append_output(seg2, "final2")
     h.api.fail["update"] = ServerError("busy", status=503)
-    assert h.presenter.close_output(seg2, "final2", "completed")
-    assert h.fallbacks == [("cid-1", "final2", "session-1")]
+    assert h.presenter.close_output(seg2, "finalfinal2", "completed")
+    assert h.fallbacks == [("cid-1", "final2", "session-1")]  # the segment's own text
 
 
 def test_stream_failure_latches_and_final_text_kept(harness):
@@ -288,10 +292,10 @@ def test_stream_failure_latches_and_final_text_kept(harness):
     seg = h.segment()
     h.presenter.append_output(seg, "a")
     h.api.fail["stream"] = ServerError("busy", status=500)
-    h.scheduler.advance(0.5)
+    h.advance(0.5)
     n = len(h.api.ops("stream"))
     h.presenter.append_output(seg, "b")
-    h.scheduler.advance(5)
+    h.advance(5)
     assert len(h.api.ops("stream")) == n  # no more streaming writes
     h.api.fail.clear()
     h.presenter.close_output(seg, "", "completed")
@@ -312,7 +316,7 @@ def test_image_markers_sanitized(harness):
     h.run()
     seg = h.segment()
     h.presenter.append_output(seg, "before [IMAGE: /Users/ben/private.png] after")
-    h.scheduler.advance(0.5)
+    h.advance(0.5)
     assert h.api.ops("stream")[-1][1]["content"] == "before [Image pending] after"
     h.presenter.terminalize_run("run-1", "cancelled", "cancel_command")
     assert "/Users" not in json.dumps(h.api.ops("update")[-1][1]["params"])
@@ -327,7 +331,7 @@ def test_flood_1000_chunks_in_3s(harness):
         chunk = f"chunk-{i:04d} " * 3
         text.append(chunk)
         h.presenter.append_output(seg, chunk)
-        h.scheduler.advance(0.003)
+        h.advance(0.003)
     assert h.presenter.close_output(seg, "", "completed")
     streams = h.api.ops("stream")
     assert len(streams) <= math.ceil(3 / 0.5) + 3
@@ -345,3 +349,28 @@ def test_ineligible_segments_create_no_card(harness):
     assert h.presenter.append_output(h.segment(owner="intruder"), "x") is False
     assert h.presenter.append_output(h.segment(chat="other-chat"), "x") is False
     assert h.api.calls == []
+
+
+def test_final_response_without_chunks_shows_only_what_no_card_took(harness):
+    h = harness()
+    h.run()
+    first = h.segment()
+    h.presenter.append_output(first, "Before.")
+    h.presenter.close_output(first, "", "input_requested")
+    # the run's final text repeats "Before.": a chunkless final segment shows the rest
+    tail = h.segment()
+    assert h.presenter.close_output(tail, "Before.After.", "completed")
+    contents = [c[1]["params"]["content"] for c in h.api.ops("update")]
+    assert contents == ["Before.", "After."]
+    # nothing left: no card at all
+    empty = h.segment()
+    assert h.presenter.close_output(empty, "Before.After.", "completed")
+    assert len(h.api.ops("create")) == 2
+    # a final text that does not start with the streamed text is shown whole
+    other = h.segment()
+    assert h.presenter.close_output(other, "Different.", "completed")
+    assert h.api.ops("update")[-1][1]["params"]["content"] == "Different."
+    taken = "Before.After.Different."  # every text a card of the run took, in order
+    assert h.presenter.undelivered_text("run-1", taken + "More") == "More"
+    assert h.presenter.undelivered_text("run-1", "Before.More") == "Before.More"
+    assert h.presenter.undelivered_text("unknown-run", "Before.") == "Before."

@@ -3,7 +3,8 @@
 * :class:`SnapshotWriter` - coalesced, rate-limited full-snapshot writes of one output
   segment (one write in flight, one replaceable pending snapshot, >= 500 ms apart,
   20,000-char bounded content, ``finalize`` waits for the write in flight).
-* :class:`OneShotClaim` / :class:`StateCell` - lock-protected compare-and-set claims.
+* :class:`OneShotClaim` / :class:`StateCell` - lock-protected compare-and-set claims;
+  :func:`first_notice` - one notice per foreign actor per card, bounded.
 * :class:`TombstoneStore` - terminal records (correlation + state only), 10 minute TTL on
   the injected clock, at most 1,000 entries.
 * :func:`bound_text` - the 20,000-character cap with its truncation marker.
@@ -11,7 +12,12 @@
 
 from __future__ import annotations
 
-from channelkit.platforms.common.claims import OneShotClaim, StateCell
+from channelkit.platforms.common.claims import (
+    MAX_NOTICED_ACTORS,
+    OneShotClaim,
+    StateCell,
+    first_notice,
+)
 from channelkit.platforms.common.snapshot_writer import MIN_FLUSH_INTERVAL, SnapshotWriter
 from channelkit.platforms.common.text import MAX_VISIBLE_CHARS, TRUNCATION_MARKER, bound_text
 from channelkit.platforms.common.tombstones import (
@@ -22,6 +28,7 @@ from channelkit.platforms.common.tombstones import (
 from channelkit.platforms.common.types import Clock, Scheduler, SerialSubmit, TimerHandle
 
 __all__ = [
+    "MAX_NOTICED_ACTORS",
     "MAX_VISIBLE_CHARS",
     "MIN_FLUSH_INTERVAL",
     "TOMBSTONE_MAXSIZE",
@@ -36,4 +43,5 @@ __all__ = [
     "TimerHandle",
     "TombstoneStore",
     "bound_text",
+    "first_notice",
 ]

@@ -16,7 +16,10 @@ import threading
 from collections.abc import Collection
 from typing import Generic, TypeVar
 
-__all__ = ["OneShotClaim", "StateCell"]
+__all__ = ["MAX_NOTICED_ACTORS", "OneShotClaim", "StateCell", "first_notice"]
+
+#: Foreign actors remembered per card for the one-notice-per-actor rule.
+MAX_NOTICED_ACTORS = 64
 
 S = TypeVar("S")
 
@@ -83,3 +86,16 @@ class StateCell(Generic[S]):
 
     def __repr__(self) -> str:
         return f"StateCell({self.state!r})"
+
+
+def first_notice(noticed: set[str], actor_id: str, limit: int = MAX_NOTICED_ACTORS) -> bool:
+    """Record a foreign click on a card; True only for the actor's first one.
+
+    A card answers each foreign actor with at most one notice; beyond ``limit`` distinct
+    actors no more notices are sent (the set stays bounded). Call it under the lock that
+    guards ``noticed``.
+    """
+    if actor_id in noticed or len(noticed) >= limit:
+        return False
+    noticed.add(actor_id)
+    return True

@@ -34,6 +34,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -48,6 +49,15 @@ logger = logging.getLogger(__name__)
 
 #: Minimum seconds between two snapshot writes of one writer.
 MIN_FLUSH_INTERVAL = 0.5
+
+
+class _Arming:
+    """Stands in for the timer handle while the timer is being armed (outside the lock)."""
+
+    __slots__ = ()
+
+    def cancel(self) -> bool:
+        return False
 
 
 class SnapshotWriter:
@@ -87,7 +97,7 @@ class SnapshotWriter:
         self._failed = False
         self._in_flight = False
         self._flush_queued = False
-        self._timer: TimerHandle | None = None
+        self._timer: TimerHandle | _Arming | None = None
         self._last_write_at: float | None = None
         self._writes = 0
 
@@ -132,8 +142,10 @@ class SnapshotWriter:
                 return True
             self._content = bound_text(self._content + chunk, self._max_chars, self._marker)
             self._pending = self._content
-            self._schedule_locked()
-            return True
+            action = self._arrange_locked()
+        if action is not None:
+            action()
+        return True
 
     def replace(self, text: str) -> bool:
         """Replace the whole text (bounded) and arrange a flush. False once closed."""
@@ -142,8 +154,10 @@ class SnapshotWriter:
                 return False
             self._content = bound_text(text, self._max_chars, self._marker)
             self._pending = self._content
-            self._schedule_locked()
-            return True
+            action = self._arrange_locked()
+        if action is not None:
+            action()
+        return True
 
     def start(self, *, mark_written: bool = True) -> None:
         """Allow writes. ``mark_written`` counts "now" as the last write (the open)."""
@@ -153,7 +167,9 @@ class SnapshotWriter:
             self._ready = True
             if mark_written:
                 self._last_write_at = self._clock.now()
-            self._schedule_locked()
+            action = self._arrange_locked()
+        if action is not None:
+            action()
 
     # -- termination --------------------------------------------------------------------
     def finalize(self, timeout: float = 10.0) -> str:
@@ -191,7 +207,13 @@ class SnapshotWriter:
             self._timer.cancel()
             self._timer = None
 
-    def _schedule_locked(self) -> None:
+    def _arrange_locked(self) -> Callable[[], None] | None:
+        """Decide the next flush; returns what the caller runs after releasing the lock.
+
+        The scheduler and ``submit`` are never called under the writer's lock: a
+        scheduler may run a due callback inline, and an inline ``submit`` runs the
+        flush (which takes the lock) at once.
+        """
         if (
             not self._ready
             or self._closed
@@ -201,11 +223,24 @@ class SnapshotWriter:
             or self._timer is not None
             or self._pending is None
         ):
-            return
+            return None
         delay = 0.0
         if self._last_write_at is not None:
             delay = max(0.0, self._last_write_at + self._min_interval - self._clock.now())
-        self._timer = self._scheduler.call_later(delay, self._on_timer)
+        if delay <= 0.0:
+            self._flush_queued = True  # due now: no timer needed
+            return self._submit_flush
+        arming = _Arming()
+        self._timer = arming
+        return functools.partial(self._arm, arming, delay)
+
+    def _arm(self, arming: _Arming, delay: float) -> None:
+        handle = self._scheduler.call_later(delay, self._on_timer)
+        with self._cond:
+            if self._timer is arming:
+                self._timer = handle
+                return
+        handle.cancel()  # closed (or already fired) while arming
 
     def _on_timer(self) -> None:
         with self._cond:
@@ -213,6 +248,9 @@ class SnapshotWriter:
             if self._closed or self._failed or self._pending is None or self._flush_queued:
                 return
             self._flush_queued = True
+        self._submit_flush()
+
+    def _submit_flush(self) -> None:
         try:
             self._submit(self._flush)
         except Exception:
@@ -241,8 +279,9 @@ class SnapshotWriter:
                 self._failed = True
                 self._pending = None
             self._cond.notify_all()
-            if error is None:
-                self._schedule_locked()
+            action = self._arrange_locked() if error is None else None
+        if action is not None:
+            action()
         if error is not None and self._on_error is not None:
             try:
                 self._on_error(error)

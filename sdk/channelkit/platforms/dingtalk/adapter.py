@@ -23,6 +23,7 @@ Behaviour:
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +75,9 @@ FORBIDDEN_GROUP_TEXT = "Only the task owner can operate this card. This action h
 FORBIDDEN_DIRECT_TEXT = "You cannot operate this card. Only the task owner can submit or stop it."
 #: DingTalk Markdown messages are split at this many characters.
 MARKDOWN_CHUNK = 3_800
+# Constant ACK bodies (no JSON encoding on the web thread).
+_CARD_ACK = b"{}"
+_REJECTED = b'{"success":false}'
 
 
 @dataclass(frozen=True)
@@ -151,10 +155,6 @@ class DingtalkChannel(ChannelBase):
         self._reactions: BoundedMap[str, tuple[str, str]] = BoundedMap(1000, clock=self.clock)
         self.presenter: DingtalkPresenter | None = None
         if config.status_cards_enabled or config.question_cards_enabled:
-            question_timeout = min(
-                config.interactive_cards.question_card.timeout_ms / 1000.0,
-                channel_config.permission_timeout,
-            )
             self.presenter = DingtalkPresenter(
                 api,
                 clock=self.clock,
@@ -165,8 +165,30 @@ class DingtalkChannel(ChannelBase):
                 status_cards=config.status_cards_enabled,
                 question_cards=config.question_cards_enabled,
                 model=config.model or channel_config.model,
-                question_timeout=question_timeout,
+                question_timeout=self.question_lifetime(),
             )
+
+    def question_lifetime(self) -> float:
+        """Seconds a question card stays answerable.
+
+        ``min(questionCard.timeoutMs, host permission lifetime)``, where the host
+        lifetime is ``ChannelConfig.permission_timeout`` and, when the current bridge
+        exposes a positive numeric ``permission_timeout`` (``AcpBridge`` does), the
+        smaller of the two. Read for every question, so a replaced bridge counts.
+        """
+        lifetime = min(
+            self.dingtalk.interactive_cards.question_card.timeout_ms / 1000.0,
+            float(self.config.permission_timeout),
+        )
+        bridge_timeout = getattr(self.bridge, "permission_timeout", None)
+        if (
+            isinstance(bridge_timeout, int | float)
+            and not isinstance(bridge_timeout, bool)
+            and math.isfinite(bridge_timeout)
+            and bridge_timeout > 0
+        ):
+            lifetime = min(lifetime, float(bridge_timeout))
+        return lifetime
 
     # =================================================================================
     # Ingress
@@ -187,18 +209,11 @@ class DingtalkChannel(ChannelBase):
         Never raises.
         """
         try:
-            status = check_robot_signature(
-                request.headers,
-                self.dingtalk.client_secret,
-                now=self.clock.time(),
-                max_skew_seconds=self.dingtalk.robot_max_skew_seconds,
+            payload, rejection = self._verified_json(
+                request, check_robot_signature, self.dingtalk.client_secret
             )
-            if status is not None:
-                return IngressResponse.json(status, {"success": False})
-            try:
-                payload = request.json()
-            except ValueError:
-                return IngressResponse.json(400, {"success": False})
+            if rejection is not None:
+                return rejection
             message = parse_robot_message(payload)
             if message is None:
                 return IngressResponse.json(200, {"success": True})
@@ -250,26 +265,42 @@ class DingtalkChannel(ChannelBase):
         run on the pool. Never raises.
         """
         try:
-            secret = self.dingtalk.card_callback_secret
-            if secret:
-                status = check_card_signature(
-                    request.headers,
-                    secret,
-                    now=self.clock.time(),
-                    max_skew_seconds=self.dingtalk.robot_max_skew_seconds,
-                )
-                if status is not None:
-                    return IngressResponse.json(status, {"success": False})
-            try:
-                payload = request.json()
-            except ValueError:
-                return IngressResponse.json(400, {"success": False})
+            payload, rejection = self._verified_json(
+                request, check_card_signature, self.dingtalk.card_callback_secret
+            )
+            if rejection is not None:
+                return rejection
             result = self.route_card_callback(payload)
             self._schedule_callback(result)
-            return IngressResponse.json(200, {})
+            return IngressResponse(200, _CARD_ACK)
         except Exception:
             logger.exception("[%s] card callback failed", self.name)
-            return IngressResponse.json(200, {})
+            return IngressResponse(200, _CARD_ACK)
+
+    def _verified_json(
+        self,
+        request: IngressRequest,
+        check: Callable[..., int | None],
+        secret: str | None,
+    ) -> tuple[Any, IngressResponse | None]:
+        """Check the signature (when ``secret`` is set) and decode the JSON body.
+
+        Returns ``(payload, None)`` or ``(None, rejection)``: 401/403 for the signature,
+        400 for a body that is not JSON.
+        """
+        if secret:
+            status = check(
+                request.headers,
+                secret,
+                now=self.clock.time(),
+                max_skew_seconds=self.dingtalk.robot_max_skew_seconds,
+            )
+            if status is not None:
+                return None, IngressResponse(status, _REJECTED)
+        try:
+            return request.json(), None
+        except ValueError:
+            return None, IngressResponse(400, _REJECTED)
 
     def route_card_callback(self, payload: Any) -> CallbackResult:
         """The synchronous part of a card callback (no network)."""
@@ -407,13 +438,18 @@ class DingtalkChannel(ChannelBase):
         session_id: str,
         segment: OutputSegmentContext | None = None,
     ) -> None:
-        """Finalize the segment's card with the final text, or send it as Markdown."""
-        if (
-            self.presenter is not None
-            and segment is not None
-            and self.presenter.close_output(segment, text, "completed", wait=True)
-        ):
-            return
+        """Finalize the segment's card, or send the text as Markdown.
+
+        A segment that streamed text ends with exactly that text on its card; ``text``
+        (the whole run's text) is used only for a segment that streamed nothing, minus
+        what earlier cards of the run already showed.
+        """
+        if self.presenter is not None and segment is not None:
+            if self.presenter.close_output(segment, text, "completed", wait=True):
+                return
+            text = self.presenter.undelivered_text(segment.run_id, text)
+            if not text:
+                return
         self.send_message(chat_id, text)
 
     def present_user_input_request(
@@ -422,7 +458,8 @@ class DingtalkChannel(ChannelBase):
         """One question card per request (owner-bound run only), else UNSUPPORTED."""
         if self.presenter is None:
             return UserInputPresentationResult.UNSUPPORTED
-        return UserInputPresentationResult(self.presenter.present_input(context))
+        result = self.presenter.present_input(context, timeout=self.question_lifetime())
+        return UserInputPresentationResult(result)
 
     def on_close(self) -> None:
         """Finalize live cards as cancelled."""

@@ -160,9 +160,16 @@ class RobotMessage:
 
 
 def _str(value: Any) -> str | None:
-    if isinstance(value, str) and value.strip():
-        return value.strip()
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped:
+            return stripped
     return None
+
+
+def _is_map(value: Any) -> bool:
+    # decoded JSON objects are dicts: skip the (slower) ABC check for them
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def _message_text(payload: Mapping[str, Any]) -> str:
@@ -243,20 +250,44 @@ def _maybe_json(value: Any) -> Any:
     return value
 
 
+def _json_map(value: Any) -> Mapping[str, Any] | None:
+    """``value`` as a mapping (decoding JSON text), else None."""
+    parsed = _maybe_json(value)
+    return parsed if parsed is not None and _is_map(parsed) else None
+
+
 def _as_root(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, str | bytes):
         try:
             value = json.loads(value)
         except ValueError:
             return None
-    return value if isinstance(value, Mapping) else None
+    return value if _is_map(value) else None
 
 
-def parse_card_actor_id(value: Any) -> str | None:
-    """The acting user of a callback: first non-blank top-level id, else None."""
-    root = _as_root(value)
-    if root is None:
-        return None
+def _first(sources: tuple[Mapping[str, Any], ...], key: str) -> str | None:
+    """The first non-blank string under ``key`` in ``sources``."""
+    for source in sources:
+        value = source.get(key)
+        if value is not None:
+            found = _str(value)
+            if found:
+                return found
+    return None
+
+
+def _first_map(sources: tuple[Mapping[str, Any], ...], key: str) -> Mapping[str, Any] | None:
+    """The first mapping (or JSON object text) under ``key`` in ``sources``."""
+    for source in sources:
+        value = source.get(key)
+        if value is not None:
+            found = _json_map(value)
+            if found is not None:
+                return found
+    return None
+
+
+def _top_level_actor(root: Mapping[str, Any]) -> str | None:
     for key in ("userId", "senderStaffId", "senderId"):
         found = _str(root.get(key))
         if found:
@@ -264,62 +295,56 @@ def parse_card_actor_id(value: Any) -> str | None:
     return None
 
 
+def parse_card_actor_id(value: Any) -> str | None:
+    """The acting user of a callback: first non-blank top-level id, else None."""
+    root = _as_root(value)
+    return None if root is None else _top_level_actor(root)
+
+
 def parse_card_callback(value: Any) -> CardCallback | None:
-    """Normalize a card callback (object or JSON text); None if malformed or incomplete."""
+    """Normalize a card callback (object or JSON text); None if malformed or incomplete.
+
+    Runs on the web thread before the ACK: the actor is checked first (no actor, no
+    further decoding) and embedded JSON is decoded once.
+    """
     root = _as_root(value)
     if root is None:
         return None
-    actor_id = parse_card_actor_id(root)
+    actor_id = _top_level_actor(root)
+    if actor_id is None:
+        return None  # fails closed: nothing else is worth decoding
     embedded: list[Mapping[str, Any]] = []
     for key in ("value", "content"):
-        parsed = _maybe_json(root.get(key))
-        if isinstance(parsed, Mapping):
+        raw = root.get(key)
+        parsed = _json_map(raw) if raw is not None else None
+        if parsed is not None:
             embedded.append(parsed)
     private: list[Mapping[str, Any]] = []
-    for source in [*embedded, root]:
-        cpd = _maybe_json(source.get("cardPrivateData"))
-        if isinstance(cpd, Mapping):
+    for source in (*embedded, root):
+        raw = source.get("cardPrivateData")
+        cpd = _json_map(raw) if raw is not None else None
+        if cpd is not None:
             private.append(cpd)
-    sources: list[Mapping[str, Any]] = [*embedded, *private, root]
+    sources: tuple[Mapping[str, Any], ...] = (*embedded, *private, root)
 
     action_id: str | None = None
     for cpd in private:
         ids = cpd.get("actionIds")
-        if isinstance(ids, list) and ids and _str(ids[0]):
+        if isinstance(ids, list) and ids:
             action_id = _str(ids[0])
-            break
-    if action_id is None:
-        for key in ("actionValue", "eventKey", "actionId"):
-            for source in sources:
-                action_id = _str(source.get(key))
-                if action_id:
-                    break
             if action_id:
                 break
-    out_track_id = None
-    for source in sources:
-        out_track_id = _str(source.get("outTrackId"))
-        if out_track_id:
-            break
-    if not out_track_id or not action_id or not actor_id:
+    if action_id is None:
+        action_id = _first(sources, "actionValue") or _first(sources, "eventKey")
+        action_id = action_id or _first(sources, "actionId")
+    out_track_id = _first(sources, "outTrackId")
+    if not out_track_id or not action_id:
         return None
 
-    params: Mapping[str, Any] | None = None
-    for source in sources:
-        parsed = _maybe_json(source.get("params"))
-        if isinstance(parsed, Mapping):
-            params = parsed
-            break
-    form: Any = None
-    for source in sources:
-        candidate = _maybe_json(source.get("formData"))
-        if isinstance(candidate, Mapping):
-            form = candidate
-            break
+    params = _first_map(sources, "params")
+    form = _first_map(sources, "formData")
     if form is None and params is not None:
-        candidate = _maybe_json(params.get("form"))
-        if isinstance(candidate, Mapping):
-            form = candidate
+        form = _json_map(params.get("form"))
     has_cancel = params is not None and "user_cancel" in params
     is_cancel = bool(
         has_cancel and params is not None and params.get("user_cancel") in ("true", True, 1, "1")
@@ -328,7 +353,7 @@ def parse_card_callback(value: Any) -> CardCallback | None:
         out_track_id=out_track_id,
         action_id=action_id,
         actor_id=actor_id,
-        form_data=form if isinstance(form, Mapping) else {},
+        form_data=form if form is not None else {},
         has_business_payload=form is not None or has_cancel,
         is_cancel=is_cancel,
     )

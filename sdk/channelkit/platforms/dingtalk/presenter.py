@@ -19,6 +19,7 @@ Markdown / text permission prompts).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Hashable
@@ -44,6 +45,37 @@ STOP_ACTION_ID = "btn_stop"
 MAX_LIVE_RUNS = 1_000
 
 
+class StreamedText:
+    """What a run's status cards have taken so far, in constant memory (length + digest).
+
+    Everything a status card takes is delivered (by the card or its Markdown fallback),
+    so :meth:`remainder` can drop that prefix from the run's final text: the final text
+    of ``prompt`` repeats everything streamed, including text from before a question.
+    """
+
+    __slots__ = ("_digest", "_length", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._length = 0
+        self._digest = hashlib.sha256()
+
+    def add(self, chunk: str) -> None:
+        with self._lock:
+            self._length += len(chunk)
+            self._digest.update(chunk.encode("utf-8", "surrogatepass"))
+
+    def remainder(self, text: str) -> str:
+        """``text`` without the taken prefix; all of ``text`` if it does not start with it."""
+        with self._lock:
+            length = self._length
+            digest = self._digest.copy().digest()
+        if length == 0 or len(text) < length:
+            return text
+        head = text[:length].encode("utf-8", "surrogatepass")
+        return text[length:] if hashlib.sha256(head).digest() == digest else text
+
+
 @dataclass(eq=False)
 class RunBinding:
     """An eligible run: captured owner and chat, and its projection queue."""
@@ -56,6 +88,7 @@ class RunBinding:
     queue: ProjectionQueue
     terminal: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    streamed: StreamedText = field(default_factory=StreamedText)
 
     @property
     def card_target(self) -> CardTarget:
@@ -188,7 +221,20 @@ class DingtalkPresenter:
             queue=binding.queue,
             chunk=chunk,
         )
-        return record is not None
+        if record is None:
+            return False
+        binding.streamed.add(chunk)
+        return True
+
+    def undelivered_text(self, run_id: str, text: str) -> str:
+        """The part of a run's final ``text`` that none of its status cards has taken.
+
+        ``ChannelBase`` passes the whole run's text to ``on_response_complete``; text a
+        status card took (from this or an earlier segment of the run) is already
+        delivered by that card or its Markdown fallback and must not be shown again.
+        """
+        binding = self.run(run_id)
+        return text if binding is None else binding.streamed.remainder(text)
 
     def close_output(
         self, segment: SegmentLike, text: str, reason: str, *, wait: bool = True
@@ -196,12 +242,16 @@ class DingtalkPresenter:
         """Close the segment's card; True when the presenter delivered the text.
 
         ``completed``/``response_boundary``/``input_requested`` finalize the card as
-        Completed (``text`` replaces the streamed content when given); with ``wait`` the
-        call blocks (bounded) until the card is committed or, on failure, the text was
-        sent as Markdown - otherwise the finalization is only queued in order.
-        ``failed`` finalizes as Failed. ``cancelled`` leaves the projection to
-        :meth:`terminalize_run`. Returns False when the segment has no card (the
-        caller sends Markdown itself).
+        Completed with the text the segment streamed; with ``wait`` the call blocks
+        (bounded) until the card is committed or, on failure, that text was sent as
+        Markdown - otherwise the finalization is only queued in order. ``failed``
+        finalizes as Failed. ``cancelled`` leaves the projection to
+        :meth:`terminalize_run`.
+
+        ``text`` (the final response) is used only for a segment that streamed nothing:
+        the part of it no earlier card of the run has taken (:meth:`undelivered_text`)
+        becomes one completed card; when nothing is left, nothing is shown. Returns False
+        when the segment gets no card (the caller sends :meth:`undelivered_text` itself).
         """
         status = self.status
         if status is None:
@@ -213,8 +263,12 @@ class DingtalkPresenter:
                 return True
             if not text or reason in ("cancelled", "failed"):
                 return False
-            # a final response without streamed chunks: one completed card
-            if not self.append_output(segment, text):
+            # a final response without streamed chunks: one completed card with the
+            # part of it that no earlier segment of the run has shown
+            remainder = self.undelivered_text(segment.run_id, text)
+            if not remainder:
+                return True
+            if not self.append_output(segment, remainder):
                 return False
             record = status.record(segment_id)
             if record is None:
@@ -227,26 +281,23 @@ class DingtalkPresenter:
         if marked is None:
             return True
         state = "Failed" if reason == "failed" else "Completed"
-        return self._finish(marked, state, text or None, is_error=reason == "failed", wait=wait)
+        return self._finish(marked, state, is_error=reason == "failed", wait=wait)
 
     def _finish(
-        self,
-        record: StatusRecord,
-        state: str,
-        content: str | None,
-        *,
-        is_error: bool = False,
-        wait: bool,
+        self, record: StatusRecord, state: str, *, is_error: bool = False, wait: bool
     ) -> bool:
+        """Queue the terminal projection of ``record`` with the text the segment streamed.
+
+        A card that cannot be finalized sends that segment text as Markdown instead.
+        """
         status = self.status
         assert status is not None
 
         def job() -> bool:
-            ok, final_text = status.finalize(record, state, content, is_error=is_error)
-            fallback = content or final_text
-            if not ok and fallback:
-                # the full text (not the card-bounded one): the answer is never lost
-                self._send_fallback(record.chat_id, fallback, record.session_id)
+            ok, _final_text = status.finalize(record, state, is_error=is_error)
+            text = record.writer.content  # the segment's own (bounded) text, unsanitized
+            if not ok and text:
+                self._send_fallback(record.chat_id, text, record.session_id)
             return True
 
         if not wait:
@@ -256,14 +307,17 @@ class DingtalkPresenter:
             return bool(record.queue.call(job, timeout=self._wait_timeout))
         except FutureTimeout:
             logger.warning("status card finalization timed out; sending Markdown")
-            fallback = content or record.writer.content
-            if fallback:
-                self._send_fallback(record.chat_id, fallback, record.session_id)
+            text = record.writer.content
+            if text:
+                self._send_fallback(record.chat_id, text, record.session_id)
             return True
 
     # -- input ---------------------------------------------------------------------------------
-    def present_input(self, ctx: InputRequestLike) -> str:
-        """Present a structured question; returns presented / handled / unsupported."""
+    def present_input(self, ctx: InputRequestLike, *, timeout: float | None = None) -> str:
+        """Present a structured question; returns presented / handled / unsupported.
+
+        ``timeout`` is this card's lifetime in seconds (default: ``question_timeout``).
+        """
         questions = self.questions
         if questions is None or not self.question_enabled:
             return "unsupported"
@@ -276,6 +330,7 @@ class DingtalkPresenter:
             chat_id=binding.chat_id,
             target=binding.card_target,
             queue=binding.queue,
+            timeout=timeout,
         )
 
     # -- run end ------------------------------------------------------------------------------
@@ -304,7 +359,7 @@ class DingtalkPresenter:
         for segment_id in status.live_segments(run_id):
             record = status.mark_terminal(segment_id)
             if record is not None:
-                self._finish(record, state, None, is_error=is_error, wait=False)
+                self._finish(record, state, is_error=is_error, wait=False)
 
     # -- callbacks ------------------------------------------------------------------------------
     def route_callback(self, callback: CardCallback) -> CallbackResult:

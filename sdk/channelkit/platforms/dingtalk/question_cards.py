@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.errors import ChannelKitError
-from channelkit.platforms.common import StateCell, TombstoneStore
+from channelkit.platforms.common import StateCell, TombstoneStore, first_notice
 from channelkit.platforms.common.projection_queue import ProjectionQueue, Slot
 from channelkit.platforms.common.types import Clock, Scheduler, TimerHandle
 from channelkit.platforms.dingtalk._types import (
@@ -49,6 +49,7 @@ __all__ = [
     "NEWER_QUESTION_TEXT",
     "OTHER_OPTION_VALUE",
     "UNAVAILABLE_TEXT",
+    "FormSpec",
     "QuestionCardController",
     "QuestionTombstone",
     "build_question_card_data",
@@ -65,7 +66,9 @@ MAX_LIVE_QUESTION_CARDS = 1_000
 OTHER_OPTION_VALUE = "__qwen_other__"
 UNAVAILABLE_TEXT = "This question is no longer available."
 NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
-_MAX_FORBIDDEN_ACTORS = 64
+#: A neutral ``cancelled`` settlement this close to the card's deadline is its expiry
+#: (the host's permission timer of the same lifetime started slightly earlier).
+EXPIRY_GRACE = 1.0
 
 _TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
     "submitted": ("submitted", "Submitted.", "Submitted"),
@@ -139,7 +142,7 @@ def _values(raw: Any) -> list[str] | None:
         return []
     if isinstance(raw, str):
         return [raw] if raw.strip() else []
-    if isinstance(raw, Mapping):
+    if type(raw) is dict or isinstance(raw, Mapping):
         value = raw.get("value")
         return [value] if isinstance(value, str) and value.strip() else None
     if isinstance(raw, list):
@@ -153,6 +156,53 @@ def _values(raw: Any) -> list[str] | None:
     return None
 
 
+class FormSpec:
+    """What a submitted form of one question card may contain (built once per card)."""
+
+    __slots__ = ("allowed_keys", "fields")
+
+    def __init__(self, questions: Sequence[QuestionLike]) -> None:
+        #: (answer key, "<key>_other", multi-select, option labels) per question
+        self.fields: tuple[tuple[str, str, bool, frozenset[str]], ...] = tuple(
+            (
+                q.answer_key,
+                f"{q.answer_key}_other",
+                bool(q.multi_select),
+                frozenset(option_label(o) for o in q.options),
+            )
+            for q in questions
+        )
+        self.allowed_keys = frozenset(
+            key for answer, other, _m, _l in self.fields for key in (answer, other)
+        )
+
+    def parse(self, form: Mapping[str, Any]) -> dict[str, str] | None:
+        """The encoded answers of ``form``; None if anything is invalid."""
+        allowed = self.allowed_keys
+        if any(str(key) not in allowed for key in form):
+            return None
+        answers: dict[str, str] = {}
+        for answer_key, other_key, multi_select, labels in self.fields:
+            values = _values(form.get(answer_key))
+            if not values:
+                return None
+            if not multi_select and len(values) != 1:
+                return None
+            resolved: list[str] = []
+            for value in values:
+                if value == OTHER_OPTION_VALUE:
+                    other = form.get(other_key)
+                    if not isinstance(other, str) or not other.strip():
+                        return None
+                    resolved.append(other.strip())
+                elif value in labels:
+                    resolved.append(value)
+                else:
+                    return None
+            answers[answer_key] = ", ".join(resolved)
+        return answers
+
+
 def parse_answers(
     form: Mapping[str, Any], questions: Sequence[QuestionLike]
 ) -> dict[str, str] | None:
@@ -163,30 +213,7 @@ def parse_answers(
     ``<key>_other`` text; other values must be option labels. Multi-select values are
     joined with ``", "``.
     """
-    allowed = {q.answer_key for q in questions} | {f"{q.answer_key}_other" for q in questions}
-    if any(str(key) not in allowed for key in form):
-        return None
-    answers: dict[str, str] = {}
-    for q in questions:
-        values = _values(form.get(q.answer_key))
-        if not values:
-            return None
-        if not q.multi_select and len(values) != 1:
-            return None
-        labels = {option_label(o) for o in q.options}
-        resolved: list[str] = []
-        for value in values:
-            if value == OTHER_OPTION_VALUE:
-                other = form.get(f"{q.answer_key}_other")
-                if not isinstance(other, str) or not other.strip():
-                    return None
-                resolved.append(other.strip())
-            elif value in labels:
-                resolved.append(value)
-            else:
-                return None
-        answers[q.answer_key] = ", ".join(resolved)
-    return answers
+    return FormSpec(questions).parse(form)
 
 
 @dataclass(frozen=True)
@@ -213,10 +240,13 @@ class QuestionRecord:
     queue: ProjectionQueue
     ctx: InputRequestLike | None
     questions: tuple[QuestionLike, ...]
+    form: FormSpec
     state: StateCell[str] = field(default_factory=lambda: StateCell("reserved"))
     delivered: bool = False
     projected: bool = False
     forbidden_actors: set[str] = field(default_factory=set)
+    #: when the card expires (injected clock), counted from its presentation
+    deadline: float = 0.0
     timer: TimerHandle | None = None
     unsubscribe: Callable[[], Any] | None = None
 
@@ -284,11 +314,13 @@ class QuestionCardController:
         chat_id: str,
         target: CardTarget,
         queue: ProjectionQueue,
+        timeout: float | None = None,
     ) -> str:
         """Present ``ctx`` as a card; returns "presented", "handled" or "unsupported".
 
-        Blocks (bounded) until the card was delivered or failed; call it from a pool
-        thread.
+        ``timeout`` is the card's lifetime in seconds once delivered (default: the
+        controller's ``timeout_seconds``). Blocks (bounded) until the card was delivered
+        or failed; call it from a pool thread.
         """
         scope = (ctx.session_id, owner_key)
         superseded: QuestionRecord | None = None
@@ -313,6 +345,9 @@ class QuestionCardController:
                 queue=queue,
                 ctx=ctx,
                 questions=tuple(ctx.questions),
+                form=FormSpec(ctx.questions),
+                deadline=self._clock.now()
+                + (self._timeout if timeout is None else max(0.0, float(timeout))),
             )
             self._by_request[record.request_id] = record
             self._by_track[record.out_track_id] = record
@@ -371,7 +406,7 @@ class QuestionCardController:
             record.delivered = True
             if record.state.compare_and_set("reserved", "pending"):
                 record.timer = self._scheduler.call_later(
-                    self._timeout, lambda: self._expire(record)
+                    max(0.0, record.deadline - self._clock.now()), lambda: self._expire(record)
                 )
                 return PRESENTED
             tomb = self.tombstones.get(record.out_track_id)
@@ -451,6 +486,10 @@ class QuestionCardController:
         state = (
             "resolved_outside_presenter" if reason == "resolved_outside_presenter" else "cancelled"
         )
+        if reason == "cancelled" and self._clock.now() >= record.deadline - EXPIRY_GRACE:
+            # The host permission lifetime ran out (its timer started when the request
+            # was registered, a moment before this card): that is this card's expiry.
+            state = "expired"
         self._finalize(record, state, ("reserved", "pending"))
 
     def _expire(self, record: QuestionRecord) -> None:
@@ -479,43 +518,47 @@ class QuestionCardController:
 
     # -- callbacks --------------------------------------------------------------------------
     def claim(self, callback: CardCallback) -> CallbackResult:
-        """Arbitrate a submit/cancel callback synchronously (before the ACK)."""
+        """Arbitrate a submit/cancel callback synchronously (before the ACK).
+
+        Order: correlate, parse, authorize, validate every answer key, then claim with
+        one compare-and-set. The controller lock is held only for the lookups and the
+        claim; the form is validated outside it (against the card's immutable spec).
+        """
         actor = callback.actor_id
         with self._lock:
             record = self._by_track.get(callback.out_track_id)
-            if record is None or record.state.state != "pending" or record.ctx is None:
+        if record is None or record.state.state != "pending":
+            return CallbackResult.ignored(actor)
+        if actor != record.owner_key:
+            with self._lock:
+                first = first_notice(record.forbidden_actors, actor)
+            if not first:
+                return CallbackResult.ignored()
+            return CallbackResult("forbidden", actor, record.target)
+        ctx = record.ctx
+        if ctx is None or not callback.has_business_payload:
+            return CallbackResult.ignored(actor)
+        if callback.is_cancel or callback.action_id == "cancel":
+            response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
+            success_state = "cancelled"
+        else:
+            if callback.action_id not in ("submit", record.request_id):
                 return CallbackResult.ignored(actor)
-            if actor != record.owner_key:
-                if (
-                    actor in record.forbidden_actors
-                    or len(record.forbidden_actors) >= _MAX_FORBIDDEN_ACTORS
-                ):
-                    return CallbackResult.ignored()
-                record.forbidden_actors.add(actor)
-                return CallbackResult("forbidden", actor, record.target)
-            if not callback.has_business_payload:
+            answers = record.form.parse(callback.form_data)
+            if answers is None:
                 return CallbackResult.ignored(actor)
-            ctx = record.ctx
-            if callback.is_cancel or callback.action_id == "cancel":
-                response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
-                success_state = "cancelled"
-            else:
-                if callback.action_id not in ("submit", record.request_id):
-                    return CallbackResult.ignored(actor)
-                answers = parse_answers(callback.form_data, record.questions)
-                if answers is None:
-                    return CallbackResult.ignored(actor)
-                response = {
-                    "outcome": {"outcome": "selected", "optionId": ctx.submit_option_id},
-                    "answers": answers,
-                }
-                success_state = "submitted"
+            response = {
+                "outcome": {"outcome": "selected", "optionId": ctx.submit_option_id},
+                "answers": answers,
+            }
+            success_state = "submitted"
+        with self._lock:
             if not record.state.compare_and_set("pending", "claimed"):
                 return CallbackResult.ignored(actor)
-            if record.timer is not None:
-                record.timer.cancel()
-                record.timer = None
+            timer, record.timer = record.timer, None
             slot = record.queue.reserve()
+        if timer is not None:
+            timer.cancel()
 
         def execute() -> None:
             accepted = False

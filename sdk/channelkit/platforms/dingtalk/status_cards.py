@@ -37,6 +37,7 @@ from channelkit.platforms.common import (
     StateCell,
     TombstoneStore,
     bound_text,
+    first_notice,
 )
 from channelkit.platforms.common.projection_queue import ProjectionQueue
 from channelkit.platforms.common.types import Clock, Scheduler
@@ -61,7 +62,6 @@ logger = logging.getLogger(__name__)
 
 #: Live status cards kept at most (a further segment falls back to Markdown).
 MAX_LIVE_STATUS_CARDS = 1_000
-_MAX_FORBIDDEN_ACTORS = 64
 
 TEMPLATE_REJECTION_CODES = frozenset(
     {
@@ -374,22 +374,16 @@ class StatusCardController:
         return record
 
     def finalize(
-        self,
-        record: StatusRecord,
-        state: str,
-        content: str | None = None,
-        *,
-        is_error: bool = False,
+        self, record: StatusRecord, state: str, *, is_error: bool = False
     ) -> tuple[bool, str]:
         """Commit the terminal projection of ``record``; run on the run's queue.
 
-        ``content`` replaces the streamed text when given (the final response). Returns
-        ``(card_finalized, final_text)``; on False the caller delivers ``final_text`` as
-        Markdown.
+        The card's final content is the text its segment streamed (folded with the
+        pending snapshot, bounded, image markers sanitized). Returns ``(card_finalized,
+        final_text)``; on False the caller delivers the segment's text as Markdown.
         """
         streamed = record.writer.finalize(timeout=self._write_timeout)
-        text = content if content else streamed
-        final_text = bound_text(sanitize_image_markers(text))
+        final_text = bound_text(sanitize_image_markers(streamed))
         line = status_line(state, self._model, self._clock.now() - record.started_at)
         ok = False
         if record.phase.state == "live":
@@ -429,12 +423,8 @@ class StatusCardController:
             if record is None or record.terminal:
                 return "ignored", None
             if actor_id != record.owner_key:
-                if (
-                    actor_id in record.forbidden_actors
-                    or len(record.forbidden_actors) >= _MAX_FORBIDDEN_ACTORS
-                ):
+                if not first_notice(record.forbidden_actors, actor_id):
                     return "ignored", None
-                record.forbidden_actors.add(actor_id)
                 return "forbidden", record
         if not record.stop_claim.try_claim():
             return "ignored", None
