@@ -81,6 +81,8 @@ def test_qwen_question_card_round_trip_through_dingtalk(
         assert "**Color**: Blue" in continuation["content"]
         assert "**Extras**: Tests, Docs" in continuation["content"]
         assert continuation["id"] != before["id"]
+        # the new card holds only the text after the question
+        assert "Let me check a couple of things first." not in continuation["content"]
 
         creates = pg.emulator.calls("/v1.0/card/instances/createAndDeliver")
         templates = [c["body"]["cardTemplateId"] for c in creates]
