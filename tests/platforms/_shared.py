@@ -88,3 +88,28 @@ class LifecycleLog:
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         self.events.append(event)
         super().on_task_lifecycle(event)  # type: ignore[misc]
+
+
+def handed_to_pool(pool: Any, fn: Callable[[], Any]) -> tuple[Any, list[Any]]:
+    """Call ``fn()``; return its result and every task handed to ``pool`` meanwhile.
+
+    Proves that a web handler handed nothing to the pool before returning its ACK (the
+    pool's serial queues and limiters post through the same ``pool`` object).
+    """
+    handed: list[Any] = []
+    post, submit = pool.post, pool.submit
+
+    def record_post(task: Any, *args: Any) -> Any:
+        handed.append(task)
+        return post(task, *args)
+
+    def record_submit(task: Any, *args: Any) -> Any:
+        handed.append(task)
+        return submit(task, *args)
+
+    pool.post, pool.submit = record_post, record_submit
+    try:
+        result = fn()
+    finally:
+        del pool.post, pool.submit
+    return result, handed

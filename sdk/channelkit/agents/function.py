@@ -364,6 +364,16 @@ class FunctionAgent:
         self._turns: dict[str, Turn] = {}
         self._waiters: dict[str, _Waiter] = {}
 
+    @property
+    def permission_timeout(self) -> float:
+        """Alias of ``question_timeout``: how long this bridge waits for an answer.
+
+        ``ChannelBase`` reads it (as it does ``AcpBridge.permission_timeout``) so its own
+        deadline for a pending request, ``UserInputRequestContext.expires_at``, is never
+        later than the bridge's.
+        """
+        return self.question_timeout
+
     def prompt(self, session_id: str, text: str, sink: AgentEventSink) -> str:
         turn = Turn(self, session_id, text, sink)
         with self._lock:

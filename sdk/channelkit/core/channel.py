@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import math
 import threading
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from channelkit.agents.base import (
     AgentBridge,
@@ -212,6 +213,7 @@ class _Pending:
         "channel",
         "chat_key",
         "context",
+        "expires_at",
         "listeners",
         "lock",
         "request",
@@ -248,6 +250,7 @@ class _Pending:
         self.user_input_presented = False
         self.context: UserInputRequestContext | None = None
         self.timer: TimerHandle | None = None
+        self.expires_at = 0.0
 
     def respond(self, response: PermissionResponse) -> bool:
         return self.channel._respond(self, response)
@@ -501,12 +504,23 @@ class ChannelBase:
     def closed(self) -> bool:
         return self._closed
 
-    def handle_inbound(self, msg: InboundMessage) -> RunHandle | CommandHandle:
+    def handle_inbound(
+        self, msg: InboundMessage, *, defer: list[Callable[[], None]] | None = None
+    ) -> RunHandle | CommandHandle:
         """Entry point for a real human message; returns at once.
 
         /approve, /approve-always and /deny [request-id] are answered in memory here
         (the reply is sent on the pool); /cancel is authorized here and executed on the
         pool; any other text schedules an agent run owned by the sender.
+
+        ``defer`` (web handlers): instead of handing work to the pool now, append quick
+        callables that do so to this list, to be run after the platform ACK was written
+        (``IngressResponse.after``). Validation, the closed check and the queue bound
+        (:class:`ChannelBusy`) still raise here; the run's queue slot is reserved at
+        once. A permission command is then answered by its deferred work too (its
+        handle's ``reply`` stays None until ``result()``), so no settlement listener,
+        responder or reply starts before the ACK. A deferred callable that is never run
+        leaves its run queued: always run them.
         """
         self._validate_inbound(msg)
         self._check_open()
@@ -519,7 +533,7 @@ class ChannelBase:
         )
         command = parse_command(msg.text)
         if command is not None:
-            return self._handle_command(command[0], command[1], msg, target)
+            return self._handle_command(command[0], command[1], msg, target, defer)
         session_id = self.router.session_for(target)
         run = _Run(
             kind="inbound",
@@ -529,7 +543,7 @@ class ChannelBase:
             message_id=msg.message_id,
             text=msg.text,
         )
-        return self._enqueue(run)
+        return self._enqueue(run, defer)
 
     def run_loop_prompt(
         self,
@@ -573,6 +587,25 @@ class ChannelBase:
         if run is None or run.run_id != run_id:
             return False
         return self._cancel_run_obj(run, reason)
+
+    def permission_lifetime(self) -> float:
+        """Seconds a new pending permission request stays answerable.
+
+        ``config.permission_timeout``, or the bridge's own ``permission_timeout`` when it
+        advertises a smaller positive number (``AcpBridge`` and ``FunctionAgent`` do): the
+        bridge gives up on the request then, so ChannelBase answers it ``cancelled`` at
+        that time too. Read for every request, so a replaced bridge counts.
+        """
+        lifetime = float(self.config.permission_timeout)
+        advertised = getattr(self._bridge, "permission_timeout", None)
+        if (
+            isinstance(advertised, int | float)
+            and not isinstance(advertised, bool)
+            and math.isfinite(advertised)
+            and advertised > 0
+        ):
+            lifetime = min(lifetime, float(advertised))
+        return lifetime
 
     def active_run_id(self, session_id: str) -> str | None:
         """The live run of a session, if any."""
@@ -695,15 +728,35 @@ class ChannelBase:
         )
         return self._enqueue(run)
 
-    def _enqueue(self, run: _Run) -> RunHandle:
+    def _enqueue(self, run: _Run, defer: list[Callable[[], None]] | None = None) -> RunHandle:
         future: Future[RunResult] = Future()
         with self._lock:
             self._check_open()
             if len(self._queued) >= _MAX_QUEUED_RUNS:
                 raise ChannelBusy(f"{_MAX_QUEUED_RUNS} runs already queued")
             self._queued[run.run_id] = (run, future)
-        self._session_queue.post(run.session_id, self._execute, run, future)
+        if defer is None:
+            self._session_queue.post(run.session_id, self._execute, run, future)
+        else:
+            defer.append(lambda: self._start_deferred(run, future))
         return RunHandle(run.run_id, run.session_id, future)
+
+    def _start_deferred(self, run: _Run, future: Future[RunResult]) -> None:
+        """Hand a run reserved by ``handle_inbound(defer=...)`` to its session queue."""
+        with self._lock:
+            closed = self._closed
+            if closed:
+                self._queued.pop(run.run_id, None)
+        if closed:
+            _resolve(future, RunResult(run.run_id, run.session_id, "cancelled"))
+            return
+        try:
+            self._session_queue.post(run.session_id, self._execute, run, future)
+        except Exception:
+            with self._lock:
+                self._queued.pop(run.run_id, None)
+            _resolve(future, RunResult(run.run_id, run.session_id, "cancelled"))
+            raise
 
     def _event(self, run: _Run, type_: LifecycleType, **fields: Any) -> LifecycleEvent:
         return LifecycleEvent(
@@ -1106,10 +1159,10 @@ class ChannelBase:
             )
             self._post_bridge_cancel(request.request_id)
             return
+        lifetime = self.permission_lifetime()
+        pending.expires_at = self.clock.now() + lifetime
         try:
-            timer = self.scheduler.call_later(
-                self.config.permission_timeout, self._expire_pending, pending
-            )
+            timer = self.scheduler.call_later(lifetime, self._expire_pending, pending)
         except Exception:
             timer = None
         if timer is not None:
@@ -1140,6 +1193,7 @@ class ChannelBase:
                             submit_option_id=submit,
                             preceding_segment_id=preceding.segment_id if preceding else None,
                             message_id=run.message_id,
+                            expires_at=pending.expires_at,
                         )
                         pending.context = context
                         pending.user_input_presented = True
@@ -1343,21 +1397,54 @@ class ChannelBase:
     # =================================================================================
 
     def _handle_command(
-        self, name: str, arg: str | None, msg: InboundMessage, target: SessionTarget
+        self,
+        name: str,
+        arg: str | None,
+        msg: InboundMessage,
+        target: SessionTarget,
+        defer: list[Callable[[], None]] | None = None,
     ) -> CommandHandle:
         if name == "cancel":
-            return self._cancel_command(msg, target)
+            return self._cancel_command(msg, target, defer)
+        if defer is not None:
+            # answered after the ACK: settlement listeners queue card writes
+            future = _later(
+                defer,
+                lambda: self.lanes.submit(
+                    ("chat", target.chat_id, target.thread_id or ""),
+                    self._answer_and_reply,
+                    name,
+                    arg,
+                    msg,
+                    target,
+                ),
+            )
+            return CommandHandle(name, None, future)
         reply = self._permission_command(name, arg, msg)
         return CommandHandle(name, reply, self._send_reply(target, name, reply))
 
-    def _send_reply(self, target: SessionTarget, command: str, reply: str) -> Future[CommandResult]:
-        return self.lanes.submit(
-            ("chat", target.chat_id, target.thread_id or ""),
-            self._deliver_reply,
-            target,
-            command,
-            reply,
-        )
+    def _answer_and_reply(
+        self, name: str, arg: str | None, msg: InboundMessage, target: SessionTarget
+    ) -> CommandResult:
+        return self._deliver_reply(target, name, self._permission_command(name, arg, msg))
+
+    def _send_reply(
+        self,
+        target: SessionTarget,
+        command: str,
+        reply: str,
+        defer: list[Callable[[], None]] | None = None,
+    ) -> Future[CommandResult]:
+        def submit() -> Future[CommandResult]:
+            return self.lanes.submit(
+                ("chat", target.chat_id, target.thread_id or ""),
+                self._deliver_reply,
+                target,
+                command,
+                reply,
+            )
+
+        return submit() if defer is None else _later(defer, submit)
 
     def _deliver_reply(self, target: SessionTarget, command: str, reply: str) -> CommandResult:
         try:
@@ -1436,17 +1523,26 @@ class ChannelBase:
             return MSG_FAILED
         return success if ok else MSG_NOT_PENDING
 
-    def _cancel_command(self, msg: InboundMessage, target: SessionTarget) -> CommandHandle:
+    def _cancel_command(
+        self,
+        msg: InboundMessage,
+        target: SessionTarget,
+        defer: list[Callable[[], None]] | None = None,
+    ) -> CommandHandle:
         if not self._authorized(msg.sender_id):
             reply = MSG_CANCEL_UNAUTHORIZED
-            return CommandHandle("cancel", reply, self._send_reply(target, "cancel", reply))
+            return CommandHandle("cancel", reply, self._send_reply(target, "cancel", reply, defer))
         session_id = self.router.session_for(target)
         with self._lock:
             run = self._active.get(session_id)
         if run is None:
             reply = MSG_NOTHING_RUNNING
-            return CommandHandle("cancel", reply, self._send_reply(target, "cancel", reply))
-        future = self.pool.submit(self._cancel_and_reply, run, target)
+            return CommandHandle("cancel", reply, self._send_reply(target, "cancel", reply, defer))
+
+        def submit() -> Future[CommandResult]:
+            return self.pool.submit(self._cancel_and_reply, run, target)
+
+        future = submit() if defer is None else _later(defer, submit)
         return CommandHandle("cancel", None, future)
 
     def _cancel_and_reply(self, run: _Run, target: SessionTarget) -> CommandResult:
@@ -1461,3 +1557,32 @@ class ChannelBase:
 def _resolve(future: Future[RunResult], result: RunResult) -> None:
     if not future.done():
         future.set_result(result)
+
+
+_T = TypeVar("_T")
+
+
+def _later(defer: list[Callable[[], None]], submit: Callable[[], Future[_T]]) -> Future[_T]:
+    """A Future for work that ``submit()`` hands to the pool once ``defer`` runs."""
+    proxy: Future[_T] = Future()
+
+    def copy(inner: Future[_T]) -> None:
+        if proxy.done():
+            return
+        error = inner.exception()
+        if error is not None:
+            proxy.set_exception(error)
+        else:
+            proxy.set_result(inner.result())
+
+    def start() -> None:
+        try:
+            inner = submit()
+        except BaseException as exc:
+            if not proxy.done():
+                proxy.set_exception(exc)
+            raise
+        inner.add_done_callback(copy)
+
+    defer.append(start)
+    return proxy

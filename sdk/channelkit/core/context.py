@@ -38,6 +38,13 @@ class UserInputRequestContext:
     ``{"outcome": {"outcome": "cancelled"}}``. It blocks for the bridge call, so call
     it from a pool thread, not before a web ACK.
 
+    ``expires_at`` is the request's absolute deadline on the channel's clock
+    (``channel.clock.now()`` seconds): the time at which ChannelBase itself answers the
+    request ``cancelled`` (see :meth:`ChannelBase.permission_lifetime`). An adapter that
+    shows an expiry must schedule its own strictly before it (leave a small margin), so
+    its card is finalized ``expired`` before the neutral ``cancelled`` settlement
+    arrives.
+
     ``on_settled(listener)`` subscribes a typed one-shot listener called with a
     :class:`SettlementReason` (immediately if already settled); it returns an
     unsubscribe function that removes only that listener.
@@ -46,6 +53,7 @@ class UserInputRequestContext:
     __slots__ = (
         "_pending",
         "channel_name",
+        "expires_at",
         "message_id",
         "owner",
         "preceding_segment_id",
@@ -71,6 +79,7 @@ class UserInputRequestContext:
         submit_option_id: str,
         preceding_segment_id: str | None,
         message_id: str | None,
+        expires_at: float = float("inf"),
     ) -> None:
         self._pending = pending
         self.channel_name = channel_name
@@ -83,6 +92,7 @@ class UserInputRequestContext:
         self.submit_option_id = submit_option_id
         self.preceding_segment_id = preceding_segment_id
         self.message_id = message_id
+        self.expires_at = expires_at
 
     def respond(self, response: PermissionResponse) -> bool:
         """Answer the original request (one-shot); True when the agent accepted it."""

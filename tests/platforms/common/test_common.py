@@ -224,3 +224,48 @@ def test_one_write_in_flight_and_one_replaceable_pending_snapshot():
     assert started == ["a", "abcdef"]
     assert writer.finalize(timeout=5) == "abcdef"
     sched.stop()
+
+
+# --- typed settings reading ------------------------------------------------------------
+
+
+def test_settings_kwargs_maps_camel_and_snake_case_and_names_the_path():
+    import pytest
+    from channelkit.errors import ConfigurationError
+    from channelkit.platforms.common.config import camel_case, settings_kwargs
+    from channelkit.platforms.telegram import TelegramConfig
+    from channelkit.platforms.weixin.config import WeixinConfig
+
+    assert camel_case("typing_interval_s") == "typingIntervalS"
+    assert camel_case("typing") == "typing"
+    token = "123:abc"
+    got = settings_kwargs(TelegramConfig, {"botToken": token, "question_timeout_s": 5}, "tg")
+    assert got == {"bot_token": token, "question_timeout_s": 5}
+    cfg = TelegramConfig.from_dict(
+        {"botToken": token, "typingIntervalS": 3, "nativeQuestions": False}
+    )
+    assert cfg.typing_interval_s == 3 and cfg.native_questions is False
+    wx = WeixinConfig.from_dict({"botToken": "t", "ticketTtlS": 60, "typing": False})
+    assert wx.ticket_ttl_s == 60 and wx.typing is False
+    cases = [
+        (lambda: TelegramConfig.from_dict([]), "telegram"),
+        (lambda: TelegramConfig.from_dict({"botToken": token, "nope": 1}), "telegram.nope"),
+        (lambda: TelegramConfig.from_dict({}), "telegram.bot_token"),
+        (lambda: WeixinConfig.from_dict({"botToken": "t", "BaseUrl": "x"}), "weixin.BaseUrl"),
+        (
+            lambda: WeixinConfig.from_dict({"botToken": "t", "baseUrl": "ftp://x"}),
+            "weixin.base_url",
+        ),
+        (
+            lambda: WeixinConfig.from_dict({"botToken": "t", "ticketTtlS": True}),
+            "weixin.ticket_ttl_s",
+        ),
+        (
+            lambda: settings_kwargs(TelegramConfig, {"botToken": 1}, "x", camel=False),
+            "x.botToken",
+        ),
+    ]
+    for build, path in cases:
+        with pytest.raises(ConfigurationError) as err:
+            build()
+        assert err.value.path == path

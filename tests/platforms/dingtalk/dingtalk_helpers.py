@@ -415,32 +415,49 @@ class AdapterHarness:
             "senderNick": sender,
         }
 
-    def robot_request(self, payload, *, secret="app-secret", ts=None, body=None):
+    def robot_request(self, payload, *, secret="app-secret", ts=None, body=None, after=True):
+        """Call the robot handler like the web layer: ACK, then its deferred work.
+
+        ``after=False`` returns the response with its deferred work not yet run.
+        """
         from channelkit.platforms.dingtalk import robot_signature
         from channelkit.web.ingress import Headers, IngressRequest
 
         ts = ts if ts is not None else str(int(self.clock.time() * 1000))
         raw = body if body is not None else json.dumps(payload).encode()
         headers = Headers({"timestamp": ts, "sign": robot_signature(ts, secret)})
-        return self.channel.handle_robot_request(
+        response = self.channel.handle_robot_request(
             IngressRequest("POST", "/dingtalk/robot", headers, raw)
         )
+        if after:
+            response.run_after()
+        return response
 
     def send(self, text, **kw):
         resp = self.robot_request(self.robot_payload(text, **kw))
         assert resp.status == 200
         return resp
 
-    def card_request(self, payload, headers=None, body=None):
+    def card_request(self, payload, headers=None, body=None, after=True):
+        """Call the card handler like the web layer: ACK, then its deferred work."""
         from channelkit.web.ingress import Headers, IngressRequest
 
         raw = body if body is not None else json.dumps(payload).encode()
-        return self.channel.handle_card_request(
+        response = self.channel.handle_card_request(
             IngressRequest("POST", "/dingtalk/card", Headers(headers or {}), raw)
         )
+        if after:
+            response.run_after()
+        return response
 
     def idle(self, timeout=5.0):
         assert self.pool.wait_idle(timeout)
+
+    def handed_to_pool(self, fn):
+        """Call ``fn()`` and return (its result, the pool hand-offs made meanwhile)."""
+        from tests.platforms._shared import handed_to_pool
+
+        return handed_to_pool(self.pool, fn)
 
     def advance(self, seconds):
         self.clock.advance(seconds)

@@ -1,13 +1,17 @@
 """Question card lifetime = min(questionCard.timeoutMs, host permission lifetime).
 
 The host lifetime is ``ChannelConfig.permission_timeout`` and, when the bridge exposes a
-``permission_timeout`` (AcpBridge), the smaller of the two. Fake clock, real ChannelBase.
+``permission_timeout`` (AcpBridge), the smaller of the two (core's
+``permission_lifetime``). A card bound by the host lifetime ends ``EXPIRY_MARGIN``
+before core's deadline (``context.expires_at``), so it is finalized expired first.
+Fake clock, real ChannelBase.
 """
 
 from __future__ import annotations
 
 import pytest
 from channelkit.core import ChannelConfig
+from channelkit.platforms.common import EXPIRY_MARGIN
 from dingtalk_helpers import ScriptBridge
 
 
@@ -55,8 +59,8 @@ def test_host_permission_timeout_shorter_than_card_timeout(adapter):
     h = adapter(ask_script, channel_config=config)
     assert h.channel.question_lifetime() == 60.0
     live_card(h)
-    # the host's own permission timer fires at the same instant: still shown as expired
-    assert_expires_after(h, 60.0)
+    # the card expires (and cancels the request) before core's own 60 s timer fires
+    assert_expires_after(h, 60.0 - EXPIRY_MARGIN)
 
 
 def test_card_timeout_shorter_than_host(adapter):
@@ -72,7 +76,7 @@ def test_bridge_permission_timeout_is_the_host_lifetime_when_smaller(adapter):
     h = adapter(bridge=bridge)
     assert h.channel.question_lifetime() == 30.0
     live_card(h)
-    assert_expires_after(h, 30.0)
+    assert_expires_after(h, 30.0 - EXPIRY_MARGIN)
 
 
 @pytest.mark.parametrize(
@@ -105,3 +109,19 @@ def test_replaced_bridge_counts_for_the_next_question(adapter):
     h.channel.set_bridge(bridge)
     h.bridge = bridge
     assert h.channel.question_lifetime() == 20.0
+
+
+def test_card_deadline_comes_from_the_context_not_a_grace_window(adapter):
+    """A neutral cancel just before the deadline is a cancellation, never relabelled."""
+    config = ChannelConfig(name="dingtalk", model="qwen3.7-max", permission_timeout=60.0)
+    h = adapter(ask_script, channel_config=config)
+    live_card(h)
+    record = h.channel.presenter.questions.record("req-1")
+    pending = h.channel._pending["req-1"]
+    assert pending.context.expires_at == pending.expires_at
+    assert record.deadline == pending.expires_at - EXPIRY_MARGIN
+    h.clock.advance(60.0 - EXPIRY_MARGIN - 0.25)  # 0.75 s before the card's own expiry
+    assert h.wait_for(lambda: h.channel._pending.get("req-1") is pending)
+    pending.context.respond({"outcome": {"outcome": "cancelled"}})
+    h.idle()
+    assert [u["card_status"] for u in question_updates(h)] == ["cancelled"]

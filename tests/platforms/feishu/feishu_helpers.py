@@ -43,6 +43,26 @@ def request(
     return IngressRequest(method="POST", path=path, headers=Headers(headers), body=body)
 
 
+def acking_like_the_web_layer(channel: Any) -> Any:
+    """Make direct calls of ``channel``'s two handlers behave like the web layer: the
+    handler answers, then its deferred work (``IngressResponse.after``) runs once.
+
+    The unwrapped handlers stay reachable as ``type(channel).handle_event_request``.
+    """
+
+    def wrap(handler: Any) -> Any:
+        def handle(req: IngressRequest) -> Any:
+            response = handler(req)
+            response.run_after()
+            return response
+
+        return handle
+
+    channel.handle_event_request = wrap(channel.handle_event_request)
+    channel.handle_card_request = wrap(channel.handle_card_request)
+    return channel
+
+
 def challenge(token: str = TOKEN, value: str = "ch-1") -> dict[str, Any]:
     return {"challenge": value, "token": token, "type": "url_verification"}
 

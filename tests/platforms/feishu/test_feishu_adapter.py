@@ -10,19 +10,21 @@ from typing import Any
 import pytest
 from channelkit.agents.function import FunctionAgent, Question, Turn
 from channelkit.core import ChannelConfig, InboundMessage, LifecycleEvent, LifecycleType
+from channelkit.platforms.common import EXPIRY_MARGIN
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu.api import FeishuApi
 from feishu_helpers import (
     ENCRYPT_KEY,
     TOKEN,
     FakeFeishu,
+    acking_like_the_web_layer,
     card_action,
     challenge,
     message_event,
     request,
 )
 
-from tests.platforms._shared import wait_until
+from tests.platforms._shared import handed_to_pool, wait_until
 
 OWNER = "ou_owner"
 NOW = 1_700_000_000.0
@@ -52,7 +54,7 @@ def build(rt: Any, api: FeishuApi, script: Script, **overrides: Any) -> FeishuCh
     data.update(overrides)
     config = FeishuConfig.from_dict(data)
     bridge = FunctionAgent(script, question_timeout=600.0, scheduler=rt.scheduler)
-    return FeishuChannel(
+    channel = FeishuChannel(
         config,
         bridge,
         channel_config=ChannelConfig(name="feishu"),
@@ -61,6 +63,7 @@ def build(rt: Any, api: FeishuApi, script: Script, **overrides: Any) -> FeishuCh
         scheduler=rt.scheduler,
         clock=rt.clock,
     )
+    return acking_like_the_web_layer(channel)
 
 
 @pytest.fixture
@@ -767,3 +770,83 @@ def test_group_messages_need_a_mention_and_bots_are_ignored(
     mention["event"]["message"]["mentions"] = [{"key": "@_user_1", "name": "bot"}]
     channel.handle_event_request(request(mention))
     wait_until(lambda: script.calls == 1)
+
+
+# --- deferred ACK work ---------------------------------------------------------------------
+
+
+def test_message_event_starts_the_run_only_after_the_ack(
+    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
+) -> None:
+    raw = FeishuChannel.handle_event_request  # the handler itself, without the web layer
+    response, handed = handed_to_pool(
+        rt.pool, lambda: raw(channel, request(message_event(event_id="ev-defer")))
+    )
+    assert response.status == 200 and handed == [] and len(response.after) == 1
+    rt.settle()
+    assert script.calls == 0 and fake.calls == []
+    response.run_after()
+    response.run_after()
+    wait_until(lambda: script.calls == 1)
+    rt.settle()
+    assert script.calls == 1 and labels(fake) == ["*已完成*"]
+
+
+def test_form_submit_and_stop_call_nothing_before_the_ack(
+    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
+) -> None:
+    _ask(script)
+    handle = inbound(channel)
+    rid, message = _form_message(fake, channel)
+    raw = FeishuChannel.handle_card_request
+    body = card_action(
+        {"action": "ck_submit", "request": rid},
+        form_value={"0": "0", "1": ["0"]},
+        message_id=message,
+    )
+    writes = len(fake.calls)
+    response, handed = handed_to_pool(rt.pool, lambda: raw(channel, request(body)))
+    assert json.loads(response.body)["toast"]["type"] == "success"
+    assert handed == [] and channel.questions.get(rid).cell.state == "claimed"
+    assert script.answers == [] and len(fake.calls) == writes
+    response.run_after()
+    assert finished(rt, handle).status == "completed"
+    assert script.answers == [{"0": "Beijing", "1": "Logs"}]
+
+
+def test_stop_cancels_only_after_the_ack(
+    rt: Any, fake: FakeFeishu, channel: FeishuChannel, script: Script
+) -> None:
+    handle, (stop, state) = _streaming_run(rt, fake, channel, script)
+    raw = FeishuChannel.handle_card_request
+    tap = request(card_action(stop, message_id=state.pop("message_id")))
+    response, handed = handed_to_pool(rt.pool, lambda: raw(channel, tap))
+    assert json.loads(response.body)["toast"]["type"] == "info"
+    assert handed == [] and "cancelled" not in state
+    response.run_after()
+    assert finished(rt, handle).status == "cancelled"
+    assert state["cancelled"] is True
+
+
+def test_form_expires_before_cores_deadline(
+    rt: Any, fake: FakeFeishu, api: FeishuApi, script: Script
+) -> None:
+    """forms.timeout_ms longer than the host lifetime: the card ends EXPIRY_MARGIN before
+    core's own timer, shown expired (never the neutral cancelled of core's timer)."""
+    ch = build(rt, api, script)
+    ch.config = ChannelConfig(name="feishu", permission_timeout=30.0)
+    try:
+        _ask(script)
+        handle = inbound(ch)
+        rid, _message = _form_message(fake, ch)
+        record = ch.questions.get(rid)
+        pending = ch._pending[rid]
+        assert record is not None and record.deadline == pending.expires_at - EXPIRY_MARGIN
+        rt.clock.advance(30.0 - EXPIRY_MARGIN - 0.01)
+        assert ch.questions.get(rid) is record and record.cell.state == "pending"
+        rt.clock.advance(0.01)
+        assert finished(rt, handle).status == "completed"
+        assert script.answers == ["QuestionCancelled"]
+        assert "*已过期*" in json.dumps(fake.ops("patch")[-1].card, ensure_ascii=False)
+    finally:
+        ch.close(timeout=2.0)

@@ -15,6 +15,7 @@ from channelkit.core.types import (
     SettlementReason,
     UserInputPresentationResult,
 )
+from channelkit.platforms.common import EXPIRY_MARGIN
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.ingress import parse_card_action
 from channelkit.platforms.feishu.questions import InvalidForm, QuestionPresenter, encode_answers
@@ -412,3 +413,96 @@ def test_many_lifecycles_stay_bounded(rt: Any, fake: FakeFeishu) -> None:
     rt.settle()
     assert len(p) == 0
     assert len(p._tombstones) <= 1000
+
+
+# --- early callbacks: the form is visible before send_card answers -------------------------
+
+
+def _present_blocked(rt: Any, fake: FakeFeishu, p: QuestionPresenter, ctx: FakeCtx) -> Any:
+    """Present ``ctx`` on a thread while ``send_card`` is held; returns the result box."""
+    fake.gate = threading.Event()
+    fake.gate_ops = ("send",)
+    box: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: box.setdefault("result", p.present(ctx)))
+    thread.start()
+    assert fake.entered.wait(5.0)
+    record = p.get(ctx.request_id)
+    assert record is not None and record.cell.state == "reserved" and record.message_id is None
+    box["thread"] = thread
+    return box
+
+
+def test_early_submit_claims_a_reserved_form_delivery_first(
+    rt: Any, fake: FakeFeishu, api: FeishuApi
+) -> None:
+    p = make(rt, api, fake)
+    ctx = FakeCtx()
+    box = _present_blocked(rt, fake, p, ctx)
+    result = p.handle_action(submit({"0": "1", "1": ["2"]}))
+    assert result.disposition == "claimed" and result.execute is not None
+    assert p.handle_action(submit({"0": "0", "1": ["0"]})).execute is None  # one claim
+    fake.gate.set()  # send_card answers: the activation sees the claim
+    box["thread"].join(5.0)
+    assert box["result"] is UserInputPresentationResult.PRESENTED
+    record = p.get("req-1")
+    assert record is not None and record.cell.state == "claimed" and record.timer is None
+    result.execute()
+    rt.settle()
+    assert ctx.responses == [
+        {
+            "outcome": {"outcome": "selected", "optionId": "allow-once"},
+            "answers": {"0": "Shanghai", "1": "Traces"},
+        }
+    ]
+    assert last_label(fake) == "*已提交*" and len(fake.ops("patch")) == 1
+    rt.advance(600.0)  # no expiry timer was armed
+    assert len(fake.ops("patch")) == 1 and len(ctx.responses) == 1
+
+
+def test_early_cancel_claims_a_reserved_form_responder_queued_first(
+    rt: Any, fake: FakeFeishu, api: FeishuApi
+) -> None:
+    p = make(rt, api, fake, language="en")
+    ctx = FakeCtx()
+    box = _present_blocked(rt, fake, p, ctx)
+    result = p.handle_action(cancel())
+    assert result.disposition == "claimed" and result.execute is not None
+    result.execute()  # queued on the run's projection queue, behind the delivery
+    assert ctx.responses == []
+    fake.gate.set()
+    box["thread"].join(5.0)
+    rt.settle()
+    assert box["result"] is UserInputPresentationResult.PRESENTED
+    assert ctx.responses == [{"outcome": {"outcome": "cancelled"}}]
+    assert [c.path for c in fake.ops("patch")] == ["/open-apis/im/v1/messages/om_1"]
+    assert last_label(fake) == "*Cancelled*"
+    rt.advance(600.0)
+    assert len(fake.ops("patch")) == 1 and p.get("req-1") is None
+
+
+def test_early_callback_from_someone_else_claims_nothing(
+    rt: Any, fake: FakeFeishu, api: FeishuApi
+) -> None:
+    p = make(rt, api, fake)
+    ctx = FakeCtx()
+    box = _present_blocked(rt, fake, p, ctx)
+    assert p.handle_action(cancel(open_id="ou_other")).disposition == "forbidden"
+    assert p.handle_action(cancel(chat_id="oc_other")).execute is None
+    fake.gate.set()
+    box["thread"].join(5.0)
+    record = p.get("req-1")
+    assert record is not None and record.cell.state == "pending"
+
+
+def test_form_deadline_is_cut_before_the_context_deadline(
+    rt: Any, fake: FakeFeishu, api: FeishuApi
+) -> None:
+    p = make(rt, api, fake)  # timeout_s=270
+    ctx = FakeCtx()
+    ctx.expires_at = rt.clock.now() + 100.0  # type: ignore[attr-defined]
+    p.present(ctx)
+    rt.advance(100.0 - EXPIRY_MARGIN - 0.01)
+    assert ctx.responses == []
+    rt.advance(0.01)
+    assert ctx.responses == [{"outcome": {"outcome": "cancelled"}}]
+    assert last_label(fake) == "*已过期*"

@@ -19,9 +19,9 @@ from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.ingress import SECRET_HEADER
 from channelkit.platforms.telegram.questions import TEXT_NOT_OWNER, parse_callback
 from channelkit.testing import ScriptedBridge, ask, chunk, fail, final, gate, question_request, tool
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.web.ingress import Headers, IngressRequest, IngressResponse
 
-from tests.platforms._shared import LifecycleLog, question
+from tests.platforms._shared import LifecycleLog, handed_to_pool, question
 
 BASE = "http://tg.test"
 TOKEN = "123:abc"
@@ -62,7 +62,8 @@ class Env:
             r.json() for r in self.mock.request_history if r.path.endswith("/" + method.lower())
         ]
 
-    def post(self, update: dict[str, Any], secret: str | None = SECRET) -> int:
+    def respond(self, update: dict[str, Any], secret: str | None = SECRET) -> IngressResponse:
+        """The webhook's response, its deferred work (``after``) not run yet."""
         headers = {SECRET_HEADER: secret} if secret is not None else {}
         request = IngressRequest(
             method="POST",
@@ -70,7 +71,13 @@ class Env:
             headers=Headers(headers),
             body=json.dumps(update).encode(),
         )
-        return self.route.handler(request).status
+        return self.route.handler(request)
+
+    def post(self, update: dict[str, Any], secret: str | None = SECRET) -> int:
+        """Deliver ``update`` like the web layer: the ACK, then its deferred work."""
+        response = self.respond(update, secret)
+        response.run_after()
+        return response.status
 
     def message(
         self, text: str, *, user: int = OWNER, chat: int = CHAT, chat_type: str = "private"
@@ -376,4 +383,96 @@ def test_foreign_callback_data_is_answered(rt, mock) -> None:  # type: ignore[no
     env.settle()
     assert len(env.calls("answerCallbackQuery")) == 2
     assert env.calls("editMessageText") == [] and env.bridge.responses == []
+    env.channel.close()
+
+
+# --- deferred ACK work -----------------------------------------------------------------
+
+
+def _update(env: Env, text: str) -> dict[str, Any]:
+    return {
+        "update_id": next(env.update_ids),
+        "message": {
+            "message_id": 900 + next(env.update_ids),
+            "date": 0,
+            "chat": {"id": CHAT, "type": "private"},
+            "from": {"id": OWNER, "is_bot": False, "first_name": "o"},
+            "text": text,
+        },
+    }
+
+
+def test_message_starts_its_run_only_after_the_ack(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    env = Env(rt, mock, ScriptedBridge([final("done")]))
+    response, handed = handed_to_pool(rt.pool, lambda: env.respond(_update(env, "hi")))
+    assert response.status == 200 and handed == [] and len(response.after) == 1
+    env.settle()
+    assert env.bridge.prompts == [] and mock.request_history == []
+    response.run_after()
+    response.run_after()
+    rt.wait_for(lambda: texts(env) == ["done"])
+    env.settle()
+    assert len(env.bridge.prompts) == 1 and texts(env) == ["done"]
+    env.channel.close()
+
+
+def test_help_and_foreign_taps_are_answered_only_after_the_ack(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    env = Env(rt, mock, ScriptedBridge([final("x")]))
+    help_response, handed = handed_to_pool(rt.pool, lambda: env.respond(_update(env, "/help")))
+    assert handed == []
+    tap_update = {
+        "update_id": next(env.update_ids),
+        "callback_query": {
+            "id": "cq-foreign",
+            "chat_instance": "ci",
+            "data": "something-else",
+            "from": {"id": OWNER, "is_bot": False, "first_name": "x"},
+        },
+    }
+    tap_response, handed = handed_to_pool(rt.pool, lambda: env.respond(tap_update))
+    assert handed == []
+    env.settle()
+    assert mock.request_history == []
+    help_response.run_after()
+    tap_response.run_after()
+    env.settle()
+    assert len(texts(env)) == 1 and len(env.calls("answerCallbackQuery")) == 1
+    env.channel.close()
+
+
+def test_question_tap_calls_nothing_before_the_ack(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    steps = [ask(lambda s: question_request("req-1", s, [question("Env", ["Prod", "Staging"])]))]
+    env = Env(rt, mock, ScriptedBridge([*steps, final("ok")]))
+    env.message("deploy")
+    rt.wait_for(lambda: env.channel.questions.state_of("req-1") == "pending")
+    keyboard = env.calls("sendMessage")[0]["reply_markup"]["inline_keyboard"]
+    tap = {
+        "update_id": next(env.update_ids),
+        "callback_query": {
+            "id": "cq-owner",
+            "chat_instance": "ci",
+            "data": keyboard[1][0]["callback_data"],
+            "from": {"id": OWNER, "is_bot": False, "first_name": "x"},
+            "message": {"message_id": 100, "date": 0, "chat": {"id": CHAT, "type": "private"}},
+        },
+    }
+    requests_before = len(mock.request_history)
+    response, handed = handed_to_pool(rt.pool, lambda: env.respond(tap))
+    assert response.status == 200 and handed == []
+    assert env.channel.questions.state_of("req-1") == "claimed"  # claimed before the ACK
+    assert env.bridge.responses == [] and len(mock.request_history) == requests_before
+    response.run_after()
+    response.run_after()
+    rt.wait_for(lambda: texts(env)[-1:] == ["ok"])
+    env.settle()
+    assert env.bridge.responses == [
+        (
+            "req-1",
+            {
+                "outcome": {"outcome": "selected", "optionId": "proceed_once"},
+                "answers": {"0": "Staging"},
+            },
+        )
+    ]
+    assert len(env.calls("answerCallbackQuery")) == 1
     env.channel.close()

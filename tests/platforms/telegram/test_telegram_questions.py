@@ -3,6 +3,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from channelkit.platforms.common import EXPIRY_MARGIN
 from channelkit.platforms.telegram.questions import (
     TEXT_BUSY,
     TEXT_NOT_OWNER,
@@ -309,3 +310,91 @@ def test_tombstones_are_bounded(env) -> None:  # type: ignore[no-untyped-def]
     assert presenter.tombstone_count() <= 1000
     rt.advance(601)
     assert presenter.tombstone_count() == 0
+
+
+# --- early taps: a question message is visible before sendMessage answers --------------
+
+
+def _present_blocked(presenter, api, ctx):  # type: ignore[no-untyped-def]
+    api.send_gate = threading.Event()
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.setdefault("result", present(presenter, ctx)))
+    thread.start()
+    assert api.send_entered.wait(5)
+    assert presenter.state_of(ctx.request_id) == "reserved"
+    box["thread"] = thread
+    return box
+
+
+def test_early_tap_claims_a_reserved_question_responder_first(env) -> None:  # type: ignore[no-untyped-def]
+    rt, api, presenter = env
+    ctx = FakeCtx(questions=(q("0"),))
+    box = _present_blocked(presenter, api, ctx)
+    after: list = []
+    presenter.handle_callback(tap(cb(presenter, ctx, "option", 0, 2), message_id=100), after=after)
+    assert presenter.state_of("req-1") == "claimed"
+    assert ctx.responses == [] and api.answers == []  # nothing before the ACK
+    for hand_off in after:
+        hand_off()
+    rt.wait_for(lambda: presenter.state_of("req-1") == "submitted")
+    assert ctx.responses == [
+        {"outcome": {"outcome": "selected", "optionId": "proceed_once"}, "answers": {"0": "Red"}}
+    ]
+    api.send_gate.set()  # sendMessage answers after the responder: nothing reactivates
+    box["thread"].join(5)
+    rt.settle()
+    assert box["result"] == "presented"
+    assert [e["message_id"] for e in api.edits if e["reply_markup"] is None] == [100]
+    assert "Submitted" in api.edits[-1]["text"]
+    rt.advance(600)  # no expiry timer was armed
+    assert len(ctx.responses) == 1 and presenter.live_count() == 0
+
+
+def test_early_cancel_claims_a_reserved_question_delivery_first(env) -> None:  # type: ignore[no-untyped-def]
+    rt, api, presenter = env
+    ctx = FakeCtx(questions=(q("0"), q("1")))
+    box = _present_blocked(presenter, api, ctx)  # the first message is visible
+    after: list = []
+    presenter.handle_callback(tap(cb(presenter, ctx, "cancel"), message_id=100), after=after)
+    assert presenter.state_of("req-1") == "claimed"
+    api.send_gate.set()  # the activation sees the claim: no second message, no timer
+    box["thread"].join(5)
+    assert box["result"] == "presented" and len(api.sent) == 1
+    assert presenter.state_of("req-1") == "claimed"
+    for hand_off in after:
+        hand_off()
+    rt.wait_for(lambda: presenter.state_of("req-1") == "cancelled")
+    rt.settle()
+    assert ctx.responses == [{"outcome": {"outcome": "cancelled"}}]
+    assert [e["message_id"] for e in api.edits] == [100] and "Cancelled" in api.edits[-1]["text"]
+    rt.advance(600)
+    assert len(ctx.responses) == 1
+
+
+def test_early_foreign_tap_on_a_reserved_question_claims_nothing(env) -> None:  # type: ignore[no-untyped-def]
+    rt, api, presenter = env
+    ctx = FakeCtx(questions=(q("0"),))
+    box = _present_blocked(presenter, api, ctx)
+    after: list = []
+    presenter.handle_callback(
+        tap(cb(presenter, ctx, "option", 0, 0), message_id=100, user=7), after=after
+    )
+    assert presenter.state_of("req-1") == "reserved"
+    api.send_gate.set()
+    box["thread"].join(5)
+    for hand_off in after:
+        hand_off()
+    rt.settle()
+    assert presenter.state_of("req-1") == "pending" and api.answers[-1][1] == TEXT_NOT_OWNER
+
+
+def test_expiry_is_cut_before_the_context_deadline(env) -> None:  # type: ignore[no-untyped-def]
+    rt, api, presenter = env  # timeout_s=270
+    ctx = FakeCtx(questions=(q("0"),))
+    ctx.expires_at = rt.clock.now() + 100.0  # type: ignore[attr-defined]
+    assert present(presenter, ctx) == "presented"
+    rt.advance(100.0 - EXPIRY_MARGIN - 0.01)
+    assert presenter.state_of("req-1") == "pending" and ctx.responses == []
+    rt.advance(0.01)
+    assert presenter.state_of("req-1") == "expired"
+    assert ctx.responses == [{"outcome": {"outcome": "cancelled"}}]

@@ -25,6 +25,9 @@ class FakeApi:
         self.ids = itertools.count(100)
         self.fail_send_at: int | None = None
         self.fail_edits = False
+        #: when set, send_message records the (now visible) message, then waits for it
+        self.send_gate: threading.Event | None = None
+        self.send_entered = threading.Event()
 
     def send_message(self, chat_id, text, *, reply_markup=None, message_thread_id=None):  # type: ignore[no-untyped-def]
         with self.lock:
@@ -40,7 +43,11 @@ class FakeApi:
                     "message_id": mid,
                 }
             )
-            return mid
+            gate = self.send_gate
+        if gate is not None:
+            self.send_entered.set()
+            assert gate.wait(5)
+        return mid
 
     def edit_message_text(self, chat_id, message_id, text, *, reply_markup=None):  # type: ignore[no-untyped-def]
         with self.lock:

@@ -8,6 +8,8 @@
 * :class:`TombstoneStore` - terminal records (correlation + state only), 10 minute TTL on
   the injected clock, at most 1,000 entries.
 * :func:`bound_text` - the 20,000-character cap with its truncation marker.
+* :func:`question_deadline` / :data:`EXPIRY_MARGIN` - a question's expiry, strictly
+  before core's deadline for the pending request (``context.expires_at``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from channelkit.platforms.common.claims import (
     StateCell,
     first_notice,
 )
+from channelkit.platforms.common.deadlines import EXPIRY_MARGIN, question_deadline
 from channelkit.platforms.common.snapshot_writer import MIN_FLUSH_INTERVAL, SnapshotWriter
 from channelkit.platforms.common.text import MAX_VISIBLE_CHARS, TRUNCATION_MARKER, bound_text
 from channelkit.platforms.common.tombstones import (
@@ -28,6 +31,7 @@ from channelkit.platforms.common.tombstones import (
 from channelkit.platforms.common.types import Clock, Scheduler, SerialSubmit, TimerHandle
 
 __all__ = [
+    "EXPIRY_MARGIN",
     "MAX_NOTICED_ACTORS",
     "MAX_VISIBLE_CHARS",
     "MIN_FLUSH_INTERVAL",
@@ -44,4 +48,5 @@ __all__ = [
     "TombstoneStore",
     "bound_text",
     "first_notice",
+    "question_deadline",
 ]

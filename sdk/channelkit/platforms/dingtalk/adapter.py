@@ -3,8 +3,9 @@
 Ingress (mount with ``channelkit.web``): ``POST /dingtalk/robot`` (robot messages, HTTP
 mode, ``timestamp``/``sign`` checked) and ``POST /dingtalk/card`` (card actions, HTTP
 mode, ``x-ddpaas-signature`` checked when ``card_callback_secret`` is set). Both handlers
-verify, parse, correlate, authorize and claim synchronously, return the ACK and hand
-slow work (responders, Card OpenAPI writes, notices) to the pool.
+verify, parse, correlate, authorize and claim synchronously and return the ACK; the work
+that goes to the pool (the agent run, responders, Card OpenAPI writes, notices) is in
+the response's ``after`` and starts only once the ACK was written.
 
 Behaviour:
 
@@ -23,7 +24,6 @@ Behaviour:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -169,26 +169,18 @@ class DingtalkChannel(ChannelBase):
             )
 
     def question_lifetime(self) -> float:
-        """Seconds a question card stays answerable.
+        """Seconds a question card stays answerable (before the margin below).
 
         ``min(questionCard.timeoutMs, host permission lifetime)``, where the host
-        lifetime is ``ChannelConfig.permission_timeout`` and, when the current bridge
-        exposes a positive numeric ``permission_timeout`` (``AcpBridge`` does), the
-        smaller of the two. Read for every question, so a replaced bridge counts.
+        lifetime is :meth:`ChannelBase.permission_lifetime` (``permission_timeout``, or
+        the bridge's smaller ``permission_timeout``). Each card additionally ends
+        ``EXPIRY_MARGIN`` (1 s) before its request's ``context.expires_at``, so it is
+        finalized ``expired`` before core's own timer answers the request.
         """
-        lifetime = min(
+        return min(
             self.dingtalk.interactive_cards.question_card.timeout_ms / 1000.0,
-            float(self.config.permission_timeout),
+            self.permission_lifetime(),
         )
-        bridge_timeout = getattr(self.bridge, "permission_timeout", None)
-        if (
-            isinstance(bridge_timeout, int | float)
-            and not isinstance(bridge_timeout, bool)
-            and math.isfinite(bridge_timeout)
-            and bridge_timeout > 0
-        ):
-            lifetime = min(lifetime, float(bridge_timeout))
-        return lifetime
 
     # =================================================================================
     # Ingress
@@ -205,8 +197,8 @@ class DingtalkChannel(ChannelBase):
         """Verify (``timestamp``/``sign``, <= 1 h skew), parse and dispatch a robot message.
 
         401 missing signature headers, 403 bad signature or skew, 400 malformed JSON,
-        503 when the channel is closed or saturated, else 200 ``{"success": true}``.
-        Never raises.
+        503 when the channel is closed or saturated, else 200 ``{"success": true}``
+        whose ``after`` starts the run (or the command). Never raises.
         """
         try:
             payload, rejection = self._verified_json(
@@ -221,6 +213,7 @@ class DingtalkChannel(ChannelBase):
                 return IngressResponse.json(200, {"success": True})  # redelivery
             self._seen[message.msg_id] = True
             self.record_inbound(message)
+            after: list[Callable[[], None]] = []
             try:
                 self.handle_inbound(
                     InboundMessage(
@@ -231,14 +224,15 @@ class DingtalkChannel(ChannelBase):
                         message_id=message.msg_id,
                         is_group=message.is_group,
                         sender_name=message.sender_nick,
-                    )
+                    ),
+                    defer=after,
                 )
             except (ChannelBusy, ChannelClosed) as exc:
                 logger.warning("[%s] inbound message not accepted: %s", self.name, exc)
                 self._owners.pop(message.msg_id)
                 self._seen.pop(message.msg_id)
                 return IngressResponse.json(503, {"success": False})
-            return IngressResponse.json(200, {"success": True})
+            return IngressResponse.json(200, {"success": True}, after=after)
         except Exception:
             logger.exception("[%s] robot callback failed", self.name)
             return IngressResponse.json(500, {"success": False})
@@ -262,7 +256,7 @@ class DingtalkChannel(ChannelBase):
         401/403 bad signature (when ``card_callback_secret`` is set), 400 malformed JSON;
         everything else (unknown card, duplicate, stale, foreign user) is acknowledged
         with 200 ``{}`` after its synchronous checks. Responders, card writes and notices
-        run on the pool. Never raises.
+        are handed to the pool by the response's ``after``. Never raises.
         """
         try:
             payload, rejection = self._verified_json(
@@ -271,8 +265,7 @@ class DingtalkChannel(ChannelBase):
             if rejection is not None:
                 return rejection
             result = self.route_card_callback(payload)
-            self._schedule_callback(result)
-            return IngressResponse(200, _CARD_ACK)
+            return IngressResponse(200, _CARD_ACK, after=self._deferred_callback(result))
         except Exception:
             logger.exception("[%s] card callback failed", self.name)
             return IngressResponse(200, _CARD_ACK)
@@ -313,7 +306,8 @@ class DingtalkChannel(ChannelBase):
             logger.exception("[%s] card callback routing failed", self.name)
             return CallbackResult.ignored(callback.actor_id)
 
-    def _schedule_callback(self, result: CallbackResult) -> None:
+    def _deferred_callback(self, result: CallbackResult) -> tuple[Callable[[], None], ...]:
+        """The pool hand-offs of a decided callback, to run after the ACK."""
         if result.kind == "accepted" and result.execute is not None:
             execute = result.execute
 
@@ -323,10 +317,11 @@ class DingtalkChannel(ChannelBase):
                 except Exception:
                     logger.exception("[%s] card callback action failed", self.name)
 
-            self.pool.post(run)
-        elif result.kind == "forbidden" and result.target is not None and result.actor_id:
+            return (lambda: self.pool.post(run),)
+        if result.kind == "forbidden" and result.target is not None and result.actor_id:
             target, actor = result.target, result.actor_id
-            self.pool.post(self._send_forbidden_notice, target, actor)
+            return (lambda: self.pool.post(self._send_forbidden_notice, target, actor),)
+        return ()
 
     def _send_forbidden_notice(self, target: CardTarget, actor_id: str) -> None:
         try:

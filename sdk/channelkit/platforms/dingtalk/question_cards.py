@@ -4,7 +4,10 @@ States (adapter-internal callback arbitration, never shown as such)::
 
     reserved  inserted and subscribed to settlement before createAndDeliver
     pending   activated only after a successful delivery while still reserved
-    claimed   atomically claimed by one valid callback (before the ACK)
+    claimed   atomically claimed by one valid callback (before the ACK), from pending
+              or from reserved: a valid owner callback proves the card was delivered
+              even if createAndDeliver has not answered yet; the later activation sees
+              the claim and never reactivates the card (no expiry timer)
     terminal  first settlement wins; the live record becomes a tombstone
 
 The card shows only ``pending``, ``submitted``, ``cancelled`` and ``expired`` and is
@@ -13,7 +16,9 @@ during delivery is projected on the delivered card and never reactivates it. The
 responder is called after the ACK; its ``False`` or exception ends the card as expired
 ("This question is no longer available.") and the claim is kept. The expiry timer marks
 the card expired *before* it calls the responder with a cancel, so the collapsed
-cancellation that follows cannot relabel it.
+cancellation that follows cannot relabel it; it fires ``EXPIRY_MARGIN`` before core's
+own deadline for the request (``ctx.expires_at``), so a neutral ``cancelled`` settlement
+always means a real cancellation.
 """
 
 from __future__ import annotations
@@ -27,7 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.errors import ChannelKitError
-from channelkit.platforms.common import StateCell, TombstoneStore, first_notice
+from channelkit.platforms.common import (
+    StateCell,
+    TombstoneStore,
+    first_notice,
+    question_deadline,
+)
 from channelkit.platforms.common.projection_queue import ProjectionQueue, Slot
 from channelkit.platforms.common.types import Clock, Scheduler, TimerHandle
 from channelkit.platforms.dingtalk._types import (
@@ -66,9 +76,6 @@ MAX_LIVE_QUESTION_CARDS = 1_000
 OTHER_OPTION_VALUE = "__qwen_other__"
 UNAVAILABLE_TEXT = "This question is no longer available."
 NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
-#: A neutral ``cancelled`` settlement this close to the card's deadline is its expiry
-#: (the host's permission timer of the same lifetime started slightly earlier).
-EXPIRY_GRACE = 1.0
 
 _TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
     "submitted": ("submitted", "Submitted.", "Submitted"),
@@ -76,6 +83,9 @@ _TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
     "resolved_outside_presenter": ("expired", "Resolved outside this card.", "Expired"),
     "cancelled": ("cancelled", "Cancelled.", "Cancelled"),
 }
+
+#: States a valid owner callback may claim.
+_CLAIMABLE = ("reserved", "pending")
 
 PRESENTED = "presented"
 HANDLED = "handled"
@@ -318,9 +328,10 @@ class QuestionCardController:
     ) -> str:
         """Present ``ctx`` as a card; returns "presented", "handled" or "unsupported".
 
-        ``timeout`` is the card's lifetime in seconds once delivered (default: the
-        controller's ``timeout_seconds``). Blocks (bounded) until the card was delivered
-        or failed; call it from a pool thread.
+        ``timeout`` is the card's lifetime in seconds, counted from now (default: the
+        controller's ``timeout_seconds``), cut to end ``EXPIRY_MARGIN`` before
+        ``ctx.expires_at`` (core's own deadline) so the card expires first. Blocks
+        (bounded) until the card was delivered or failed; call it from a pool thread.
         """
         scope = (ctx.session_id, owner_key)
         superseded: QuestionRecord | None = None
@@ -346,8 +357,9 @@ class QuestionCardController:
                 ctx=ctx,
                 questions=tuple(ctx.questions),
                 form=FormSpec(ctx.questions),
-                deadline=self._clock.now()
-                + (self._timeout if timeout is None else max(0.0, float(timeout))),
+                deadline=question_deadline(
+                    self._clock.now(), self._timeout if timeout is None else timeout, ctx
+                ),
             )
             self._by_request[record.request_id] = record
             self._by_track[record.out_track_id] = record
@@ -486,10 +498,6 @@ class QuestionCardController:
         state = (
             "resolved_outside_presenter" if reason == "resolved_outside_presenter" else "cancelled"
         )
-        if reason == "cancelled" and self._clock.now() >= record.deadline - EXPIRY_GRACE:
-            # The host permission lifetime ran out (its timer started when the request
-            # was registered, a moment before this card): that is this card's expiry.
-            state = "expired"
         self._finalize(record, state, ("reserved", "pending"))
 
     def _expire(self, record: QuestionRecord) -> None:
@@ -527,7 +535,9 @@ class QuestionCardController:
         actor = callback.actor_id
         with self._lock:
             record = self._by_track.get(callback.out_track_id)
-        if record is None or record.state.state != "pending":
+        # A reserved card is claimable too: a valid callback for it proves it was
+        # delivered (DingTalk shows the card before createAndDeliver answers).
+        if record is None or record.state.state not in _CLAIMABLE:
             return CallbackResult.ignored(actor)
         if actor != record.owner_key:
             with self._lock:
@@ -553,7 +563,7 @@ class QuestionCardController:
             }
             success_state = "submitted"
         with self._lock:
-            if not record.state.compare_and_set("pending", "claimed"):
+            if not record.state.compare_and_set(_CLAIMABLE, "claimed"):
                 return CallbackResult.ignored(actor)
             timer, record.timer = record.timer, None
             slot = record.queue.reserve()

@@ -20,14 +20,15 @@ Ingress: ``ingress_routes()`` returns ``POST /feishu/events`` (message events) a
 ``POST /feishu/card`` (card actions). Both verify synchronously (token, signature,
 decryption, freshness - see :mod:`channelkit.platforms.feishu.ingress`), answer the
 URL-verification challenge, claim what must be claimed, and return the ACK at once;
-agent runs, responders, cancellation and card writes run on the pool.
+the hand-offs of agent runs, responders, cancellation and card writes to the pool are
+in the response's ``after`` and start only once the ACK was written.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -146,10 +147,9 @@ class FeishuChannel(ChannelBase):
             cardkit=config.cardkit,
             send_text=self._send_text_now,
         )
-        lifetime = min(
-            config.forms.timeout_ms / 1000.0,
-            max(1.0, self.config.permission_timeout - 1.0),
-        )
+        # per request, the form also ends EXPIRY_MARGIN before core's own deadline
+        # (context.expires_at), so it is finalized expired before core answers
+        lifetime = min(config.forms.timeout_ms / 1000.0, self.config.permission_timeout)
         self.questions = QuestionPresenter(
             self.api,
             clock=self.clock,
@@ -357,24 +357,43 @@ class FeishuChannel(ChannelBase):
             self._events_seen[key] = True
         return fresh
 
-    def handle_event_request(self, request: IngressRequest) -> IngressResponse:
-        """The event callback: challenge, then ``im.message.receive_v1`` -> a run."""
+    def _handle(
+        self,
+        request: IngressRequest,
+        what: str,
+        route: Callable[[Any], IngressResponse],
+    ) -> IngressResponse:
+        """The shared opening of both callbacks: verify, answer the URL challenge, route.
+
+        Rejections pass through as the verifier answers them; a failure in ``route``
+        is logged and ACKed (a Feishu retry would not help).
+        """
         try:
             verified = self._verify(request)
             if isinstance(verified, IngressResponse):
                 return verified
             if verified.kind == "challenge":
                 return IngressResponse.json(200, {"challenge": verified.challenge})
-            if verified.event_type == MESSAGE_EVENT and self._first_delivery(verified.event_id):
-                self._dispatch_message(verified.payload)
-            elif verified.event_type == "card.action.trigger":
-                return self._card_response(verified.payload)
-            return IngressResponse.json(200, {})
+            return route(verified)
         except Exception:
-            logger.exception("Feishu event handler failed")
+            logger.exception("Feishu %s handler failed", what)
             return IngressResponse.json(200, {})
 
-    def _dispatch_message(self, payload: Any) -> None:
+    def handle_event_request(self, request: IngressRequest) -> IngressResponse:
+        """The event callback: challenge, then ``im.message.receive_v1`` -> a run.
+
+        The run is started by the response's ``after`` (after the ACK)."""
+        return self._handle(request, "event", self._route_event)
+
+    def _route_event(self, verified: Any) -> IngressResponse:
+        after: list[Callable[[], None]] = []
+        if verified.event_type == MESSAGE_EVENT and self._first_delivery(verified.event_id):
+            self._dispatch_message(verified.payload, after)
+        elif verified.event_type == "card.action.trigger":
+            return self._card_response(verified.payload)
+        return IngressResponse.json(200, {}, after=after)
+
+    def _dispatch_message(self, payload: Any, after: list[Callable[[], None]]) -> None:
         message = parse_message_event(payload)
         if message is None or message.sender_type != "user" or not message.text.strip():
             return
@@ -390,57 +409,55 @@ class FeishuChannel(ChannelBase):
             is_group=message.is_group,
         )
         try:
-            self.handle_inbound(inbound)
+            self.handle_inbound(inbound, defer=after)
         except Exception as exc:
             logger.warning("inbound Feishu message not accepted: %s", exc)
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
-        """The card action callback: Stop, form Submit and Cancel."""
-        try:
-            verified = self._verify(request)
-            if isinstance(verified, IngressResponse):
-                return verified
-            if verified.kind == "challenge":
-                return IngressResponse.json(200, {"challenge": verified.challenge})
-            return self._card_response(verified.payload)
-        except Exception:
-            logger.exception("Feishu card handler failed")
-            return IngressResponse.json(200, {})
+        """The card action callback: Stop, form Submit and Cancel.
+
+        Claimed in the handler; cancellation and responders start from ``after``."""
+        return self._handle(request, "card", lambda verified: self._card_response(verified.payload))
 
     def _card_response(self, payload: Any) -> IngressResponse:
         action = parse_card_action(payload)
         if action is None:
             return IngressResponse.json(200, {})
         if action.action == cards.STOP_ACTION:
-            return IngressResponse.json(200, self._handle_stop(action))
+            body, after = self._handle_stop(action)
+            return IngressResponse.json(200, body, after=after)
         if action.action in (cards.SUBMIT_ACTION, cards.CANCEL_ACTION):
             result = self.questions.handle_action(action)
-            if result.execute is not None:
-                self.pool.post(result.execute)
-            return IngressResponse.json(200, result.body)
+            work = () if result.execute is None else (result.execute,)
+            return IngressResponse.json(200, result.body, after=work)
         return IngressResponse.json(200, {})
 
     # -- Stop ---------------------------------------------------------------------------
 
-    def _handle_stop(self, action: CardAction) -> dict[str, Any]:
-        """Correlate, authorize (owner only, fail closed) and claim; cancel on the pool."""
+    def _handle_stop(
+        self, action: CardAction
+    ) -> tuple[dict[str, Any], tuple[Callable[[], None], ...]]:
+        """Correlate, authorize (owner only, fail closed) and claim.
+
+        Returns the ACK body and the deferred hand-off of the cancellation to the pool.
+        """
         strings = cards.strings(self.feishu.language)
         segment_id = action.value.get("segment")
         if not isinstance(segment_id, str):
-            return {}
+            return {}, ()
         card = self.output.get(segment_id)
         if card is None:
-            return {}  # historical or unknown card: it can never stop a later run
+            return {}, ()  # historical or unknown card: it can never stop a later run
         if card.message_id is not None and action.open_message_id != card.message_id:
-            return {}
+            return {}, ()
         if action.operator_open_id is None or action.operator_open_id != card.owner_id:
             logger.info("Stop refused: operator is not the run owner")
-            return {"toast": {"type": "warning", "content": strings["toast_not_owner"]}}
+            return {"toast": {"type": "warning", "content": strings["toast_not_owner"]}}, ()
         if card.state.state != "running" or not card.stop_claim.try_claim():
-            return {}
+            return {}, ()
         card.stop_requested = True
-        self.pool.post(self._stop, card)
-        return {"toast": {"type": "info", "content": strings["toast_stopped"]}}
+        body = {"toast": {"type": "info", "content": strings["toast_stopped"]}}
+        return body, (lambda: self.pool.post(self._stop, card),)
 
     def _stop(self, card: Any) -> None:
         try:

@@ -13,6 +13,11 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
 
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.common.config import (
+    check_http_url,
+    check_positive_seconds,
+    settings_kwargs,
+)
 
 __all__ = ["LANGUAGES", "FeishuConfig", "FeishuFormsConfig", "Language"]
 
@@ -71,22 +76,16 @@ class FeishuConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str = "feishu") -> FeishuConfig:
         """Build a config from a plain mapping; errors name the field (``feishu.x``)."""
-        if not isinstance(data, Mapping):
-            raise ConfigurationError("must be an object", path)
-        known = {f.name for f in fields(cls)}
-        for key in data:
-            if key not in known:
-                raise ConfigurationError("unknown field", f"{path}.{key}")
-        for required in ("app_id", "app_secret", "verification_token"):
-            if required not in data:
-                raise ConfigurationError("is required", f"{path}.{required}")
-        values = dict(data)
+        values = settings_kwargs(
+            cls,
+            data,
+            path,
+            required=("app_id", "app_secret", "verification_token"),
+            camel=False,
+        )
         forms = values.get("forms")
         if isinstance(forms, Mapping):
-            forms_known = {f.name for f in fields(FeishuFormsConfig)}
-            for key in forms:
-                if key not in forms_known:
-                    raise ConfigurationError("unknown field", f"{path}.forms.{key}")
+            forms = settings_kwargs(FeishuFormsConfig, forms, f"{path}.forms", camel=False)
             probe_forms = _probe(FeishuFormsConfig, forms)
             _validate_forms(probe_forms, f"{path}.forms")
             values["forms"] = FeishuFormsConfig(**dict(forms))
@@ -143,10 +142,7 @@ def _validate(cfg: FeishuConfig, path: str) -> None:
         raise ConfigurationError("must be a boolean", f"{path}.cardkit")
     _require_str(cfg.reaction, f"{path}.reaction", allow_empty=True)
     _require_str(cfg.base_url, f"{path}.base_url")
-    if not cfg.base_url.startswith(("http://", "https://")):
-        raise ConfigurationError("must be an http(s) URL", f"{path}.base_url")
-    skew = cfg.max_clock_skew_s
-    if isinstance(skew, bool) or not isinstance(skew, int | float) or skew <= 0:
-        raise ConfigurationError("must be a positive number of seconds", f"{path}.max_clock_skew_s")
+    check_http_url(cfg.base_url, f"{path}.base_url")
+    check_positive_seconds(cfg.max_clock_skew_s, f"{path}.max_clock_skew_s")
     if cfg.title is not None:
         _require_str(cfg.title, f"{path}.title")

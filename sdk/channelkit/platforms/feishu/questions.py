@@ -8,6 +8,12 @@ arbitration, changed only by compare-and-set::
         \\______________________\\________________________________/
                  settlement / run end / timeout / delivery failure
 
+A valid owner callback may also claim a ``reserved`` record (``reserved -> claimed``):
+it proves the card was delivered although ``send_card`` has not answered yet (its
+message id is then not known, so only the request id, chat and operator are checked).
+The delivery that finishes later sees the claim and never activates the card; the
+responder runs after it on the run's projection queue.
+
 Visible terminal states are ``submitted``, ``cancelled`` and ``expired``; every one is
 projected by patching the *same* message in place (never deleted).
 
@@ -20,9 +26,10 @@ projected by patching the *same* message in place (never deleted).
 * The callback is ACKed at once; the responder runs afterwards on the run's projection
   queue, then the card is patched from the responder's result (accepted submit ->
   submitted, accepted cancel -> cancelled, refused/raised -> expired).
-* Expiry (``forms.timeout_ms``, one scheduler timer) patches the card to expired FIRST
-  and only then calls the responder with ``cancelled``, so the resulting settlement
-  cannot relabel it.
+* Expiry (``forms.timeout_ms`` from presentation, cut to end ``EXPIRY_MARGIN`` before
+  core's own deadline ``context.expires_at``; one scheduler timer) patches the card to
+  expired FIRST and only then calls the responder with ``cancelled``, so the resulting
+  settlement cannot relabel it.
 * Answers use seed 001's submit format: ``{"outcome": {"outcome": "selected",
   "optionId": <submit option>}, "answers": {"0": "Beijing", "1": "Logs, Metrics"}}``;
   multi-select labels joined with ``", "``; cancel sends ``{"outcome": {"outcome":
@@ -41,7 +48,7 @@ from functools import partial
 from typing import Any
 
 from channelkit.core.types import SettlementReason, UserInputPresentationResult
-from channelkit.platforms.common import StateCell, TombstoneStore
+from channelkit.platforms.common import StateCell, TombstoneStore, question_deadline
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.ingress import CardAction
@@ -51,6 +58,8 @@ __all__ = ["ActionResult", "QuestionPresenter", "QuestionRecord", "encode_answer
 logger = logging.getLogger(__name__)
 
 MAX_LIVE_REQUESTS = 1_000
+#: States a valid owner callback may claim (reserved: the callback proves delivery).
+_CLAIMABLE = ("reserved", "pending")
 DELIVERY_WAIT = 25.0
 
 SerialSubmit = Callable[[Hashable, Callable[[], Any]], "Future[Any]"]
@@ -130,6 +139,7 @@ class QuestionRecord:
     unsubscribe: Callable[[], Any] | None = None
     timer: Any = None
     claim_action: str | None = None
+    deadline: float = 0.0  # absolute expiry on the injected clock
     executing: bool = False
     deferred: str | None = None  # settlement received while claimed, before execute
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -211,6 +221,7 @@ class QuestionPresenter:
             questions=tuple(context.questions),
             submit_option_id=str(context.submit_option_id),
             respond=context.respond,
+            deadline=question_deadline(self._clock.now(), self._timeout_s, context),
         )
         with self._lock:
             if record.scope in self._scopes or record.request_id in self._live:
@@ -257,8 +268,12 @@ class QuestionPresenter:
         record.message_id = message_id
         if record.cell.compare_and_set("reserved", "pending"):
             record.timer = self._scheduler.call_later(
-                self._timeout_s, lambda r=record: self._on_timeout(r)
+                max(0.0, record.deadline - self._clock.now()), lambda r=record: self._on_timeout(r)
             )
+            return UserInputPresentationResult.PRESENTED
+        if record.cell.state == "claimed":
+            # claimed by an early callback: its responder (queued behind this job)
+            # patches the card; never activate it
             return UserInputPresentationResult.PRESENTED
         # Settled while delivering: make the delivered card non-interactive.
         self._patch(record, record.terminal or "expired")
@@ -291,11 +306,14 @@ class QuestionPresenter:
         ):
             return stale
         record = self.get(request_id)
-        if record is None or record.message_id is None:
+        if record is None:
             return stale
         if action.operator_open_id is None or action.operator_open_id != record.owner_id:
             return ActionResult(_toast("warning", s["toast_not_owner"]), disposition="forbidden")
-        if action.open_chat_id != record.chat_id or action.open_message_id != record.message_id:
+        message_id = record.message_id  # None while send_card has not answered
+        if action.open_chat_id != record.chat_id or (
+            message_id is not None and action.open_message_id != message_id
+        ):
             return stale
         response: dict[str, Any]
         if kind == cards.SUBMIT_ACTION:
@@ -304,7 +322,7 @@ class QuestionPresenter:
                     record.questions, action.form_value, custom_text=self._custom_text
                 )
             except InvalidForm:
-                if record.cell.state != "pending":
+                if record.cell.state not in _CLAIMABLE:
                     return stale
                 return ActionResult(_toast("warning", s["toast_invalid"]), disposition="invalid")
             response = {
@@ -314,7 +332,7 @@ class QuestionPresenter:
         else:
             answers = {}
             response = {"outcome": {"outcome": "cancelled"}}
-        if not record.cell.compare_and_set("pending", "claimed"):
+        if not record.cell.compare_and_set(_CLAIMABLE, "claimed"):
             return stale
         record.claim_action = kind
         if record.timer is not None:

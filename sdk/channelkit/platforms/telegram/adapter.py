@@ -15,7 +15,8 @@ Setup: :meth:`TelegramChannel.register_commands` registers the command menu
 (``setMyCommands``, including ``/cancel``) once at startup.
 
 Inbound: mount :meth:`TelegramChannel.ingress_routes` (``POST /telegram/webhook``,
-verified with ``X-Telegram-Bot-Api-Secret-Token``), or feed updates from your own
+verified with ``X-Telegram-Bot-Api-Secret-Token``; the update's pool work starts from
+the response's ``after``, once the ACK was written), or feed updates from your own
 long-polling loop to :meth:`TelegramChannel.process_update`. ``/cancel``, ``/approve``,
 ``/approve-always`` and ``/deny`` are handled by :class:`~channelkit.core.ChannelBase`
 (``/cancel@yourbot`` works in groups); ``/start`` and ``/help`` answer locally.
@@ -24,7 +25,7 @@ long-polling loop to :meth:`TelegramChannel.process_update`. ``/cancel``, ``/app
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from channelkit.agents.base import AgentBridge
@@ -174,28 +175,42 @@ class TelegramChannel(ChannelBase):
 
     # -- ingress -------------------------------------------------------------------------
     def ingress_routes(self) -> list[IngressRoute]:
-        """``POST /telegram/webhook``: secret-token check, parse, dispatch, ACK."""
-        handler = TelegramWebhook(self.telegram_config.webhook_secret, self.process_update)
+        """``POST /telegram/webhook``: secret-token check, parse, dispatch, ACK.
+
+        The update's pool work (runs, commands, answerCallbackQuery, responders) is in
+        the response's ``after``: it starts once the ACK was written."""
+        handler = TelegramWebhook(self.telegram_config.webhook_secret, self.dispatch_update)
         return [IngressRoute(WEBHOOK_PATH, handler, ("POST",), "telegram-webhook")]
 
+    def dispatch_update(self, update: TgUpdate | Mapping[str, Any]) -> list[Callable[[], None]]:
+        """The synchronous part of one ``Update``: parse, correlate, authorize, claim.
+
+        Returns quick callables that hand the update's network work to the pool; run
+        them after the ACK (the webhook route does, via ``IngressResponse.after``).
+        """
+        parsed = update if isinstance(update, TgUpdate) else parse_update(update)
+        after: list[Callable[[], None]] = []
+        if parsed.callback_query is not None:
+            self._handle_callback(parsed.callback_query, after)
+        elif parsed.message is not None:
+            self._handle_message(parsed.message, after)
+        return after
+
     def process_update(self, update: TgUpdate | Mapping[str, Any]) -> None:
-        """Handle one ``Update`` (webhook or your own ``getUpdates`` loop).
+        """Handle one ``Update`` from your own ``getUpdates`` loop (no ACK to wait for).
 
         Runs synchronously and returns quickly: messages become runs or commands on the
         pool, button taps are claimed in memory and answered on the pool.
         """
-        parsed = update if isinstance(update, TgUpdate) else parse_update(update)
-        if parsed.callback_query is not None:
-            self._handle_callback(parsed.callback_query)
-        elif parsed.message is not None:
-            self._handle_message(parsed.message)
+        for hand_off in self.dispatch_update(update):
+            hand_off()
 
-    def _handle_callback(self, query: TgCallbackQuery) -> None:
-        if self.questions.handle_callback(query):
+    def _handle_callback(self, query: TgCallbackQuery, after: list[Callable[[], None]]) -> None:
+        if self.questions.handle_callback(query, after=after):
             return
         # Not one of ours: still answer it so the client's spinner stops.
         query_id = query.id
-        self.pool.post(self._answer_quietly, query_id, TEXT_UNKNOWN)
+        after.append(lambda: self.pool.post(self._answer_quietly, query_id, TEXT_UNKNOWN))
 
     def _answer_quietly(self, query_id: str, text: str) -> None:
         try:
@@ -203,7 +218,7 @@ class TelegramChannel(ChannelBase):
         except Exception as exc:
             logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
 
-    def _handle_message(self, message: TgMessage) -> None:
+    def _handle_message(self, message: TgMessage, after: list[Callable[[], None]]) -> None:
         sender = message.from_user
         if sender is None or sender.is_bot or message.text is None:
             return  # service messages, channel posts, media without text
@@ -211,7 +226,8 @@ class TelegramChannel(ChannelBase):
         text = message.text
         command = text.strip().split(maxsplit=1)[0][1:].split("@", 1)[0].lower() if text else ""
         if text.startswith("/") and command in _LOCAL_COMMANDS:
-            self.pool.post(self._send_quietly, str(message.chat.id), HELP_TEXT, thread)
+            chat_id = str(message.chat.id)
+            after.append(lambda: self.pool.post(self._send_quietly, chat_id, HELP_TEXT, thread))
             return
         msg = InboundMessage(
             channel_name=self.name,
@@ -223,7 +239,7 @@ class TelegramChannel(ChannelBase):
             is_group=message.chat.type != "private",
             sender_name=sender.first_name or sender.username,
         )
-        self.handle_inbound(msg)
+        self.handle_inbound(msg, defer=after)
 
     def _send_quietly(self, chat_id: str, text: str, thread: int | None) -> None:
         try:

@@ -14,6 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.common.config import (
+    check_http_url,
+    check_non_empty,
+    check_positive_seconds,
+    settings_kwargs,
+)
 
 __all__ = ["DEFAULT_API_BASE_URL", "TelegramConfig"]
 
@@ -64,47 +70,15 @@ class TelegramConfig:
                 "must be 1-256 characters of A-Z, a-z, 0-9, '_' or '-'",
                 path="telegram.webhook_secret",
             )
-        if not isinstance(self.channel_name, str) or not self.channel_name.strip():
-            raise ConfigurationError("must be a non-empty string", path="telegram.channel_name")
-        if not isinstance(self.api_base_url, str) or not self.api_base_url.startswith(
-            ("http://", "https://")
-        ):
-            raise ConfigurationError("must be an http(s) URL", path="telegram.api_base_url")
-        _positive(self.typing_interval_s, "telegram.typing_interval_s", maximum=5.0)
-        _positive(self.question_timeout_s, "telegram.question_timeout_s")
-        _positive(self.request_timeout_s, "telegram.request_timeout_s")
+        check_non_empty(self.channel_name, "telegram.channel_name")
+        check_http_url(self.api_base_url, "telegram.api_base_url")
+        check_positive_seconds(self.typing_interval_s, "telegram.typing_interval_s", maximum=5.0)
+        check_positive_seconds(self.question_timeout_s, "telegram.question_timeout_s")
+        check_positive_seconds(self.request_timeout_s, "telegram.request_timeout_s")
         if not isinstance(self.native_questions, bool):
             raise ConfigurationError("must be a boolean", path="telegram.native_questions")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TelegramConfig:
         """Build from a plain mapping (camelCase or snake_case keys); unknown keys fail."""
-        if not isinstance(data, Mapping):
-            raise ConfigurationError("must be an object", path="telegram")
-        aliases = {
-            "botToken": "bot_token",
-            "webhookSecret": "webhook_secret",
-            "channelName": "channel_name",
-            "apiBaseUrl": "api_base_url",
-            "typingIntervalS": "typing_interval_s",
-            "nativeQuestions": "native_questions",
-            "questionTimeoutS": "question_timeout_s",
-            "requestTimeoutS": "request_timeout_s",
-        }
-        known = set(aliases.values())
-        kwargs: dict[str, Any] = {}
-        for key, value in data.items():
-            name = aliases.get(key, key)
-            if name not in known:
-                raise ConfigurationError("unknown setting", path=f"telegram.{key}")
-            kwargs[name] = value
-        if "bot_token" not in kwargs:
-            raise ConfigurationError("is required", path="telegram.bot_token")
-        return cls(**kwargs)
-
-
-def _positive(value: object, path: str, *, maximum: float | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ConfigurationError("must be a positive number of seconds", path=path)
-    if maximum is not None and value > maximum:
-        raise ConfigurationError(f"must be at most {maximum:g} seconds", path=path)
+        return cls(**settings_kwargs(cls, data, "telegram", required=("bot_token",)))

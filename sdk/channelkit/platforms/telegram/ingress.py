@@ -10,8 +10,9 @@ constant time. :func:`parse_update` turns the JSON into the small typed records 
 
 :class:`TelegramWebhook` is the framework-neutral handler behind the adapter's
 ``/telegram/webhook`` route: it verifies, parses and dispatches synchronously (the
-dispatcher only mutates in-memory state and queues network work), then answers 200.
-It never raises into the web framework.
+dispatcher only mutates in-memory state and returns the hand-offs of network work to
+the pool), then answers 200 with those hand-offs in ``IngressResponse.after``, so they
+start once the ACK was written. It never raises into the web framework.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -223,13 +224,18 @@ def parse_update(data: Any) -> TgUpdate:
 class TelegramWebhook:
     """The ``/telegram/webhook`` handler: verify, parse, dispatch, ACK.
 
-    ``dispatch`` receives the parsed update on the web thread and must return quickly
-    (queue network work on the pool). Answers: 401 on a missing or wrong secret token,
-    400 on a body that is not a JSON ``Update``, 200 otherwise (also when ``dispatch``
-    raised: the error is logged, and a retry by Telegram would not help).
+    ``dispatch`` receives the parsed update on the web thread and must return quickly:
+    it returns the quick callables that hand its network work to the pool (or None),
+    which become the response's ``after``. Answers: 401 on a missing or wrong secret
+    token, 400 on a body that is not a JSON ``Update``, 200 otherwise (also when
+    ``dispatch`` raised: the error is logged, and a retry by Telegram would not help).
     """
 
-    def __init__(self, secret: str | None, dispatch: Callable[[TgUpdate], None]) -> None:
+    def __init__(
+        self,
+        secret: str | None,
+        dispatch: Callable[[TgUpdate], Iterable[Callable[[], None]] | None],
+    ) -> None:
         self._secret = secret
         self._dispatch = dispatch
 
@@ -248,8 +254,9 @@ class TelegramWebhook:
         except UpdateParseError as exc:
             logger.warning("telegram webhook rejected: %s", exc)
             return IngressResponse.json(400, {"ok": False, "error": str(exc)})
+        after: Iterable[Callable[[], None]] | None = None
         try:
-            self._dispatch(update)
+            after = self._dispatch(update)
         except Exception:
             logger.exception("telegram update %s dispatch failed", update.update_id)
-        return IngressResponse.json(200, {})
+        return IngressResponse.json(200, {}, after=after or ())

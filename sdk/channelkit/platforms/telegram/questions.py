@@ -26,7 +26,13 @@ State machine and arbitration
 ``reserved -> pending -> claimed -> terminal``. A record is reserved (and subscribed to
 settlement) before its messages are sent, becomes pending only if still live after
 delivery, is claimed by exactly one valid callback (submit or cancel, under the
-presenter lock, before any network call), and becomes terminal once. Every terminal
+presenter lock, before any network call), and becomes terminal once. A valid owner tap
+on a message of a still-reserved record counts too (the message is visible before
+``sendMessage`` answers; the token in its data proves it is ours): it records the
+choice or claims the request, and the delivery that finishes later never activates a
+claimed record (no expiry timer; the responder projects the terminal state). The expiry
+timer ends the questions ``EXPIRY_MARGIN`` before core's own deadline
+(``ctx.expires_at``). Every terminal
 transition edits all of the request's messages in place (keyboard removed) to
 ``Submitted`` / ``Cancelled`` / ``Expired``; a failed edit is logged and never rolls back
 the response. Terminal records leave a tombstone (token -> terminal state, 10 minutes,
@@ -46,8 +52,10 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
+from channelkit.platforms.common import question_deadline
 from channelkit.platforms.telegram.ingress import TgCallbackQuery
 from channelkit.runtime import BoundedMap
 
@@ -261,6 +269,7 @@ class _Record:
     terminal: str | None = None
     timer: Any = None
     unsubscribe: Callable[[], Any] | None = None
+    deadline: float = 0.0  # absolute expiry on the injected clock
 
 
 class TelegramQuestionPresenter:
@@ -288,6 +297,7 @@ class TelegramQuestionPresenter:
         self._api = api
         self._submit = submit
         self._scheduler = scheduler
+        self._clock = clock
         self._timeout_s = timeout_s
         self._lock = threading.RLock()
         self._live: dict[str, _Record] = {}
@@ -359,6 +369,7 @@ class TelegramQuestionPresenter:
                 message_ids=[None] * len(questions),
                 selections=[set() for _ in questions],
                 done=[False] * len(questions),
+                deadline=question_deadline(self._clock.now(), self._timeout_s, ctx),
             )
             self._live[token] = record
             self._by_scope[scope] = token
@@ -384,6 +395,9 @@ class TelegramQuestionPresenter:
                 sent_any = any(m is not None for m in record.message_ids)
                 if self._finalize(record, "expired") and sent_any:
                     self._enqueue_terminal_projection(record)
+                with self._lock:
+                    if record.state == "claimed":
+                        return "presented"  # answered by an early tap
                 return "unsupported"
             with self._lock:
                 record.message_ids[index] = message_id
@@ -392,25 +406,43 @@ class TelegramQuestionPresenter:
             if record.state == "reserved":
                 record.state = "pending"
                 record.timer = self._scheduler.call_later(
-                    self._timeout_s, lambda: self._on_timeout(record)
+                    max(0.0, record.deadline - self._clock.now()),
+                    lambda: self._on_timeout(record),
                 )
                 return "presented"
+            if record.state == "claimed":
+                return "presented"  # an early tap claimed it: its responder projects
         # Settled while delivering: the messages just sent become non-interactive.
         self._enqueue_terminal_projection(record)
         return "presented"
 
     # -- callbacks -----------------------------------------------------------------------
-    def handle_callback(self, query: TgCallbackQuery) -> bool:
-        """Handle a button tap synchronously (web thread); network work is queued.
+    def handle_callback(
+        self, query: TgCallbackQuery, *, after: list[Callable[[], None]] | None = None
+    ) -> bool:
+        """Handle a button tap synchronously (web thread): correlate, authorize, claim.
 
         Returns True when the tap belonged to this presenter's scheme (it is always
         answered), False when ``callback_data`` is not ours (the caller answers it).
+        The network work (``answerCallbackQuery``, the responder, message edits) is
+        queued at once, or, with ``after``, appended to it as quick callables that queue
+        it (run them after the webhook ACK).
         """
+        work: list[Callable[[], None]] = []
+        handled = self._decide(query, work)
+        if after is not None:
+            after.extend(work)
+        else:
+            for queue_it in work:
+                queue_it()
+        return handled
+
+    def _decide(self, query: TgCallbackQuery, work: list[Callable[[], None]]) -> bool:
         action = parse_callback(query.data)
         if action is None:
             if not (query.data or "").startswith(CALLBACK_PREFIX + ":"):
                 return False
-            self._answer(query.id, TEXT_UNKNOWN, key=f"cq:{query.id}")
+            work.append(self._answer_job(query.id, TEXT_UNKNOWN, key=f"cq:{query.id}"))
             return True
         response: list[Callable[[], None]] = []
         with self._lock:
@@ -420,11 +452,13 @@ class TelegramQuestionPresenter:
             else:
                 reply = self._apply(record, action, query, response)
         if record is None:
-            self._answer(query.id, TEXT_STALE if stale else TEXT_UNKNOWN, key=f"cq:{query.id}")
+            text = TEXT_STALE if stale else TEXT_UNKNOWN
+            work.append(self._answer_job(query.id, text, key=f"cq:{query.id}"))
             return True
-        self._answer(query.id, reply, key=record.token)
+        token = record.token
+        work.append(self._answer_job(query.id, reply, key=token))
         for job in response:
-            self._submit(record.token, job)
+            work.append(partial(self._submit, token, job))
         return True
 
     def _apply(
@@ -438,17 +472,23 @@ class TelegramQuestionPresenter:
         message = query.message
         if message is None or str(message.chat.id) != str(record.chat_id):
             return TEXT_WRONG_MESSAGE
+        reserved = record.state == "reserved"
         if action.kind == "cancel":
-            if message.message_id not in record.message_ids:
+            # while reserved, a message whose sendMessage has not answered yet is ours
+            # too (the token proves it); its id is recorded when the send returns
+            if message.message_id not in record.message_ids and not (
+                reserved and None in record.message_ids
+            ):
                 return TEXT_WRONG_MESSAGE
         else:
             if action.question >= len(record.questions):
                 return TEXT_WRONG_MESSAGE
-            if record.message_ids[action.question] != message.message_id:
+            known = record.message_ids[action.question]
+            if known != message.message_id and not (reserved and known is None):
                 return TEXT_WRONG_MESSAGE
         if str(query.from_user.id) != record.owner_id:
             return TEXT_NOT_OWNER
-        if record.state != "pending":
+        if record.state not in ("reserved", "pending"):
             return TEXT_BUSY if record.state == "claimed" else TEXT_STALE
         if action.kind == "cancel":
             record.state = "claimed"
@@ -625,7 +665,7 @@ class TelegramQuestionPresenter:
 
     def _edit_selection(self, record: _Record, index: int, selected: frozenset[int]) -> None:
         with self._lock:
-            if record.state != "pending":
+            if record.state not in ("reserved", "pending"):
                 return  # a terminal projection supersedes the intermediate one
             message_id = record.message_ids[index]
         if message_id is None:
@@ -644,14 +684,16 @@ class TelegramQuestionPresenter:
                 type(exc).__name__,
             )
 
-    def _answer(self, callback_query_id: str, text: str, *, key: str) -> None:
+    def _answer_job(self, callback_query_id: str, text: str, *, key: str) -> Callable[[], None]:
+        """A callable that queues the ``answerCallbackQuery`` of a tap."""
+
         def job() -> None:
             try:
                 self._api.answer_callback_query(callback_query_id, _truncate(text, MAX_ANSWER_TEXT))
             except Exception as exc:
                 logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
 
-        self._submit(key, job)
+        return partial(self._submit, key, job)
 
     def close(self) -> None:
         """Expire every live question (projection queued; responders not called)."""

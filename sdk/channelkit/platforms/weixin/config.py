@@ -11,6 +11,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.common.config import (
+    check_http_url,
+    check_non_empty,
+    check_positive_seconds,
+    settings_kwargs,
+)
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_CHANNEL_VERSION", "WeixinConfig"]
 
@@ -41,29 +47,19 @@ class WeixinConfig:
     request_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.bot_token, str) or not self.bot_token.strip():
-            raise ConfigurationError("must be a non-empty string", path="weixin.bot_token")
-        if not isinstance(self.base_url, str) or not self.base_url.startswith(
-            ("http://", "https://")
-        ):
-            raise ConfigurationError("must be an http(s) URL", path="weixin.base_url")
-        if not isinstance(self.channel_version, str) or not self.channel_version.strip():
-            raise ConfigurationError("must be a non-empty string", path="weixin.channel_version")
+        check_non_empty(self.bot_token, "weixin.bot_token")
+        check_http_url(self.base_url, "weixin.base_url")
+        check_non_empty(self.channel_version, "weixin.channel_version")
         parts = self.channel_version.split(".")
         if len(parts) != 3 or not all(p.isdigit() and int(p) < 256 for p in parts):
             raise ConfigurationError(
                 "must look like '2.1.3' (three numbers below 256)", path="weixin.channel_version"
             )
-        if not isinstance(self.channel_name, str) or not self.channel_name.strip():
-            raise ConfigurationError("must be a non-empty string", path="weixin.channel_name")
+        check_non_empty(self.channel_name, "weixin.channel_name")
         if not isinstance(self.typing, bool):
             raise ConfigurationError("must be a boolean", path="weixin.typing")
-        for name in ("ticket_ttl_s", "request_timeout_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ConfigurationError(
-                    "must be a positive number of seconds", path=f"weixin.{name}"
-                )
+        check_positive_seconds(self.ticket_ttl_s, "weixin.ticket_ttl_s")
+        check_positive_seconds(self.request_timeout_s, "weixin.request_timeout_s")
 
     @property
     def client_version(self) -> int:
@@ -74,23 +70,4 @@ class WeixinConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WeixinConfig:
         """Build from a plain mapping (camelCase or snake_case keys); unknown keys fail."""
-        if not isinstance(data, Mapping):
-            raise ConfigurationError("must be an object", path="weixin")
-        aliases = {
-            "botToken": "bot_token",
-            "baseUrl": "base_url",
-            "channelVersion": "channel_version",
-            "channelName": "channel_name",
-            "ticketTtlS": "ticket_ttl_s",
-            "requestTimeoutS": "request_timeout_s",
-        }
-        known = {*aliases.values(), "typing"}
-        kwargs: dict[str, Any] = {}
-        for key, value in data.items():
-            name = aliases.get(key, key)
-            if name not in known:
-                raise ConfigurationError("unknown setting", path=f"weixin.{key}")
-            kwargs[name] = value
-        if "bot_token" not in kwargs:
-            raise ConfigurationError("is required", path="weixin.bot_token")
-        return cls(**kwargs)
+        return cls(**settings_kwargs(cls, data, "weixin", required=("bot_token",)))
