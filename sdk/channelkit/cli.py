@@ -63,6 +63,13 @@ def _cmd_info(_: argparse.Namespace) -> int:
     return 0
 
 
+def _feishu_options(args: argparse.Namespace) -> dict[str, Any]:
+    key = getattr(args, "feishu_encrypt_key", None)
+    if key is None:
+        return {}
+    return {"feishu_encrypt_key": key or None}
+
+
 def _cmd_playground(args: argparse.Namespace) -> int:
     from channelkit.playground import Playground
 
@@ -74,6 +81,7 @@ def _cmd_playground(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             demo_delay=args.delay,
+            **_feishu_options(args),
         )
     except ConfigurationError as exc:
         print(f"channelkit playground: {exc}", file=sys.stderr)
@@ -196,7 +204,17 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: free)")
     play.add_argument("--host", default="127.0.0.1", help="address to listen on")
     play.add_argument(
-        "--platform", default="dingtalk", choices=["dingtalk"], help="platform to emulate"
+        "--platform",
+        default="dingtalk",
+        choices=["dingtalk", "feishu", "telegram"],
+        help="platform to emulate (default: dingtalk)",
+    )
+    play.add_argument(
+        "--feishu-encrypt-key",
+        default=None,
+        metavar="KEY",
+        help="Feishu only: the encrypt key callbacks are encrypted and signed with "
+        '(default: a playground key; "" sends plain, unsigned callbacks)',
     )
     play.add_argument(
         "--agent", default=None, metavar="CMD", help='an ACP agent command, e.g. "qwen --acp"'

@@ -145,3 +145,37 @@ def test_playground_in_headless_chromium(browser: Browser, tmp_path: Path) -> No
         assert line.startswith("Stopped")
         shot = browser.screenshot(tmp_path / "playground.png")
         assert shot.stat().st_size > 10_000
+
+
+MESSAGES = "Array.from(document.querySelectorAll('.card[data-kind=\"message\"]'))"
+
+
+def test_telegram_playground_in_headless_chromium(browser: Browser, tmp_path: Path) -> None:
+    """Telegram: plain messages and inline-keyboard questions, edited in place."""
+    with Playground(platform="telegram", demo_delay=0.01) as pg:
+        browser.get(pg.url + "/")
+        browser.wait_js("return document.body.dataset.version !== undefined", "the first poll")
+        assert "telegram" in browser.text(browser.find("#platform"))
+        browser.send_keys(browser.find("#composer"), "hello keyboard")
+        browser.click(browser.find("#send"))
+        browser.wait_js(
+            "return " + MESSAGES + ".filter(c => c.querySelectorAll('.kb-btn').length).length == 2",
+            "two question messages with inline keyboards",
+        )
+
+        def tap(suffix: str, then: str) -> None:
+            browser.click(browser.find(f'.kb-btn[data-data$="{suffix}"]'))
+            browser.wait_js("return " + then, f"the result of tapping {suffix}")
+
+        tap(":o0.2", MESSAGES + ".some(c => c.textContent.includes('✓ Blue'))")
+        tap(":o1.0", MESSAGES + ".some(c => c.textContent.includes('✓ Cheese'))")
+        tap(":o1.2", MESSAGES + ".some(c => c.textContent.includes('✓ Basil'))")
+        tap(":s1", MESSAGES + ".some(c => c.textContent.includes('Submitted: Cheese, Basil'))")
+        final = browser.wait_js(
+            "const m = " + MESSAGES + ".find(c => c.textContent.includes('You picked'));"
+            "return m && m.querySelector('.msg-text').textContent",
+            "the continuation message",
+        )
+        assert "You picked **Blue** and **Cheese, Basil**" in final  # plain text, no parse mode
+        assert browser.script("return document.querySelectorAll('.kb-btn').length") == 0
+        browser.screenshot(tmp_path / "telegram.png")

@@ -86,7 +86,9 @@ def test_flask_quickstart_runs(emulator_env: EmulatorServer) -> None:
 
         def post(path: str, body: bytes, headers: Mapping[str, str]) -> tuple[int, str]:
             response = client.post(path, data=body, headers=dict(headers))
-            return response.status_code, response.get_data(as_text=True)
+            text = response.get_data(as_text=True)
+            response.close()  # a server closes the response: deferred work starts now
+            return response.status_code, text
 
         emulator = emulator_env.emulator
         emulator.deliver = _deliver(post)

@@ -30,7 +30,9 @@ def test_flask_blueprint_conversation(emulator_server: EmulatorServer) -> None:
 
         def deliver(url: str, headers: Mapping[str, str], body: bytes) -> CallbackDelivery:
             response = client.post(urlsplit(url).path, data=body, headers=dict(headers))
-            return CallbackDelivery(response.status_code, response.get_data(as_text=True))
+            text = response.get_data(as_text=True)
+            response.close()  # a server closes the response: deferred work starts now
+            return CallbackDelivery(response.status_code, text)
 
         emulator = emulator_server.emulator
         emulator.deliver = deliver

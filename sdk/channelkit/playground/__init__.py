@@ -15,7 +15,9 @@ from channelkit.playground.dingtalk import (
     dingtalk_robot_sign,
 )
 from channelkit.playground.emulator import CallbackDelivery, EmulatorBase, http_deliver
+from channelkit.playground.feishu import FeishuEmulator, feishu_encrypt, feishu_signature
 from channelkit.playground.server import EmulatorServer, LocalServer, free_port
+from channelkit.playground.telegram import TelegramEmulator
 
 __all__ = [
     "DEMO_QUESTIONS",
@@ -25,11 +27,15 @@ __all__ = [
     "DingtalkEmulator",
     "EmulatorBase",
     "EmulatorServer",
+    "FeishuEmulator",
     "LocalServer",
     "Playground",
+    "TelegramEmulator",
     "demo_agent",
     "dingtalk_card_signature",
     "dingtalk_robot_sign",
+    "feishu_encrypt",
+    "feishu_signature",
     "free_port",
     "http_deliver",
 ]

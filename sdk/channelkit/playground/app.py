@@ -7,15 +7,20 @@
         pg.send("hello")              # what the page's Send button does
         pg.emulator.calls()           # every API call the SDK made
 
+    Playground(platform="feishu")     # or "telegram"
+    Playground(clock=FakeClock(...))  # timers (question expiry, flushes) on a fake clock
+
 One HTTP server serves everything: the channel's ingress (``/dingtalk/robot``,
-``/dingtalk/card``), the emulated platform API the SDK's clients call (``/v1.0/...``),
-the emulator controls (``/_emulator/...``) and the page (``/``).
+``/dingtalk/card``; ``/feishu/events``, ``/feishu/card``; ``/telegram/webhook``), the
+emulated platform API the SDK's clients call (``/v1.0/...``, ``/open-apis/...``,
+``/bot<token>/...``), the emulator controls (``/_emulator/...``) and the page (``/``).
 """
 
 from __future__ import annotations
 
 import logging
 import shlex
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +29,10 @@ from channelkit.errors import ConfigurationError
 from channelkit.playground.demo import demo_agent
 from channelkit.playground.dingtalk import DingtalkEmulator
 from channelkit.playground.emulator import CallbackDelivery, EmulatorBase
+from channelkit.playground.feishu import FeishuEmulator
 from channelkit.playground.server import LocalServer
+from channelkit.playground.telegram import TelegramEmulator
+from channelkit.runtime.clock import Clock
 from channelkit.web import create_wsgi_app
 
 __all__ = ["PLATFORMS", "Playground"]
@@ -32,12 +40,17 @@ __all__ = ["PLATFORMS", "Playground"]
 logger = logging.getLogger(__name__)
 
 #: Platforms the playground can emulate.
-PLATFORMS = ("dingtalk",)
+PLATFORMS = ("dingtalk", "feishu", "telegram")
 
 _APP_KEY = "playground-app"
 _APP_SECRET = "playground-secret"
 _CARD_SECRET = "playground-card-secret"
 _ROUTE_KEY = "channelkit-playground"
+_FEISHU_APP_ID = "cli_playground"
+_FEISHU_TOKEN = "playground-verification-token"
+_FEISHU_ENCRYPT_KEY = "playground-encrypt-key"
+_TELEGRAM_TOKEN = "123456:playground-bot-token"
+_TELEGRAM_SECRET = "playground-webhook-secret"
 
 
 def _acp_bridge(command: str | Sequence[str]) -> AgentBridge:
@@ -53,9 +66,14 @@ def _acp_bridge(command: str | Sequence[str]) -> AgentBridge:
 class Playground:
     """The playground process.
 
-    ``platform``: ``"dingtalk"``. ``agent``: None (the demo agent), an ACP command line
-    (``"qwen --acp"``; run through ``AcpBridge``) or any :class:`AgentBridge`.
-    ``port`` 0 picks a free port. ``demo_delay`` paces the demo agent's streaming.
+    ``platform``: ``"dingtalk"`` (default), ``"feishu"`` or ``"telegram"``. ``agent``:
+    None (the demo agent), an ACP command line (``"qwen --acp"``; run through
+    ``AcpBridge``) or any :class:`AgentBridge`. ``port`` 0 picks a free port.
+    ``demo_delay`` paces the demo agent's streaming. ``clock`` is given to the channel: with a
+    :class:`~channelkit.runtime.FakeClock` whose wall time starts at the real time,
+    timers (question expiry, card flushes, typing keep-alive) fire only when the test
+    advances it. ``feishu_encrypt_key`` (Feishu only; None = plain callbacks) encrypts
+    and signs the emulator's callbacks.
     """
 
     def __init__(
@@ -67,6 +85,8 @@ class Playground:
         port: int = 0,
         demo_delay: float = 0.06,
         model: str | None = "demo",
+        clock: Clock | None = None,
+        feishu_encrypt_key: str | None = _FEISHU_ENCRYPT_KEY,
     ) -> None:
         if platform not in PLATFORMS:
             raise ConfigurationError(
@@ -75,6 +95,7 @@ class Playground:
         self.platform = platform
         self._server = LocalServer(host, port)
         self.url = self._server.url
+        self.clock = clock
         self._owns_agent = not isinstance(agent, AgentBridge)
         if agent is None:
             self.agent: AgentBridge = demo_agent(delay=demo_delay)
@@ -84,7 +105,12 @@ class Playground:
             self.agent = _acp_bridge(agent)
         self.emulator: EmulatorBase
         self.channel: Any
-        self._build_dingtalk(model)
+        if platform == "feishu":
+            self._build_feishu(feishu_encrypt_key)
+        elif platform == "telegram":
+            self._build_telegram(model)
+        else:
+            self._build_dingtalk(model)
         self.app = create_wsgi_app([self.channel], fallback=self.emulator)
         self._started = False
 
@@ -111,7 +137,69 @@ class Playground:
             }
         )
         self.emulator = emulator
-        self.channel = DingtalkChannel(config, self.agent)
+        self.channel = DingtalkChannel(config, self.agent, clock=self.clock)
+
+    def _build_feishu(self, encrypt_key: str | None) -> None:
+        from channelkit.core import ChannelConfig
+        from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+
+        emulator = FeishuEmulator(
+            app_id=_FEISHU_APP_ID,
+            app_secret=_APP_SECRET,
+            verification_token=_FEISHU_TOKEN,
+            encrypt_key=encrypt_key,
+            events_url=f"{self.url}/feishu/events",
+            card_url=f"{self.url}/feishu/card",
+        )
+        emulator.base_url = self.url
+        config = FeishuConfig(
+            app_id=_FEISHU_APP_ID,
+            app_secret=_APP_SECRET,
+            verification_token=_FEISHU_TOKEN,
+            encrypt_key=encrypt_key,
+            language="en",
+            base_url=self.url,
+            title="channelkit demo",
+        )
+        self.emulator = emulator
+        self.channel = FeishuChannel(
+            config, self.agent, channel_config=ChannelConfig(name="feishu"), clock=self.clock
+        )
+
+    def _build_telegram(self, model: str | None) -> None:
+        from channelkit.core import ChannelConfig
+        from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
+
+        emulator = TelegramEmulator(
+            bot_token=_TELEGRAM_TOKEN,
+            webhook_url=f"{self.url}/telegram/webhook",
+            secret_token=_TELEGRAM_SECRET,
+        )
+        emulator.base_url = self.url
+        config = TelegramConfig(
+            bot_token=_TELEGRAM_TOKEN,
+            webhook_secret=_TELEGRAM_SECRET,
+            api_base_url=self.url,
+        )
+        self.emulator = emulator
+        self.channel = TelegramChannel(
+            config,
+            self.agent,
+            channel_config=ChannelConfig(name="telegram", model=model),
+            clock=self.clock,
+        )
+
+    def _setup_platform(self) -> None:
+        """What a deployment does once at startup: Telegram's setWebhook and command menu."""
+        if self.platform != "telegram":
+            return
+        try:
+            self.channel.api.client.set_webhook(
+                body={"url": f"{self.url}/telegram/webhook", "secret_token": _TELEGRAM_SECRET}
+            )
+            self.channel.register_commands()
+        except Exception:
+            logger.exception("registering the Telegram webhook with the emulator failed")
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Playground:
@@ -119,12 +207,16 @@ class Playground:
         if not self._started:
             self._server.start(self.app)
             self._started = True
+            self._setup_platform()
         return self
 
     def serve_forever(self) -> None:
         """Serve on the calling thread until interrupted (Ctrl+C), then close."""
         try:
             self._started = True
+            threading.Thread(
+                target=self._setup_platform, name="channelkit-playground-setup", daemon=True
+            ).start()
             self._server.serve_forever(self.app)
         except KeyboardInterrupt:
             pass

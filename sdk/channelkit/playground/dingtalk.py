@@ -556,27 +556,6 @@ class DingtalkEmulator(EmulatorBase):
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         return self._send_callback("card", url, headers, body)
 
-    def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
-        if method == "POST" and path == "/_emulator/send":
-            text = data.get("text") if isinstance(data, Mapping) else None
-            if not isinstance(text, str) or not text.strip():
-                return HttpReply(400, {"error": "text: must be a non-empty string"})
-            msg_id, result = self.send_user_message(text.strip())
-            return HttpReply(200, {"msgId": msg_id, "status": result.status, "body": result.body})
-        if method == "POST" and path.startswith("/_emulator/cards/") and path.endswith("/action"):
-            card_id = path[len("/_emulator/cards/") : -len("/action")]
-            if not isinstance(data, Mapping) or not isinstance(data.get("action"), str):
-                return HttpReply(400, {"error": "action: must be a string"})
-            form = data.get("form")
-            try:
-                result = self.card_action(
-                    card_id, data["action"], form if isinstance(form, Mapping) else None
-                )
-            except KeyError:
-                return HttpReply(404, {"error": f"card {card_id} not found"})
-            return HttpReply(200, {"status": result.status, "body": result.body})
-        return None
-
 
 _TERMINAL_WORDS = {
     "completed": "completed",

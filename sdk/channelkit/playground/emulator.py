@@ -58,6 +58,9 @@ _SECRET_KEYS = frozenset(
         "tenant_access_token",
         "app_access_token",
         "token",
+        "secret_token",
+        "encrypt_key",
+        "verification_token",
     }
 )
 
@@ -227,6 +230,7 @@ class EmulatorBase:
                 "timeline": [copy.deepcopy(t) for t in self._timeline],
                 "cards": copy.deepcopy(dict(self._cards)),
                 "typing": self._typing_until > time.time(),
+                "typingUntil": self._typing_until,
                 **self.extra_state(),
             }
 
@@ -271,7 +275,34 @@ class EmulatorBase:
             self._touch()
         return result
 
+    def _set_toast(self, card_id: str, kind: str, text: str) -> None:
+        """Show a short notice (a platform toast / callback answer) on a card."""
+        with self._lock:
+            card = self._cards.get(card_id)
+            if card is not None:
+                card["toast"] = {"type": kind, "text": text[:200], "at": time.time()}
+                self._touch()
+
     # -- subclass hooks -----------------------------------------------------------------
+    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
+        """The person types ``text``; the platform's callback goes to the SDK.
+
+        Returns the new message's id and the SDK's answer.
+        """
+        raise NotImplementedError
+
+    def card_action(
+        self,
+        card_id: str,
+        action: str,
+        form: Mapping[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> CallbackDelivery:
+        """The person clicks on a card or message (``KeyError``: unknown card;
+        ``ValueError``: the card offers no such action)."""
+        raise NotImplementedError
+
     def handle_api(
         self,
         method: str,
@@ -308,8 +339,33 @@ class EmulatorBase:
             data = json.loads(body.decode("utf-8")) if body else {}
         except ValueError:
             return HttpReply(400, {"error": "body must be JSON"})
+        if method == "POST" and path == "/_emulator/send":
+            return self._control_send(data)
+        if method == "POST" and path.startswith("/_emulator/cards/") and path.endswith("/action"):
+            return self._control_action(path[len("/_emulator/cards/") : -len("/action")], data)
         reply = self.handle_control(method, path, data)
         return reply or HttpReply(404, {"error": "unknown emulator path"})
+
+    def _control_send(self, data: Any) -> HttpReply:
+        text = data.get("text") if isinstance(data, Mapping) else None
+        if not isinstance(text, str) or not text.strip():
+            return HttpReply(400, {"error": "text: must be a non-empty string"})
+        msg_id, result = self.send_user_message(text.strip())
+        return HttpReply(200, {"msgId": msg_id, "status": result.status, "body": result.body})
+
+    def _control_action(self, card_id: str, data: Any) -> HttpReply:
+        if not isinstance(data, Mapping) or not isinstance(data.get("action"), str):
+            return HttpReply(400, {"error": "action: must be a string"})
+        form = data.get("form")
+        try:
+            result = self.card_action(
+                card_id, data["action"], form if isinstance(form, Mapping) else None
+            )
+        except KeyError:
+            return HttpReply(404, {"error": f"card {card_id} not found"})
+        except ValueError as exc:
+            return HttpReply(400, {"error": str(exc)})
+        return HttpReply(200, {"status": result.status, "body": result.body})
 
     def _static(self, path: str) -> HttpReply | None:
         from channelkit.playground.static_files import read_static

@@ -16,6 +16,9 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from channelkit.playground.dingtalk import DingtalkEmulator
+from channelkit.playground.emulator import EmulatorBase
+from channelkit.playground.feishu import FeishuEmulator
+from channelkit.playground.telegram import TelegramEmulator
 
 __all__ = ["EmulatorServer", "LocalServer", "free_port"]
 
@@ -112,8 +115,15 @@ class LocalServer:
         self.stop()
 
 
+_EMULATORS: dict[str, type[EmulatorBase]] = {
+    "dingtalk": DingtalkEmulator,
+    "feishu": FeishuEmulator,
+    "telegram": TelegramEmulator,
+}
+
+
 class EmulatorServer:
-    """A DingTalk emulator served on 127.0.0.1 - the thing a test fixture starts.
+    """A platform emulator served on 127.0.0.1 - the thing a test fixture starts.
 
     ::
 
@@ -122,13 +132,21 @@ class EmulatorServer:
             ...
             emu.emulator.calls()
 
-    Keyword arguments go to :class:`DingtalkEmulator` (credentials, callback URLs,
+        EmulatorServer(platform="feishu", events_url=..., card_url=...)
+        EmulatorServer(platform="telegram", webhook_url=...)
+
+    Keyword arguments go to the platform's emulator class (:class:`DingtalkEmulator`,
+    :class:`FeishuEmulator`, :class:`TelegramEmulator`: credentials, callback URLs,
     ``deliver``); they can also be set later on ``emu.emulator``.
     """
 
-    def __init__(self, *, port: int = 0, **emulator_options: Any) -> None:
+    def __init__(
+        self, *, port: int = 0, platform: str = "dingtalk", **emulator_options: Any
+    ) -> None:
+        if platform not in _EMULATORS:
+            raise ValueError(f"platform: must be one of {', '.join(_EMULATORS)}")
         self.server = LocalServer(port=port)
-        self.emulator = DingtalkEmulator(**emulator_options)
+        self.emulator: Any = _EMULATORS[platform](**emulator_options)
         self.emulator.base_url = self.server.url
         self.server.start(self.emulator)
 

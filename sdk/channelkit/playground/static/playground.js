@@ -11,6 +11,7 @@
   var cardEls = {};    // card id -> element
   var msgEls = {};     // user msgId -> element
   var version = -1;
+  var pollWait = 8;
 
   function el(tag, cls, text) {
     var node = document.createElement(tag);
@@ -70,12 +71,12 @@
 
   function action(cardId, name, formData) {
     var card = cardEls[cardId];
-    var before = card ? card.dataset.state : null;
+    var before = card ? card.dataset.state + "/" + card.dataset.rev : null;
     if (card) card.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
     // A click the platform acknowledged but the SDK ignored (for example one that raced
     // the card's activation) changes nothing: let the person click again.
     setTimeout(function () {
-      if (card && card.dataset.state === before) {
+      if (card && card.dataset.state + "/" + card.dataset.rev === before) {
         card.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
       }
     }, 1500);
@@ -204,14 +205,64 @@
     card.appendChild(body);
   }
 
+  // A chat message with an optional inline keyboard (Telegram): edited in place.
+  function renderMessage(card, view) {
+    if (!card.dataset.built) {
+      card.innerHTML = "";
+      card.classList.add("message-card");
+      card.appendChild(el("div", "card-body msg-text"));
+      card.appendChild(el("div", "keyboard"));
+      card.appendChild(el("div", "meta msg-meta"));
+      card.dataset.built = "1";
+    }
+    card.querySelector(".msg-text").textContent = view.state === "deleted"
+      ? "(message deleted)" : view.text;
+    var kbKey = JSON.stringify(view.keyboard || []);
+    var kb = card.querySelector(".keyboard");
+    if (card.dataset.kb !== kbKey) {
+      card.dataset.kb = kbKey;
+      kb.innerHTML = "";
+      (view.keyboard || []).forEach(function (row) {
+        var line = el("div", "kb-row");
+        row.forEach(function (b) {
+          var btn = el("button", "kb-btn", b.text);
+          btn.type = "button";
+          if (b.data) {
+            btn.dataset.data = b.data;
+            btn.addEventListener("click", function () { action(view.id, "tap", { data: b.data }); });
+          } else {
+            btn.disabled = true;
+          }
+          line.appendChild(btn);
+        });
+        kb.appendChild(line);
+      });
+    }
+    var meta = [];
+    if (view.edited) meta.push("edited");
+    if (view.pinned) meta.push("pinned");
+    card.querySelector(".msg-meta").textContent = meta.join(" · ");
+  }
+
+  function renderToast(card, view) {
+    var toast = card.querySelector(".toast");
+    if (!view.toast) { if (toast) toast.remove(); return; }
+    if (!toast) { toast = el("div", "toast"); card.appendChild(toast); }
+    toast.className = "toast " + (view.toast.type || "info");
+    toast.textContent = view.toast.text;
+  }
+
   function renderCard(cardId, view) {
     var card = cardEls[cardId];
     if (!card || !view) return;
     card.dataset.kind = view.kind;
     card.dataset.state = view.state;
+    card.dataset.rev = view.updates || 0;
     if (view.kind === "status") renderStatus(card, view);
     else if (view.kind === "question") renderQuestion(card, view);
+    else if (view.kind === "message") renderMessage(card, view);
     else renderCustom(card, view);
+    renderToast(card, view);
   }
 
   function apply(state) {
@@ -236,12 +287,20 @@
       if (list.length) running = true;
     });
     typing.hidden = !(running || state.typing);
+    // Telegram's typing status lasts 5 s: poll sooner while it shows so it can lapse.
+    pollWait = state.typing ? 1 : 8;
+    (state.timeline || []).forEach(function (entry) {
+      var row = rendered[entry.seq];
+      if (!row) return;
+      row.classList.toggle("deleted", !!entry.deleted);
+      row.classList.toggle("pinned", !!entry.pinned);
+    });
     document.body.dataset.version = state.version;
     if (added || atBottom) scrollDown();
   }
 
   function poll() {
-    fetch("/_emulator/state?since=" + version + "&wait=8", { cache: "no-store" })
+    fetch("/_emulator/state?since=" + version + "&wait=" + pollWait, { cache: "no-store" })
       .then(function (r) { return r.json(); })
       .then(function (state) {
         version = state.version;

@@ -1,0 +1,613 @@
+"""A Telegram Bot API emulator: ``/bot<token>/<method>`` and webhook Updates.
+
+Methods follow ``openapi/telegram.json`` and the Bot API (JSON, form or query
+parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` or
+``{"ok": false, "error_code": N, "description": "..."}``):
+
+* ``getMe``, ``setWebhook`` (the URL and ``secret_token`` user input is delivered to),
+  ``setMyCommands`` (the command menu);
+* ``sendMessage`` (text 1-4,096 characters, inline keyboards with ``callback_data`` of
+  1-64 bytes), ``editMessageText`` (no keyboard in the edit removes it; an identical edit
+  is ``400 message is not modified``), ``deleteMessage``, ``pinChatMessage``;
+* ``sendChatAction`` (``typing`` is shown for 5 s, or until the bot's next message, as
+  Telegram clients do); ``answerCallbackQuery`` (once per tap; its text is shown as a
+  toast on the tapped message).
+
+A wrong token is ``401 Unauthorized``. User messages and button taps go to the webhook as
+``Update`` objects with the ``X-Telegram-Bot-Api-Secret-Token`` header.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+from channelkit.playground.emulator import (
+    MAX_CARDS,
+    CallbackDelivery,
+    Deliver,
+    EmulatorBase,
+    HttpReply,
+)
+
+__all__ = ["TYPING_SECONDS", "TelegramEmulator", "telegram_message_view"]
+
+#: How long one ``sendChatAction`` shows its status (Telegram: "5 seconds or less").
+TYPING_SECONDS = 5.0
+MAX_TEXT = 4096
+MAX_CALLBACK_DATA = 64
+MAX_QUERIES = 1_000
+_PATH_RE = re.compile(r"^/bot([^/]+)/([A-Za-z]+)$")
+_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+_COMMAND_RE = re.compile(r"^[a-z0-9_]{1,32}$")
+_CHAT_ACTIONS = frozenset(
+    {
+        "typing",
+        "upload_photo",
+        "record_video",
+        "upload_video",
+        "record_voice",
+        "upload_voice",
+        "upload_document",
+        "choose_sticker",
+        "find_location",
+        "record_video_note",
+        "upload_video_note",
+    }
+)
+_BUTTON_KINDS = (
+    "callback_data",
+    "url",
+    "web_app",
+    "login_url",
+    "switch_inline_query",
+    "switch_inline_query_current_chat",
+    "switch_inline_query_chosen_chat",
+    "copy_text",
+    "callback_game",
+    "pay",
+)
+
+
+def _fail(status: int, description: str) -> HttpReply:
+    return HttpReply(status, {"ok": False, "error_code": status, "description": description})
+
+
+def _bad(description: str) -> HttpReply:
+    return _fail(400, "Bad Request: " + description)
+
+
+def _ok(result: Any) -> HttpReply:
+    return HttpReply(200, {"ok": True, "result": result})
+
+
+def _keyboard_problem(markup: Any) -> str | None:
+    if not isinstance(markup, Mapping):
+        return "can't parse reply keyboard markup JSON object"
+    rows = markup.get("inline_keyboard")
+    if rows is None:
+        return None  # reply keyboards and ForceReply are accepted and not shown
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        return 'field "inline_keyboard" must be an Array of Arrays'
+    for row in rows:
+        for button in row:
+            if not isinstance(button, Mapping) or not isinstance(button.get("text"), str):
+                return "can't parse inline keyboard button: Text must be non-empty"
+            kinds = [k for k in _BUTTON_KINDS if k in button]
+            if len(kinds) != 1:
+                return "can't parse inline keyboard button: exactly one button kind is required"
+            data = button.get("callback_data")
+            if "callback_data" in button and (
+                not isinstance(data, str) or not 1 <= len(data.encode("utf-8")) <= MAX_CALLBACK_DATA
+            ):
+                return "BUTTON_DATA_INVALID"
+    return None
+
+
+def telegram_message_view(card: Mapping[str, Any]) -> dict[str, Any]:
+    """A platform-neutral view of a bot message for the page (text, keyboard, edits)."""
+    markup = card.get("reply_markup")
+    rows = markup.get("inline_keyboard") if isinstance(markup, Mapping) else None
+    keyboard = [
+        [
+            {"text": str(b.get("text", "")), "data": b.get("callback_data"), "url": b.get("url")}
+            for b in row
+            if isinstance(b, Mapping)
+        ]
+        for row in (rows if isinstance(rows, list) else [])
+        if isinstance(row, list)
+    ]
+    if card.get("deleted"):
+        state = "deleted"
+    elif keyboard:
+        state = "pending"
+    elif card.get("edits"):
+        state = "edited"
+    else:
+        state = "shown"
+    return {
+        "id": card.get("id"),
+        "kind": "message",
+        "state": state,
+        "text": "" if card.get("deleted") else str(card.get("text", "")),
+        "keyboard": keyboard,
+        "edited": bool(card.get("edits")),
+        "updates": card.get("edits", 0),
+        "pinned": bool(card.get("pinned")),
+        "toast": card.get("toast"),
+        "actions": ["tap"] if keyboard else [],
+    }
+
+
+class TelegramEmulator(EmulatorBase):
+    """The emulated Bot API for one bot and one person in a private chat.
+
+    ``webhook_url`` / ``secret_token`` are where and how updates are delivered until the
+    SDK calls ``setWebhook`` (which then wins). ``deliver`` replaces the HTTP POST.
+    """
+
+    platform = "telegram"
+
+    def __init__(
+        self,
+        *,
+        bot_token: str = "123456:playground-bot-token",
+        webhook_url: str = "",
+        secret_token: str | None = "playground-webhook-secret",
+        user_id: int = 424242,
+        user_name: str = "You",
+        bot_id: int = 123456,
+        bot_username: str = "channelkit_playground_bot",
+        deliver: Deliver | None = None,
+    ) -> None:
+        super().__init__(deliver=deliver)
+        self.bot_token = bot_token
+        self.webhook_url = webhook_url
+        self.secret_token = secret_token
+        self.user_id = user_id
+        self.user_name = user_name
+        self.chat_id = user_id  # a private chat's id is the user's id
+        self.bot_id = bot_id
+        self.bot_username = bot_username
+        self._next_message_id = 0
+        self._next_update_id = 100_000
+        self._user_messages: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._queries: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._webhook: dict[str, Any] | None = None
+        self._commands: list[dict[str, str]] = []
+        self._typing_action = ""
+        self._methods: dict[str, Callable[[Mapping[str, Any]], HttpReply]] = {
+            "getme": self._get_me,
+            "setwebhook": self._set_webhook,
+            "setmycommands": self._set_my_commands,
+            "sendmessage": self._send_message,
+            "editmessagetext": self._edit_message_text,
+            "deletemessage": self._delete_message,
+            "sendchataction": self._send_chat_action,
+            "answercallbackquery": self._answer_callback_query,
+            "pinchatmessage": self._pin_chat_message,
+        }
+
+    # -- API ------------------------------------------------------------------------------
+    def handle_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        match = _PATH_RE.match(path)
+        if match is None:
+            return None
+        token, name = match.groups()
+        params: dict[str, Any] = dict(query)
+        content_type = headers.get("content-type", "")
+        if body:
+            if "json" in content_type or body[:1] in (b"{", b"["):
+                try:
+                    parsed = json.loads(body.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError):
+                    parsed = None
+                if not isinstance(parsed, dict):
+                    reply = _bad("can't parse JSON object")
+                    self._record(method, f"/bot<token>/{name}", query, None, reply)
+                    return reply
+                params.update(parsed)
+            else:
+                params.update(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+        if token != self.bot_token:
+            reply = _fail(401, "Unauthorized")
+        elif method not in ("GET", "POST"):
+            reply = _fail(405, "Method Not Allowed")
+        else:
+            handler = self._methods.get(name.lower())
+            reply = handler(params) if handler is not None else _fail(404, "Not Found")
+        # the token is part of the path: it is never recorded
+        self._record(method, f"/bot<token>/{name}", query, params, reply)
+        return reply
+
+    def _chat_problem(self, params: Mapping[str, Any]) -> HttpReply | None:
+        chat_id = params.get("chat_id")
+        if chat_id is None or chat_id == "":
+            return _bad("chat_id is empty")
+        if str(chat_id) != str(self.chat_id):
+            return _bad("chat not found")
+        return None
+
+    def _message_id(self, params: Mapping[str, Any]) -> int | None:
+        raw = params.get("message_id")
+        if isinstance(raw, bool):
+            return None
+        try:
+            return int(raw) if raw is not None else None
+        except (TypeError, ValueError):
+            return None
+
+    @staticmethod
+    def _markup(params: Mapping[str, Any]) -> tuple[Any, HttpReply | None]:
+        markup = params.get("reply_markup")
+        if isinstance(markup, str):
+            try:
+                markup = json.loads(markup)
+            except ValueError:
+                return None, _bad("can't parse reply keyboard markup JSON object")
+        if markup is None:
+            return None, None
+        problem = _keyboard_problem(markup)
+        return (markup, _bad(problem) if problem else None)
+
+    def _bot_user(self) -> dict[str, Any]:
+        return {
+            "id": self.bot_id,
+            "is_bot": True,
+            "first_name": "channelkit playground",
+            "username": self.bot_username,
+        }
+
+    def _user(self) -> dict[str, Any]:
+        return {"id": self.user_id, "is_bot": False, "first_name": self.user_name}
+
+    def _chat(self) -> dict[str, Any]:
+        return {"id": self.chat_id, "type": "private", "first_name": self.user_name}
+
+    def _message_json(self, card: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "message_id": card["message_id"],
+            "from": self._bot_user(),
+            "chat": self._chat(),
+            "date": card["date"],
+            "text": card["text"],
+        }
+        if card.get("edit_date"):
+            out["edit_date"] = card["edit_date"]
+        if card.get("reply_markup") is not None:
+            out["reply_markup"] = copy.deepcopy(card["reply_markup"])
+        return out
+
+    def _get_me(self, params: Mapping[str, Any]) -> HttpReply:
+        return _ok(
+            {
+                **self._bot_user(),
+                "can_join_groups": True,
+                "can_read_all_group_messages": False,
+                "supports_inline_queries": False,
+            }
+        )
+
+    def _set_webhook(self, params: Mapping[str, Any]) -> HttpReply:
+        url = params.get("url")
+        if not isinstance(url, str):
+            return _bad("url is required")
+        secret = params.get("secret_token")
+        if secret is not None and (not isinstance(secret, str) or not _SECRET_RE.match(secret)):
+            return _bad("secret token contains unallowed characters")
+        with self._lock:
+            if not url:
+                self._webhook = None
+                self._touch()
+                return HttpReply(
+                    200, {"ok": True, "result": True, "description": "Webhook was deleted"}
+                )
+            if not url.startswith(("http://", "https://")):
+                return _bad("bad webhook: an HTTPS URL must be provided for webhook")
+            self._webhook = {"url": url, "secret_token": secret}
+            self._touch()
+        return HttpReply(200, {"ok": True, "result": True, "description": "Webhook was set"})
+
+    def _set_my_commands(self, params: Mapping[str, Any]) -> HttpReply:
+        commands = params.get("commands")
+        if isinstance(commands, str):
+            try:
+                commands = json.loads(commands)
+            except ValueError:
+                return _bad("can't parse commands JSON object")
+        if not isinstance(commands, list) or len(commands) > 100:
+            return _bad("commands must be an array of at most 100 BotCommand")
+        parsed: list[dict[str, str]] = []
+        for item in commands:
+            if not isinstance(item, Mapping):
+                return _bad("BOT_COMMAND_INVALID")
+            command, description = item.get("command"), item.get("description")
+            if not isinstance(command, str) or not _COMMAND_RE.match(command):
+                return _bad("BOT_COMMAND_INVALID")
+            if not isinstance(description, str) or not 1 <= len(description) <= 256:
+                return _bad("BOT_COMMAND_DESCRIPTION_INVALID")
+            parsed.append({"command": command, "description": description})
+        with self._lock:
+            self._commands = parsed
+            self._touch()
+        return _ok(True)
+
+    def _send_message(self, params: Mapping[str, Any]) -> HttpReply:
+        problem = self._chat_problem(params)
+        if problem is not None:
+            return problem
+        text = params.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return _bad("message text is empty")
+        if len(text) > MAX_TEXT:
+            return _bad("message is too long")
+        markup, problem = self._markup(params)
+        if problem is not None:
+            return problem
+        with self._lock:
+            self._next_message_id += 1
+            message_id = self._next_message_id
+            key = str(message_id)
+            card = {
+                "id": key,
+                "message_id": message_id,
+                "kind": "message",
+                "text": text,
+                "reply_markup": markup,
+                "date": int(time.time()),
+                "edits": 0,
+            }
+            self._put_card(key, card)
+            self._add_timeline({"kind": "card", "from": "bot", "card": key, "msgId": key})
+            self._typing_until = 0.0  # a message from the bot clears its chat action
+            result = self._message_json(card)
+        return _ok(result)
+
+    def _edit_message_text(self, params: Mapping[str, Any]) -> HttpReply:
+        if params.get("inline_message_id"):
+            return _bad("message to edit not found")
+        problem = self._chat_problem(params)
+        if problem is not None:
+            return problem
+        message_id = self._message_id(params)
+        text = params.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return _bad("message text is empty")
+        if len(text) > MAX_TEXT:
+            return _bad("MESSAGE_TOO_LONG")
+        markup, problem = self._markup(params)
+        if problem is not None:
+            return problem
+        with self._lock:
+            card = self._cards.get(str(message_id)) if message_id is not None else None
+            if card is None:
+                if message_id is not None and message_id in self._user_messages:
+                    return _bad("message can't be edited")
+                return _bad("message to edit not found")
+            if card.get("deleted"):
+                return _bad("message to edit not found")
+            if card["text"] == text and card.get("reply_markup") == markup:
+                return _bad(
+                    "message is not modified: specified new message content and reply markup "
+                    "are exactly the same as a current content and reply markup of the message"
+                )
+            card["text"] = text
+            card["reply_markup"] = markup
+            card["edits"] += 1
+            card["edit_date"] = int(time.time())
+            self._touch()
+            result = self._message_json(card)
+        return _ok(result)
+
+    def _delete_message(self, params: Mapping[str, Any]) -> HttpReply:
+        problem = self._chat_problem(params)
+        if problem is not None:
+            return problem
+        message_id = self._message_id(params)
+        with self._lock:
+            card = self._cards.get(str(message_id)) if message_id is not None else None
+            if card is not None and not card.get("deleted"):
+                card["deleted"] = True
+                card["reply_markup"] = None
+                self._touch()
+                return _ok(True)
+            if message_id is not None and message_id in self._user_messages:
+                self._user_messages.pop(message_id)
+                for entry in self._timeline:
+                    if entry.get("msgId") == str(message_id):
+                        entry["deleted"] = True
+                self._touch()
+                return _ok(True)
+        return _bad("message to delete not found")
+
+    def _send_chat_action(self, params: Mapping[str, Any]) -> HttpReply:
+        problem = self._chat_problem(params)
+        if problem is not None:
+            return problem
+        action = params.get("action")
+        if action not in _CHAT_ACTIONS:
+            return _bad("wrong parameter action in request")
+        with self._lock:
+            self._typing_until = time.time() + TYPING_SECONDS
+            self._typing_action = str(action)
+            self._touch()
+        return _ok(True)
+
+    def _answer_callback_query(self, params: Mapping[str, Any]) -> HttpReply:
+        query_id = params.get("callback_query_id")
+        text = params.get("text")
+        if text is not None and (not isinstance(text, str) or len(text) > 200):
+            return _bad("MESSAGE_TOO_LONG")
+        with self._lock:
+            query = self._queries.get(str(query_id)) if query_id else None
+            if query is None or query["answered"]:
+                return _bad("query is too old and response timeout expired or query ID is invalid")
+            query["answered"] = True
+            query["answer"] = text or ""
+            card_key = str(query["message_id"])
+        if text:
+            self._set_toast(card_key, "alert" if params.get("show_alert") else "info", text)
+        return _ok(True)
+
+    def _pin_chat_message(self, params: Mapping[str, Any]) -> HttpReply:
+        problem = self._chat_problem(params)
+        if problem is not None:
+            return problem
+        message_id = self._message_id(params)
+        with self._lock:
+            card = self._cards.get(str(message_id)) if message_id is not None else None
+            if card is None or card.get("deleted"):
+                return _bad("message to pin not found")
+            card["pinned"] = True
+            self._touch()
+        return _ok(True)
+
+    # -- visible state ----------------------------------------------------------------------
+    def extra_state(self) -> dict[str, Any]:
+        return {
+            "reactions": {},
+            "typingAction": self._typing_action if self._typing_until > time.time() else "",
+            "views": {key: telegram_message_view(card) for key, card in self._cards.items()},
+            "commands": list(self._commands),
+            "webhook": {"url": self._webhook["url"]} if self._webhook else None,
+        }
+
+    def view(self, message_id: str) -> dict[str, Any] | None:
+        """The page's view of one bot message (None when unknown)."""
+        with self._lock:
+            card = self._cards.get(str(message_id))
+            return telegram_message_view(card) if card is not None else None
+
+    def typing(self) -> bool:
+        """True while the last ``sendChatAction typing`` is fresh (< 5 s old)."""
+        with self._lock:
+            return self._typing_until > time.time()
+
+    def callback_answers(self) -> list[dict[str, Any]]:
+        """Every tap sent and whether (and how) the SDK answered it, oldest first."""
+        with self._lock:
+            return [
+                {"id": qid, **{k: v for k, v in q.items() if k != "at"}}
+                for qid, q in self._queries.items()
+            ]
+
+    # -- user input -> webhook updates ------------------------------------------------------
+    def _webhook_target(self) -> tuple[str, str | None]:
+        with self._lock:
+            if self._webhook is not None:
+                return str(self._webhook["url"]), self._webhook.get("secret_token")
+        return self.webhook_url, self.secret_token
+
+    def _deliver_update(self, kind: str, update: Mapping[str, Any]) -> CallbackDelivery:
+        url, secret = self._webhook_target()
+        headers = {"Content-Type": "application/json"}
+        if secret:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = secret
+        body = json.dumps(update, ensure_ascii=False).encode("utf-8")
+        return self._send_callback(kind, url, headers, body)
+
+    def _update_id(self) -> int:
+        with self._lock:
+            self._next_update_id += 1
+            return self._next_update_id
+
+    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
+        """The person types ``text``: an ``Update`` with a ``message`` goes to the webhook."""
+        with self._lock:
+            self._next_message_id += 1
+            message_id = self._next_message_id
+            message: dict[str, Any] = {
+                "message_id": message_id,
+                "from": self._user(),
+                "chat": self._chat(),
+                "date": int(time.time()),
+                "text": text,
+            }
+            if text.startswith("/"):
+                command = text.split(maxsplit=1)[0]
+                message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
+            self._user_messages[message_id] = message
+            while len(self._user_messages) > MAX_CARDS:
+                self._user_messages.popitem(last=False)
+            self._add_timeline(
+                {
+                    "kind": "message",
+                    "from": "user",
+                    "format": "text",
+                    "text": text,
+                    "msgId": str(message_id),
+                }
+            )
+        update = {"update_id": self._update_id(), "message": message}
+        return str(message_id), self._deliver_update("message", update)
+
+    def card_action(
+        self,
+        card_id: str,
+        action: str,
+        form: Mapping[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> CallbackDelivery:
+        """The person taps an inline button of a bot message: ``action`` ``"tap"`` with
+        ``form={"data": callback_data}`` or ``{"text": button text}``, or ``action`` set
+        to the button's text or data. A ``callback_query`` Update goes to the webhook."""
+        with self._lock:
+            card = self._cards.get(str(card_id))
+            if card is None:
+                raise KeyError(card_id)
+            view = telegram_message_view(card)
+            message = self._message_json(card)
+        wanted_data = form.get("data") if form else None
+        wanted_text = form.get("text") if form else None
+        if action != "tap":
+            wanted_data = wanted_text = action
+        button = next(
+            (
+                b
+                for row in view["keyboard"]
+                for b in row
+                if b["data"] is not None and (b["data"] == wanted_data or b["text"] == wanted_text)
+            ),
+            None,
+        )
+        if button is None:
+            raise ValueError("action: the message has no such button")
+        query_id = str(secrets.randbits(63))
+        with self._lock:
+            self._queries[query_id] = {
+                "message_id": card["message_id"],
+                "data": button["data"],
+                "answered": False,
+                "at": time.time(),
+            }
+            while len(self._queries) > MAX_QUERIES:
+                self._queries.popitem(last=False)
+        sender = self._user()
+        if user_id is not None:
+            sender = {"id": int(user_id), "is_bot": False, "first_name": "Someone else"}
+        update = {
+            "update_id": self._update_id(),
+            "callback_query": {
+                "id": query_id,
+                "from": sender,
+                "chat_instance": str(self.chat_id * 7919),
+                "message": message,
+                "data": button["data"],
+            },
+        }
+        return self._deliver_update("callback_query", update)
