@@ -91,6 +91,10 @@ class _Question:
     multi_select: bool = False
 
 
+_RESPONDED: list[str] = []
+_RESPONDED_LOCK = threading.Lock()
+
+
 @dataclass
 class _Ctx:
     request_id: str
@@ -107,6 +111,8 @@ class _Ctx:
 
     def respond(self, response: Any) -> bool:
         time.sleep(self.delay)  # a slow agent bridge
+        with _RESPONDED_LOCK:
+            _RESPONDED.append(self.request_id)
         return True
 
     def on_settled(self, listener: Any) -> Any:
@@ -211,6 +217,9 @@ def ack_latency(
         assert response.status == 200
         with lock:
             latencies.append(elapsed * 1000.0)
+        # what a WSGI server does once the ACK is written: start the deferred work
+        # (the slow responder and the card update run on the pool from here)
+        response.run_after()
 
     if web_threads is None:
         threads = [threading.Thread(target=deliver, args=t) for t in tracks]
@@ -225,6 +234,10 @@ def ack_latency(
             for future in [web.submit(deliver, *t) for t in tracks]:
                 future.result(30)
     pool.wait_idle(60)
+    with _RESPONDED_LOCK:
+        responded = len(_RESPONDED)
+        _RESPONDED.clear()
+    assert responded == callbacks, f"{responded} of {callbacks} responders ran"
     channel.close(timeout=10)
     latencies.sort()
     p50 = statistics.median(latencies)
