@@ -220,58 +220,90 @@ def _as_auth_error(error: ApiError, what: str) -> ApiError:
     )
 
 
-class DingTalkTokenProvider(RefreshingTokenProvider):
-    """DingTalk internal-app access token: ``POST /v1.0/oauth2/accessToken`` (7200 s)."""
+class AppCredentialTokenProvider(RefreshingTokenProvider):
+    """A token exchanged for an app id + secret with one JSON ``POST``.
 
-    PATH = "/v1.0/oauth2/accessToken"
-    ERRORS = ErrorSpec(code_field="code", message_field="message", request_id_field="requestid")
+    Subclasses name the endpoint and the wire fields; the exchange, the error mapping (an
+    auth failure of the token endpoint is an :class:`AuthError`), the response checks and
+    the secret's redaction are shared.
+    """
+
+    LABEL = "access token"
+    DEFAULT_BASE_URL = ""
+    PATH = ""
+    ERRORS = ErrorSpec()
+    #: argument names (for errors) and the wire names of the id and the secret
+    ID_ARG, SECRET_ARG = "app_id", "app_secret"
+    ID_FIELD, SECRET_FIELD = "app_id", "app_secret"
+    #: the token and its lifetime (seconds) in the response
+    TOKEN_FIELD, EXPIRE_FIELD = "access_token", "expire"
 
     def __init__(
         self,
-        app_key: str,
+        app_id: str,
         app_secret: str,
         *,
-        base_url: str = "https://api.dingtalk.com",
+        base_url: str | None = None,
         transport: Transport | None = None,
         timeout: tuple[float, float] = DEFAULT_TIMEOUT,
         wall_clock: Callable[[], float] = time.time,
         **options: Any,
     ) -> None:
-        for name, value in (("app_key", app_key), ("app_secret", app_secret)):
+        for name, value in ((self.ID_ARG, app_id), (self.SECRET_ARG, app_secret)):
             if not isinstance(value, str) or not value:
                 raise ConfigurationError("a non-empty string is required", name)
         super().__init__(**options)
-        self._app_key = app_key
+        self._app_id = app_id
         self._app_secret = app_secret
         REDACTOR.add(app_secret)
-        self._url = base_url.rstrip("/") + self.PATH
+        self._url = (base_url or self.DEFAULT_BASE_URL).rstrip("/") + self.PATH
         self._transport = transport or Transport()
         self._timeout = timeout
         self._wall_clock = wall_clock
 
     def fetch(self) -> tuple[str, float]:
-        """Exchange appKey/appSecret for an accessToken."""
-        body = {"appKey": self._app_key, "appSecret": self._app_secret}
+        """Exchange the app credentials for a token and its lifetime in seconds."""
+        body = {self.ID_FIELD: self._app_id, self.SECRET_FIELD: self._app_secret}
         response, parsed = _post_json(self._transport, self._url, body, self._timeout)
         error = map_error(
             response.status_code, response.headers, parsed, self.ERRORS, clock=self._wall_clock
         )
         if error is not None:
-            raise _as_auth_error(error, "DingTalk access token request failed")
-        if not isinstance(parsed, dict) or not isinstance(parsed.get("accessToken"), str):
-            raise DeserializationError("accessToken", parsed, "missing from the token response")
-        expire = parsed.get("expireIn", 7200)
+            raise _as_auth_error(error, f"{self.LABEL} request failed")
+        if not isinstance(parsed, dict) or not isinstance(parsed.get(self.TOKEN_FIELD), str):
+            raise DeserializationError(self.TOKEN_FIELD, parsed, "missing from the token response")
+        expire = parsed.get(self.EXPIRE_FIELD, 7200)
         if not isinstance(expire, int | float) or isinstance(expire, bool):
-            raise DeserializationError("expireIn", expire, "expected integer seconds")
-        return parsed["accessToken"], float(expire)
+            raise DeserializationError(self.EXPIRE_FIELD, expire, "expected integer seconds")
+        return parsed[self.TOKEN_FIELD], float(expire)
 
     def __repr__(self) -> str:
-        return f"DingTalkTokenProvider(app_key={self._app_key!r}, app_secret=***)"
+        return f"{type(self).__name__}({self.ID_ARG}={self._app_id!r}, {self.SECRET_ARG}=***)"
 
 
-class FeishuTokenProvider(RefreshingTokenProvider):
-    """Feishu/Lark tenant access token for a self-built app (``expire`` seconds, max 2 h)."""
+class DingTalkTokenProvider(AppCredentialTokenProvider):
+    """DingTalk internal-app access token: ``POST /v1.0/oauth2/accessToken`` (7200 s).
 
+    ``DingTalkTokenProvider(app_key, app_secret, base_url=..., clock=...)``.
+    """
+
+    LABEL = "DingTalk access token"
+    DEFAULT_BASE_URL = "https://api.dingtalk.com"
+    PATH = "/v1.0/oauth2/accessToken"
+    ERRORS = ErrorSpec(code_field="code", message_field="message", request_id_field="requestid")
+    ID_ARG, SECRET_ARG = "app_key", "app_secret"
+    ID_FIELD, SECRET_FIELD = "appKey", "appSecret"
+    TOKEN_FIELD, EXPIRE_FIELD = "accessToken", "expireIn"
+
+
+class FeishuTokenProvider(AppCredentialTokenProvider):
+    """Feishu/Lark tenant access token for a self-built app (``expire`` seconds, max 2 h).
+
+    ``FeishuTokenProvider(app_id, app_secret, base_url=..., clock=...)``.
+    """
+
+    LABEL = "Feishu tenant access token"
+    DEFAULT_BASE_URL = "https://open.feishu.cn"
     PATH = "/open-apis/auth/v3/tenant_access_token/internal"
     ERRORS = ErrorSpec(
         code_field="code",
@@ -280,50 +312,7 @@ class FeishuTokenProvider(RefreshingTokenProvider):
         request_id_header="x-tt-logid",
         rate_limit_codes=(99991400,),
     )
-
-    def __init__(
-        self,
-        app_id: str,
-        app_secret: str,
-        *,
-        base_url: str = "https://open.feishu.cn",
-        transport: Transport | None = None,
-        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
-        wall_clock: Callable[[], float] = time.time,
-        **options: Any,
-    ) -> None:
-        for name, value in (("app_id", app_id), ("app_secret", app_secret)):
-            if not isinstance(value, str) or not value:
-                raise ConfigurationError("a non-empty string is required", name)
-        super().__init__(**options)
-        self._app_id = app_id
-        self._app_secret = app_secret
-        REDACTOR.add(app_secret)
-        self._url = base_url.rstrip("/") + self.PATH
-        self._transport = transport or Transport()
-        self._timeout = timeout
-        self._wall_clock = wall_clock
-
-    def fetch(self) -> tuple[str, float]:
-        """Exchange app_id/app_secret for a tenant_access_token."""
-        body = {"app_id": self._app_id, "app_secret": self._app_secret}
-        response, parsed = _post_json(self._transport, self._url, body, self._timeout)
-        error = map_error(
-            response.status_code, response.headers, parsed, self.ERRORS, clock=self._wall_clock
-        )
-        if error is not None:
-            raise _as_auth_error(error, "Feishu tenant access token request failed")
-        if not isinstance(parsed, dict) or not isinstance(parsed.get("tenant_access_token"), str):
-            raise DeserializationError(
-                "tenant_access_token", parsed, "missing from the token response"
-            )
-        expire = parsed.get("expire", 7200)
-        if not isinstance(expire, int | float) or isinstance(expire, bool):
-            raise DeserializationError("expire", expire, "expected integer seconds")
-        return parsed["tenant_access_token"], float(expire)
-
-    def __repr__(self) -> str:
-        return f"FeishuTokenProvider(app_id={self._app_id!r}, app_secret=***)"
+    TOKEN_FIELD, EXPIRE_FIELD = "tenant_access_token", "expire"
 
 
 PROVIDERS: dict[str, Callable[..., RefreshingTokenProvider]] = {
