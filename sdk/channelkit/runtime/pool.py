@@ -24,6 +24,25 @@ T = TypeVar("T")
 _Task = tuple["Future[Any] | None", Callable[..., Any], tuple[Any, ...]]
 
 
+def run_task(
+    future: Future[Any] | None, fn: Callable[..., Any], args: tuple[Any, ...], what: str
+) -> None:
+    """Run one task: a fire-and-forget task's exception is logged (never raised into the
+    worker); a submitted task's outcome goes to its future (unless it was cancelled)."""
+    if future is None:
+        try:
+            fn(*args)
+        except Exception:
+            logger.exception("%s %r failed", what, getattr(fn, "__qualname__", fn))
+    elif future.set_running_or_notify_cancel():
+        try:
+            result = fn(*args)
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+
+
 class PoolClosed(RuntimeError):
     """Work was submitted to a pool (or limiter) that is shut down."""
 
@@ -104,18 +123,7 @@ class WorkerPool:
                     self._waiting -= 1
                 future, fn, args = self._queue.popleft()
             try:
-                if future is None:
-                    try:
-                        fn(*args)
-                    except Exception:
-                        logger.exception("pool task %r failed", getattr(fn, "__qualname__", fn))
-                elif future.set_running_or_notify_cancel():
-                    try:
-                        result = fn(*args)
-                    except BaseException as exc:
-                        future.set_exception(exc)
-                    else:
-                        future.set_result(result)
+                run_task(future, fn, args, "pool task")
             finally:
                 with self._lock:
                     self._unfinished -= 1
@@ -230,18 +238,7 @@ class ConcurrencyLimiter:
     def _run(self, task: _Task) -> None:
         future, fn, args = task
         try:
-            if future is None:
-                try:
-                    fn(*args)
-                except Exception:
-                    logger.exception("limited task %r failed", getattr(fn, "__qualname__", fn))
-            elif future.set_running_or_notify_cancel():
-                try:
-                    result = fn(*args)
-                except BaseException as exc:
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
+            run_task(future, fn, args, "limited task")
         finally:
             with self._lock:
                 nxt = self._waiting.popleft() if self._waiting else None
