@@ -203,3 +203,20 @@ def test_info_and_schema_commands(capsys: pytest.CaptureFixture[str]) -> None:
     assert "platform adapters: dingtalk" in capsys.readouterr().out
     assert cli.main(["config-schema"]) == 0
     assert json.loads(capsys.readouterr().out)["required"] == ["channels"]
+
+
+def test_the_documented_example_is_a_valid_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+    block = re.search(r"```json\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    assert block is not None
+    for name in (
+        "DINGTALK_CLIENT_SECRET",
+        "DINGTALK_CARD_SECRET",
+        "TELEGRAM_BOT_TOKEN",
+        "TELEGRAM_WEBHOOK_SECRET",
+    ):
+        monkeypatch.setenv(name, "x")
+    config = parse_config(json.loads(block.group(1)))
+    assert [c.platform for c in config.channels] == ["dingtalk", "telegram"]
