@@ -2,144 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
-import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-import requests_mock as rm
-from channelkit.core import ChannelConfig, LifecycleEvent, LifecycleType
+from channelkit.core import LifecycleEvent, LifecycleType
 from channelkit.core.text import MSG_CANCELLED
-from channelkit.http import RetryPolicy
-from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
 from channelkit.platforms.telegram.adapter import BOT_COMMANDS
-from channelkit.platforms.telegram.api import TelegramApi
-from channelkit.platforms.telegram.ingress import SECRET_HEADER
 from channelkit.platforms.telegram.questions import TEXT_NOT_OWNER, parse_callback
 from channelkit.testing import ScriptedBridge, ask, chunk, fail, final, gate, question_request, tool
-from channelkit.web.ingress import Headers, IngressRequest, IngressResponse
 
-from tests.platforms._shared import LifecycleLog, handed_to_pool, question
-
-BASE = "http://tg.test"
-TOKEN = "123:abc"
-SECRET = "hook-secret"
-OWNER = 42
-CHAT = 1001
-
-
-def url(method: str) -> str:
-    return f"{BASE}/bot{TOKEN}/{method}"
-
-
-class RecordingTelegram(LifecycleLog, TelegramChannel):
-    """TelegramChannel that also records its lifecycle events."""
-
-
-class Env:
-    def __init__(self, rt: Any, mock: rm.Mocker, bridge: ScriptedBridge, **cfg: Any) -> None:
-        self.rt = rt
-        self.mock = mock
-        self.bridge = bridge
-        config = TelegramConfig(bot_token=TOKEN, webhook_secret=SECRET, api_base_url=BASE, **cfg)
-        api = TelegramApi(TOKEN, base_url=BASE, retry=RetryPolicy.never())
-        self.channel = RecordingTelegram(
-            config,
-            bridge,
-            channel_config=ChannelConfig(name="telegram", max_workers=8),
-            api=api,
-            executor=rt.pool,
-            scheduler=rt.scheduler,
-        )
-        self.route = self.channel.ingress_routes()[0]
-        self.update_ids = itertools.count(1)
-        self.cq_ids = itertools.count(1)
-
-    def calls(self, method: str) -> list[dict[str, Any]]:
-        return [
-            r.json() for r in self.mock.request_history if r.path.endswith("/" + method.lower())
-        ]
-
-    def respond(self, update: dict[str, Any], secret: str | None = SECRET) -> IngressResponse:
-        """The webhook's response, its deferred work (``after``) not run yet."""
-        headers = {SECRET_HEADER: secret} if secret is not None else {}
-        request = IngressRequest(
-            method="POST",
-            path=self.route.path,
-            headers=Headers(headers),
-            body=json.dumps(update).encode(),
-        )
-        return self.route.handler(request)
-
-    def post(self, update: dict[str, Any], secret: str | None = SECRET) -> int:
-        """Deliver ``update`` like the web layer: the ACK, then its deferred work."""
-        response = self.respond(update, secret)
-        response.run_after()
-        return response.status
-
-    def message(
-        self, text: str, *, user: int = OWNER, chat: int = CHAT, chat_type: str = "private"
-    ) -> int:
-        return self.post(
-            {
-                "update_id": next(self.update_ids),
-                "message": {
-                    "message_id": 500 + next(self.update_ids),
-                    "date": 0,
-                    "chat": {"id": chat, "type": chat_type},
-                    "from": {"id": user, "is_bot": False, "first_name": f"u{user}"},
-                    "text": text,
-                },
-            }
-        )
-
-    def tap(self, data: str, message_id: int, *, user: int = OWNER, chat: int = CHAT) -> int:
-        return self.post(
-            {
-                "update_id": next(self.update_ids),
-                "callback_query": {
-                    "id": f"cq{next(self.cq_ids)}",
-                    "chat_instance": "ci",
-                    "data": data,
-                    "from": {"id": user, "is_bot": False, "first_name": "x"},
-                    "message": {
-                        "message_id": message_id,
-                        "date": 0,
-                        "chat": {"id": chat, "type": "private"},
-                    },
-                },
-            }
-        )
-
-    def settle(self) -> None:
-        assert self.rt.pool.wait_idle(5)
-
-
-@pytest.fixture
-def mock() -> Iterator[rm.Mocker]:
-    ids = itertools.count(100)
-    with rm.Mocker() as m:
-        m.post(
-            url("sendMessage"),
-            json=lambda r, c: {
-                "ok": True,
-                "result": {
-                    "message_id": next(ids),
-                    "date": 0,
-                    "chat": {"id": CHAT, "type": "private"},
-                },
-            },
-        )
-        for method in ("editMessageText", "sendChatAction", "answerCallbackQuery", "setMyCommands"):
-            m.post(url(method), json={"ok": True, "result": True})
-        yield m
-
-
-def texts(env: Env) -> list[str]:
-    return [m["text"] for m in env.calls("sendMessage")]
-
+from tests.platforms._shared import handed_to_pool, question
+from tests.platforms.telegram.tg_env import CHAT, OWNER, Env, texts, url
 
 # --- lifecycle: typing keep-alive ------------------------------------------------------
 
@@ -297,14 +170,16 @@ def test_native_questions_without_streaming_output(rt, mock) -> None:  # type: i
     env = Env(rt, mock, ScriptedBridge(steps))
     env.message("deploy")
     rt.wait_for(lambda: len([s for s in env.calls("sendMessage") if "reply_markup" in s]) == 2)
-    sent = env.calls("sendMessage")
-    # Output stays plain messages: nothing was streamed or edited before the question.
+    # Output stays plain messages: the text before the question comes first, then the
+    # question messages; nothing is edited.
+    first, *sent = env.calls("sendMessage")
+    assert first == {"chat_id": str(CHAT), "text": "Let me ask. "}
     assert len(sent) == 2 and env.calls("editMessageText") == []
     for s in sent:
         for row in s["reply_markup"]["inline_keyboard"]:
             for button in row:
                 assert len(button["callback_data"].encode()) <= 64
-    m0, m1 = 100, 101
+    m0, m1 = 101, 102
     kb0 = sent[0]["reply_markup"]["inline_keyboard"]
     kb1 = sent[1]["reply_markup"]["inline_keyboard"]
     # A foreign user taps: refused, nothing mutated.
@@ -334,8 +209,8 @@ def test_native_questions_without_streaming_output(rt, mock) -> None:  # type: i
     edits = {e["message_id"]: e for e in env.calls("editMessageText") if "reply_markup" not in e}
     assert set(edits) == {m0, m1} and all("Submitted" in e["text"] for e in edits.values())
     final_message = env.calls("sendMessage")[-1]
-    assert final_message["text"] == "Let me ask. Deploying."
-    assert "reply_markup" not in final_message and len(env.calls("sendMessage")) == 3
+    assert final_message["text"] == "Deploying."  # only what was not sent yet
+    assert "reply_markup" not in final_message and len(env.calls("sendMessage")) == 4
     # A late tap after the terminal state: answered, nothing changes.
     env.tap(kb0[0][0]["callback_data"], m0)
     env.settle()

@@ -1,4 +1,4 @@
-"""Presentation machinery shared by the card-based platform adapters (DingTalk, Feishu).
+"""Presentation machinery shared by the platform adapters (DingTalk, Feishu, Telegram).
 
 * :class:`SnapshotWriter` - coalesced, rate-limited full-snapshot writes of one output
   segment (one write in flight, one replaceable pending snapshot, >= 500 ms apart,
@@ -8,6 +8,8 @@
 * :class:`TombstoneStore` - terminal records (correlation + state only), 10 minute TTL on
   the injected clock, at most 1,000 entries.
 * :func:`bound_text` - the 20,000-character cap with its truncation marker.
+* :class:`StreamedText` - what a run already showed of its text (length + digest), so
+  the final text is sent without that prefix.
 * :func:`question_deadline` / :data:`EXPIRY_MARGIN` - a question's expiry, strictly
   before core's deadline for the pending request (``context.expires_at``).
 """
@@ -22,6 +24,7 @@ from channelkit.platforms.common.claims import (
 )
 from channelkit.platforms.common.deadlines import EXPIRY_MARGIN, question_deadline
 from channelkit.platforms.common.snapshot_writer import MIN_FLUSH_INTERVAL, SnapshotWriter
+from channelkit.platforms.common.streamed import StreamedText
 from channelkit.platforms.common.text import MAX_VISIBLE_CHARS, TRUNCATION_MARKER, bound_text
 from channelkit.platforms.common.tombstones import (
     TOMBSTONE_MAXSIZE,
@@ -44,6 +47,7 @@ __all__ = [
     "SerialSubmit",
     "SnapshotWriter",
     "StateCell",
+    "StreamedText",
     "TimerHandle",
     "TombstoneStore",
     "bound_text",

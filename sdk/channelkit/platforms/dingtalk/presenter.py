@@ -19,7 +19,6 @@ Markdown / text permission prompts).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Callable, Hashable
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.platforms.common.projection_queue import ProjectionQueue
+from channelkit.platforms.common.streamed import StreamedText
 from channelkit.platforms.common.types import Clock, Scheduler
 from channelkit.platforms.dingtalk._types import CallbackResult, InputRequestLike, SegmentLike
 from channelkit.platforms.dingtalk.card_api import CardApi, CardTarget
@@ -43,37 +43,6 @@ logger = logging.getLogger(__name__)
 STOP_ACTION_ID = "btn_stop"
 #: Live runs kept at most.
 MAX_LIVE_RUNS = 1_000
-
-
-class StreamedText:
-    """What a run's status cards have taken so far, in constant memory (length + digest).
-
-    Everything a status card takes is delivered (by the card or its Markdown fallback),
-    so :meth:`remainder` can drop that prefix from the run's final text: the final text
-    of ``prompt`` repeats everything streamed, including text from before a question.
-    """
-
-    __slots__ = ("_digest", "_length", "_lock")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._length = 0
-        self._digest = hashlib.sha256()
-
-    def add(self, chunk: str) -> None:
-        with self._lock:
-            self._length += len(chunk)
-            self._digest.update(chunk.encode("utf-8", "surrogatepass"))
-
-    def remainder(self, text: str) -> str:
-        """``text`` without the taken prefix; all of ``text`` if it does not start with it."""
-        with self._lock:
-            length = self._length
-            digest = self._digest.copy().digest()
-        if length == 0 or len(text) < length:
-            return text
-        head = text[:length].encode("utf-8", "surrogatepass")
-        return text[length:] if hashlib.sha256(head).digest() == digest else text
 
 
 @dataclass(eq=False)

@@ -2,8 +2,11 @@
 
 Capabilities (seed 000 "Cross-IM compatibility"): Telegram implements *native input*
 (inline-keyboard questions, :mod:`channelkit.platforms.telegram.questions`) *without
-streaming output*: the final response is sent as plain messages (split at 4,096
-characters) and the streaming hooks keep their no-op defaults.
+streaming output*: text is sent as plain messages (split at 4,096 characters), one
+output segment at a time (:mod:`channelkit.platforms.telegram.output`): a segment that
+ends with ``response_boundary`` or ``input_requested`` is sent at once, so the text
+written before a question arrives before the question's messages; the final response
+sends only what was not sent yet.
 
 Lifecycle mapping (seeds 003/004, adapter-local): ``started`` -> start typing (one
 keep-alive per chat, ``sendChatAction typing`` every 4 s on the core scheduler);
@@ -35,6 +38,8 @@ from channelkit.core import (
     InboundMessage,
     LifecycleEvent,
     LifecycleType,
+    OutputSegmentContext,
+    SegmentEndReason,
     UserInputPresentationResult,
     UserInputRequestContext,
 )
@@ -49,11 +54,8 @@ from channelkit.platforms.telegram.ingress import (
     TgUpdate,
     parse_update,
 )
-from channelkit.platforms.telegram.questions import (
-    MAX_MESSAGE_CHARS,
-    TEXT_UNKNOWN,
-    TelegramQuestionPresenter,
-)
+from channelkit.platforms.telegram.output import SegmentOutput, split_message
+from channelkit.platforms.telegram.questions import TEXT_UNKNOWN, TelegramQuestionPresenter
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 from channelkit.web.ingress import IngressRoute
 
@@ -84,23 +86,6 @@ BOT_COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 _LOCAL_COMMANDS = ("start", "help")
-
-
-def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
-    """Split ``text`` into Telegram-sized parts, preferring line breaks."""
-    if len(text) <= limit:
-        return [text]
-    parts: list[str] = []
-    rest = text
-    while len(rest) > limit:
-        cut = rest.rfind("\n", 0, limit)
-        if cut < limit // 2:
-            cut = limit
-        parts.append(rest[:cut])
-        rest = rest[cut:].lstrip("\n")
-    if rest:
-        parts.append(rest)
-    return parts
 
 
 def _thread_int(thread_id: str | None) -> int | None:
@@ -156,6 +141,10 @@ class TelegramChannel(ChannelBase):
             scheduler=self.scheduler,
             clock=self.clock,
             timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
+        )
+        self.output = SegmentOutput(
+            lambda chat_id, text, thread_id: self.send_message(chat_id, text, thread_id=thread_id),
+            clock=self.clock,
         )
 
     # -- setup ---------------------------------------------------------------------------
@@ -254,12 +243,53 @@ class TelegramChannel(ChannelBase):
             self.api.send_message(chat_id, part, message_thread_id=_thread_int(thread_id))
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
-        """started -> typing keep-alive; terminal -> stop it; other events ignored."""
+        """started -> typing keep-alive; terminal -> stop it (and forget the run's
+        output state); other events ignored."""
         thread = _thread_int(event.thread_id)
         if event.type is LifecycleType.STARTED:
             self.typing.start(event.chat_id, event.run_id, thread)
         elif LifecycleType(event.type).terminal:
             self.typing.stop(event.chat_id, event.run_id, thread)
+            self.output.discard(event.run_id)
+
+    def on_response_chunk(
+        self,
+        chat_id: str,
+        chunk: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """Collect the segment's visible text (nothing is shown while it streams)."""
+        if segment is not None:
+            self.output.append(segment, chunk)
+
+    def on_output_segment_end(
+        self,
+        chat_id: str,
+        session_id: str,
+        segment: OutputSegmentContext,
+        reason: SegmentEndReason,
+    ) -> None:
+        """``response_boundary`` / ``input_requested`` (and ``completed``): send the
+        segment's text now, before a following question; ``failed`` / ``cancelled``:
+        drop it, like the final text of such a run."""
+        self.output.segment_ended(segment, str(reason))
+        super().on_output_segment_end(chat_id, session_id, segment, reason)
+
+    def on_response_complete(
+        self,
+        chat_id: str,
+        text: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """Send the part of the run's ``text`` no earlier segment sent (nothing when
+        nothing remains); a failed send raises (the run fails in phase delivery)."""
+        if segment is None:  # loop / webhook runs have no segments: the whole text
+            super().on_response_complete(chat_id, text, session_id, segment)
+            return
+        due = self.output.final_text(segment, text)
+        self.output.send_final(chat_id, due, segment.target.thread_id)
 
     def present_user_input_request(
         self, context: UserInputRequestContext
@@ -274,9 +304,10 @@ class TelegramChannel(ChannelBase):
         return UserInputPresentationResult(result)
 
     def on_close(self) -> None:
-        """Stop every keep-alive and expire live questions."""
+        """Stop every keep-alive, expire live questions, forget output state."""
         self.typing.close()
         self.questions.close()
+        self.output.close()
 
     def _send_typing(self, chat_id: int | str, thread_id: int | None) -> None:
         self.api.send_chat_action(chat_id, "typing", message_thread_id=thread_id)
