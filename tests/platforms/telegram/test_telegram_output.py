@@ -172,7 +172,10 @@ def test_text_before_a_text_permission_prompt(rt, mock) -> None:  # type: ignore
     assert bot.texts[0] == "Before. " and bot.texts[1].startswith("Permission required")
     env.message("/deny")
     _done(env)
-    assert bot.texts[-1] == "After." and bot.texts.count("Before. ") == 1
+    # "After." follows the prompt; the "/deny" reply is sent from the pool and may land on
+    # either side of it, so only the run's own messages are ordered here.
+    run_texts = [t for t in bot.texts if t != "Permission denied."]
+    assert run_texts[2:] == ["After."] and bot.texts.count("Before. ") == 1
     env.channel.close()
 
 
