@@ -1,10 +1,13 @@
 """Property tests over random presentations and random capabilities: adapt never
-exceeds a declared limit, never loses a button label, and is idempotent."""
+exceeds a declared limit, never loses a button label, and is idempotent; and over random
+(sometimes oversized) presentations for every platform: adapt + render never exceeds
+that platform's documented payload limits and never loses a label."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from channelkit.presentation import (
     ActionLimits,
     Button,
@@ -26,38 +29,50 @@ from channelkit.presentation.text import measure
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .limits import PLATFORMS, shown_labels, visible_text
+
 ALPHABET = st.sampled_from(list("ab cé漢字😀👍🏽\n-:"))
 words = st.text(alphabet=ALPHABET, min_size=1, max_size=24).filter(lambda s: s.strip() != "")
 limit = st.none() | st.integers(min_value=1, max_value=8)
 
 
+short_url = st.text(alphabet="abc", max_size=5).map(lambda path: "https://x.test/" + path)
+
+
 @st.composite
-def buttons(draw: Any) -> Button:
+def buttons(draw: Any, texts: Any = words, urls: Any = short_url) -> Button:
     target = draw(st.sampled_from(["value", "url", "command", "value+url"]))
     return Button(
         label=draw(words),
-        value=draw(words) if "value" in target else None,
-        url="https://x.test/" + draw(st.text(alphabet="abc", max_size=5))
-        if "url" in target
-        else None,
-        command="/" + draw(words) if target == "command" else None,
+        value=draw(texts) if "value" in target else None,
+        url=draw(urls) if "url" in target else None,
+        command="/" + draw(texts) if target == "command" else None,
         style=draw(st.none() | st.sampled_from(["primary", "secondary", "success", "danger"])),
         priority=draw(st.none() | st.integers(min_value=-3, max_value=3)),
         disabled=draw(st.booleans()),
     )
 
 
-blocks = st.one_of(
-    words.map(TextBlock),
-    words.map(ContextBlock),
-    st.just(DividerBlock()),
-    st.lists(buttons(), min_size=1, max_size=7).map(lambda b: ButtonsBlock(tuple(b))),
-    st.builds(
-        lambda options, placeholder: SelectBlock(tuple(options), placeholder),
-        st.lists(st.builds(SelectOption, words, st.none() | words), min_size=1, max_size=6),
-        st.none() | words,
-    ),
-)
+def block_strategy(texts: Any, button: Any, max_buttons: int, max_options: int) -> Any:
+    """Random blocks: text/context from ``texts``, buttons from ``button``."""
+    return st.one_of(
+        texts.map(TextBlock),
+        texts.map(ContextBlock),
+        st.just(DividerBlock()),
+        st.lists(button, min_size=1, max_size=max_buttons).map(lambda b: ButtonsBlock(tuple(b))),
+        st.builds(
+            lambda options, placeholder: SelectBlock(tuple(options), placeholder),
+            st.lists(
+                st.builds(SelectOption, words, st.none() | words),
+                min_size=1,
+                max_size=max_options,
+            ),
+            st.none() | words,
+        ),
+    )
+
+
+blocks = block_strategy(words, buttons(), max_buttons=7, max_options=6)
 
 presentations = st.builds(
     MessagePresentation,
@@ -197,3 +212,40 @@ def test_json_round_trip_is_stable_after_normalization(p: MessagePresentation) -
         assert all(isinstance(b, TextBlock | ContextBlock) for b in p.blocks) or p.is_empty
         return
     assert MessagePresentation.from_dict(normalized.to_dict()) == normalized
+
+
+# --------------------------------------------------------------------------- renderers
+
+# Sometimes far over every platform's size limits: long texts, links and values.
+big_words = st.builds(lambda w, n: w * n, words, st.sampled_from([1, 1, 1, 80, 1500]))
+big_url = st.sampled_from(
+    ["https://x.test/a", "https://x.test/" + "u" * 700, "https://x.test/" + "u" * 3500]
+)
+
+
+big_blocks = block_strategy(big_words, buttons(big_words, big_url), max_buttons=6, max_options=30)
+
+big_presentations = st.builds(
+    MessagePresentation,
+    title=st.none() | big_words,
+    tone=st.none() | st.sampled_from(["info", "danger"]),
+    blocks=st.lists(big_blocks, max_size=10).map(tuple),
+)
+
+RENDER_SETTINGS = settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+@RENDER_SETTINGS
+@given(p=big_presentations, text=st.none() | big_words)
+def test_rendered_output_is_within_platform_limits_and_keeps_every_label(
+    platform: str, p: MessagePresentation, text: str | None
+) -> None:
+    capabilities, render, check = PLATFORMS[platform]
+    messages = render(adapt(p, capabilities), text=text)
+    check(messages)
+    seen = visible_text(platform, messages)
+    for label in shown_labels(p, capabilities):
+        assert label in seen, (platform, label)

@@ -27,6 +27,19 @@ from channelkit.presentation import (
     render_fallback_text,
 )
 
+from .limits import (
+    PLATFORMS,
+    check_discord,
+    check_feishu,
+    check_line,
+    check_mattermost,
+    check_msteams,
+    check_slack,
+    check_telegram,
+    shown_labels,
+    visible_text,
+)
+
 
 def stress() -> MessagePresentation:
     blocks: list[Any] = []
@@ -70,56 +83,18 @@ def adapted(capabilities: Any) -> MessagePresentation:
     return adapt(STRESS, capabilities)
 
 
-def utf8(value: str) -> int:
-    return len(value.encode("utf-8"))
-
-
 def test_slack_limits() -> None:
     messages = slack.render(adapted(slack.CAPABILITIES))
     assert len(messages) >= 2  # more than 50 blocks: continued
-    for message in messages:
-        assert 1 <= len(message["blocks"]) <= slack.MAX_BLOCKS
-        assert message["text"]
-        for block in message["blocks"]:
-            if block["type"] == "header":
-                assert len(block["text"]["text"]) <= 150
-            if block["type"] == "section":
-                assert len(block["text"]["text"]) <= 3000
-            if block["type"] == "context":
-                assert len(block["elements"][0]["text"]) <= 3000
-            if block["type"] == "actions":
-                assert len(block["elements"]) <= 25
-                assert len(block["block_id"]) <= 255
-                for element in block["elements"]:
-                    assert len(element["action_id"]) <= 255
-                    if element["type"] == "button":
-                        assert len(element["text"]["text"]) <= 75
-                        assert len(element.get("value", "")) <= 2000
-                        assert len(element.get("url", "")) <= 3000
-                    else:
-                        assert len(element["options"]) <= 100
-                        assert len(element["placeholder"]["text"]) <= 150
-                        for option in element["options"]:
-                            assert len(option["text"]["text"]) <= 75
-                            assert len(option["value"]) <= 150
+    check_slack(messages)
+    assert all(m["text"] and 1 <= len(m["blocks"]) <= slack.MAX_BLOCKS for m in messages)
 
 
 def test_telegram_limits() -> None:
     messages = telegram.render(adapted(telegram.CAPABILITIES))
     assert len(messages) >= 2  # long text continues
-    assert all("reply_markup" not in m for m in messages[:-1])
-    for message in messages:
-        assert 1 <= len(message["text"].encode("utf-16-le")) // 2 <= 4096
-    keyboard = messages[-1]["reply_markup"]["inline_keyboard"]
-    count = 0
-    for row in keyboard:
-        assert 1 <= len(row) <= 3
-        for button in row:
-            count += 1
-            assert button["text"]
-            if "callback_data" in button:
-                assert 1 <= utf8(button["callback_data"]) <= telegram.MAX_CALLBACK_DATA_BYTES
-    assert count <= 100 + 6 * 100
+    check_telegram(messages)
+    assert "reply_markup" in messages[-1]
 
 
 def test_telegram_oversized_command_is_left_out_of_the_keyboard() -> None:
@@ -139,56 +114,24 @@ def test_telegram_inline_buttons_off_renders_text_only() -> None:
     assert telegram.render(adapt(p, caps)) == [{"text": "Choose:\n\nActions:\n- Retry"}]
 
 
-def _discord_count(component: dict[str, Any]) -> int:
-    return 1 + sum(_discord_count(c) for c in component.get("components", []))
-
-
 def test_discord_limits() -> None:
     messages = discord.render(adapted(discord.CAPABILITIES))
-    rows = 0
-    for message in messages:
-        assert message["flags"] == 1 << 15
-        [container] = message["components"]
-        assert container["type"] == 17
-        assert _discord_count(container) <= 40
-        assert sum(len(c.get("content", "")) for c in container["components"]) <= 4000
-        for child in container["components"]:
-            if child["type"] != 1:
-                continue
-            rows += 1
-            assert 1 <= len(child["components"]) <= 5
-            for item in child["components"]:
-                if item["type"] == 2:
-                    assert len(item["label"]) <= 80
-                    assert len(item.get("custom_id", "")) <= 100
-                else:
-                    assert len(item["custom_id"]) <= 100
-                    assert 1 <= len(item["options"]) <= 25
-                    assert len(item.get("placeholder", "")) <= 150
-                    for option in item["options"]:
-                        assert len(option["label"]) <= 100 and len(option["value"]) <= 100
+    check_discord(messages)
+    rows = sum(1 for m in messages for c in m["components"][0]["components"] if c["type"] == 1)
     assert rows <= 5
 
 
 def test_line_limits() -> None:
     bodies = line.render(adapted(line.CAPABILITIES))
-    for body in bodies:
-        assert 1 <= len(body["messages"]) <= 5
+    check_line(bodies)
     [flex] = [m for b in bodies for m in b["messages"] if m["type"] == "flex"]
-    assert len(flex["altText"]) <= 400
     # Six selects take the whole shared budget of 4 here; check a lighter mix as well.
     light = MessagePresentation(blocks=(STRESS.blocks[3], STRESS.blocks[4]))
     [body] = line.render(adapt(light, line.CAPABILITIES))
+    check_line([body])
     footer = body["messages"][0]["contents"]["footer"]["contents"]
     assert len(footer) == 3  # one of the four actions is the select
-    for button in footer + flex["contents"].get("footer", {}).get("contents", []):
-        assert len(button["action"]["label"]) <= 40
-        assert len(button["action"].get("data", "")) <= 300
-    items = flex["quickReply"]["items"]
-    assert len(items) <= 13
-    for item in items:
-        assert len(item["action"]["label"]) <= 20
-        assert len(item["action"]["data"]) <= 300
+    assert len(flex["quickReply"]["items"]) <= 13
 
 
 def test_line_without_controls_sends_text_messages() -> None:
@@ -201,42 +144,27 @@ def test_line_without_controls_sends_text_messages() -> None:
 
 def test_mattermost_limits() -> None:
     posts = mattermost.render(adapted(mattermost.CAPABILITIES), callback_url="https://cb.test/mm")
-    assert all(len(p["message"]) <= mattermost.MAX_MESSAGE for p in posts)
-    actions = [a for att in posts[-1]["props"]["attachments"] for a in att["actions"]]
-    assert 1 <= len(actions) <= 25
-    assert all(len(att["actions"]) <= 5 for att in posts[-1]["props"]["attachments"])
-    assert all(a["id"].isalnum() and len(a["name"]) <= 40 for a in actions)
-    assert len({a["id"] for a in actions}) == len(actions)
+    check_mattermost(posts)
+    assert "props" in posts[-1]
 
 
 def test_msteams_limits() -> None:
     activities = msteams.render(adapted(msteams.CAPABILITIES))
     assert len(activities) >= 2
-    for activity in activities:
-        assert len(json.dumps(activity, ensure_ascii=False).encode("utf-8")) <= 28000
-        card = activity["attachments"][0]["content"]
-        for element in card["body"]:
-            if element["type"] == "ActionSet":
-                assert 1 <= len(element["actions"]) <= 6
+    check_msteams(activities)
 
 
 def test_feishu_limits() -> None:
     bodies = feishu.render(adapted(feishu.CAPABILITIES))
-    buttons = 0
-    for body in bodies:
-        assert body["msg_type"] == "interactive"
-        assert len(body["content"].encode("utf-8")) <= 30 * 1024
-        card = json.loads(body["content"])
-        assert len(card["body"]["elements"]) <= 200
-        for element in card["body"]["elements"]:
-            if element["tag"] == "button":
-                buttons += 1
-                assert len(element["text"]["content"]) <= 40
-            if element["tag"] == "markdown":
-                assert "<script" not in element["content"]
+    check_feishu(bodies)
+    buttons = sum(
+        1
+        for b in bodies
+        for e in json.loads(b["content"])["body"]["elements"]
+        if e["tag"] == "button"
+    )
     assert buttons <= 20
     assert "header" in json.loads(bodies[0]["content"])
-    assert all("header" not in json.loads(b["content"]) for b in bodies[1:])
 
 
 def test_feishu_escapes_text_and_keeps_non_http_links_readable() -> None:
@@ -293,3 +221,153 @@ def test_every_label_survives_somewhere_on_every_platform() -> None:
                 for button in block.buttons:
                     limit = capabilities.limits.actions.max_label_length
                     assert button.label[:limit] in text, (name, button.label)
+
+
+# --------------------------------------------------------------------------- size limits
+
+LONG_URL = "https://links.example.test/" + "u" * 5000
+
+
+def oversized() -> MessagePresentation:
+    """Over every size limit at once: long, escape-heavy and astral text, many blocks,
+    huge link and callback values, a huge title."""
+    blocks: list[Any] = []
+    for i in range(8):
+        blocks.append(TextBlock(f"Para {i} " + '漢😀"\\<&>\x01 ' * 2500))
+        blocks.append(ContextBlock(f"ctx {i} " + "ü" * 9000))
+        blocks.append(
+            ButtonsBlock(
+                (
+                    Button(f"Go {i}", value="v" * 6000),
+                    Button(f"Link {i}", url=LONG_URL),
+                    Button(f"Docs {i}", url="https://docs.example.test"),
+                    Button(f"Cmd {i}", command="/" + "c" * 300),
+                )
+            )
+        )
+        blocks.extend(DividerBlock() for _ in range(30))
+    blocks.append(SelectBlock(tuple(SelectOption(f"Opt {k}", f"o{k}") for k in range(30))))
+    return MessagePresentation(title="Big title " + "標😀" * 5000, blocks=tuple(blocks))
+
+
+OVERSIZED = oversized()
+
+
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_oversized_presentation_stays_within_limits_and_keeps_every_label(platform: str) -> None:
+    capabilities, render, check = PLATFORMS[platform]
+    messages = render(adapt(OVERSIZED, capabilities), text="Intro " + "😀" * 3000)
+    check(messages)
+    seen = visible_text(platform, messages)
+    for label in shown_labels(OVERSIZED, capabilities):
+        assert label in seen, (platform, label)
+
+
+def test_line_bubble_over_30_kb_moves_leading_text_out_and_keeps_the_controls() -> None:
+    blocks = tuple(TextBlock(f"Section {i}. " + "字😀" * 900) for i in range(12))
+    p = MessagePresentation(
+        title="Report",
+        blocks=(*blocks, ButtonsBlock((Button("Ack", value="ack"), Button("Run", command="/run")))),
+    )
+    bodies = line.render(adapt(p, line.CAPABILITIES), text="Hello")
+    check_line(bodies)
+    assert len(bodies) >= 2  # more than 5 messages: further push requests
+    messages = [m for b in bodies for m in b["messages"]]
+    flex = messages[-1]
+    footer = flex["contents"]["footer"]["contents"]
+    assert [b["action"]["label"] for b in footer] == ["Ack", "Run"]
+    assert messages[0] == {"type": "text", "text": "Hello"}
+    texts = "".join(m["text"] for m in messages[1:-1])
+    body = [c["text"] for c in flex["contents"]["body"]["contents"]]
+    assert texts.startswith("Report\n\nSection 0.")
+    # Authored order is kept: what left the bubble comes before what stayed in it.
+    assert body[0].startswith("Section ") and not texts.endswith(body[0])
+    joined = texts + "".join(body)
+    assert all(f"Section {i}." in joined for i in range(12))
+    assert flex["altText"] == "Report"
+
+
+def test_line_small_bubble_is_unchanged() -> None:
+    p = MessagePresentation(title="T", blocks=(ButtonsBlock((Button("Ok", value="ok"),)),))
+    [body] = line.render(adapt(p, line.CAPABILITIES))
+    [flex] = body["messages"]
+    assert flex["contents"]["body"]["contents"][0]["text"] == "T"
+
+
+def test_line_link_over_1000_characters_reads_as_text() -> None:
+    p = MessagePresentation(
+        blocks=(ButtonsBlock((Button("Ok", value="ok"), Button("Spec", url=LONG_URL))),)
+    )
+    [body] = line.render(adapt(p, line.CAPABILITIES))
+    check_line([body])
+    [flex] = body["messages"]
+    assert [b["action"]["label"] for b in flex["contents"]["footer"]["contents"]] == ["Ok"]
+    assert flex["contents"]["body"]["contents"][0]["text"] == f"- Spec: {LONG_URL}"
+
+
+def test_line_alt_text_is_cut_to_1500() -> None:
+    p = MessagePresentation(
+        blocks=(TextBlock("a" * 1999), ButtonsBlock((Button("Ok", value="ok"),)))
+    )
+    [body] = line.render(adapt(p, line.CAPABILITIES))
+    assert body["messages"][-1]["altText"] == "a" * 1500
+
+
+def test_discord_link_over_512_characters_reads_as_text() -> None:
+    url = LONG_URL[:600]
+    p = MessagePresentation(
+        blocks=(ButtonsBlock((Button("Ok", value="ok"), Button("L", url=url))),)
+    )
+    [message] = discord.render(adapt(p, discord.CAPABILITIES))
+    check_discord([message])
+    children = message["components"][0]["components"]
+    assert [b["label"] for b in children[0]["components"]] == ["Ok"]
+    assert children[1]["content"] == f"- L: {url}"
+
+
+def test_slack_link_over_3000_characters_reads_as_text() -> None:
+    p = MessagePresentation(
+        blocks=(ButtonsBlock((Button("Ok", value="ok"), Button("L", url=LONG_URL))),)
+    )
+    [message] = slack.render(adapt(p, slack.CAPABILITIES))
+    check_slack([message])
+    actions, *sections = message["blocks"]
+    assert [e["text"]["text"] for e in actions["elements"]] == ["Ok"]
+    assert sections[0]["text"]["text"].startswith("- L: https://links.example.test/")
+
+
+def test_telegram_keyboard_holds_at_most_100_buttons() -> None:
+    options = tuple(SelectOption(f"o{k}", f"v{k}") for k in range(100))
+    p = MessagePresentation(blocks=(SelectBlock(options), SelectBlock(options)))
+    messages = telegram.render(adapt(p, telegram.CAPABILITIES))
+    check_telegram(messages)
+    keyboard = messages[-1]["reply_markup"]["inline_keyboard"]
+    assert sum(len(row) for row in keyboard) == 100
+    assert messages[-1]["text"].count("- o99") == 2  # every label stays in the text
+
+
+def test_msteams_huge_callback_value_reads_as_text() -> None:
+    p = MessagePresentation(
+        blocks=(ButtonsBlock((Button("Ok", value="ok"), Button("Big", value="x" * 5000))),)
+    )
+    [activity] = msteams.render(adapt(p, msteams.CAPABILITIES))
+    check_msteams([activity])
+    body = activity["attachments"][0]["content"]["body"]
+    assert [a["title"] for a in body[0]["actions"]] == ["Ok"]
+    assert body[1]["text"] == "- Big"  # the callback value is never shown
+
+
+def test_feishu_huge_title_keeps_a_header_prefix_and_reads_in_full() -> None:
+    title = "標" * 3000
+    bodies = feishu.render(adapt(MessagePresentation(title=title), feishu.CAPABILITIES))
+    check_feishu(bodies)
+    cards = [json.loads(b["content"]) for b in bodies]
+    assert cards[0]["header"]["title"]["content"].endswith("…")
+    assert "".join(e["content"] for c in cards for e in c["body"]["elements"]) == title
+
+
+def test_feishu_splits_at_200_elements() -> None:
+    p = MessagePresentation(blocks=tuple(DividerBlock() for _ in range(450)))
+    bodies = feishu.render(adapt(p, feishu.CAPABILITIES))
+    check_feishu(bodies)
+    assert [len(json.loads(b["content"])["body"]["elements"]) for b in bodies] == [200, 200, 50]

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from channelkit.presentation.adapt import button_fallback_label
 from channelkit.presentation.model import (
+    Button,
     ButtonsBlock,
     ContextBlock,
     MessagePresentation,
@@ -11,7 +14,18 @@ from channelkit.presentation.model import (
     TextBlock,
 )
 
-__all__ = ["render_fallback_text"]
+__all__ = ["buttons_fallback_text", "render_fallback_text", "select_fallback_text"]
+
+
+def buttons_fallback_text(buttons: Iterable[Button]) -> str:
+    """Buttons as ``- label`` lines (``- label: url``, ``- label: `command` ``)."""
+    return "\n".join(f"- {button_fallback_label(b)}" for b in buttons)
+
+
+def select_fallback_text(block: SelectBlock) -> str:
+    """A select as ``Placeholder:`` (or ``Options:``) followed by ``- label`` lines."""
+    heading = f"{block.placeholder}:" if block.placeholder else "Options:"
+    return heading + "".join(f"\n- {o.label}" for o in block.options)
 
 
 def render_fallback_text(
@@ -42,8 +56,7 @@ def render_fallback_text(
                 else:
                     lines.append(block.text)
             elif isinstance(block, ButtonsBlock):
-                lines.append("\n".join(f"- {button_fallback_label(b)}" for b in block.buttons))
+                lines.append(buttons_fallback_text(block.buttons))
             elif isinstance(block, SelectBlock):
-                heading = f"{block.placeholder}:" if block.placeholder else "Options:"
-                lines.append(heading + "".join(f"\n- {o.label}" for o in block.options))
+                lines.append(select_fallback_text(block))
     return "\n\n".join(lines) or empty_fallback

@@ -35,6 +35,10 @@ def truncate(text: str, limit: int | None, encoding: TextEncoding = "characters"
         return text[:limit] if len(text) > limit else text
     if len(text) * (4 if encoding == "utf8-bytes" else 2) <= limit:
         return text  # fast path: cannot exceed
+    # Every code point takes at least one unit, so the answer lies within the first
+    # ``limit`` code points; one more keeps the cut (and a surrogate pair at the edge)
+    # exactly as on the whole text, while splitting long text stays linear.
+    text = text[: limit + 1]
     if encoding == "utf8-bytes":
         data = text.encode("utf-8", "surrogatepass")
         if len(data) <= limit:

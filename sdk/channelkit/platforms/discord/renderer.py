@@ -9,7 +9,9 @@ longer presentations continue in further messages.
 
 ``custom_id`` carries the callback: ``v:<value>`` for a callback value, ``c:<command>``
 for a command (hence ``max_value_bytes`` 98: custom_id is at most 100 characters);
-selects use ``ck:select:<n>`` and report the chosen option value.
+selects use ``ck:select:<n>`` and report the chosen option value. A link button whose
+URL is over Discord's 512 characters is not rendered as a button: it reads as
+``- label: url`` text right after its row.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from channelkit.presentation.capabilities import (
     SelectLimits,
     TextLimits,
 )
+from channelkit.presentation.fallback import buttons_fallback_text
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -33,6 +36,7 @@ from channelkit.presentation.model import (
     SelectBlock,
     TextBlock,
 )
+from channelkit.presentation.rendering import partition_buttons
 from channelkit.presentation.text import split_text
 
 __all__ = ["CAPABILITIES", "DELIVERY_CAPABILITIES", "PLATFORM", "render"]
@@ -42,6 +46,7 @@ IS_COMPONENTS_V2 = 1 << 15
 MAX_COMPONENTS = 40
 MAX_TEXT = 4000
 MAX_CUSTOM_ID = 100
+MAX_URL = 512
 
 CAPABILITIES = PresentationCapabilities(
     buttons=True,
@@ -91,6 +96,11 @@ def _button(button: Button) -> dict[str, Any]:
     return out
 
 
+def _native(button: Button) -> bool:
+    """A link button renders natively only when its link fits (512 characters)."""
+    return button.url is None or len(button.url) <= MAX_URL
+
+
 def _small(text: str) -> str:
     return "\n".join(f"-# {line}" if line.strip() else line for line in text.split("\n"))
 
@@ -118,9 +128,12 @@ def _items(
         elif isinstance(block, DividerBlock):
             items.append(({"type": 14, "divider": True, "spacing": 1}, 1, 0))
         elif isinstance(block, ButtonsBlock):
-            for start in range(0, len(block.buttons), 5):
-                row = [_button(b) for b in block.buttons[start : start + 5]]
+            native, moved = partition_buttons(block.buttons, _native)
+            for start in range(0, len(native), 5):
+                row = [_button(b) for b in native[start : start + 5]]
                 items.append(({"type": 1, "components": row}, 1 + len(row), 0))
+            if moved:
+                add_text(buttons_fallback_text(moved))
         elif isinstance(block, SelectBlock):
             select_index += 1
             select: dict[str, Any] = {"type": 3, "custom_id": f"ck:select:{select_index}"}

@@ -5,9 +5,19 @@ warning orange, success green, else blue), body elements in authored order: text
 ``markdown``, context -> grey ``markdown``, divider -> ``hr``, buttons -> ``button``
 elements (``open_url`` for http(s) links, ``callback`` with ``{"value": ...}`` or
 ``{"command": ...}``). Selects read as a grey list. ``& < >`` in text are escaped.
-A card is kept under Feishu's 30 KB limit; longer presentations continue in further
-cards. ``render`` returns the wire body (``content`` is the serialized card);
-``render_cards`` returns the card objects.
+
+Size: Feishu limits a card message's request body to 30 KB (error 230025). Each card
+is kept within 28,000 bytes as its serialized ``content`` appears on the wire (escaped
+again inside the body JSON: ASCII with ``\\uXXXX`` escapes), leaving 2,000 bytes for
+``receive_id`` and the rest, and holds at most 200 elements; longer presentations
+continue in further cards (the header only on the first). Text is cut into markdown
+elements of at most 2,000 characters so any one element fits. A button that cannot be
+one (a non-http link, or a link so long that the button alone is over 6,000 bytes)
+reads as ``- label: url`` text. A title over 6,000 bytes shows a prefix in the header
+and reads in full at the top of the body.
+
+``render`` returns the wire body (``content`` is the serialized card); ``render_cards``
+returns the card objects.
 """
 
 from __future__ import annotations
@@ -22,7 +32,11 @@ from channelkit.presentation.capabilities import (
     PresentationLimits,
     TextLimits,
 )
-from channelkit.presentation.fallback import render_fallback_text
+from channelkit.presentation.fallback import (
+    buttons_fallback_text,
+    render_fallback_text,
+    select_fallback_text,
+)
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -32,11 +46,22 @@ from channelkit.presentation.model import (
     SelectBlock,
     TextBlock,
 )
+from channelkit.presentation.rendering import (
+    callback_payload,
+    json_wire_size,
+    pack_by_size,
+    split_nonblank,
+)
+from channelkit.presentation.text import truncate
 
 __all__ = ["CAPABILITIES", "DELIVERY_CAPABILITIES", "PLATFORM", "render", "render_cards"]
 
 PLATFORM = "feishu"
-MAX_CARD_BYTES = 28000  # Feishu limit is 30 KB; keep headroom
+MAX_CONTENT_BYTES = 28_000  # the escaped ``content``; the rest of the body fits in 2,000
+MAX_BUTTON_BYTES = 6_000  # a larger button (a huge link) reads as text instead
+MAX_TITLE_BYTES = 6_000  # a larger title: a prefix in the header, in full in the body
+MAX_ELEMENTS = 200  # components per card (card JSON 2.0)
+TEXT_PIECE = 2_000  # characters per markdown element: at most 24,000 bytes escaped
 
 CAPABILITIES = PresentationCapabilities(
     buttons=True,
@@ -60,45 +85,72 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _grey(text: str) -> dict[str, Any]:
-    return {"tag": "markdown", "content": f"<font color='grey'>{_escape(text)}</font>"}
+def _markdown(text: str) -> list[dict[str, Any]]:
+    """Markdown elements of at most ``TEXT_PIECE`` characters each."""
+    return [
+        {"tag": "markdown", "content": _escape(part)} for part in split_nonblank(text, TEXT_PIECE)
+    ]
 
 
-def _button(button: Button) -> dict[str, Any]:
+def _grey(text: str) -> list[dict[str, Any]]:
+    return [
+        {"tag": "markdown", "content": f"<font color='grey'>{_escape(part)}</font>"}
+        for part in split_nonblank(text, TEXT_PIECE)
+    ]
+
+
+def _button(button: Button) -> dict[str, Any] | None:
+    """The button element, or None when it cannot be a button (its label moves to text)."""
     behaviors: list[dict[str, Any]] = []
     if button.url is not None and button.url.lower().startswith(("https://", "http://")):
         behaviors.append({"type": "open_url", "default_url": button.url})
-    if button.command is not None:
-        behaviors.append({"type": "callback", "value": {"command": button.command}})
-    elif button.value is not None:
-        behaviors.append({"type": "callback", "value": {"value": button.value}})
-    if not behaviors:  # a non-http link: keep it readable
-        return {"tag": "markdown", "content": _escape(f"- {button.label}: {button.url}")}
-    return {
+    payload = callback_payload(button)
+    if payload is not None:
+        behaviors.append({"type": "callback", "value": payload})
+    if not behaviors:  # a non-http link
+        return None
+    element = {
         "tag": "button",
         "text": {"tag": "plain_text", "content": button.label},
         "type": _BUTTON_TYPES.get(button.style or "", "default"),
         "behaviors": behaviors,
     }
+    chars = len(button.label) + len(button.url or "") + len(button.value or button.command or "")
+    if 12 * chars + 400 > MAX_BUTTON_BYTES and _wire_size(element) > MAX_BUTTON_BYTES:
+        return None  # a huge link: keep it readable instead
+    return element
 
 
 def _elements(presentation: MessagePresentation, text: str | None) -> list[dict[str, Any]]:
     elements: list[dict[str, Any]] = []
     if text is not None and text.strip():
-        elements.append({"tag": "markdown", "content": _escape(text.strip())})
+        elements.extend(_markdown(text.strip()))
+    if presentation.title and _title_too_large(presentation.title):
+        elements.extend(_markdown(presentation.title))  # in full; the header has a prefix
     for block in presentation.blocks:
         if isinstance(block, TextBlock):
-            elements.append({"tag": "markdown", "content": _escape(block.text)})
+            elements.extend(_markdown(block.text))
         elif isinstance(block, ContextBlock):
-            elements.append(_grey(block.text))
+            elements.extend(_grey(block.text))
         elif isinstance(block, DividerBlock):
             elements.append({"tag": "hr"})
         elif isinstance(block, ButtonsBlock):
-            elements.extend(_button(b) for b in block.buttons)
+            moved: list[Button] = []
+            for button in block.buttons:
+                element = _button(button)
+                if element is None:
+                    moved.append(button)
+                else:
+                    elements.append(element)
+            if moved:
+                elements.extend(_markdown(buttons_fallback_text(moved)))
         elif isinstance(block, SelectBlock):
-            heading = f"{block.placeholder}:" if block.placeholder else "Options:"
-            elements.append(_grey(heading + "".join(f"\n- {o.label}" for o in block.options)))
+            elements.extend(_grey(select_fallback_text(block)))
     return elements
+
+
+def _title_too_large(title: str) -> bool:
+    return 12 * len(title) > MAX_TITLE_BYTES and json_wire_size(title) > MAX_TITLE_BYTES
 
 
 def _card(
@@ -106,8 +158,11 @@ def _card(
 ) -> dict[str, Any]:
     card: dict[str, Any] = {"schema": "2.0", "config": {"width_mode": "fill"}}
     if presentation.title and first:
+        title = presentation.title
+        if _title_too_large(title):
+            title = truncate(title, MAX_TITLE_BYTES // 12) + "…"
         card["header"] = {
-            "title": {"tag": "plain_text", "content": presentation.title},
+            "title": {"tag": "plain_text", "content": title},
             "template": _TEMPLATES.get(presentation.tone or "", "blue"),
         }
     card["body"] = {"elements": elements}
@@ -116,6 +171,12 @@ def _card(
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _wire_size(value: Any) -> int:
+    """Bytes ``value`` takes inside the request body: serialized into ``content``, then
+    escaped again as that JSON string is sent (without the string's quotes)."""
+    return json_wire_size(_dumps(value)) - 2
 
 
 def _render(
@@ -129,19 +190,14 @@ def _render(
         elements = [{"tag": "markdown", "content": _escape(render_fallback_text(None, text))}]
     card = _card(presentation, elements, True)
     serialized = _dumps(card)
-    if len(serialized) * 3 <= MAX_CARD_BYTES or len(serialized.encode("utf-8")) <= MAX_CARD_BYTES:
+    if len(elements) <= MAX_ELEMENTS and (
+        12 * len(serialized) <= MAX_CONTENT_BYTES or json_wire_size(serialized) <= MAX_CONTENT_BYTES
+    ):
         return [(card, serialized)]
-    cards: list[dict[str, Any]] = []
-    current: list[dict[str, Any]] = []
-    size = len(_dumps(_card(presentation, [], True)).encode("utf-8"))
-    for element in elements:
-        element_size = len(_dumps(element).encode("utf-8")) + 1
-        if current and size + element_size > MAX_CARD_BYTES:
-            cards.append(_card(presentation, current, not cards))
-            current, size = [], len(_dumps(_card(presentation, [], False)).encode("utf-8"))
-        current.append(element)
-        size += element_size
-    cards.append(_card(presentation, current, not cards))
+    sizes = [_wire_size(e) + 1 for e in elements]  # + the "," between elements
+    overhead = _wire_size(_card(presentation, [], True)) + 2
+    groups = pack_by_size(elements, sizes, MAX_CONTENT_BYTES, overhead, max_items=MAX_ELEMENTS)
+    cards = [_card(presentation, group, index == 0) for index, group in enumerate(groups)]
     return [(c, _dumps(c)) for c in cards]
 
 

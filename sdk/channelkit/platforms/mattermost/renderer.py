@@ -20,7 +20,7 @@ from channelkit.presentation.capabilities import (
 )
 from channelkit.presentation.fallback import render_fallback_text
 from channelkit.presentation.model import Button, ButtonsBlock, MessagePresentation
-from channelkit.presentation.text import split_text
+from channelkit.presentation.rendering import callback_payload, split_nonblank
 
 __all__ = ["CAPABILITIES", "DELIVERY_CAPABILITIES", "PLATFORM", "render"]
 
@@ -47,11 +47,8 @@ DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=True)
 
 
 def _action(button: Button, action_id: str, callback_url: str) -> dict[str, Any] | None:
-    if button.command is not None:
-        context = {"command": button.command}
-    elif button.value is not None:
-        context = {"value": button.value}
-    else:
+    context = callback_payload(button)
+    if context is None:
         return None  # link-only: Mattermost actions cannot open a URL; it stays in the text
     return {
         "id": action_id,
@@ -70,9 +67,7 @@ def render(
     ``callback_url`` is the integration URL Mattermost calls on a click.
     """
     body = render_fallback_text(presentation, text)
-    posts: list[dict[str, Any]] = [
-        {"message": part} for part in split_text(body, MAX_MESSAGE) if part.strip()
-    ]
+    posts: list[dict[str, Any]] = [{"message": part} for part in split_nonblank(body, MAX_MESSAGE)]
     attachments: list[dict[str, Any]] = []
     for block_index, block in enumerate(presentation.blocks):
         if not isinstance(block, ButtonsBlock):

@@ -3,13 +3,18 @@
 Card (version 1.4) body in authored order: title (bold, medium; coloured by tone),
 text, context (subtle, small), divider (``separator`` on the next element), buttons as
 an ``ActionSet`` per adapted row (``Action.OpenUrl`` for links, ``Action.Submit`` with
-``data: {"value": ...}`` or ``{"command": ...}``). Selects read as text. An activity is
-kept under Teams' ~28 KB message size; longer presentations continue in further cards.
+``data: {"value": ...}`` or ``{"command": ...}``). Selects read as text.
+
+Size: Teams documents its bot message limit as the payload encoded as UTF-16 (40 KB,
+later 100 KB; connectors report ~28 KB). Every activity here is kept within 28,000 bytes
+of UTF-16-encoded JSON, the strictest of those; longer presentations continue in further
+cards. Text is cut into TextBlocks of at most 2,000 characters so any one element fits,
+and a button whose action alone is over 3,000 bytes (a huge callback value or URL) is
+not rendered as a button: its label reads as text (``- label`` / ``- label: url``).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from channelkit.presentation.capabilities import (
@@ -19,6 +24,7 @@ from channelkit.presentation.capabilities import (
     PresentationLimits,
     TextLimits,
 )
+from channelkit.presentation.fallback import buttons_fallback_text, select_fallback_text
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -28,13 +34,22 @@ from channelkit.presentation.model import (
     SelectBlock,
     TextBlock,
 )
+from channelkit.presentation.rendering import (
+    callback_payload,
+    json_utf16_size,
+    pack_by_size,
+    partition_buttons,
+    split_nonblank,
+)
 
 __all__ = ["CAPABILITIES", "DELIVERY_CAPABILITIES", "PLATFORM", "render"]
 
 PLATFORM = "msteams"
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
-MAX_ACTIVITY_BYTES = 26000  # Teams rejects messages over ~28 KB; keep headroom
+MAX_ACTIVITY_BYTES = 28_000  # UTF-16 bytes of the activity JSON
+MAX_ACTION_BYTES = 3_000  # a larger action (a huge value or URL) reads as text instead
+TEXT_PIECE = 2_000  # characters per TextBlock: at most 24,000 bytes escaped
 
 CAPABILITIES = PresentationCapabilities(
     buttons=True,
@@ -54,63 +69,59 @@ _TITLE_COLORS = {"danger": "Attention", "warning": "Warning", "success": "Good",
 def _action(button: Button) -> dict[str, Any]:
     if button.url is not None:
         return {"type": "Action.OpenUrl", "title": button.label, "url": button.url}
-    data = {"command": button.command} if button.command is not None else {"value": button.value}
-    return {"type": "Action.Submit", "title": button.label, "data": data}
+    return {"type": "Action.Submit", "title": button.label, "data": callback_payload(button)}
+
+
+def _native(button: Button) -> bool:
+    """Small enough to render as an action (a huge callback value or URL is not)."""
+    chars = len(button.label) + len(button.url or button.value or button.command or "")
+    return 12 * chars + 200 <= MAX_ACTION_BYTES or (
+        json_utf16_size(_action(button)) <= MAX_ACTION_BYTES
+    )
 
 
 def _text(text: str, **extra: Any) -> dict[str, Any]:
     return {"type": "TextBlock", "text": text, "wrap": True, **extra}
 
 
+def _texts(text: str, **extra: Any) -> list[dict[str, Any]]:
+    """One TextBlock per piece of at most ``TEXT_PIECE`` characters."""
+    return [_text(part, **extra) for part in split_nonblank(text, TEXT_PIECE)]
+
+
 def _elements(presentation: MessagePresentation, text: str | None) -> list[dict[str, Any]]:
     body: list[dict[str, Any]] = []
     separator = False
 
-    def add(element: dict[str, Any]) -> None:
+    def add(elements: list[dict[str, Any]]) -> None:
         nonlocal separator
-        if separator:
-            element["separator"] = True
+        if elements and separator:
+            elements[0]["separator"] = True
             separator = False
-        body.append(element)
+        body.extend(elements)
 
     if text is not None and text.strip():
-        add(_text(text.strip()))
+        add(_texts(text.strip()))
     if presentation.title:
-        title = _text(presentation.title, weight="Bolder", size="Medium")
         color = _TITLE_COLORS.get(presentation.tone or "")
-        if color:
-            title["color"] = color
-        add(title)
+        extra = {"color": color} if color else {}
+        add(_texts(presentation.title, weight="Bolder", size="Medium", **extra))
     for block in presentation.blocks:
         if isinstance(block, TextBlock):
-            add(_text(block.text))
+            add(_texts(block.text))
         elif isinstance(block, ContextBlock):
-            add(_text(block.text, isSubtle=True, size="Small"))
+            add(_texts(block.text, isSubtle=True, size="Small"))
         elif isinstance(block, DividerBlock):
             separator = bool(body)
         elif isinstance(block, ButtonsBlock):
-            add({"type": "ActionSet", "actions": [_action(b) for b in block.buttons]})
+            native, moved = partition_buttons(block.buttons, _native)
+            if native:
+                add([{"type": "ActionSet", "actions": [_action(b) for b in native]}])
+            if moved:
+                add(_texts(buttons_fallback_text(moved)))
         elif isinstance(block, SelectBlock):
-            heading = f"{block.placeholder}:" if block.placeholder else "Options:"
-            add(_text(heading + "".join(f"\n- {o.label}" for o in block.options)))
+            add(_texts(select_fallback_text(block)))
     return body
-
-
-def _upper_bound(presentation: MessagePresentation, text: str | None, elements: int) -> int:
-    """A cheap upper bound of the activity's JSON size in bytes (6 bytes per character
-    covers escapes and UTF-8; 400 bytes of structure per element and button)."""
-    chars = len(text or "") + len(presentation.title or "")
-    parts = 1 + elements
-    for block in presentation.blocks:
-        if isinstance(block, TextBlock | ContextBlock):
-            chars += len(block.text)
-        elif isinstance(block, ButtonsBlock):
-            parts += len(block.buttons)
-            for b in block.buttons:
-                chars += len(b.label) + len(b.value or b.command or "") + len(b.url or "")
-        elif isinstance(block, SelectBlock):
-            chars += len(block.placeholder or "") + sum(len(o.label) + 4 for o in block.options)
-    return 6 * chars + 400 * parts
 
 
 def _activity(body: list[dict[str, Any]]) -> dict[str, Any]:
@@ -124,17 +135,26 @@ def render(presentation: MessagePresentation, *, text: str | None = None) -> lis
     elements = _elements(presentation, text)
     if not elements:
         return []
-    if _upper_bound(presentation, text, len(elements)) <= MAX_ACTIVITY_BYTES:
-        return [_activity(elements)]  # cannot be too large: skip measuring
-    activities: list[dict[str, Any]] = []
-    current: list[dict[str, Any]] = []
-    size = len(json.dumps(_activity([])))
+    whole = _activity(elements)
+    if _upper_bound(elements) <= MAX_ACTIVITY_BYTES or json_utf16_size(whole) <= MAX_ACTIVITY_BYTES:
+        return [whole]  # the common case: small enough without splitting
+    sizes = [json_utf16_size(e) + 2 for e in elements]  # + the "," between elements
+    overhead = json_utf16_size(_activity([]))
+    groups = pack_by_size(elements, sizes, MAX_ACTIVITY_BYTES, overhead)
+    return [_activity(group) for group in groups]
+
+
+def _upper_bound(elements: list[dict[str, Any]]) -> int:
+    """A cheap upper bound of the activity's UTF-16 JSON size: 12 bytes per character of
+    text (an escaped control character), 400 bytes of structure per element/action."""
+    chars = 0
+    parts = 1
     for element in elements:
-        element_size = len(json.dumps(element, ensure_ascii=False).encode("utf-8")) + 1
-        if current and size + element_size > MAX_ACTIVITY_BYTES:
-            activities.append(_activity(current))
-            current, size = [], len(json.dumps(_activity([])))
-        current.append(element)
-        size += element_size
-    activities.append(_activity(current))
-    return activities
+        parts += 1
+        if "text" in element:
+            chars += len(element["text"])
+        for action in element.get("actions", ()):
+            parts += 1
+            chars += len(action["title"]) + len(action.get("url", ""))
+            chars += sum(len(v) for v in action.get("data", {}).values())
+    return 12 * chars + 400 * parts

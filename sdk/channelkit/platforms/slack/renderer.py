@@ -9,7 +9,10 @@ longer presentations continue in further messages.
 
 Action ids: ``ck:button:<block>:<n>`` (callback ``value``), ``ck:command:<block>:<n>``
 (``value`` is the command), ``ck:link:<block>:<n>`` (url buttons),
-``ck:select:<block>``.
+``ck:select:<block>``. A link button whose URL is over Slack's 3,000 characters is not
+rendered as a button: it reads as ``- label: url`` in a section right after its row.
+Documented limits kept: 50 blocks per message, 3,000 characters per section or
+context text, 150 per header, 40,000 for the message ``text`` (cut to 3,000 here).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from channelkit.presentation.capabilities import (
     SelectLimits,
     TextLimits,
 )
-from channelkit.presentation.fallback import render_fallback_text
+from channelkit.presentation.fallback import buttons_fallback_text, render_fallback_text
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -34,6 +37,7 @@ from channelkit.presentation.model import (
     SelectBlock,
     TextBlock,
 )
+from channelkit.presentation.rendering import partition_buttons
 from channelkit.presentation.text import split_text, truncate_chars
 
 __all__ = ["CAPABILITIES", "DELIVERY_CAPABILITIES", "MAX_BLOCKS", "PLATFORM", "render"]
@@ -42,6 +46,7 @@ PLATFORM = "slack"
 MAX_BLOCKS = 50
 MAX_SECTION_TEXT = 3000
 MAX_HEADER_TEXT = 150
+MAX_BUTTON_URL = 3000
 
 CAPABILITIES = PresentationCapabilities(
     buttons=True,
@@ -67,6 +72,11 @@ CAPABILITIES = PresentationCapabilities(
 DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=True)
 
 _STYLES = {"primary": "primary", "success": "primary", "danger": "danger"}
+
+
+def _native(button: Button) -> bool:
+    """A link button renders natively only when its URL fits (3,000 characters)."""
+    return button.url is None or len(button.url) <= MAX_BUTTON_URL
 
 
 def _plain(text: str) -> dict[str, Any]:
@@ -117,8 +127,9 @@ def _blocks(presentation: MessagePresentation, text: str | None) -> list[dict[st
         elif isinstance(block, DividerBlock):
             blocks.append({"type": "divider"})
         elif isinstance(block, ButtonsBlock):
-            for start in range(0, len(block.buttons), 25):
-                row = block.buttons[start : start + 25]
+            native, moved = partition_buttons(block.buttons, _native)
+            for start in range(0, len(native), 25):
+                row = native[start : start + 25]
                 blocks.append(
                     {
                         "type": "actions",
@@ -128,6 +139,8 @@ def _blocks(presentation: MessagePresentation, text: str | None) -> list[dict[st
                         ],
                     }
                 )
+            if moved:
+                section(buttons_fallback_text(moved))
         elif isinstance(block, SelectBlock):
             placeholder = truncate_chars(block.placeholder or "Choose an option", MAX_HEADER_TEXT)
             blocks.append(

@@ -6,7 +6,9 @@ labels), sent without ``parse_mode``. Buttons and select options become an
 options in rows of 3. ``callback_data`` is the callback value, or ``tgcmd:<command>`` for
 a command; a button whose ``callback_data`` would exceed 64 UTF-8 bytes is left out
 (its label is in the text). Text longer than 4,096 UTF-16 units continues in further
-messages; the keyboard rides on the last one.
+messages; the keyboard rides on the last one. The keyboard holds at most 100 buttons
+(Telegram rejects larger reply markups); any beyond are left out, their labels being in
+the text like every other label.
 
 When inline buttons are off for the target surface, use
 ``capabilities(inline_buttons=False)``: every control then degrades to text.
@@ -26,7 +28,7 @@ from channelkit.presentation.capabilities import (
 )
 from channelkit.presentation.fallback import render_fallback_text
 from channelkit.presentation.model import Button, ButtonsBlock, MessagePresentation, SelectBlock
-from channelkit.presentation.text import split_text
+from channelkit.presentation.rendering import split_nonblank
 
 __all__ = [
     "CAPABILITIES",
@@ -42,6 +44,7 @@ MAX_CALLBACK_DATA_BYTES = 64
 MAX_TEXT_UTF16 = 4096
 ROW_SIZE = 3
 COMMAND_PREFIX = "tgcmd:"
+MAX_KEYBOARD_BUTTONS = 100
 
 
 def capabilities(*, inline_buttons: bool = True) -> PresentationCapabilities:
@@ -85,21 +88,27 @@ def _button(button: Button) -> dict[str, Any] | None:
 
 
 def inline_keyboard(presentation: MessagePresentation) -> list[list[dict[str, Any]]]:
-    """The inline keyboard rows for the presentation's buttons and selects."""
+    """The inline keyboard rows for the presentation's buttons and selects (at most
+    100 buttons in all; the rest are left out, their labels being in the text)."""
     rows: list[list[dict[str, Any]]] = []
+    room = MAX_KEYBOARD_BUTTONS
     for block in presentation.blocks:
         if isinstance(block, ButtonsBlock):
-            buttons = [b for b in (_button(x) for x in block.buttons) if b is not None]
-            for start in range(0, len(buttons), ROW_SIZE):
-                rows.append(buttons[start : start + ROW_SIZE])
+            keys = [b for b in (_button(x) for x in block.buttons) if b is not None]
         elif isinstance(block, SelectBlock):
-            options = [
+            keys = [
                 {"text": o.label, "callback_data": o.value}
                 for o in block.options
                 if o.value is not None and _fits(o.value)
             ]
-            for start in range(0, len(options), ROW_SIZE):
-                rows.append(options[start : start + ROW_SIZE])
+        else:
+            continue
+        keys = keys[:room]
+        room -= len(keys)
+        for start in range(0, len(keys), ROW_SIZE):
+            rows.append(keys[start : start + ROW_SIZE])
+        if room <= 0:
+            break
     return rows
 
 
@@ -109,7 +118,7 @@ def render(presentation: MessagePresentation, *, text: str | None = None) -> lis
     if not body.strip():
         return []
     messages: list[dict[str, Any]] = [
-        {"text": part} for part in split_text(body, MAX_TEXT_UTF16, "utf16-units") if part.strip()
+        {"text": part} for part in split_nonblank(body, MAX_TEXT_UTF16, "utf16-units")
     ]
     keyboard = inline_keyboard(presentation)
     if keyboard and messages:
