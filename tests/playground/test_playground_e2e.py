@@ -129,7 +129,12 @@ def test_full_conversation_reaches_every_card_state(playground: Playground) -> N
     # a failing run
     start = _send(pg, "fail")
     failed = _new_card(pg, start, "status", "failed")
-    assert failed["statusLine"].startswith("Failed")
+    # the streaming close (isError) and the final instance update are two writes: wait
+    # for the second before reading the status line
+    _wait(
+        lambda: _state(pg)["views"][failed["id"]]["statusLine"].startswith("Failed"),
+        "the Failed status line",
+    )
 
     states = {(c["kind"], c["state"]) for c in _cards(pg)}
     assert {

@@ -150,7 +150,9 @@ class _Turn:
     sink: AgentEventSink
     acp_session_id: str = ""
     sent: bool = False  # session/prompt is (being) written
+    written: bool = False  # session/prompt has been written: later cancels follow it
     cancel_requested: bool = False
+    cancel_raced_prompt: bool = False  # a cancel went out while the prompt was being written
     chunks: list[str] = field(default_factory=list)
     tool_calls: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
 
@@ -309,10 +311,12 @@ class AcpBridge:
             }
             call, _ = self._send_request(proc, "session/prompt", params)
             with self._cond:
-                late_cancel = turn.cancel_requested
+                turn.written = True
+                late_cancel = turn.cancel_raced_prompt
             if late_cancel:
                 # cancel_session ran while the prompt was being written; its notification
-                # may have gone out first, so say it again after the prompt.
+                # may have gone out first, so say it again after the prompt. (A cancel
+                # after this point is written after the prompt: no repeat needed.)
                 self._send_cancel(proc, session.acp_session_id)
             try:
                 result = self._wait(proc, call, self.prompt_timeout)
@@ -347,6 +351,8 @@ class AcpBridge:
                 turn.cancel_requested = True
                 if not turn.sent:
                     return True  # prompt() sees the flag and never sends the turn
+                if not turn.written:
+                    turn.cancel_raced_prompt = True  # may overtake the prompt on the wire
             session = self._sessions.get(session_id)
             if proc is None or proc.dead or session is None:
                 return False
