@@ -40,7 +40,7 @@ class BodyTooLarge(Exception):
 
 
 class BadContentLength(Exception):
-    """The Content-Length header is not a non-negative integer (answer 400)."""
+    """The Content-Length header is not plain ASCII digits (answer 400)."""
 
 
 def read_body(
@@ -62,12 +62,12 @@ def read_body(
     if content_length in (None, ""):
         length = None
     else:
-        try:
-            length = int(str(content_length).strip())
-        except ValueError:
-            raise BadContentLength(str(content_length)) from None
-        if length < 0:
-            raise BadContentLength(str(content_length))
+        text = str(content_length).strip()
+        # RFC 9110: 1*DIGIT. int() would also take "+5", "1_0" and non-ASCII digits,
+        # reading a different length than the server framed.
+        if not (text.isascii() and text.isdigit()):
+            raise BadContentLength(str(content_length)[:32])
+        length = int(text) if len(text) <= 32 else limit + 1  # 33+ digits: too large
     if length is not None and length > limit:
         raise BodyTooLarge(length)
     if length == 0 or (length is None and not terminated):

@@ -29,10 +29,25 @@ __all__ = [
     "IngressResponse",
     "IngressRoute",
     "SupportsIngress",
+    "loads_json",
 ]
 
 #: Bodies larger than this are rejected with 413 before any handler runs.
 MAX_BODY_BYTES = 1024 * 1024
+
+
+def loads_json(data: bytes | str) -> Any:
+    """Decode untrusted JSON; every failure is a ``ValueError``.
+
+    Non-UTF-8 bytes, malformed JSON and nesting too deep for the decoder (which raises
+    ``RecursionError``, not ``ValueError``) all raise ``ValueError``, so callback handlers
+    can answer 400 instead of letting the error reach the web framework.
+    """
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes | bytearray) else data
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 class Headers(Mapping[str, str]):
@@ -70,8 +85,8 @@ class IngressRequest:
     remote_addr: str | None = None
 
     def json(self) -> Any:
-        """Decode the body as JSON (raises ``ValueError`` on malformed input)."""
-        return json.loads(self.body.decode("utf-8"))
+        """Decode the body as JSON (raises ``ValueError`` on any malformed input)."""
+        return loads_json(self.body)
 
 
 @dataclass(frozen=True)

@@ -73,11 +73,16 @@ def environ_headers(environ: dict[str, Any]) -> Headers:
 
 
 def request_from_environ(environ: dict[str, Any], body: bytes) -> IngressRequest:
-    """Build an :class:`IngressRequest` from a WSGI environ and its already-read body."""
-    path = (environ.get("SCRIPT_NAME", "") or "") + (environ.get("PATH_INFO", "") or "/")
+    """Build an :class:`IngressRequest` from a WSGI environ and its already-read body.
+
+    ``path`` is ``PATH_INFO``: the route path inside the application, without the
+    ``SCRIPT_NAME`` prefix the app may be mounted under (as in the Flask and Django
+    integrations, where it is the mounted route path).
+    """
+    path = str(environ.get("PATH_INFO", "") or "/")
     return IngressRequest(
         method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
-        path=path or "/",
+        path=path,
         headers=environ_headers(environ),
         body=body,
         query=query_dict(parse_qsl(str(environ.get("QUERY_STRING", "")), keep_blank_values=True)),

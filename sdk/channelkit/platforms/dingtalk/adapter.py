@@ -150,7 +150,11 @@ class DingtalkChannel(ChannelBase):
             )
         self.api = api
         self._owners: BoundedMap[str, _InboundOwner] = BoundedMap(1000, clock=self.clock)
-        self._seen: BoundedMap[str, bool] = BoundedMap(1000, ttl=300.0, clock=self.clock)
+        # A signed robot request stays acceptable for the whole skew window on both
+        # sides of its timestamp: remember its msgId that long so a replay is ignored.
+        self._seen: BoundedMap[str, object] = BoundedMap(
+            1000, ttl=max(300.0, 2.0 * config.robot_max_skew_seconds), clock=self.clock
+        )
         self._chats: BoundedMap[str, _ChatRoute] = BoundedMap(1000, clock=self.clock)
         self._reactions: BoundedMap[str, tuple[str, str]] = BoundedMap(1000, clock=self.clock)
         self.presenter: DingtalkPresenter | None = None
@@ -209,9 +213,9 @@ class DingtalkChannel(ChannelBase):
             message = parse_robot_message(payload)
             if message is None:
                 return IngressResponse.json(200, {"success": True})
-            if message.msg_id in self._seen:
-                return IngressResponse.json(200, {"success": True})  # redelivery
-            self._seen[message.msg_id] = True
+            marker = object()  # check-and-set in one step: two racing copies run once
+            if self._seen.setdefault(message.msg_id, lambda: marker) is not marker:
+                return IngressResponse.json(200, {"success": True})  # redelivery / replay
             self.record_inbound(message)
             after: list[Callable[[], None]] = []
             try:

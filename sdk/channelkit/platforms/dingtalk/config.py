@@ -157,6 +157,20 @@ class DingtalkConfig:
             raise ConfigurationError("must be a non-empty string", path="clientId")
         if not isinstance(self.client_secret, str) or not self.client_secret:
             raise ConfigurationError("must be a non-empty string", path="clientSecret")
+        if self.card_callback_secret is not None and (
+            not isinstance(self.card_callback_secret, str) or not self.card_callback_secret.strip()
+        ):
+            # an empty secret would silently turn the card signature check off
+            raise ConfigurationError(
+                "must be a non-empty string (omit it to accept unsigned card callbacks)",
+                path="cardCallbackSecret",
+            )
+        skew = self.robot_max_skew_seconds
+        if isinstance(skew, bool) or not isinstance(skew, int | float) or not 0 < skew < 86_400:
+            # NaN fails this too: with NaN every timestamp would pass the skew check
+            raise ConfigurationError(
+                "must be a number of seconds between 0 and 86400", path="robotMaxSkewSeconds"
+            )
         cards: Any = self.interactive_cards
         if not isinstance(cards, InteractiveCardConfig):
             # a plain mapping was given: parse and validate it

@@ -17,7 +17,7 @@ Card action callback (HTTP mode), headers ``x-ddpaas-signature-timestamp`` and
 
 (only the timestamp is signed, not the body). Missing headers -> 401, mismatch or more
 than one hour of skew -> 403. Timestamps below 10^11 are taken as seconds, others as
-milliseconds.
+milliseconds; a timestamp that is not 1-15 ASCII digits is rejected (403).
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from channelkit.web.ingress import loads_json
 
 __all__ = [
     "CARD_SIGNATURE_HEADER",
@@ -69,11 +70,21 @@ def card_signature(timestamp: str, api_secret: str) -> str:
     return _hmac_b64(api_secret, timestamp)
 
 
+#: At most this many digits in a timestamp header (milliseconds need 13 until 2286).
+_MAX_TIMESTAMP_DIGITS = 15
+
+
 def _timestamp_seconds(raw: str) -> float | None:
-    try:
-        value = int(raw.strip())
-    except (ValueError, AttributeError):
+    """Seconds since the epoch of a timestamp header; None unless it is plain digits.
+
+    Only ASCII digits are accepted (no sign, exponent, underscore, whitespace inside or
+    non-ASCII digits) and at most 15 of them, so a hostile header can neither overflow
+    the float conversion nor pass as an unusual spelling of a valid number.
+    """
+    text = raw.strip() if isinstance(raw, str) else ""
+    if not text or len(text) > _MAX_TIMESTAMP_DIGITS or not (text.isascii() and text.isdigit()):
         return None
+    value = int(text)
     return value / 1000.0 if value >= 100_000_000_000 else float(value)
 
 
@@ -243,7 +254,7 @@ def _maybe_json(value: Any) -> Any:
         stripped = value.strip()
         if stripped[:1] in ("{", "["):
             try:
-                return json.loads(stripped)
+                return loads_json(stripped)
             except ValueError:
                 return None
         return None
@@ -259,7 +270,7 @@ def _json_map(value: Any) -> Mapping[str, Any] | None:
 def _as_root(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, str | bytes):
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError:
             return None
     return value if _is_map(value) else None

@@ -160,8 +160,10 @@ class FeishuChannel(ChannelBase):
             custom_text=config.forms.custom_text,
             send_text=self._send_text_now,
         )
-        self._events_seen: BoundedMap[str, bool] = BoundedMap(
-            1000, ttl=EVENT_DEDUP_TTL, clock=self.clock
+        # a signed event is acceptable for max_clock_skew_s on both sides of its
+        # timestamp: remember its id at least that long so a replay is ignored
+        self._events_seen: BoundedMap[str, object] = BoundedMap(
+            1000, ttl=max(EVENT_DEDUP_TTL, 2.0 * config.max_clock_skew_s), clock=self.clock
         )
         self._reactions: BoundedMap[str, _Reaction] = BoundedMap(1000, clock=self.clock)
         self._reaction_lock = threading.Lock()
@@ -351,11 +353,8 @@ class FeishuChannel(ChannelBase):
     def _first_delivery(self, event_id: str | None) -> bool:
         if not event_id:
             return True
-        key = event_id
-        fresh = self._events_seen.get(key) is None
-        if fresh:
-            self._events_seen[key] = True
-        return fresh
+        marker = object()  # check-and-set in one step: racing copies dispatch once
+        return self._events_seen.setdefault(event_id, lambda: marker) is marker
 
     def _handle(
         self,

@@ -260,7 +260,7 @@ def decrypt_event(encrypt_key: str, encrypted: str) -> Any:
     plain = aes256_cbc_decrypt(_key_for(encrypt_key), raw[:16], raw[16:])
     try:
         return json.loads(plain.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise DecryptionError("decrypted body is not UTF-8 JSON") from exc
 
 

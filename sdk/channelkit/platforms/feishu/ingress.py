@@ -25,14 +25,13 @@ dropped. Bodies are never logged (they may hold answers).
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from channelkit.platforms.feishu.crypto import DecryptionError, decrypt_event, verify_signature
-from channelkit.web.ingress import IngressRequest, IngressResponse
+from channelkit.web.ingress import IngressRequest, IngressResponse, loads_json
 
 __all__ = [
     "CardAction",
@@ -49,6 +48,13 @@ logger = logging.getLogger(__name__)
 TIMESTAMP_HEADER = "X-Lark-Request-Timestamp"
 NONCE_HEADER = "X-Lark-Request-Nonce"
 SIGNATURE_HEADER = "X-Lark-Signature"
+#: Longest ``encrypt`` field decrypted without a signature. Only the URL-verification
+#: challenge is accepted unsigned and it is a few hundred bytes; refusing bigger unsigned
+#: bodies before decrypting keeps unauthenticated requests from costing AES work
+#: proportional to their size (the cipher is pure Python).
+MAX_UNSIGNED_ENCRYPT_CHARS = 4096
+#: At most this many digits in ``X-Lark-Request-Timestamp``.
+_MAX_TIMESTAMP_DIGITS = 15
 
 
 class IngressRejected(Exception):
@@ -118,8 +124,8 @@ class FeishuIngressVerifier:
     def verify(self, request: IngressRequest) -> VerifiedCallback:
         """Verify ``request``; raises :class:`IngressRejected` on any failure."""
         try:
-            body = json.loads(request.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            body = loads_json(request.body)
+        except ValueError:
             raise IngressRejected(400, "body is not JSON") from None
         if not isinstance(body, dict):
             raise IngressRejected(400, "body is not a JSON object")
@@ -143,6 +149,8 @@ class FeishuIngressVerifier:
                 if not verify_signature(timestamp, nonce, key, request.body, signature):
                     raise IngressRejected(401, "bad signature")
                 signed = True
+            elif len(encrypted) > MAX_UNSIGNED_ENCRYPT_CHARS:
+                raise IngressRejected(401, "signature required")
             try:
                 payload = decrypt_event(self._encrypt_key, encrypted)
             except DecryptionError:
@@ -166,10 +174,12 @@ class FeishuIngressVerifier:
         return VerifiedCallback(kind="event", payload=payload)
 
     def _check_fresh(self, timestamp: str) -> None:
-        try:
-            sent = float(timestamp)
-        except ValueError:
-            raise IngressRejected(401, "bad timestamp") from None
+        # plain ASCII digits only: float() would also take "nan" (which passes every
+        # comparison), "inf", "1e9", "1_700_000_000" and non-ASCII digits
+        text = timestamp.strip()
+        if not text or len(text) > _MAX_TIMESTAMP_DIGITS or not (text.isascii() and text.isdigit()):
+            raise IngressRejected(401, "bad timestamp")
+        sent = float(int(text))
         if sent > 1e11:  # milliseconds
             sent /= 1000.0
         if abs(self._time() - sent) > self._skew:
@@ -183,7 +193,9 @@ class FeishuIngressVerifier:
         if token is None:
             token = payload.get("token")
         if not isinstance(token, str) or not hmac.compare_digest(
-            token.encode("utf-8"), self._token.encode("utf-8")
+            # surrogatepass: a JSON "\ud800" must compare unequal, not raise
+            token.encode("utf-8", "surrogatepass"),
+            self._token.encode("utf-8"),
         ):
             raise IngressRejected(401, "bad verification token")
 
@@ -269,7 +281,7 @@ def parse_message_event(payload: Mapping[str, Any]) -> FeishuMessage | None:
         return None
     msg_type = message.get("message_type")
     try:
-        content = json.loads(str(message.get("content") or "{}"))
+        content = loads_json(str(message.get("content") or "{}"))
     except ValueError:
         return None
     if not isinstance(content, Mapping):
@@ -328,7 +340,7 @@ def parse_card_action(payload: Mapping[str, Any]) -> CardAction | None:
     value = action.get("value")
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads_json(value)
         except ValueError:
             value = {}
     if not isinstance(value, Mapping):

@@ -56,7 +56,7 @@ from channelkit.platforms.telegram.ingress import (
 )
 from channelkit.platforms.telegram.output import SegmentOutput, split_message
 from channelkit.platforms.telegram.questions import TEXT_UNKNOWN, TelegramQuestionPresenter
-from channelkit.runtime import Clock, Scheduler, WorkerPool
+from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
 from channelkit.web.ingress import IngressRoute
 
 __all__ = ["BOT_COMMANDS", "HELP_TEXT", "WEBHOOK_PATH", "TelegramChannel", "split_message"]
@@ -65,6 +65,8 @@ logger = logging.getLogger(__name__)
 
 #: The webhook route :meth:`TelegramChannel.ingress_routes` exposes.
 WEBHOOK_PATH = "/telegram/webhook"
+#: Seconds an ``update_id`` is remembered (at most 1,000 of them) to drop redeliveries.
+UPDATE_DEDUP_TTL = 3600.0
 
 HELP_TEXT = (
     "Send a message to talk to the agent.\n\n"
@@ -146,6 +148,10 @@ class TelegramChannel(ChannelBase):
             lambda chat_id, text, thread_id: self.send_message(chat_id, text, thread_id=thread_id),
             clock=self.clock,
         )
+        #: update_ids already dispatched: a redelivered (or replayed) update is ignored.
+        self._seen_updates: BoundedMap[int, object] = BoundedMap(
+            1000, ttl=UPDATE_DEDUP_TTL, clock=self.clock
+        )
 
     # -- setup ---------------------------------------------------------------------------
     def register_commands(
@@ -179,6 +185,10 @@ class TelegramChannel(ChannelBase):
         """
         parsed = update if isinstance(update, TgUpdate) else parse_update(update)
         after: list[Callable[[], None]] = []
+        marker = object()
+        if self._seen_updates.setdefault(parsed.update_id, lambda: marker) is not marker:
+            logger.info("telegram update %s already handled; ignored", parsed.update_id)
+            return after
         if parsed.callback_query is not None:
             self._handle_callback(parsed.callback_query, after)
         elif parsed.message is not None:

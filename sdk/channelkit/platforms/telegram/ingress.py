@@ -18,13 +18,12 @@ start once the ACK was written. It never raises into the web framework.
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from channelkit.web.ingress import Headers, IngressRequest, IngressResponse
+from channelkit.web.ingress import Headers, IngressRequest, IngressResponse, loads_json
 
 __all__ = [
     "SECRET_HEADER",
@@ -247,10 +246,12 @@ class TelegramWebhook:
             logger.warning("telegram webhook rejected: missing or wrong secret token")
             return IngressResponse.json(401, {"ok": False, "error": "unauthorized"})
         try:
-            update = parse_update(json.loads(request.body.decode("utf-8")))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            data = loads_json(request.body)
+        except ValueError as exc:
             logger.warning("telegram webhook rejected: body is not JSON (%s)", type(exc).__name__)
             return IngressResponse.json(400, {"ok": False, "error": "invalid JSON"})
+        try:
+            update = parse_update(data)
         except UpdateParseError as exc:
             logger.warning("telegram webhook rejected: %s", exc)
             return IngressResponse.json(400, {"ok": False, "error": str(exc)})
