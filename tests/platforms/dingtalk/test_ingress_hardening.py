@@ -187,3 +187,21 @@ def test_fuzz_signed_bodies_never_raise_or_answer_5xx(adapter) -> None:  # type:
         assert card.status in (200, 400)
 
     check()
+
+
+def test_mounting_unsigned_card_callbacks_warns(caplog) -> None:  # type: ignore[no-untyped-def]
+    from dingtalk_helpers import AdapterHarness
+
+    unsigned = AdapterHarness(secret=None)
+    signed = AdapterHarness(secret="card-secret")
+    try:
+        with caplog.at_level("WARNING", logger="channelkit.platforms.dingtalk.adapter"):
+            unsigned.channel.ingress_routes()
+        assert any("not authenticated" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="channelkit.platforms.dingtalk.adapter"):
+            signed.channel.ingress_routes()
+        assert not any("not authenticated" in r.getMessage() for r in caplog.records)
+    finally:
+        unsigned.close()
+        signed.close()

@@ -142,3 +142,19 @@ def test_webhook_dispatch_errors_never_raise() -> None:
 
     hook = TelegramWebhook(None, boom)
     assert hook(_request(json.dumps(UPDATE).encode(), {})).status == 200
+
+
+@pytest.mark.parametrize(("secret", "warned"), [(None, True), ("s3cret_-X", False)])
+def test_mounting_an_unauthenticated_webhook_warns(secret, warned, caplog) -> None:  # type: ignore[no-untyped-def]
+    from channelkit.platforms.telegram import TelegramChannel
+    from channelkit.testing import ScriptedBridge
+
+    channel = TelegramChannel(
+        TelegramConfig(bot_token=TOKEN, webhook_secret=secret), ScriptedBridge()
+    )
+    try:
+        with caplog.at_level("WARNING", logger="channelkit.platforms.telegram.adapter"):
+            channel.ingress_routes()
+        assert any("not authenticated" in r.getMessage() for r in caplog.records) is warned
+    finally:
+        channel.close()

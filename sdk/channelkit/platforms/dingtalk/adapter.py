@@ -191,7 +191,19 @@ class DingtalkChannel(ChannelBase):
     # =================================================================================
 
     def ingress_routes(self) -> list[IngressRoute]:
-        """``POST /dingtalk/robot`` and ``POST /dingtalk/card`` for the web layer."""
+        """``POST /dingtalk/robot`` and ``POST /dingtalk/card`` for the web layer.
+
+        Logs a warning when card callbacks will be accepted unsigned (interactive cards
+        on, no ``cardCallbackSecret``): anyone who can reach the URL and knows a card's
+        ``outTrackId`` could then act as its owner.
+        """
+        if self.presenter is not None and not self.dingtalk.card_callback_secret:
+            logger.warning(
+                "[%s] DingTalk card callbacks are not authenticated: set cardCallbackSecret "
+                "(the apiSecret registered for the callback route) before exposing %s",
+                self.name,
+                CARD_PATH,
+            )
         return [
             IngressRoute(ROBOT_PATH, self.handle_robot_request, ("POST",), "dingtalk-robot"),
             IngressRoute(CARD_PATH, self.handle_card_request, ("POST",), "dingtalk-card"),

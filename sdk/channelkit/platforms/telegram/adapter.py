@@ -174,6 +174,13 @@ class TelegramChannel(ChannelBase):
 
         The update's pool work (runs, commands, answerCallbackQuery, responders) is in
         the response's ``after``: it starts once the ACK was written."""
+        if not self.telegram_config.webhook_secret:
+            logger.warning(
+                "[%s] the Telegram webhook is not authenticated: set webhook_secret (and pass "
+                "it to setWebhook as secret_token) before exposing %s",
+                self.name,
+                WEBHOOK_PATH,
+            )
         handler = TelegramWebhook(self.telegram_config.webhook_secret, self.dispatch_update)
         return [IngressRoute(WEBHOOK_PATH, handler, ("POST",), "telegram-webhook")]
 
