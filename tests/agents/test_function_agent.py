@@ -288,3 +288,71 @@ def test_validation():
         FunctionAgent("not callable")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="question_timeout"):
         FunctionAgent(lambda t: "", question_timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("questions", "field"),
+    [
+        ([], "questions"),
+        ([Question(f"q{i}?", ["a", "b"]) for i in range(5)], "questions"),
+        ([Question("Which?", ["only"])], "questions[0].options"),
+        ([Question("Which?", ["a", "b", "c", "d", "e"])], "questions[0].options"),
+        ([Question("ok?", ["a", "b"]), Question(" ", ["a", "b"])], "questions[1].question"),
+        ([Question("Which?", ["a", ""])], "questions[0].options[1]"),
+    ],
+)
+def test_ask_validates_questions_before_asking(questions, field):
+    # A malformed form used to go out anyway: the channel rendered it as a plain
+    # permission prompt and /approve returned {} to the agent.
+    sink = Sink()
+    errors: list[BaseException] = []
+
+    def fn(turn: Turn) -> str:
+        try:
+            turn.ask(questions)
+        except ValueError as exc:
+            errors.append(exc)
+        return ""
+
+    # (a short timeout only so the unvalidated request cannot hang the test)
+    FunctionAgent(fn, question_timeout=0.05).prompt("s1", "hi", sink)
+    assert len(errors) == 1 and field in str(errors[0])
+    assert [n for n, _ in sink.events if n in ("request", "boundary")] == []
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 0, -1])
+def test_timeouts_must_be_finite_and_positive(bad):
+    with pytest.raises(ValueError, match="question_timeout"):
+        FunctionAgent(lambda t: "", question_timeout=bad)
+    sink = Sink()
+    errors: list[BaseException] = []
+
+    def fn(turn: Turn) -> str:
+        try:
+            turn.ask([Question("Which?", ["a", "b"])], timeout=bad)
+        except ValueError as exc:
+            errors.append(exc)
+        return ""
+
+    FunctionAgent(fn).prompt("s1", "hi", sink)
+    assert len(errors) == 1 and "timeout" in str(errors[0])
+
+
+def test_ask_on_a_stopped_scheduler_leaves_no_waiter_behind():
+    pool = WorkerPool(2)
+    scheduler = Scheduler(pool, clock=FakeClock())
+    scheduler.stop()
+    errors: list[BaseException] = []
+
+    def fn(turn: Turn) -> str:
+        try:
+            turn.ask([Question("Which?", ["a", "b"])])
+        except Exception as exc:
+            errors.append(exc)
+        return ""
+
+    agent = FunctionAgent(fn, scheduler=scheduler)
+    agent.prompt("s1", "hi", Sink())
+    assert len(errors) == 1
+    assert agent._waiters == {}  # registered waiters are always unregistered
+    pool.shutdown(timeout=5)

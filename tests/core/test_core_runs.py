@@ -265,6 +265,12 @@ def test_inbound_validation_names_the_field(channel_factory):
         ({"name": "x", "model": ""}, "model"),
         ({"name": "x", "authorized_senders": "alice"}, "authorized_senders"),
         ({"name": "x", "max_pending_permissions": 0}, "max_pending_permissions"),
+        # non-finite bounds: NaN passes "<= 0" and breaks timers/waits later
+        ({"name": "x", "permission_timeout": float("nan")}, "permission_timeout"),
+        ({"name": "x", "permission_timeout": float("inf")}, "permission_timeout"),
+        ({"name": "x", "cancel_timeout": float("nan")}, "cancel_timeout"),
+        ({"name": "x", "delivery_timeout": float("inf")}, "delivery_timeout"),
+        ({"name": "x", "respond_timeout": float("nan")}, "respond_timeout"),
     ],
 )
 def test_config_validation_names_the_field(kwargs, field):

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import sys
 import threading
+import time
 
 import pytest
 from channelkit.runtime import ConcurrencyLimiter, PoolClosed, WorkerPool
@@ -108,3 +110,28 @@ def test_limiter_caps_concurrency_and_runs_everything():
     assert peak == 2
     assert limiter.running == 0
     pool.shutdown()
+
+
+def test_tasks_queued_together_get_their_own_threads():
+    # One idle worker, two tasks queued before it wakes: the second must not wait for
+    # the first while the pool is below max_workers (it used to: one notify, no thread).
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1.0)  # make "before it wakes" deterministic
+    pool = WorkerPool(4)
+    release = threading.Event()
+    try:
+        pool.submit(lambda: None).result(5)
+        assert pool.wait_idle(5)
+        deadline = time.monotonic() + 5
+        while pool._waiting != 1:  # the worker parks right after finishing
+            assert time.monotonic() < deadline
+            time.sleep(0.001)  # state poll, not a timer wait
+        started = [threading.Event(), threading.Event()]
+        for ev in started:
+            pool.post(lambda ev=ev: (ev.set(), release.wait(5)))
+        assert started[0].wait(5)
+        assert started[1].wait(5), "second task starved behind the first"
+    finally:
+        sys.setswitchinterval(previous)
+        release.set()
+        pool.shutdown(timeout=5)

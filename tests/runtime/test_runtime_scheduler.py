@@ -127,3 +127,18 @@ def test_fake_clock_time_and_validation():
     assert clock.now() == 12.5 and clock.time() == 1002.5
     with pytest.raises(ValueError):
         clock.advance(-1)
+
+
+def test_nan_times_are_refused(pool):
+    # A NaN deadline at the top of the heap would block every later timer.
+    clock = FakeClock()
+    sched = Scheduler(pool, clock=clock)
+    with pytest.raises(ValueError, match="when"):
+        sched.call_at(float("nan"), lambda: None)
+    with pytest.raises(ValueError, match="delay"):
+        sched.call_later(float("nan"), lambda: None)
+    fired = threading.Event()
+    sched.call_later(1, fired.set)
+    clock.advance(1)
+    assert fired.wait(5)
+    sched.stop()

@@ -20,6 +20,7 @@ that timeout on the scheduler's clock (a FakeClock in tests).
 
 from __future__ import annotations
 
+import math
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -61,6 +62,40 @@ PERMISSION_OPTIONS = (
 )
 
 _CANCELLED_OUTCOME: Mapping[str, Any] = {"outcome": "cancelled"}
+
+# The bounds ChannelBase's normalizer enforces (a request outside them is not rendered
+# as a form, so ``ask`` refuses it up front).
+_MAX_QUESTIONS = 4
+_MIN_OPTIONS, _MAX_OPTIONS = 2, 4
+
+
+def _timeout(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name}: must be a number of seconds, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _check_questions(questions: Sequence[Mapping[str, Any]]) -> None:
+    if not 1 <= len(questions) <= _MAX_QUESTIONS:
+        raise ValueError(f"questions: {len(questions)} given, 1-{_MAX_QUESTIONS} allowed")
+    for index, item in enumerate(questions):
+        where = f"questions[{index}]"
+        text = item["question"]
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{where}.question: must be a non-blank string")
+        options = item["options"]
+        if not _MIN_OPTIONS <= len(options) <= _MAX_OPTIONS:
+            raise ValueError(
+                f"{where}.options: {len(options)} given, {_MIN_OPTIONS}-{_MAX_OPTIONS} allowed"
+            )
+        for oi, option in enumerate(options):
+            label = option["label"]
+            if not isinstance(label, str) or not label.strip():
+                raise ValueError(f"{where}.options[{oi}].label: must be a non-blank string")
+            if not isinstance(option["description"], str):
+                raise ValueError(f"{where}.options[{oi}].description: must be a string")
 
 
 class QuestionError(ChannelKitError):
@@ -221,9 +256,14 @@ class Turn:
 
         Returns the answers keyed ``"0"``, ``"1"``... (multi-select answers are joined
         with ``", "``; an approval without answers returns ``{}``). Raises
-        :class:`QuestionCancelled` or :class:`QuestionExpired`.
+        :class:`QuestionCancelled` or :class:`QuestionExpired`, and ``ValueError``
+        (naming the field) for a form a channel could not render: 1-4 questions, each
+        with non-blank text and 2-4 options with non-blank labels.
         """
+        if isinstance(questions, str | bytes | Mapping) or not isinstance(questions, Sequence):
+            raise ValueError("questions: must be a list of Question objects or mappings")
         qs = [_question_dict(i, q) for i, q in enumerate(questions)]
+        _check_questions(qs)
         count = len(qs)
         request_id = f"q-{uuid.uuid4().hex}"
         tool_call = {
@@ -294,7 +334,7 @@ class Turn:
 
     def _wait(self, request: PermissionRequest, timeout: float | None) -> _Waiter:
         agent = self._agent
-        limit = agent.question_timeout if timeout is None else float(timeout)
+        limit = agent.question_timeout if timeout is None else _timeout(timeout, "timeout")
         waiter = _Waiter(request)
         with self._lock:
             if self.cancelled:
@@ -303,9 +343,9 @@ class Turn:
             self._waiters[request.request_id] = waiter
         agent._register(waiter)
         timer = None
-        if agent.scheduler is not None:
-            timer = agent.scheduler.call_later(limit, self._expire, waiter)
         try:
+            if agent.scheduler is not None:
+                timer = agent.scheduler.call_later(limit, self._expire, waiter)
             self._sink.response_boundary(self.session_id)
             self._sink.permission_request(request)
             real_limit = limit if agent.scheduler is None else limit + agent.real_wait_margin
@@ -354,10 +394,8 @@ class FunctionAgent:
     ) -> None:
         if not callable(fn):
             raise TypeError("fn: must be callable")
-        if question_timeout <= 0:
-            raise ValueError("question_timeout: must be > 0")
         self._fn = fn
-        self.question_timeout = float(question_timeout)
+        self.question_timeout = _timeout(question_timeout, "question_timeout")
         self.scheduler = scheduler
         self.real_wait_margin = real_wait_margin
         self._lock = threading.Lock()

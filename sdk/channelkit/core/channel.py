@@ -291,10 +291,12 @@ class _Pending:
             listener(reason)
         except Exception as exc:
             logger.error(
-                "[%s] user input settlement listener failed for request %s (session %s): %s",
+                "[%s] user input settlement listener failed for request %s "
+                "(session %s run %s): %s",
                 self.channel.name,
                 self.request_id,
                 self.session_id,
+                self.run.run_id if self.run is not None else None,
                 exc,
                 exc_info=True,
             )
@@ -392,6 +394,12 @@ class ChannelBase:
         self._bridge = bridge
         if clock is None:
             clock = scheduler.clock if scheduler is not None else SystemClock()
+        elif scheduler is not None and scheduler.clock is not clock:
+            # Deadlines (context.expires_at) are computed on ``clock`` and fire on the
+            # scheduler's clock: two clocks would disagree.
+            raise ConfigurationError(
+                "must be the scheduler's clock (or omitted to use it)", path="clock"
+            )
         self.clock: Clock = clock
         self._owns_pool = executor is None
         self.pool: WorkerPool = (
@@ -736,7 +744,13 @@ class ChannelBase:
                 raise ChannelBusy(f"{_MAX_QUEUED_RUNS} runs already queued")
             self._queued[run.run_id] = (run, future)
         if defer is None:
-            self._session_queue.post(run.session_id, self._execute, run, future)
+            try:
+                self._session_queue.post(run.session_id, self._execute, run, future)
+            except Exception:
+                with self._lock:
+                    self._queued.pop(run.run_id, None)
+                _resolve(future, RunResult(run.run_id, run.session_id, "cancelled"))
+                raise
         else:
             defer.append(lambda: self._start_deferred(run, future))
         return RunHandle(run.run_id, run.session_id, future)
@@ -1374,10 +1388,10 @@ class ChannelBase:
     def _dispatch_permission_resolved(self, event: PermissionResolved) -> None:
         with self._lock:
             pending = self._pending.get(event.request_id)
-            run = self._active.get(pending.session_id) if pending is not None else None
         if pending is None:
             return
         reason = self._classify(pending, event.outcome)
+        run = pending.run  # captured at registration, never rediscovered
         if run is not None:
             with run.lock:
                 if run.cancel_pending:
@@ -1385,6 +1399,11 @@ class ChannelBase:
                     # cancellation must not win over run_cancelled. Decide afterwards.
                     run.deferred.append((pending, reason))
                     return
+                if run.cancelled and reason is SettlementReason.CANCELLED:
+                    # The cancel already succeeded and its run_cancelled settlement is
+                    # on its way (_finish_cancellation): the collapsed cancellation the
+                    # bridge reports for it is that same cancellation.
+                    reason = SettlementReason.RUN_CANCELLED
         self._remove_pending(pending, reason)
 
     def _dispatch_session_died(self, event: SessionDied) -> None:

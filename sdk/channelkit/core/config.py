@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,8 +60,15 @@ class ChannelConfig:
             raise ConfigurationError("must be a non-blank string or None", path="model")
         for name in ("permission_timeout", "cancel_timeout", "delivery_timeout", "respond_timeout"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ConfigurationError(f"must be a positive number, got {value!r}", path=name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise ConfigurationError(
+                    f"must be a positive finite number, got {value!r}", path=name
+                )
         if isinstance(self.max_workers, bool) or not isinstance(self.max_workers, int):
             raise ConfigurationError("must be an integer", path="max_workers")
         if self.max_workers < 2:

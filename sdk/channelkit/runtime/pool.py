@@ -99,7 +99,10 @@ class WorkerPool:
             self._unfinished += 1
             if self._waiting > 0:
                 self._work.notify()
-            elif len(self._threads) < self.max_workers:
+            # A notified worker counts as waiting until it wakes, so compare the queue
+            # with the waiting workers: two tasks queued before one idle worker wakes
+            # need a second thread, or the second waits behind the first's whole run.
+            if len(self._queue) > self._waiting and len(self._threads) < self.max_workers:
                 start = True
                 thread = threading.Thread(
                     target=self._worker,

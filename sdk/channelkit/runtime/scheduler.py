@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -106,10 +107,18 @@ class Scheduler:
 
     def call_later(self, delay: float, fn: Callable[..., Any], /, *args: Any) -> TimerHandle:
         """Call ``fn(*args)`` on the pool after ``delay`` seconds of :attr:`clock` time."""
-        return self.call_at(self.clock.now() + max(0.0, float(delay)), fn, *args)
+        delay = float(delay)
+        if math.isnan(delay):
+            raise ValueError("delay: must be a number of seconds, not NaN")
+        return self.call_at(self.clock.now() + max(0.0, delay), fn, *args)
 
     def call_at(self, when: float, fn: Callable[..., Any], /, *args: Any) -> TimerHandle:
         """Call ``fn(*args)`` once ``clock.now() >= when``."""
+        when = float(when)
+        if math.isnan(when):
+            # NaN compares false with everything: at the top of the heap it would
+            # block every later timer.
+            raise ValueError("when: must be a number, not NaN")
         handle = TimerHandle(when, fn, args)
         if when <= self.clock.now():
             with self._cond:
