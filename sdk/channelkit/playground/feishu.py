@@ -199,7 +199,7 @@ def _strip_markdown(text: str) -> str:
         if line.startswith(">"):
             line = line[1:].strip()
         lines.append(line.replace("**", "").strip("*"))
-    return " ".join(part for part in lines if part)
+    return " · ".join(part for part in lines if part)
 
 
 def _label_state(label: str, table: tuple[tuple[str, str], ...]) -> str | None:
