@@ -341,6 +341,9 @@ def _streaming_run(
         lambda: bool(channel.output.live_cards())
         and bool(channel.output.live_cards()[0].message_id)
     )
+    # The working reaction on the inbound message is added on the pool too; wait for it
+    # so callers that count calls from here on see only what they provoke themselves.
+    wait_until(lambda: bool(fake.ops("react")))
     entity = fake.ops("create_card")[-1].card
     stop = entity["body"]["elements"][2]["behaviors"][0]["value"]
     state["message_id"] = channel.output.live_cards()[0].message_id

@@ -319,7 +319,12 @@ def test_question_tap_calls_nothing_before_the_ack(rt, mock) -> None:  # type: i
     steps = [ask(lambda s: question_request("req-1", s, [question("Env", ["Prod", "Staging"])]))]
     env = Env(rt, mock, ScriptedBridge([*steps, final("ok")]))
     env.message("deploy")
-    rt.wait_for(lambda: env.channel.questions.state_of("req-1") == "pending")
+    # Typing and the question are sent by pool tasks: wait for both before counting calls.
+    rt.wait_for(
+        lambda: env.channel.questions.state_of("req-1") == "pending"
+        and len(env.calls("sendMessage")) == 1
+        and len(env.calls("sendChatAction")) == 1
+    )
     keyboard = env.calls("sendMessage")[0]["reply_markup"]["inline_keyboard"]
     tap = {
         "update_id": next(env.update_ids),
