@@ -3,6 +3,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from concurrent.futures import CancelledError
 
 import pytest
 from channelkit.runtime import ConcurrencyLimiter, PoolClosed, WorkerPool
@@ -110,6 +111,33 @@ def test_limiter_caps_concurrency_and_runs_everything():
     assert peak == 2
     assert limiter.running == 0
     pool.shutdown()
+
+
+def test_limiter_cancels_every_waiting_task_when_the_pool_closes_under_it():
+    pool = WorkerPool(2)
+    limiter = ConcurrencyLimiter(pool, 1)
+    started = threading.Event()
+    release = threading.Event()
+
+    def blocker() -> str:
+        started.set()
+        assert release.wait(5)
+        return "first"
+
+    first = limiter.submit(blocker)
+    assert started.wait(5)
+    waiting = [limiter.submit(lambda i=i: i) for i in range(3)]
+    pool.shutdown(wait=False)  # the pool stops taking work while the limiter holds 3
+    release.set()
+    assert first.result(5) == "first"
+    # Nothing may hang: each queued future is resolved (cancelled), none is left pending.
+    for future in waiting:
+        with pytest.raises(CancelledError):
+            future.result(5)
+    assert limiter.running == 0
+    with pytest.raises(PoolClosed):
+        limiter.submit(lambda: None)
+    assert pool.shutdown(timeout=5)
 
 
 def test_tasks_queued_together_get_their_own_threads():

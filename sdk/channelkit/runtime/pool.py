@@ -251,8 +251,16 @@ class ConcurrencyLimiter:
                 try:
                     self._pool.post(self._run, nxt)
                 except Exception:
+                    # The pool no longer takes work (shut down): nothing queued here can
+                    # ever start, so cancel every waiting future instead of leaving its
+                    # waiters blocked forever.
                     with self._lock:
                         self._running -= 1
-                    nf = nxt[0]
-                    if nf is not None:
-                        nf.cancel()
+                        dropped = [nxt, *self._waiting]
+                        self._waiting.clear()
+                    logger.warning(
+                        "pool refused work; cancelling %d waiting limited task(s)", len(dropped)
+                    )
+                    for nf, _fn, _args in dropped:
+                        if nf is not None:
+                            nf.cancel()
