@@ -16,8 +16,10 @@ botocore's ``DeferredRefreshableToken`` does:
   the fresh token when they get the lock. N concurrent callers cause one token request.
 
 Concrete providers: :class:`DingTalkTokenProvider` (``POST /v1.0/oauth2/accessToken``),
-:class:`FeishuTokenProvider` (``POST /open-apis/auth/v3/tenant_access_token/internal``) and
-:class:`StaticTokenProvider` (Telegram bot token, Weixin bot token).
+:class:`FeishuTokenProvider` (``POST /open-apis/auth/v3/tenant_access_token/internal``),
+:class:`BotFrameworkTokenProvider` (Microsoft Teams, OAuth 2.0 client credentials at
+``login.microsoftonline.com``) and :class:`StaticTokenProvider` (Telegram bot token,
+Weixin bot token).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from channelkit.http.transport import DEFAULT_TIMEOUT, Transport
 
 __all__ = [
     "PROVIDERS",
+    "BotFrameworkTokenProvider",
     "DingTalkTokenProvider",
     "FeishuTokenProvider",
     "RefreshingTokenProvider",
@@ -105,6 +108,9 @@ class RefreshingTokenProvider(abc.ABC):
     """
 
     refreshable = True
+    #: whether the client's ``base_url`` is also the token endpoint's host (DingTalk,
+    #: Feishu); providers whose token comes from elsewhere set this to False
+    uses_client_base_url = True
 
     def __init__(
         self,
@@ -315,7 +321,111 @@ class FeishuTokenProvider(AppCredentialTokenProvider):
     TOKEN_FIELD, EXPIRE_FIELD = "tenant_access_token", "expire"
 
 
+class BotFrameworkTokenProvider(RefreshingTokenProvider):
+    """Microsoft Bot Framework (Teams) token from the OAuth 2.0 client-credentials flow.
+
+    ``POST https://login.microsoftonline.com/<tenant>/oauth2/v2.0/token`` with the form
+    fields ``grant_type=client_credentials``, ``client_id``, ``client_secret`` and
+    ``scope=https://api.botframework.com/.default``; the answer carries ``access_token``
+    and ``expires_in`` (about 3,600 s). ``tenant`` is ``botframework.com`` for multi-tenant
+    bots and the Azure AD tenant id for single-tenant ones. The token endpoint is not on
+    the Bot Connector host, so ``login_url`` (not the client's ``base_url``) moves it, for
+    example to a local emulator. Rejected credentials raise :class:`AuthError` carrying
+    Azure AD's ``error`` code, ``error_description`` and ``correlation_id``.
+
+    ``BotFrameworkTokenProvider(app_id, app_password, tenant=..., clock=...)``.
+    """
+
+    LABEL = "Bot Framework access token"
+    DEFAULT_LOGIN_URL = "https://login.microsoftonline.com"
+    DEFAULT_TENANT = "botframework.com"
+    DEFAULT_SCOPE = "https://api.botframework.com/.default"
+    ERRORS = ErrorSpec(
+        code_field="error", message_field="error_description", request_id_field="correlation_id"
+    )
+    uses_client_base_url = False
+
+    def __init__(
+        self,
+        app_id: str,
+        app_password: str,
+        *,
+        tenant: str = DEFAULT_TENANT,
+        scope: str = DEFAULT_SCOPE,
+        login_url: str | None = None,
+        base_url: str | None = None,
+        transport: Transport | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+        wall_clock: Callable[[], float] = time.time,
+        **options: Any,
+    ) -> None:
+        del base_url  # the Bot Connector host; the token comes from ``login_url``
+        for name, value in (
+            ("app_id", app_id),
+            ("app_password", app_password),
+            ("tenant", tenant),
+            ("scope", scope),
+        ):
+            if not isinstance(value, str) or not value:
+                raise ConfigurationError("a non-empty string is required", name)
+        if "/" in tenant:
+            raise ConfigurationError("a tenant id or domain, without '/'", "tenant")
+        super().__init__(**options)
+        self._app_id = app_id
+        self._app_password = app_password
+        REDACTOR.add(app_password)
+        self._scope = scope
+        root = (login_url or self.DEFAULT_LOGIN_URL).rstrip("/")
+        self._url = f"{root}/{tenant}/oauth2/v2.0/token"
+        self._transport = transport or Transport()
+        self._timeout = timeout
+        self._wall_clock = wall_clock
+
+    @property
+    def token_url(self) -> str:
+        """The token endpoint this provider posts to."""
+        return self._url
+
+    def fetch(self) -> tuple[str, float]:
+        """Run the client-credentials exchange; return the token and its lifetime."""
+        response = self._transport.request(
+            "POST",
+            self._url,
+            timeout=self._timeout,
+            headers={"Accept": "application/json"},
+            form_body={
+                "grant_type": "client_credentials",
+                "client_id": self._app_id,
+                "client_secret": self._app_password,
+                "scope": self._scope,
+            },
+        )
+        try:
+            parsed = response.json() if response.content else None
+        except ValueError:
+            parsed = response.text[:500]
+        error = map_error(
+            response.status_code, response.headers, parsed, self.ERRORS, clock=self._wall_clock
+        )
+        if error is None and isinstance(parsed, dict) and "error" in parsed:
+            error = map_error(400, response.headers, parsed, self.ERRORS, clock=self._wall_clock)
+        if error is not None:
+            raise _as_auth_error(error, f"{self.LABEL} request failed")
+        if not isinstance(parsed, dict) or not isinstance(parsed.get("access_token"), str):
+            raise DeserializationError("access_token", parsed, "missing from the token response")
+        expires_in = parsed.get("expires_in", 3600)
+        if isinstance(expires_in, str) and expires_in.isdigit():
+            expires_in = int(expires_in)  # Azure AD v1 endpoints send it as a string
+        if not isinstance(expires_in, int | float) or isinstance(expires_in, bool):
+            raise DeserializationError("expires_in", expires_in, "expected integer seconds")
+        return parsed["access_token"], float(expires_in)
+
+    def __repr__(self) -> str:
+        return f"BotFrameworkTokenProvider(app_id={self._app_id!r}, app_password=***)"
+
+
 PROVIDERS: dict[str, Callable[..., RefreshingTokenProvider]] = {
+    "botframework": BotFrameworkTokenProvider,
     "dingtalk": DingTalkTokenProvider,
     "feishu": FeishuTokenProvider,
 }

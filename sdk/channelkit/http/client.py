@@ -194,9 +194,11 @@ class BaseClient:
         if missing:
             raise ConfigurationError("required together with the other credentials", missing[0])
         provider_cls = PROVIDERS[self.AUTH.provider]
+        shares_host = getattr(provider_cls, "uses_client_base_url", True)
+        base_url = self.server_url("default") if shares_host else None
         return provider_cls(
             *(given[k] for k in self.AUTH.credentials),
-            base_url=self.server_url("default"),
+            base_url=base_url,
             transport=self._transport,
             timeout=self._timeout,
             wall_clock=self._retry.clock,

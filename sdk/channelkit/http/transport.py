@@ -95,11 +95,14 @@ class Transport:
         headers: Mapping[str, str] | None = None,
         json_body: Any = None,
         has_body: bool = False,
+        form_body: Mapping[str, str] | None = None,
     ) -> requests.Response:
         """Send the request and return the response, whatever its status.
 
-        Raises :class:`TransportError` (``timeout=True`` for connect/read timeouts) when no
-        response arrived.
+        ``json_body`` is sent as JSON when ``has_body`` is true; ``form_body`` (used by the
+        OAuth token endpoints) as ``application/x-www-form-urlencoded``. Raises
+        :class:`TransportError` (``timeout=True`` for connect/read timeouts) when no response
+        arrived.
         """
         kwargs: dict[str, Any] = {
             "params": dict(params or {}),
@@ -109,6 +112,8 @@ class Transport:
         }
         if has_body:
             kwargs["json"] = json_body
+        elif form_body is not None:
+            kwargs["data"] = dict(form_body)
         shown = redact_url(url)
         try:
             return self.session.request(method, url, **kwargs)
