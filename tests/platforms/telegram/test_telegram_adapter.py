@@ -93,8 +93,8 @@ def test_two_runs_in_one_chat_keep_one_keepalive(rt, mock) -> None:  # type: ign
     release = threading.Event()
     env = Env(rt, mock, ScriptedBridge([gate(release), final("ok")]))
     # Two users in one group chat: two sessions, two concurrent runs.
-    env.message("one", user=1, chat=-5, chat_type="group")
-    env.message("two", user=2, chat=-5, chat_type="group")
+    env.message("@qwen_bot one", user=1, chat=-5, chat_type="group")
+    env.message("@qwen_bot two", user=2, chat=-5, chat_type="group")
     assert env.bridge.wait_prompt(2)
     typing = env.channel.typing
     rt.wait_for(lambda: sum(len(c.runs) for c in list(typing._chats.values())) == 2)

@@ -24,6 +24,7 @@ TOKEN = "123:abc"
 SECRET = "hook-secret"
 OWNER = 42
 CHAT = 1001
+BOT_USERNAME = "qwen_bot"
 
 
 def url(method: str) -> str:
@@ -39,6 +40,7 @@ class Env:
         self.rt = rt
         self.mock = mock
         self.bridge = bridge
+        cfg.setdefault("bot_username", BOT_USERNAME)
         config = TelegramConfig(bot_token=TOKEN, webhook_secret=SECRET, api_base_url=BASE, **cfg)
         api = TelegramApi(TOKEN, base_url=BASE, retry=RetryPolicy.never())
         self.channel = RecordingTelegram(
@@ -76,8 +78,15 @@ class Env:
         return response.status
 
     def message(
-        self, text: str, *, user: int = OWNER, chat: int = CHAT, chat_type: str = "private"
+        self,
+        text: str,
+        *,
+        user: int = OWNER,
+        chat: int = CHAT,
+        chat_type: str = "private",
+        **fields: Any,
     ) -> int:
+        """Post a message update; ``fields`` are extra Message fields (reply_to_message...)."""
         return self.post(
             {
                 "update_id": next(self.update_ids),
@@ -87,6 +96,7 @@ class Env:
                     "chat": {"id": chat, "type": chat_type},
                     "from": {"id": user, "is_bot": False, "first_name": f"u{user}"},
                     "text": text,
+                    **fields,
                 },
             }
         )

@@ -23,6 +23,10 @@ the response's ``after``, once the ACK was written), or feed updates from your o
 long-polling loop to :meth:`TelegramChannel.process_update`. ``/cancel``, ``/approve``,
 ``/approve-always`` and ``/deny`` are handled by :class:`~channelkit.core.ChannelBase`
 (``/cancel@yourbot`` works in groups); ``/start`` and ``/help`` answer locally.
+
+Groups: ``group_policy`` (default ``"mention"``) lets only messages addressed to the bot
+through, the mention removed (:mod:`channelkit.platforms.telegram.groups`); give
+``bot_username`` or call :meth:`TelegramChannel.fetch_identity` at startup.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from channelkit.core import (
 from channelkit.errors import ConfigurationError
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.config import TelegramConfig
+from channelkit.platforms.telegram.groups import GroupGate
 from channelkit.platforms.telegram.indicators import TypingKeepAlive
 from channelkit.platforms.telegram.ingress import (
     TelegramWebhook,
@@ -148,6 +153,8 @@ class TelegramChannel(ChannelBase):
             lambda chat_id, text, thread_id: self.send_message(chat_id, text, thread_id=thread_id),
             clock=self.clock,
         )
+        #: which group messages are for the bot (``group_policy``, mentions, replies)
+        self.groups = GroupGate(config.group_policy, config.bot_id, config.bot_username)
         #: update_ids already dispatched: a redelivered (or replayed) update is ignored.
         self._seen_updates: BoundedMap[int, object] = BoundedMap(
             1000, ttl=UPDATE_DEDUP_TTL, clock=self.clock
@@ -167,6 +174,17 @@ class TelegramChannel(ChannelBase):
         ``scope`` is a ``BotCommandScope`` such as ``{"type": "all_private_chats"}``.
         """
         self.api.set_my_commands(BOT_COMMANDS, scope=scope, language_code=language_code)
+
+    def fetch_identity(self) -> str:
+        """Learn the bot's username with ``getMe`` (for group mention detection).
+
+        Call once at startup when ``bot_username`` is not configured (it makes one
+        request and raises the :mod:`channelkit.errors` error when it fails). Returns
+        the username.
+        """
+        username = self.api.get_me_username()
+        self.groups.set_username(username)
+        return username
 
     # -- ingress -------------------------------------------------------------------------
     def ingress_routes(self) -> list[IngressRoute]:
@@ -228,8 +246,10 @@ class TelegramChannel(ChannelBase):
         sender = message.from_user
         if sender is None or sender.is_bot or message.text is None:
             return  # service messages, channel posts, media without text
+        text = self.groups.admit(message)
+        if text is None:
+            return  # a group message not addressed to the bot (see group_policy)
         thread = message.message_thread_id if message.is_topic_message else None
-        text = message.text
         command = text.strip().split(maxsplit=1)[0][1:].split("@", 1)[0].lower() if text else ""
         if text.startswith("/") and command in _LOCAL_COMMANDS:
             chat_id = str(message.chat.id)

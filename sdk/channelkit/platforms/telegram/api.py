@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from channelkit.clients.telegram import TelegramClient
-from channelkit.errors import ApiError, BadRequest
+from channelkit.errors import ApiError, BadRequest, DeserializationError
 from channelkit.http import RetryPolicy
 
 __all__ = ["TelegramApi"]
@@ -128,6 +128,14 @@ class TelegramApi:
         if language_code:
             payload["language_code"] = language_code
         self._client.set_my_commands(body=payload, timeout=self._timeout)
+
+    def get_me_username(self) -> str:
+        """``getMe``: the bot's own username (raises ``DeserializationError`` without one)."""
+        me = self._client.get_me(timeout=self._timeout).result
+        username = getattr(me, "username", None)
+        if not isinstance(username, str) or not username:
+            raise DeserializationError("result.username", username, "getMe returned no username")
+        return username
 
     def answer_callback_query(self, callback_query_id: str, text: str | None = None) -> None:
         """``answerCallbackQuery`` (a short toast when ``text`` is given)."""

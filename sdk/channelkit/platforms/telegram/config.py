@@ -20,6 +20,7 @@ from channelkit.platforms.common.config import (
     check_positive_seconds,
     settings_kwargs,
 )
+from channelkit.platforms.telegram.groups import GROUP_POLICIES, USERNAME_RE
 
 __all__ = ["DEFAULT_API_BASE_URL", "TelegramConfig"]
 
@@ -46,6 +47,12 @@ class TelegramConfig:
     ``native_questions``: present structured questions as inline keyboards.
     ``question_timeout_s``: lifetime of a native question before it expires.
     ``request_timeout_s``: read timeout of every Bot API call.
+    ``group_policy``: which group messages reach the agent: ``"mention"`` (default; the
+    bot is mentioned, a command is addressed ``/cmd@bot`` or the message replies to the
+    bot), ``"open"`` (all) or ``"disabled"`` (none); see
+    :mod:`channelkit.platforms.telegram.groups`.
+    ``bot_username``: the bot's username (with or without ``@``) for mention detection;
+    when ``None``, :meth:`TelegramChannel.fetch_identity` can learn it with ``getMe``.
     """
 
     bot_token: str = field(repr=False)
@@ -56,6 +63,8 @@ class TelegramConfig:
     native_questions: bool = True
     question_timeout_s: float = 270.0
     request_timeout_s: float = 10.0
+    group_policy: str = "mention"
+    bot_username: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.bot_token, str) or not _BOT_TOKEN_RE.match(self.bot_token):
@@ -77,6 +86,23 @@ class TelegramConfig:
         check_positive_seconds(self.request_timeout_s, "telegram.request_timeout_s")
         if not isinstance(self.native_questions, bool):
             raise ConfigurationError("must be a boolean", path="telegram.native_questions")
+        if self.group_policy not in GROUP_POLICIES:
+            raise ConfigurationError(
+                f"must be one of {', '.join(GROUP_POLICIES)}", path="telegram.group_policy"
+            )
+        if self.bot_username is not None and (
+            not isinstance(self.bot_username, str)
+            or not USERNAME_RE.match(self.bot_username.removeprefix("@"))
+        ):
+            raise ConfigurationError(
+                "must be a Telegram username (5-32 letters, digits or '_', '@' optional)",
+                path="telegram.bot_username",
+            )
+
+    @property
+    def bot_id(self) -> int:
+        """The bot's user id: the numeric part of the token before the colon."""
+        return int(self.bot_token.split(":", 1)[0])
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TelegramConfig:

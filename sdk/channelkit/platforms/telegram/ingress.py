@@ -83,6 +83,9 @@ class TgMessage:
     text: str | None = None
     message_thread_id: int | None = None
     is_topic_message: bool = False
+    #: the author of the message this one replies to (``None`` for the implicit reply
+    #: to a forum topic's creation message)
+    reply_to_from_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,18 @@ def _message(value: Any, path: str) -> TgMessage:
         text=_str(obj, "text", path),
         message_thread_id=_int(obj, "message_thread_id", path, required=False),
         is_topic_message=obj.get("is_topic_message") is True,
+        reply_to_from_id=_reply_author(obj.get("reply_to_message"), f"{path}.reply_to_message"),
     )
+
+
+def _reply_author(value: Any, path: str) -> int | None:
+    if value is None:
+        return None
+    obj = _obj(value, path)
+    if "forum_topic_created" in obj:
+        return None  # every message in a forum topic "replies" to the topic's creation
+    sender = obj.get("from")
+    return _user(sender, f"{path}.from").id if sender is not None else None
 
 
 def _callback_query(value: Any, path: str) -> TgCallbackQuery:
