@@ -195,16 +195,26 @@ class RefreshingTokenProvider(abc.ABC):
             )
 
 
-def _post_json(
-    transport: Transport, url: str, body: Mapping[str, Any], timeout: tuple[float, float]
+def _post(
+    transport: Transport,
+    url: str,
+    timeout: tuple[float, float],
+    *,
+    json_body: Mapping[str, Any] | None = None,
+    form_body: Mapping[str, str] | None = None,
 ) -> tuple[requests.Response, Any]:
+    """POST a JSON or form body to a token endpoint; the response and its parsed body."""
+    headers = {"Accept": "application/json"}
+    if json_body is not None:
+        headers["Content-Type"] = "application/json"
     response = transport.request(
         "POST",
         url,
         timeout=timeout,
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-        json_body=dict(body),
-        has_body=True,
+        headers=headers,
+        json_body=dict(json_body) if json_body is not None else None,
+        has_body=json_body is not None,
+        form_body=form_body,
     )
     try:
         parsed = response.json() if response.content else None
@@ -270,7 +280,7 @@ class AppCredentialTokenProvider(RefreshingTokenProvider):
     def fetch(self) -> tuple[str, float]:
         """Exchange the app credentials for a token and its lifetime in seconds."""
         body = {self.ID_FIELD: self._app_id, self.SECRET_FIELD: self._app_secret}
-        response, parsed = _post_json(self._transport, self._url, body, self._timeout)
+        response, parsed = _post(self._transport, self._url, self._timeout, json_body=body)
         error = map_error(
             response.status_code, response.headers, parsed, self.ERRORS, clock=self._wall_clock
         )
@@ -388,22 +398,13 @@ class BotFrameworkTokenProvider(RefreshingTokenProvider):
 
     def fetch(self) -> tuple[str, float]:
         """Run the client-credentials exchange; return the token and its lifetime."""
-        response = self._transport.request(
-            "POST",
-            self._url,
-            timeout=self._timeout,
-            headers={"Accept": "application/json"},
-            form_body={
-                "grant_type": "client_credentials",
-                "client_id": self._app_id,
-                "client_secret": self._app_password,
-                "scope": self._scope,
-            },
-        )
-        try:
-            parsed = response.json() if response.content else None
-        except ValueError:
-            parsed = response.text[:500]
+        form = {
+            "grant_type": "client_credentials",
+            "client_id": self._app_id,
+            "client_secret": self._app_password,
+            "scope": self._scope,
+        }
+        response, parsed = _post(self._transport, self._url, self._timeout, form_body=form)
         error = map_error(
             response.status_code, response.headers, parsed, self.ERRORS, clock=self._wall_clock
         )
