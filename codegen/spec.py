@@ -22,9 +22,9 @@ CODEC_CONST = {"string": "STRING", "integer": "INTEGER", "number": "NUMBER", "bo
 
 # Constructor arguments of the token providers in channelkit.http.auth, by provider name.
 PROVIDER_CREDENTIALS = {
-    "botframework": ("app_id", "app_password"),
     "dingtalk": ("app_key", "app_secret"),
     "feishu": ("app_id", "app_secret"),
+    "msteams": ("app_id", "app_password"),
 }
 
 

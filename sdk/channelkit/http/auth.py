@@ -426,8 +426,8 @@ class BotFrameworkTokenProvider(RefreshingTokenProvider):
 
 
 PROVIDERS: dict[str, Callable[..., RefreshingTokenProvider]] = {
-    "botframework": BotFrameworkTokenProvider,
     "dingtalk": DingTalkTokenProvider,
     "feishu": FeishuTokenProvider,
+    "msteams": BotFrameworkTokenProvider,
 }
 """Token providers by the ``provider`` name used in a spec's ``x-channelkit-auth``."""
