@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -590,13 +591,24 @@ class ScriptedBridge:
 
     def _gate(self, session_id: str, event: threading.Event, timeout: float) -> None:
         state = self._state(session_id)
+        done = threading.Event()
 
         def waiter() -> None:
-            event.wait(timeout)
+            # Relays ``event`` to the condition. It checks ``done`` every 50 ms so it ends
+            # soon after the gate opens for any reason (a cancel included), rather than
+            # outliving the prompt until ``timeout``.
+            deadline = time.monotonic() + timeout
+            while not done.is_set() and time.monotonic() < deadline:
+                if event.wait(0.05):
+                    break
             with state.cond:
                 state.cond.notify_all()
 
-        helper = threading.Thread(target=waiter, daemon=True)
+        helper = threading.Thread(target=waiter, name="scripted-bridge-gate", daemon=True)
         helper.start()
-        with state.cond:
-            state.cond.wait_for(lambda: event.is_set() or state.cancelled.is_set(), timeout)
+        try:
+            with state.cond:
+                state.cond.wait_for(lambda: event.is_set() or state.cancelled.is_set(), timeout)
+        finally:
+            done.set()
+        helper.join(1.0)
