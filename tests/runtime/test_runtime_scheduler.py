@@ -68,8 +68,8 @@ def test_zero_delay_runs_without_advancing(pool):
 
 
 def test_one_thread_for_many_timers(pool):
-    clock = FakeClock()
-    sched = Scheduler(pool, clock=clock, name="ck-test-sched")
+    # a real clock: the timers (10 s and later) stay pending while the test looks
+    sched = Scheduler(pool, clock=SystemClock(), name="ck-test-sched")
     before = threading.active_count()
     handles = [sched.call_later(10 + i % 50, lambda: None) for i in range(5000)]
     assert threading.active_count() - before <= 1
@@ -97,6 +97,33 @@ def test_failing_callback_is_logged_not_raised(pool, caplog):
     assert pool.wait_idle(5)
     assert ok == [1]
     assert "timer callback" in caplog.text
+    sched.stop()
+
+
+class RecordingExecutor:
+    """Takes posts without running them, so the test sees what was handed over when."""
+
+    def __init__(self) -> None:
+        self.posted: list[tuple[object, tuple[object, ...]]] = []
+
+    def post(self, fn, *args) -> None:  # type: ignore[no-untyped-def]
+        self.posted.append((fn, args))
+
+
+def test_manual_clock_hands_due_timers_over_before_advance_returns():
+    # No scheduler thread may race advance(): with one, it could pop the due timers
+    # first and post them after advance() returned, so "advance, then wait for the
+    # pool" would find an idle pool and miss them.
+    executor = RecordingExecutor()
+    clock = FakeClock()
+    sched = Scheduler(executor, clock=clock)
+    for i in range(50):
+        sched.call_later(1 + i % 3, lambda: None)
+    assert not sched.thread_alive
+    clock.advance(1)
+    assert len(executor.posted) == 17  # i % 3 == 0 for 17 of 0..49
+    clock.advance(2)
+    assert len(executor.posted) == 50 and sched.pending_count() == 0
     sched.stop()
 
 

@@ -82,7 +82,9 @@ class Scheduler:
     """Single-thread timer service: ``call_later(delay, fn, *args) -> TimerHandle``.
 
     ``pool`` receives due callbacks (``pool.post``); errors are logged, never raised.
-    The thread starts on the first timer and is a daemon; ``stop(timeout)`` ends it.
+    The thread starts on the first timer and is a daemon; ``stop(timeout)`` ends it. A
+    manual clock (one with ``subscribe``, like :class:`FakeClock`) needs no thread: its
+    ``advance()`` hands every due timer to the pool before it returns.
     """
 
     def __init__(
@@ -131,11 +133,16 @@ class Scheduler:
                 raise SchedulerClosed("scheduler is stopped")
             heapq.heappush(self._heap, (when, next(self._seq), handle))
             self._compact_locked()
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
-                self._thread.start()
-            elif self._heap[0][2] is handle:
-                self._cond.notify()
+            # A manual clock fires due timers from advance() itself, on the advancing
+            # thread, before advance() returns; it needs no thread. A thread popping
+            # timers too could take them first and hand them to the pool only after
+            # advance() returned, breaking "advance, then wait for the pool".
+            if not self._manual:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                    self._thread.start()
+                elif self._heap[0][2] is handle:
+                    self._cond.notify()
         return handle
 
     def pending_count(self) -> int:
@@ -210,7 +217,7 @@ class Scheduler:
                 now = self.clock.now()
                 due = self._pop_due_locked(now)
                 if not due:
-                    if self._manual or not self._heap:
+                    if not self._heap:
                         wait = _MAX_REAL_WAIT
                     else:
                         wait = min(_MAX_REAL_WAIT, max(0.0, self._heap[0][0] - now))
