@@ -11,9 +11,9 @@ is kept within 28,000 bytes as its serialized ``content`` appears on the wire (e
 again inside the body JSON: ASCII with ``\\uXXXX`` escapes), leaving 2,000 bytes for
 ``receive_id`` and the rest, and holds at most 200 elements; longer presentations
 continue in further cards (the header only on the first). Text is cut into markdown
-elements of at most 2,000 characters so any one element fits. A button that cannot be
-one (a non-http link, or a link so long that the button alone is over 6,000 bytes)
-reads as ``- label: url`` text. A title over 6,000 bytes shows a prefix in the header
+elements of at most 1,500 characters so any one element fits beside the largest header.
+A button that cannot be one (a non-http link, or a link so long that the button alone is
+over 6,000 bytes) reads as ``- label: url`` text. A title over 6,000 bytes shows a prefix in the header
 and reads in full at the top of the body.
 
 ``render`` returns the wire body (``content`` is the serialized card); ``render_cards``
@@ -61,7 +61,11 @@ MAX_CONTENT_BYTES = 28_000  # the escaped ``content``; the rest of the body fits
 MAX_BUTTON_BYTES = 6_000  # a larger button (a huge link) reads as text instead
 MAX_TITLE_BYTES = 6_000  # a larger title: a prefix in the header, in full in the body
 MAX_ELEMENTS = 200  # components per card (card JSON 2.0)
-TEXT_PIECE = 2_000  # characters per markdown element: at most 24,000 bytes escaped
+# Characters per markdown element. The worst character (outside the BMP) takes 12 bytes
+# on the wire, so a piece is at most 18,000 bytes: with the largest header (a 6,000-byte
+# title prefix) and the card's own keys it still fits in MAX_CONTENT_BYTES, which is what
+# lets the packer below treat every element as fitting on its own.
+TEXT_PIECE = 1_500
 
 CAPABILITIES = PresentationCapabilities(
     buttons=True,
