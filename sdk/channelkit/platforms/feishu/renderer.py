@@ -13,8 +13,8 @@ again inside the body JSON: ASCII with ``\\uXXXX`` escapes), leaving 2,000 bytes
 continue in further cards (the header only on the first). Text is cut into markdown
 elements of at most 1,500 characters so any one element fits beside the largest header.
 A button that cannot be one (a non-http link, or a link so long that the button alone is
-over 6,000 bytes) reads as ``- label: url`` text. A title over 6,000 bytes shows a prefix in the header
-and reads in full at the top of the body.
+over 6,000 bytes) reads as ``- label: url`` text. A title over 6,000 bytes shows a
+prefix in the header and reads in full at the top of the body.
 
 ``render`` returns the wire body (``content`` is the serialized card); ``render_cards``
 returns the card objects.
