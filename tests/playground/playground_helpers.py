@@ -62,13 +62,15 @@ def send(pg: Playground, text: str) -> int:
     return before
 
 
-def click(pg: Playground, card_id: str, action: str, form: Any = None) -> dict[str, Any]:
-    """The person clicks ``action`` on a card (``form``: answers or ``{"data": ...}``)."""
-    response = requests.post(
-        f"{pg.url}/_emulator/cards/{card_id}/action",
-        json={"action": action, "form": form or {}},
-        timeout=5,
-    )
+def click(
+    pg: Playground, card_id: str, action: str, form: Any = None, *, user_id: str | None = None
+) -> dict[str, Any]:
+    """The person clicks ``action`` on a card (``form``: answers or ``{"data": ...}``);
+    ``user_id`` clicks as somebody else in the chat."""
+    payload: dict[str, Any] = {"action": action, "form": form or {}}
+    if user_id is not None:
+        payload["userId"] = user_id
+    response = requests.post(f"{pg.url}/_emulator/cards/{card_id}/action", json=payload, timeout=5)
     assert response.status_code == 200, response.text
     body = dict(response.json())
     assert body["status"] == 200, body

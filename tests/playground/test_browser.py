@@ -120,6 +120,17 @@ def test_playground_in_headless_chromium(browser: Browser, tmp_path: Path) -> No
             first_len,
         )
         assert browser.script("return !document.getElementById('typing').hidden")
+        # somebody else in the chat presses Stop: refused with a notice, the run goes on
+        browser.click(browser.find(".card[data-state='running'] .stop-teammate-btn"))
+        browser.wait_js(
+            "return Array.from(document.querySelectorAll('.bot-message'))"
+            ".some(e => e.textContent.includes('Only the task owner'))",
+            "the owner-only notice",
+        )
+        assert (
+            browser.script("const cs = " + CARD_LIST + "; return cs[cs.length - 1].dataset.state")
+            == "running"
+        )
         for _ in range(20):
             if not browser.script(
                 "const cs = "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 import threading
 import time
 from collections import OrderedDict, deque
@@ -45,6 +46,9 @@ MAX_TIMELINE = 1_000
 MAX_WAIT_SECONDS = 10.0
 #: Timeout of the callbacks the emulator sends to the SDK.
 CALLBACK_TIMEOUT = 10.0
+
+#: who may click in ``/_emulator/cards/<id>/action`` (``userId``: a teammate, not the owner)
+_USER_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 _SECRET_KEYS = frozenset(
     {
@@ -357,9 +361,17 @@ class EmulatorBase:
         if not isinstance(data, Mapping) or not isinstance(data.get("action"), str):
             return HttpReply(400, {"error": "action: must be a string"})
         form = data.get("form")
+        user_id = data.get("userId")
+        if user_id is not None and (
+            not isinstance(user_id, str) or not _USER_ID_RE.fullmatch(user_id)
+        ):
+            return HttpReply(400, {"error": "userId: 1-64 characters of A-Z a-z 0-9 _ -"})
         try:
             result = self.card_action(
-                card_id, data["action"], form if isinstance(form, Mapping) else None
+                card_id,
+                data["action"],
+                form if isinstance(form, Mapping) else None,
+                user_id=user_id,
             )
         except KeyError:
             return HttpReply(404, {"error": f"card {card_id} not found"})

@@ -69,8 +69,9 @@
     return row;
   }
 
-  function action(cardId, name, formData) {
-    var card = cardEls[cardId];
+  function action(cardId, name, formData, userId) {
+    // A teammate's click changes nothing (the SDK refuses it), so it locks no buttons.
+    var card = userId ? null : cardEls[cardId];
     var before = card ? card.dataset.state + "/" + card.dataset.rev : null;
     if (card) card.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
     // A click the platform acknowledged but the SDK ignored (for example one that raced
@@ -80,8 +81,9 @@
         card.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
       }
     }, 1500);
-    return post("/_emulator/cards/" + encodeURIComponent(cardId) + "/action",
-      { action: name, form: formData || {} }).then(function (res) {
+    var body = { action: name, form: formData || {} };
+    if (userId) body.userId = userId;
+    return post("/_emulator/cards/" + encodeURIComponent(cardId) + "/action", body).then(function (res) {
       if (card && (!res || res.status >= 300 || res.status === 0)) {
         var note = card.querySelector(".error-note") || el("div", "error-note");
         note.textContent = "callback answered " + (res ? res.status : "?");
@@ -106,6 +108,12 @@
       stop.type = "button";
       stop.addEventListener("click", function () { action(view.id, "stop"); });
       actions.appendChild(stop);
+      // Only the person who started a run may stop it: try it as somebody else.
+      var mate = el("button", "stop-teammate-btn", "Stop as a teammate");
+      mate.type = "button";
+      mate.title = "Click Stop as another person in the chat: the run keeps going";
+      mate.addEventListener("click", function () { action(view.id, "stop", null, "teammate"); });
+      actions.appendChild(mate);
       card.appendChild(actions);
       card.dataset.built = "1";
     }
@@ -116,10 +124,11 @@
     var content = card.querySelector(".card-content");
     renderText(content, view.content);
     content.classList.toggle("empty", !view.content);
-    var stopBtn = card.querySelector(".stop-btn");
     var canStop = view.actions.indexOf("stop") >= 0;
-    stopBtn.hidden = !canStop;
-    if (!canStop) stopBtn.disabled = true;
+    card.querySelectorAll(".stop-btn, .stop-teammate-btn").forEach(function (b) {
+      b.hidden = !canStop;
+      if (!canStop) b.disabled = true;
+    });
   }
 
   function collectForm(card, view) {
