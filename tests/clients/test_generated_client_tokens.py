@@ -1,4 +1,4 @@
-"""Issue 2 acceptance: token caching through the generated DingTalk and Feishu clients.
+"""Token caching through the generated DingTalk and Feishu clients.
 
 50 threads calling at once cause exactly one token request; expiry (on an injected clock)
 triggers a refresh; an auth failure triggers one invalidate-and-retry, and a second one is

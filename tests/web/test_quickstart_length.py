@@ -1,4 +1,4 @@
-"""Issue 7 acceptance, README/docs: the Flask and Django quickstarts are ~20-line
+"""The Flask and Django quickstarts in docs/ are ~20-line
 integrations (their single Python block, which tests/web/test_quickstarts.py executes,
 stays at most 20 lines of code, comments and blank lines not counted)."""
 

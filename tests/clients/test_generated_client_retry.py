@@ -1,4 +1,4 @@
-"""Issue 2 acceptance: retry and ``Retry-After`` through every generated client.
+"""Retry and ``Retry-After`` through every generated client.
 
 For every operation of every platform document: an idempotent operation (GET/PUT/DELETE,
 or a POST/PATCH marked ``x-channelkit-idempotent``) waits out a 429's ``Retry-After`` and a

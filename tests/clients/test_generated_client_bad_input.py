@@ -1,4 +1,4 @@
-"""Issue 2 acceptance, bad input: a required parameter given as ``None`` (or left out) fails
+"""Bad input: a required parameter given as ``None`` (or left out) fails
 with an error naming it, before any network call, for every operation of every platform.
 
 (The wrong-type and left-out cases per platform are in ``spec_driver``'s
