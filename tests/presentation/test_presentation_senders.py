@@ -1,8 +1,11 @@
-"""The real senders on the generated clients, against requests-mock."""
+"""The real senders (``channelkit.platforms.<name>.sender``) on the generated clients,
+against requests-mock."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -15,6 +18,13 @@ from channelkit.clients.msteams import MsteamsClient
 from channelkit.clients.slack import SlackClient
 from channelkit.clients.telegram import TelegramClient
 from channelkit.errors import ApiError
+from channelkit.platforms.discord.sender import DiscordSender
+from channelkit.platforms.feishu.sender import FeishuSender
+from channelkit.platforms.line.sender import LineSender
+from channelkit.platforms.mattermost.sender import MattermostSender
+from channelkit.platforms.msteams.sender import MsteamsSender
+from channelkit.platforms.slack.sender import SlackSender
+from channelkit.platforms.telegram.sender import TelegramSender
 from channelkit.presentation import (
     Delivery,
     DeliveryPinError,
@@ -24,15 +34,6 @@ from channelkit.presentation import (
     ReplyPayload,
 )
 from channelkit.presentation.outbound import PIN_UNSUPPORTED, SenderRegistry, deliver
-from channelkit.presentation.senders import (
-    DiscordSender,
-    FeishuSender,
-    LineSender,
-    MattermostSender,
-    MsteamsSender,
-    SlackSender,
-    TelegramSender,
-)
 
 from .golden_cases import REPRESENTATIVE
 
@@ -175,3 +176,30 @@ def test_feishu_sends_card_and_pins() -> None:
     assert body["receive_id"] == "oc_1" and body["msg_type"] == "interactive"
     assert json.loads(body["content"])["header"]["template"] == "orange"
     assert pin.last_request.json() == {"message_id": "om_1"}
+
+
+def test_old_sender_path_resolves_the_platform_classes() -> None:
+    from channelkit.presentation import senders
+
+    assert senders.SlackSender is SlackSender
+    assert senders.DiscordSender is DiscordSender
+    assert senders.MattermostSender is MattermostSender
+    assert senders.LineSender is LineSender
+    assert senders.MsteamsSender is MsteamsSender
+    assert senders.TelegramSender is TelegramSender
+    assert senders.FeishuSender is FeishuSender
+    assert set(senders.__all__) <= set(dir(senders))
+    with pytest.raises(AttributeError):
+        senders.NoSuchSender  # noqa: B018
+
+
+def test_presentation_imports_no_platform_package() -> None:
+    code = (
+        "import sys, channelkit.presentation, channelkit.presentation.senders, "
+        "channelkit.presentation.rendering, channelkit.presentation.schema\n"
+        "print(sorted(m for m in sys.modules if m.startswith('channelkit.platforms')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"

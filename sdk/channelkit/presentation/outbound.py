@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from channelkit.errors import ConfigurationError
+from channelkit.errors import ConfigurationError, DeserializationError
 from channelkit.presentation.adapt import adapt
 from channelkit.presentation.capabilities import DeliveryCapabilities, PresentationCapabilities
 from channelkit.presentation.errors import DeliveryPinError
@@ -38,10 +38,12 @@ __all__ = [
     "DeliveryResult",
     "FunctionSender",
     "PresentationSender",
+    "SenderBase",
     "SenderRegistry",
     "default_registry",
     "deliver",
     "register_sender",
+    "response_message_id",
 ]
 
 logger = logging.getLogger(__name__)
@@ -83,6 +85,36 @@ class PresentationSender(Protocol):
     def pin(self, target: str, message_id: str, *, notify: bool) -> None:
         """Pin a delivered message (only called when ``delivery_capabilities.pin``)."""
         ...
+
+
+class SenderBase:
+    """Shared base of the platform senders (``channelkit.platforms.<name>.sender``).
+
+    Subclasses set ``platform`` and the two capability attributes and implement
+    :meth:`render` and ``send``; :meth:`pin` refuses unless overridden (the pipeline only
+    calls it when ``delivery_capabilities.pin`` is true).
+    """
+
+    platform = ""
+    presentation_capabilities: PresentationCapabilities | None = None
+    delivery_capabilities = DeliveryCapabilities()
+
+    def render(
+        self, presentation: MessagePresentation, *, text: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Native message bodies for an adapted presentation, in send order."""
+        raise NotImplementedError
+
+    def pin(self, target: str, message_id: str, *, notify: bool) -> None:
+        """Pin a delivered message; this platform cannot."""
+        raise NotImplementedError(f"{self.platform} cannot pin delivered messages")
+
+
+def response_message_id(value: object, path: str) -> str:
+    """A message id read from a platform response, or a DeserializationError naming ``path``."""
+    if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+        return str(value)
+    raise DeserializationError(path, value, "no message id in the response")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,65 @@
+"""Telegram presentation delivery: :class:`TelegramSender` on the generated ``TelegramClient``.
+
+Pairs :mod:`channelkit.platforms.telegram.renderer` with ``channelkit.clients.telegram`` and
+satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+
+    from channelkit.clients.telegram import TelegramClient
+    from channelkit.platforms.telegram.sender import TelegramSender
+    from channelkit.presentation.outbound import deliver, register_sender
+
+    register_sender(TelegramSender(TelegramClient(...)))
+
+The target is a Telegram chat id. Platform errors propagate as
+:class:`channelkit.errors.ApiError` subclasses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from channelkit.platforms.telegram import renderer
+from channelkit.presentation.model import MessagePresentation
+from channelkit.presentation.outbound import SenderBase, response_message_id
+
+if TYPE_CHECKING:
+    from channelkit.clients.telegram import TelegramClient
+
+__all__ = ["TelegramSender"]
+
+
+class TelegramSender(SenderBase):
+    """``sendMessage`` + ``pinChatMessage`` (``notify`` maps to not
+    ``disable_notification``). ``inline_buttons=False`` sends text only."""
+
+    platform = "telegram"
+    delivery_capabilities = renderer.DELIVERY_CAPABILITIES
+
+    def __init__(self, client: TelegramClient, *, inline_buttons: bool = True) -> None:
+        self.client = client
+        self.presentation_capabilities = renderer.capabilities(inline_buttons=inline_buttons)
+
+    @staticmethod
+    def _chat(target: str) -> int | str:
+        return int(target) if target.lstrip("-").isdigit() else target
+
+    def render(
+        self, presentation: MessagePresentation, *, text: str | None = None
+    ) -> list[dict[str, Any]]:
+        """``sendMessage`` bodies (text + inline keyboard)."""
+        return renderer.render(presentation, text=text)
+
+    def send(self, target: str, message: dict[str, Any]) -> str | None:
+        """Send one message; returns its ``message_id``."""
+        response = self.client.send_message(body={"chat_id": self._chat(target), **message})
+        result = response.result
+        return response_message_id(getattr(result, "message_id", None), "result.message_id")
+
+    def pin(self, target: str, message_id: str, *, notify: bool) -> None:
+        """Pin the message; silent unless ``notify``."""
+        self.client.pin_chat_message(
+            body={
+                "chat_id": self._chat(target),
+                "message_id": int(message_id),
+                "disable_notification": not notify,
+            }
+        )
