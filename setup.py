@@ -10,7 +10,15 @@ TEST_REQUIRES = [
     # Test-only: cross-checks the pure-Python AES-256-CBC (Feishu event decryption)
     # against an independent implementation.
     "cryptography>=41",
+    # The quickstarts' server start command (waitress-serve) runs in the tests.
+    "waitress>=3.0",
 ]
+
+#: The WSGI server the docs and `channelkit serve` use.
+SERVE_REQUIRES = ["waitress>=3.0"]
+
+REPOSITORY = "https://github.com/channelkit/channelkit"
+DOCUMENTATION = "https://channelkit.github.io/channelkit/"
 
 setup(
     name="channelkit",
@@ -21,12 +29,28 @@ setup(
     ),
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
+    author="The channelkit authors",
+    url=REPOSITORY,
+    project_urls={
+        "Documentation": DOCUMENTATION,
+        "Source": REPOSITORY,
+        "Changelog": f"{REPOSITORY}/blob/main/CHANGELOG.md",
+        "Issues": f"{REPOSITORY}/issues",
+    },
     license="Apache-2.0",
+    license_files=["LICENSE"],
+    keywords=["chatbot", "agent", "dingtalk", "feishu", "lark", "telegram", "weixin", "wsgi"],
     python_requires=">=3.10",
     package_dir={"": "sdk"},
-    packages=find_packages(where="sdk"),
-    include_package_data=True,
-    package_data={"channelkit": ["py.typed", "**/*.json", "**/*.html", "**/*.js", "**/*.css"]},
+    # channelkit.playground.static holds only the chat page (no __init__.py): a data package.
+    packages=[*find_packages(where="sdk"), "channelkit.playground.static"],
+    include_package_data=False,
+    package_data={
+        "channelkit": ["py.typed"],
+        "channelkit.presentation": ["schema.json"],
+        "channelkit.playground.static": ["*.html", "*.js", "*.css"],
+    },
+    zip_safe=False,
     install_requires=[
         "requests>=2.31",
         "urllib3>=2.0",
@@ -38,6 +62,7 @@ setup(
         "flask": ["flask>=2.3"],
         "django": ["django>=4.2"],
         "acp": [],
+        "serve": SERVE_REQUIRES,
         "test": TEST_REQUIRES + ["flask>=2.3", "django>=4.2"],
         "dev": TEST_REQUIRES
         + [
@@ -53,11 +78,20 @@ setup(
     },
     entry_points={"console_scripts": ["channelkit=channelkit.cli:main"]},
     classifiers=[
+        "Development Status :: 3 - Alpha",
+        "Framework :: Django",
+        "Framework :: Flask",
+        "Intended Audience :: Developers",
+        "Operating System :: OS Independent",
         "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3 :: Only",
         "Programming Language :: Python :: 3.10",
         "Programming Language :: Python :: 3.11",
         "Programming Language :: Python :: 3.12",
         "Programming Language :: Python :: 3.13",
+        "Topic :: Communications :: Chat",
+        "Topic :: Internet :: WWW/HTTP :: WSGI :: Application",
+        "Topic :: Software Development :: Libraries :: Python Modules",
         "Typing :: Typed",
     ],
 )
