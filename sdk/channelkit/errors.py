@@ -1,27 +1,95 @@
-"""The channelkit error hierarchy.
+"""The channelkit error hierarchy: every exception class of the SDK is defined here.
 
 Every exception the SDK raises on purpose derives from :class:`ChannelKitError`.
 Platform HTTP failures are :class:`ApiError` subclasses carrying the HTTP status, the
 platform's own error code, the request id the platform returned and whether a retry
 may succeed. Platforms that answer HTTP 200 with a non-zero business code (DingTalk's
 ``errcode``, Feishu's ``code``, Telegram's ``ok: false``) map into the same classes.
+A second base keeps the builtin family where callers expect one: bad values are also
+``ValueError``, timeouts also ``TimeoutError``, a closed pool or scheduler also
+``RuntimeError``.
+
+The modules that raise these errors re-export them, so
+``from channelkit.runtime.pool import PoolClosed`` keeps working. The tree::
+
+    Exception
+     └── ChannelKitError
+          ├── ConfigurationError (+ ValueError)     bad configuration or arguments
+          │    └── PresentationError                  invalid presentation / delivery
+          ├── TransportError                          no HTTP response arrived
+          │    ├── ConnectTimeout (+ TimeoutError)
+          │    └── ReadTimeout (+ TimeoutError)
+          ├── ApiError                                the platform answered an error
+          │    ├── AuthError
+          │    ├── RateLimited
+          │    ├── NotFound
+          │    ├── BadRequest
+          │    │    └── CardDeliveryError             DingTalk createAndDeliver per space
+          │    └── ServerError
+          ├── DeserializationError (+ ValueError)     a response did not match its schema
+          ├── DeliveryPinError                        a required pin failed after sending
+          ├── ChannelClosed                           the channel accepts no more messages
+          ├── ChannelBusy                             too many runs queued
+          ├── PoolClosed (+ RuntimeError)             work submitted to a shut-down pool
+          ├── SchedulerClosed (+ RuntimeError)        timer requested from a stopped scheduler
+          ├── QuestionError                           a function agent's question got no answer
+          │    ├── QuestionCancelled
+          │    └── QuestionExpired
+          ├── AcpError                                the ACP (stdio) agent bridge
+          │    ├── AgentProcessError
+          │    ├── AcpRequestError
+          │    └── AcpTimeoutError (+ TimeoutError)
+          ├── IngressRejected                         a Feishu callback failed verification
+          ├── RequestBodyRejected                     a request body refused before any handler
+          │    ├── BodyTooLarge                       larger than the limit (413)
+          │    └── BadContentLength                   Content-Length is not plain digits (400)
+          ├── DecryptionError (+ ValueError)          a Feishu encrypted body is malformed
+          ├── InvalidForm (+ ValueError)              a Feishu form does not answer the questions
+          └── UpdateParseError (+ ValueError)         a Telegram Update has an unexpected shape
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from channelkit.web.ingress import IngressResponse
 
 __all__ = [
+    "AcpError",
+    "AcpRequestError",
+    "AcpTimeoutError",
+    "AgentProcessError",
     "ApiError",
     "AuthError",
+    "BadContentLength",
     "BadRequest",
+    "BodyTooLarge",
+    "CardDeliveryError",
+    "ChannelBusy",
+    "ChannelClosed",
     "ChannelKitError",
     "ConfigurationError",
+    "ConnectTimeout",
+    "DecryptionError",
+    "DeliveryPinError",
     "DeserializationError",
+    "IngressRejected",
+    "InvalidForm",
     "NotFound",
+    "PoolClosed",
+    "PresentationError",
+    "QuestionCancelled",
+    "QuestionError",
+    "QuestionExpired",
     "RateLimited",
+    "ReadTimeout",
+    "RequestBodyRejected",
+    "SchedulerClosed",
     "ServerError",
     "TransportError",
+    "UpdateParseError",
+    "join_path",
 ]
 
 
@@ -37,12 +105,52 @@ class ConfigurationError(ChannelKitError, ValueError):
         super().__init__(f"{path}: {message}" if path else message)
 
 
+def join_path(prefix: str, path: str | None) -> str:
+    """Join a parent path (``blocks[2]``) and a child path (``buttons[0].label``)."""
+    if not path:
+        return prefix
+    if not prefix:
+        return path
+    if path.startswith("["):
+        return prefix + path
+    return f"{prefix}.{path}"
+
+
+class PresentationError(ConfigurationError):
+    """A presentation, delivery or reply payload is invalid.
+
+    ``path`` names the offending field, e.g. ``blocks[2].buttons[0].label``.
+    """
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        self.reason = message
+        super().__init__(message, path)
+
+    def under(self, prefix: str) -> PresentationError:
+        """Return the same error with ``prefix`` prepended to its path."""
+        return PresentationError(self.reason, join_path(prefix, self.path))
+
+
 class TransportError(ChannelKitError):
     """The request never produced an HTTP response (connect/read timeout, reset, DNS)."""
 
     def __init__(self, message: str, *, timeout: bool = False) -> None:
         self.timeout = timeout
         super().__init__(message)
+
+
+class ConnectTimeout(TransportError, TimeoutError):
+    """No connection was established within the connect timeout (safe to retry)."""
+
+    def __init__(self, message: str, *, timeout: bool = True) -> None:
+        super().__init__(message, timeout=timeout)
+
+
+class ReadTimeout(TransportError, TimeoutError):
+    """The server did not answer within the read timeout (the request may have arrived)."""
+
+    def __init__(self, message: str, *, timeout: bool = True) -> None:
+        super().__init__(message, timeout=timeout)
 
 
 class ApiError(ChannelKitError):
@@ -93,6 +201,14 @@ class BadRequest(ApiError):
     """The platform rejected the request as malformed."""
 
 
+class CardDeliveryError(BadRequest):
+    """``createAndDeliver`` succeeded over HTTP but a space reported ``success: false``."""
+
+    def __init__(self, template_id: str, message: str, body: Any = None) -> None:
+        self.template_id = template_id
+        super().__init__(f"{template_id}: {message}", status=200, code="deliverFailed", body=body)
+
+
 class ServerError(ApiError):
     """The platform failed (HTTP 5xx or a transient business code)."""
 
@@ -111,3 +227,139 @@ class DeserializationError(ChannelKitError, ValueError):
         if len(shown) > 80:
             shown = shown[:77] + "..."
         super().__init__(f"{path}: {message or 'unexpected value'} (got {shown})")
+
+
+class DeliveryPinError(ChannelKitError):
+    """Pinning a delivered message failed while the pin was ``required``.
+
+    Raised only after the message was sent: ``message_id`` is the delivered message
+    (never lost), ``message_ids`` every message the delivery produced.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        platform: str,
+        target: str,
+        message_id: str | None,
+        message_ids: tuple[str, ...] = (),
+    ) -> None:
+        self.platform = platform
+        self.target = target
+        self.message_id = message_id
+        self.message_ids = message_ids
+        suffix = f" (platform {platform}, message id {message_id})" if message_id else ""
+        super().__init__(message + suffix)
+
+
+class ChannelClosed(ChannelKitError):
+    """The channel was closed; it accepts no more messages."""
+
+
+class ChannelBusy(ChannelKitError):
+    """A run could not be queued: ``limit`` names the bound that was reached
+    (``max_queued_runs``, ``max_queued_per_owner`` or ``max_queued_per_chat``)."""
+
+    def __init__(self, message: str, *, limit: str = "max_queued_runs") -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class PoolClosed(ChannelKitError, RuntimeError):
+    """Work was submitted to a pool (or limiter) that is shut down."""
+
+
+class SchedulerClosed(ChannelKitError, RuntimeError):
+    """A timer was requested from a stopped scheduler."""
+
+
+class QuestionError(ChannelKitError):
+    """A question or permission request ended without an answer."""
+
+    def __init__(self, message: str, request_id: str) -> None:
+        self.request_id = request_id
+        super().__init__(message)
+
+
+class QuestionCancelled(QuestionError):
+    """The user cancelled the question, or the turn was cancelled."""
+
+
+class QuestionExpired(QuestionError):
+    """Nobody answered within the timeout."""
+
+
+class AcpError(ChannelKitError):
+    """Base class of the ACP bridge's errors."""
+
+
+class AgentProcessError(AcpError):
+    """The agent process could not be started, died, or the bridge was closed."""
+
+    def __init__(self, message: str, *, returncode: int | None = None) -> None:
+        self.returncode = returncode
+        super().__init__(message)
+
+
+class AcpRequestError(AcpError):
+    """The agent answered a request with a JSON-RPC error."""
+
+    def __init__(self, method: str, code: Any, message: str, data: Any = None) -> None:
+        self.method = method
+        self.code = code
+        self.message = message
+        self.data = data
+        super().__init__(f"{method}: agent error {code}: {message}")
+
+
+class AcpTimeoutError(AcpError, TimeoutError):
+    """The agent did not answer a request within its timeout."""
+
+    def __init__(self, method: str, timeout: float) -> None:
+        self.method = method
+        self.timeout = timeout
+        super().__init__(f"{method}: no answer from the agent within {timeout:g} s")
+
+
+class RequestBodyRejected(ChannelKitError):
+    """A web request's body was refused while it was read, before any handler ran."""
+
+
+class BodyTooLarge(RequestBodyRejected):
+    """The request body exceeds the limit (answer 413)."""
+
+
+class BadContentLength(RequestBodyRejected):
+    """The Content-Length header is not plain ASCII digits (answer 400)."""
+
+
+class IngressRejected(ChannelKitError):
+    """A Feishu callback failed verification; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(f"{status}: {reason}")
+
+    def response(self) -> IngressResponse:
+        """The rejection as an HTTP response (no details leaked beyond the reason)."""
+        from channelkit.web.ingress import IngressResponse  # the web layer imports errors
+
+        return IngressResponse.json(self.status, {"code": self.status, "msg": self.reason})
+
+
+class DecryptionError(ChannelKitError, ValueError):
+    """The ciphertext is malformed (bad base64, length, padding or UTF-8/JSON)."""
+
+
+class InvalidForm(ChannelKitError, ValueError):
+    """The submitted form does not answer the stored questions."""
+
+
+class UpdateParseError(ChannelKitError, ValueError):
+    """An ``Update`` did not have the expected shape; ``path`` names the field."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")

@@ -59,7 +59,13 @@ from channelkit.agents.base import (
     SessionDied,
     ToolCallEvent,
 )
-from channelkit.errors import ChannelKitError, ConfigurationError
+from channelkit.errors import (
+    AcpError,
+    AcpRequestError,
+    AcpTimeoutError,
+    AgentProcessError,
+    ConfigurationError,
+)
 
 __all__ = [
     "ACP_PROTOCOL_VERSION",
@@ -85,38 +91,6 @@ _STDERR_TAIL_LINES = 50
 _STDERR_LINE_CHARS = 500
 _MAX_PENDING_PERMISSIONS = 1000
 _MAX_TOOL_CALLS_PER_TURN = 1000
-
-
-class AcpError(ChannelKitError):
-    """Base class of the ACP bridge's errors."""
-
-
-class AgentProcessError(AcpError):
-    """The agent process could not be started, died, or the bridge was closed."""
-
-    def __init__(self, message: str, *, returncode: int | None = None) -> None:
-        self.returncode = returncode
-        super().__init__(message)
-
-
-class AcpRequestError(AcpError):
-    """The agent answered a request with a JSON-RPC error."""
-
-    def __init__(self, method: str, code: Any, message: str, data: Any = None) -> None:
-        self.method = method
-        self.code = code
-        self.message = message
-        self.data = data
-        super().__init__(f"{method}: agent error {code}: {message}")
-
-
-class AcpTimeoutError(AcpError, TimeoutError):
-    """The agent did not answer a request within its timeout."""
-
-    def __init__(self, method: str, timeout: float) -> None:
-        self.method = method
-        self.timeout = timeout
-        super().__init__(f"{method}: no answer from the agent within {timeout:g} s")
 
 
 class _TimerHandle(Protocol):

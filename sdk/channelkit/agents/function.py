@@ -35,7 +35,7 @@ from channelkit.agents.base import (
     PermissionResponse,
     ToolCallEvent,
 )
-from channelkit.errors import ChannelKitError
+from channelkit.errors import QuestionCancelled, QuestionError, QuestionExpired
 
 __all__ = [
     "PERMISSION_OPTIONS",
@@ -96,22 +96,6 @@ def _check_questions(questions: Sequence[Mapping[str, Any]]) -> None:
                 raise ValueError(f"{where}.options[{oi}].label: must be a non-blank string")
             if not isinstance(option["description"], str):
                 raise ValueError(f"{where}.options[{oi}].description: must be a string")
-
-
-class QuestionError(ChannelKitError):
-    """A question or permission request ended without an answer."""
-
-    def __init__(self, message: str, request_id: str) -> None:
-        self.request_id = request_id
-        super().__init__(message)
-
-
-class QuestionCancelled(QuestionError):
-    """The user cancelled the question, or the turn was cancelled."""
-
-
-class QuestionExpired(QuestionError):
-    """Nobody answered within the timeout."""
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ from channelkit.core.types import (
     SettlementReason,
     UserInputPresentationResult,
 )
-from channelkit.errors import ChannelKitError, ConfigurationError
+from channelkit.errors import ChannelBusy, ChannelClosed, ConfigurationError
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.runtime.pool import ConcurrencyLimiter, WorkerPool
 from channelkit.runtime.scheduler import Scheduler, TimerHandle
@@ -95,14 +95,6 @@ CANCELLED_RESPONSE: Mapping[str, Any] = {"outcome": {"outcome": "cancelled"}}
 _MAX_QUEUED_RUNS = 1000
 
 RunKind = Literal["inbound", "loop", "webhook"]
-
-
-class ChannelClosed(ChannelKitError):
-    """The channel was closed; it accepts no more messages."""
-
-
-class ChannelBusy(ChannelKitError):
-    """Too many runs are queued (bounded at 1,000)."""
 
 
 def parse_command(text: str) -> tuple[str, str | None] | None:

@@ -16,7 +16,7 @@ from typing import Any
 import requests
 from requests.adapters import HTTPAdapter
 
-from channelkit.errors import ConfigurationError, TransportError
+from channelkit.errors import ConfigurationError, ConnectTimeout, ReadTimeout, TransportError
 from channelkit.http.redact import redact_url
 
 __all__ = [
@@ -101,8 +101,8 @@ class Transport:
 
         ``json_body`` is sent as JSON when ``has_body`` is true; ``form_body`` (used by the
         OAuth token endpoints) as ``application/x-www-form-urlencoded``. Raises
-        :class:`TransportError` (``timeout=True`` for connect/read timeouts) when no response
-        arrived.
+        :class:`TransportError` when no response arrived: :class:`ConnectTimeout` or
+        :class:`ReadTimeout` (both ``timeout=True`` and builtin ``TimeoutError``) on a timeout.
         """
         kwargs: dict[str, Any] = {
             "params": dict(params or {}),
@@ -117,13 +117,11 @@ class Transport:
         shown = redact_url(url)
         try:
             return self.session.request(method, url, **kwargs)
-        except requests.Timeout as exc:
-            phase = "connect" if isinstance(exc, requests.ConnectTimeout) else "read"
-            raise TransportError(
-                f"{method} {shown}: {phase} timeout after "
-                f"{timeout[0] if phase == 'connect' else timeout[1]} s",
-                timeout=True,
-            ) from None
+        except requests.ConnectTimeout:
+            message = f"{method} {shown}: connect timeout after {timeout[0]} s"
+            raise ConnectTimeout(message) from None
+        except requests.Timeout:
+            raise ReadTimeout(f"{method} {shown}: read timeout after {timeout[1]} s") from None
         except requests.RequestException as exc:
             raise TransportError(f"{method} {shown}: {type(exc).__name__}") from None
 

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
+from channelkit.errors import PoolClosed
+
 __all__ = ["ConcurrencyLimiter", "Executor", "PoolClosed", "WorkerPool"]
 
 logger = logging.getLogger(__name__)
@@ -41,10 +43,6 @@ def run_task(
             future.set_exception(exc)
         else:
             future.set_result(result)
-
-
-class PoolClosed(RuntimeError):
-    """Work was submitted to a pool (or limiter) that is shut down."""
 
 
 class Executor(Protocol):

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from channelkit.errors import SchedulerClosed
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.runtime.pool import Executor
 
@@ -28,10 +29,6 @@ __all__ = ["Scheduler", "SchedulerClosed", "TimerHandle"]
 logger = logging.getLogger(__name__)
 
 _MAX_REAL_WAIT = 30.0  # the scheduler thread re-checks at least this often
-
-
-class SchedulerClosed(RuntimeError):
-    """A timer was requested from a stopped scheduler."""
 
 
 class TimerHandle:

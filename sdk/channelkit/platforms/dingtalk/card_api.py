@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from channelkit.clients.dingtalk import DingtalkClient
-from channelkit.errors import ApiError, BadRequest, ChannelKitError, ConfigurationError
+from channelkit.errors import (
+    ApiError,
+    BadRequest,
+    CardDeliveryError,
+    ChannelKitError,
+    ConfigurationError,
+)
 from channelkit.http.auth import TokenProvider
 from channelkit.http.errormap import ErrorSpec, map_error
 from channelkit.http.retry import RetryPolicy
@@ -77,14 +83,6 @@ class CardTarget:
         """The ``openSpaceId`` for this target."""
         space = "IM_GROUP" if self.is_group else "IM_ROBOT"
         return f"dtv1.card//{space}.{self.chat_id}"
-
-
-class CardDeliveryError(BadRequest):
-    """``createAndDeliver`` succeeded over HTTP but a space reported ``success: false``."""
-
-    def __init__(self, template_id: str, message: str, body: Any = None) -> None:
-        self.template_id = template_id
-        super().__init__(f"{template_id}: {message}", status=200, code="deliverFailed", body=body)
 
 
 def _stringify(value: Any) -> str:

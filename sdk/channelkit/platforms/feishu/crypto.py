@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any
 
-from channelkit.errors import ChannelKitError
+from channelkit.errors import DecryptionError
 
 __all__ = [
     "DecryptionError",
@@ -33,10 +33,6 @@ __all__ = [
     "feishu_signature",
     "verify_signature",
 ]
-
-
-class DecryptionError(ChannelKitError, ValueError):
-    """The ciphertext is malformed (bad base64, length, padding or UTF-8/JSON)."""
 
 
 # --- tables -------------------------------------------------------------------------

@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from channelkit.platforms.feishu.crypto import DecryptionError, decrypt_event, verify_signature
-from channelkit.web.ingress import IngressRequest, IngressResponse, loads_json
+from channelkit.errors import DecryptionError, IngressRejected
+from channelkit.platforms.feishu.crypto import decrypt_event, verify_signature
+from channelkit.web.ingress import IngressRequest, loads_json
 
 __all__ = [
     "CardAction",
@@ -55,19 +56,6 @@ SIGNATURE_HEADER = "X-Lark-Signature"
 MAX_UNSIGNED_ENCRYPT_CHARS = 4096
 #: At most this many digits in ``X-Lark-Request-Timestamp``.
 _MAX_TIMESTAMP_DIGITS = 15
-
-
-class IngressRejected(Exception):
-    """A callback failed verification; ``status`` is the HTTP status to answer."""
-
-    def __init__(self, status: int, reason: str) -> None:
-        self.status = status
-        self.reason = reason
-        super().__init__(f"{status}: {reason}")
-
-    def response(self) -> IngressResponse:
-        """The rejection as an HTTP response (no details leaked beyond the reason)."""
-        return IngressResponse.json(self.status, {"code": self.status, "msg": self.reason})
 
 
 @dataclass(frozen=True)

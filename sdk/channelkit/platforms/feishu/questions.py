@@ -48,6 +48,7 @@ from functools import partial
 from typing import Any
 
 from channelkit.core.types import SettlementReason, UserInputPresentationResult
+from channelkit.errors import InvalidForm
 from channelkit.platforms.common import StateCell, TombstoneStore, question_deadline
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
@@ -63,10 +64,6 @@ _CLAIMABLE = ("reserved", "pending")
 DELIVERY_WAIT = 25.0
 
 SerialSubmit = Callable[[Hashable, Callable[[], Any]], "Future[Any]"]
-
-
-class InvalidForm(ValueError):
-    """The submitted form does not answer the stored questions."""
 
 
 def encode_answers(

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from channelkit.errors import UpdateParseError
 from channelkit.web.ingress import Headers, IngressRequest, IngressResponse, loads_json
 
 __all__ = [
@@ -42,14 +43,6 @@ logger = logging.getLogger(__name__)
 
 #: Header Telegram sets on webhook requests when ``setWebhook(secret_token=...)`` was used.
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
-
-
-class UpdateParseError(ValueError):
-    """An ``Update`` did not have the expected shape; ``path`` names the field."""
-
-    def __init__(self, path: str, message: str) -> None:
-        self.path = path
-        super().__init__(f"{path}: {message}")
 
 
 @dataclass(frozen=True)
