@@ -36,16 +36,22 @@ def test_deferred_run_keeps_the_queue_bound_and_close(channel_factory):
         ch.handle_inbound(inbound("again"), defer=[])
 
 
-def test_deferred_run_reserves_its_slot_at_once(channel_factory, monkeypatch):
-    import channelkit.core.channel as core
-
-    monkeypatch.setattr(core, "_MAX_QUEUED_RUNS", 1)
-    ch = channel_factory(ScriptedBridge([final("x")]))
+def test_deferred_run_reserves_its_slot_at_once(channel_factory):
+    ch = channel_factory(ScriptedBridge([final("x")]), max_queued_runs=1)
     after: list = []
-    ch.handle_inbound(inbound("one"), defer=after)
-    with pytest.raises(ChannelBusy):
-        ch.handle_inbound(inbound("two", sender_id="bob"), defer=[])
-    after[0]()
+    first = ch.handle_inbound(inbound("one"), defer=after)
+    later: list = []
+    second = ch.handle_inbound(inbound("two", sender_id="bob"), defer=later)
+    # the queue is full: bob is refused at once, told so after the ACK, nothing starts
+    result = second.result(1)
+    assert result.status == "rejected" and isinstance(result.error, ChannelBusy)
+    assert ch.sent == []
+    for fn in later:
+        fn()
+    ch.wait_for_sent("Busy right now")
+    for fn in after:
+        fn()
+    assert first.result(5).status == "completed"
 
 
 @pytest.mark.parametrize("text", ["/deny", "/approve"])

@@ -509,16 +509,16 @@ def test_settle_send_failure(channel_factory):
     bridge = ScriptedBridge([permission(p("req-1"))])
     ch = channel_factory(bridge)
     ch.send_error = OSError("send failed")
-    original = ch._dispatch_permission_request
+    original = ch._requests.dispatch_request
 
     def capture(request):
         original(request)
         with ch._lock:
-            pending = ch._pending.get(request.request_id)
+            pending = ch._requests.by_id.get(request.request_id)
         if pending is not None:
             pending.subscribe(settled.append)
 
-    ch._dispatch_permission_request = capture  # type: ignore[method-assign]
+    ch._requests.dispatch_request = capture  # type: ignore[method-assign]
     ch.handle_inbound(inbound("hi")).result()
     ch.wait_idle(5)
     assert settled == [SettlementReason.CANCELLED]

@@ -42,7 +42,7 @@ def test_collapsed_bridge_cancel_inside_the_cancel_window_settles_run_cancelled(
     ch, bridge, handle, ctx, reasons = _presented(
         channel_factory, [ask(lambda s: question_request("req-q", s))]
     )
-    original = ch._finish_cancellation
+    original = ch._events.finish_cancellation
 
     def window(run, reason):
         reader = threading.Thread(
@@ -53,7 +53,7 @@ def test_collapsed_bridge_cancel_inside_the_cancel_window_settles_run_cancelled(
         reader.join(5)
         original(run, reason)
 
-    ch._finish_cancellation = window  # type: ignore[method-assign]
+    ch._events.finish_cancellation = window  # type: ignore[method-assign]
     assert ch.cancel_run(ctx.session_id, ctx.run_id) is True
     assert handle.result().status == "cancelled"
     assert reasons == [SettlementReason.RUN_CANCELLED]
@@ -65,13 +65,13 @@ def test_external_answer_inside_the_cancel_window_keeps_its_classification(chann
     ch, bridge, handle, ctx, reasons = _presented(
         channel_factory, [ask(lambda s: question_request("req-q", s))]
     )
-    original = ch._finish_cancellation
+    original = ch._events.finish_cancellation
 
     def window(run, reason):
         ch.event_sink.permission_resolved(PermissionResolved("req-q", SUBMIT["outcome"]))
         original(run, reason)
 
-    ch._finish_cancellation = window  # type: ignore[method-assign]
+    ch._events.finish_cancellation = window  # type: ignore[method-assign]
     assert ch.cancel_run(ctx.session_id, ctx.run_id) is True
     handle.result()
     assert reasons == [SettlementReason.RESOLVED_OUTSIDE_PRESENTER]
@@ -96,13 +96,16 @@ def test_scheduler_and_clock_must_agree():
 
 
 def test_enqueue_failure_releases_the_queue_slot():
-    pool = WorkerPool(2)
-    ch = ChannelBase(ChannelConfig(name="test"), ScriptedBridge([]), executor=pool)
-    pool.shutdown(timeout=5)
+    runs = WorkerPool(2)
+    ch = ChannelBase(ChannelConfig(name="test"), ScriptedBridge([]), run_executor=runs)
+    runs.shutdown(timeout=5)
     try:
-        with pytest.raises(PoolClosed):
-            ch.handle_inbound(inbound("hi"))
+        handle = ch.handle_inbound(inbound("hi"))
+        assert handle.result(5).status == "cancelled"  # the run pool refused it
         assert ch._queued == {}  # the reserved slot is released, not leaked
+        assert ch.run_stats == {"active": 0, "waiting": 0, "queued": 0}
+        with pytest.raises(PoolClosed):
+            runs.post(print)
     finally:
         ch.close(timeout=1)
 

@@ -260,8 +260,11 @@ def test_inbound_validation_names_the_field(channel_factory):
         ({"name": "x", "session_scope": "galaxy"}, "session_scope"),
         ({"name": "x", "permission_timeout": 0}, "permission_timeout"),
         ({"name": "x", "cancel_timeout": -1}, "cancel_timeout"),
-        ({"name": "x", "max_workers": 1}, "max_workers"),
-        ({"name": "x", "max_workers": 4, "max_concurrent_runs": 4}, "max_concurrent_runs"),
+        ({"name": "x", "max_workers": 0}, "max_workers"),
+        ({"name": "x", "max_concurrent_runs": 0}, "max_concurrent_runs"),
+        ({"name": "x", "max_queued_runs": 0}, "max_queued_runs"),
+        ({"name": "x", "max_queued_per_owner": True}, "max_queued_per_owner"),
+        ({"name": "x", "max_queued_per_chat": "9"}, "max_queued_per_chat"),
         ({"name": "x", "model": ""}, "model"),
         ({"name": "x", "authorized_senders": "alice"}, "authorized_senders"),
         ({"name": "x", "max_pending_permissions": 0}, "max_pending_permissions"),
@@ -282,5 +285,11 @@ def test_config_validation_names_the_field(kwargs, field):
 def test_config_defaults():
     cfg = ChannelConfig(name="dt", model="qwen3.7-max", authorized_senders=["a", "b"])
     assert cfg.scope.value == "user" and not cfg.shared_sessions
-    assert cfg.max_concurrent_runs == cfg.max_workers // 2
+    # runs have their own pool: the default concurrency does not depend on max_workers
+    assert cfg.max_concurrent_runs == 64 and cfg.max_workers == 16
+    assert (cfg.max_queued_runs, cfg.max_queued_per_owner, cfg.max_queued_per_chat) == (
+        1000,
+        5,
+        100,
+    )
     assert cfg.authorized_senders == frozenset({"a", "b"})

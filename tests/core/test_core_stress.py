@@ -42,7 +42,12 @@ def test_interleaved_runs_never_cross_correlation():
         ).start()
         return UserInputPresentationResult.PRESENTED
 
-    ch = make_channel(FunctionAgent(agent), presenter=presenter, max_workers=24)
+    ch = make_channel(
+        FunctionAgent(agent),
+        presenter=presenter,
+        max_workers=24,
+        max_queued_per_owner=RUNS_PER_THREAD,  # each producer is one person sending fast
+    )
     handles: dict[str, object] = {}
     expected: dict[str, tuple[str, str, str | None]] = {}
     errors: list[BaseException] = []

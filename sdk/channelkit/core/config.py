@@ -10,7 +10,10 @@ from typing import Any
 from channelkit.core.types import SessionScope
 from channelkit.errors import ConfigurationError
 
-__all__ = ["ChannelConfig"]
+__all__ = ["DEFAULT_MAX_CONCURRENT_RUNS", "ChannelConfig"]
+
+#: Agent runs executing at once by default: enough for a team; each costs one thread.
+DEFAULT_MAX_CONCURRENT_RUNS = 64
 
 
 @dataclass
@@ -25,9 +28,13 @@ class ChannelConfig:
       (the host permission lifetime); on expiry it is answered ``cancelled``.
     * ``authorized_senders`` - in shared sessions, who may answer permissions and
       /cancel (None = everyone in the chat).
-    * ``max_workers`` - pool size when ChannelBase creates its own pool.
-    * ``max_concurrent_runs`` - agent runs executing at once (default
-      ``max(1, max_workers // 2)``, always below ``max_workers``).
+    * ``max_workers`` - size of the hook pool (hooks, card writes, deferred ingress
+      work, timer callbacks) when ChannelBase creates it; >= 1. Runs never use it.
+    * ``max_concurrent_runs`` - agent runs executing at once (default 64). Runs have
+      their own pool; a run waiting on a person (question, permission) does not count.
+    * ``max_queued_runs`` - runs waiting for a slot, in all (default 1,000);
+      ``max_queued_per_owner`` (default 5) and ``max_queued_per_chat`` (default 100)
+      bound one person's and one chat's share. A person over a bound is told "busy".
     * ``cancel_timeout`` / ``delivery_timeout`` / ``respond_timeout`` - bounds (seconds)
       for the cancel RPC, final delivery and waiting for an in-flight respond.
     * ``max_pending_permissions`` - live pending-request cap (oldest cancelled beyond).
@@ -40,6 +47,9 @@ class ChannelConfig:
     authorized_senders: frozenset[str] | None = None
     max_workers: int = 16
     max_concurrent_runs: int | None = None
+    max_queued_runs: int = 1000
+    max_queued_per_owner: int = 5
+    max_queued_per_chat: int = 100
     cancel_timeout: float = 3.0
     delivery_timeout: float = 60.0
     respond_timeout: float = 30.0
@@ -71,19 +81,19 @@ class ChannelConfig:
                 )
         if isinstance(self.max_workers, bool) or not isinstance(self.max_workers, int):
             raise ConfigurationError("must be an integer", path="max_workers")
-        if self.max_workers < 2:
-            raise ConfigurationError("must be >= 2", path="max_workers")
+        if self.max_workers < 1:
+            raise ConfigurationError("must be >= 1", path="max_workers")
         if self.max_concurrent_runs is None:
-            self.max_concurrent_runs = max(1, self.max_workers // 2)
-        if (
-            isinstance(self.max_concurrent_runs, bool)
-            or not isinstance(self.max_concurrent_runs, int)
-            or not 1 <= self.max_concurrent_runs < self.max_workers
+            self.max_concurrent_runs = DEFAULT_MAX_CONCURRENT_RUNS
+        for name in (
+            "max_concurrent_runs",
+            "max_queued_runs",
+            "max_queued_per_owner",
+            "max_queued_per_chat",
         ):
-            raise ConfigurationError(
-                f"must be an integer in [1, max_workers - 1], got {self.max_concurrent_runs!r}",
-                path="max_concurrent_runs",
-            )
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"must be a positive integer, got {value!r}", path=name)
         if (
             isinstance(self.max_pending_permissions, bool)
             or not isinstance(self.max_pending_permissions, int)

@@ -12,11 +12,13 @@ __all__ = ["CommandHandle", "CommandResult", "RunHandle", "RunResult"]
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a run ended. ``error`` is the exception for ``failed`` runs."""
+    """How a run ended. ``error`` is the exception for ``failed`` runs (and the
+    :class:`~channelkit.errors.ChannelBusy` for ``rejected`` ones: the queue was full, the
+    person was told, the run never started)."""
 
     run_id: str
     session_id: str
-    status: Literal["completed", "failed", "cancelled"]
+    status: Literal["completed", "failed", "cancelled", "rejected"]
     response: str = ""
     error: BaseException | None = None
 

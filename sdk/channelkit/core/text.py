@@ -17,6 +17,7 @@ __all__ = [
     "MSG_AMBIGUOUS",
     "MSG_APPROVED",
     "MSG_APPROVED_ALWAYS",
+    "MSG_BUSY",
     "MSG_CANCELLED",
     "MSG_CANCEL_FAILED",
     "MSG_CANCEL_UNAUTHORIZED",
@@ -32,6 +33,7 @@ __all__ = [
     "MSG_UNAUTHORIZED",
     "format_ambiguous",
     "format_permission_request",
+    "format_queued",
     "sanitize_text",
 ]
 
@@ -52,6 +54,9 @@ MSG_CANCEL_UNAUTHORIZED = "Only authorized members can cancel requests in this s
 MSG_NOTHING_RUNNING = "No request is currently running."
 MSG_CANCELLED = "Cancelled current request."
 MSG_CANCEL_FAILED = "Failed to cancel current request."
+MSG_BUSY = "Busy right now: too many requests are waiting. Please try again in a minute."
+MSG_QUEUED_NEXT = "Queued: your request starts as soon as a slot is free."
+MSG_QUEUED_AHEAD = "Queued, {ahead} ahead: your request starts automatically."
 MSG_AMBIGUOUS = (
     "Multiple permission requests are pending for this chat. Reply with /{decision} <request-id>."
 )
@@ -135,3 +140,8 @@ def format_ambiguous(decision: str, entries: list[tuple[str, str]]) -> str:
     for request_id, title in entries[:6]:
         lines.append(f"- {request_id}: {_label(title, 'Tool use')}")
     return "\n".join(lines)
+
+
+def format_queued(ahead: int) -> str:
+    """The queue notice for a run with ``ahead`` queued runs before it."""
+    return MSG_QUEUED_AHEAD.format(ahead=ahead) if ahead > 0 else MSG_QUEUED_NEXT

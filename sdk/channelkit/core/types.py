@@ -21,6 +21,7 @@ __all__ = [
     "LifecycleType",
     "OutputSegmentContext",
     "QuestionOption",
+    "RunQueuedEvent",
     "SegmentEndReason",
     "SessionScope",
     "SessionTarget",
@@ -168,6 +169,24 @@ class LifecycleEvent:
     reason: CancellationReason | str | None = None
     error: str | None = None
     phase: str | None = None
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class RunQueuedEvent:
+    """A person's run waits for a free run slot: ``ahead`` queued runs are before it.
+
+    ``first`` is True for the notice sent when the run was queued, False for the
+    updates as it moves up."""
+
+    channel_name: str
+    chat_id: str
+    session_id: str
+    run_id: str
+    owner: ChannelPromptOwner | None
+    message_id: str | None
+    ahead: int
+    first: bool
     thread_id: str | None = None
 
 

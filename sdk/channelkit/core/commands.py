@@ -1,0 +1,258 @@
+"""Chat commands: ``/approve``, ``/approve-always``, ``/deny`` and ``/cancel``.
+
+:func:`parse_command` recognizes them; :class:`ChatCommands` answers them with the
+ownership rules of the channel: a permission command answers the one pending request of
+its chat (or the one named by id) in memory on the caller's thread, ``/cancel`` is
+authorized there and executed on the pool, and every reply is sent on the chat's lane.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from channelkit.core.handles import CommandHandle, CommandResult
+from channelkit.core.pending import CANCELLED_RESPONSE, Pending
+from channelkit.core.questions import always_option_id, approval_option_id, reject_option_id
+from channelkit.core.runs import Run
+from channelkit.core.text import (
+    MSG_APPROVED,
+    MSG_APPROVED_ALWAYS,
+    MSG_CANCEL_FAILED,
+    MSG_CANCEL_UNAUTHORIZED,
+    MSG_CANCELLED,
+    MSG_DENIED,
+    MSG_FAILED,
+    MSG_NO_ALWAYS,
+    MSG_NO_APPROVABLE,
+    MSG_NONE,
+    MSG_NOT_FOUND_ID,
+    MSG_NOT_PENDING,
+    MSG_NOTHING_RUNNING,
+    MSG_SUBMIT_VIA_CARD,
+    MSG_UNAUTHORIZED,
+    format_ambiguous,
+)
+from channelkit.core.types import CancellationReason, InboundMessage, SessionTarget
+
+if TYPE_CHECKING:
+    from channelkit.core.channel import ChannelBase
+
+__all__ = ["COMMANDS", "ChatCommands", "later", "parse_command"]
+
+logger = logging.getLogger(__name__)
+
+#: Commands ChannelBase handles itself (the text after ``/``).
+COMMANDS = ("approve", "approve-always", "deny", "cancel")
+
+_T = TypeVar("_T")
+
+
+def parse_command(text: str) -> tuple[str, str | None] | None:
+    """``"/deny req-1"`` -> ``("deny", "req-1")``; None for anything else.
+
+    Only :data:`COMMANDS` are recognized; ``/approve@bot`` is accepted as ``/approve``.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    parts = stripped.split()
+    name = parts[0][1:].split("@", 1)[0].lower()
+    if name not in COMMANDS:
+        return None
+    return name, (parts[1] if len(parts) > 1 else None)
+
+
+def _selected(option_id: str) -> dict[str, Any]:
+    return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+
+class ChatCommands:
+    """The channel's command handling; see the module docstring."""
+
+    def __init__(self, channel: ChannelBase) -> None:
+        self._ch = channel
+
+    def handle(
+        self,
+        name: str,
+        arg: str | None,
+        msg: InboundMessage,
+        target: SessionTarget,
+        defer: list[Callable[[], None]] | None = None,
+    ) -> CommandHandle:
+        if name == "cancel":
+            return self.cancel_command(msg, target, defer)
+        if defer is not None:
+            # answered after the ACK: settlement listeners queue card writes
+            future = later(
+                defer,
+                lambda: self._ch.lanes.submit(
+                    ("chat", target.chat_id, target.thread_id or ""),
+                    self._answer_and_reply,
+                    name,
+                    arg,
+                    msg,
+                    target,
+                ),
+            )
+            return CommandHandle(name, None, future)
+        reply = self.permission_command(name, arg, msg)
+        return CommandHandle(name, reply, self.send_reply(target, name, reply))
+
+    def _answer_and_reply(
+        self, name: str, arg: str | None, msg: InboundMessage, target: SessionTarget
+    ) -> CommandResult:
+        return self.deliver_reply(target, name, self.permission_command(name, arg, msg))
+
+    def send_reply(
+        self,
+        target: SessionTarget,
+        command: str,
+        reply: str,
+        defer: list[Callable[[], None]] | None = None,
+    ) -> Future[CommandResult]:
+        def submit() -> Future[CommandResult]:
+            return self._ch.lanes.submit(
+                ("chat", target.chat_id, target.thread_id or ""),
+                self.deliver_reply,
+                target,
+                command,
+                reply,
+            )
+
+        return submit() if defer is None else later(defer, submit)
+
+    def deliver_reply(self, target: SessionTarget, command: str, reply: str) -> CommandResult:
+        try:
+            self._ch.send_message(target.chat_id, reply, thread_id=target.thread_id)
+        except Exception as exc:
+            logger.error("[%s] sending the /%s reply failed: %s", self._ch.name, command, exc)
+            return CommandResult(command, reply, False)
+        return CommandResult(command, reply, True)
+
+    def authorized(self, sender_id: str) -> bool:
+        allowed = self._ch.config.authorized_senders
+        return not self._ch.config.shared_sessions or allowed is None or sender_id in allowed
+
+    def can_answer(self, pending: Pending, msg: InboundMessage) -> bool:
+        if pending.target.chat_id != msg.chat_id:
+            return False
+        if (pending.target.thread_id or "") != (msg.thread_id or ""):
+            return False
+        if pending.user_input_presented and msg.sender_id != pending.target.sender_id:
+            return False
+        return self._ch.config.shared_sessions or msg.sender_id == pending.target.sender_id
+
+    def permission_command(self, decision: str, request_id: str | None, msg: InboundMessage) -> str:
+        if not self.authorized(msg.sender_id):
+            return MSG_UNAUTHORIZED
+        with self._ch._lock:
+            if request_id:
+                pending = self._ch._requests.by_id.get(request_id)
+                if pending is None or not self.can_answer(pending, msg):
+                    return MSG_NOT_FOUND_ID
+            else:
+                ids = self._ch._requests.by_chat.get((msg.chat_id, msg.thread_id or ""), [])
+                candidates = [
+                    self._ch._requests.by_id[i]
+                    for i in ids
+                    if i in self._ch._requests.by_id
+                    and self.can_answer(self._ch._requests.by_id[i], msg)
+                ]
+                if not candidates:
+                    return MSG_NONE
+                if len(candidates) > 1:
+                    return format_ambiguous(
+                        decision, [(p.request_id, p.request.title) for p in candidates]
+                    )
+                pending = candidates[0]
+        options = pending.request.options
+        if decision == "approve":
+            if pending.user_input_presented:
+                return MSG_SUBMIT_VIA_CARD
+            option_id = approval_option_id(options)
+            if option_id is None:
+                return MSG_NO_APPROVABLE
+            response: Mapping[str, Any] = _selected(option_id)
+            success = MSG_APPROVED
+        elif decision == "approve-always":
+            if pending.user_input_presented:
+                return MSG_SUBMIT_VIA_CARD
+            option_id = always_option_id(options)
+            if option_id is None:
+                return MSG_NO_ALWAYS
+            response, success = _selected(option_id), MSG_APPROVED_ALWAYS
+        else:
+            option_id = reject_option_id(options)
+            response = _selected(option_id) if option_id else CANCELLED_RESPONSE
+            success = MSG_DENIED
+        try:
+            ok = self._ch._requests.respond(pending, response)
+        except Exception as exc:
+            logger.error(
+                "[%s] answering permission request %s failed: %s",
+                self._ch.name,
+                pending.request_id,
+                exc,
+            )
+            return MSG_FAILED
+        return success if ok else MSG_NOT_PENDING
+
+    def cancel_command(
+        self,
+        msg: InboundMessage,
+        target: SessionTarget,
+        defer: list[Callable[[], None]] | None = None,
+    ) -> CommandHandle:
+        if not self.authorized(msg.sender_id):
+            reply = MSG_CANCEL_UNAUTHORIZED
+            return CommandHandle("cancel", reply, self.send_reply(target, "cancel", reply, defer))
+        session_id = self._ch.router.session_for(target)
+        with self._ch._lock:
+            run = self._ch._active.get(session_id)
+        if run is None:
+            reply = MSG_NOTHING_RUNNING
+            return CommandHandle("cancel", reply, self.send_reply(target, "cancel", reply, defer))
+
+        def submit() -> Future[CommandResult]:
+            return self._ch.pool.submit(self._cancel_and_reply, run, target)
+
+        future = submit() if defer is None else later(defer, submit)
+        return CommandHandle("cancel", None, future)
+
+    def _cancel_and_reply(self, run: Run, target: SessionTarget) -> CommandResult:
+        try:
+            ok = self._ch._events.cancel_run_obj(run, CancellationReason.CANCEL_COMMAND)
+        except Exception:
+            logger.exception("[%s] /cancel failed for run %s", self._ch.name, run.run_id)
+            ok = False
+        return self.deliver_reply(target, "cancel", MSG_CANCELLED if ok else MSG_CANCEL_FAILED)
+
+
+def later(defer: list[Callable[[], None]], submit: Callable[[], Future[_T]]) -> Future[_T]:
+    """A Future for work that ``submit()`` hands to the pool once ``defer`` runs."""
+    proxy: Future[_T] = Future()
+
+    def copy(inner: Future[_T]) -> None:
+        if proxy.done():
+            return
+        error = inner.exception()
+        if error is not None:
+            proxy.set_exception(error)
+        else:
+            proxy.set_result(inner.result())
+
+    def start() -> None:
+        try:
+            inner = submit()
+        except BaseException as exc:
+            if not proxy.done():
+                proxy.set_exception(exc)
+            raise
+        inner.add_done_callback(copy)
+
+    defer.append(start)
+    return proxy
