@@ -13,6 +13,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from channelkit.errors import BadContentLength, BodyTooLarge
 from channelkit.web.ingress import (
     MAX_BODY_BYTES,
     IngressRequest,
@@ -33,14 +34,6 @@ logger = logging.getLogger(__name__)
 
 #: The built-in liveness endpoint (GET, answers ``{"ok": true}``).
 HEALTHZ_PATH = "/healthz"
-
-
-class BodyTooLarge(Exception):
-    """The request body exceeds the limit (answer 413)."""
-
-
-class BadContentLength(Exception):
-    """The Content-Length header is not plain ASCII digits (answer 400)."""
 
 
 def read_body(

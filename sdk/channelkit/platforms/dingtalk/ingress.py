@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from channelkit.web.ingress import loads_json
+from channelkit.ingress import loads_json
 
 __all__ = [
     "CARD_SIGNATURE_HEADER",

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from channelkit.errors import DecryptionError, IngressRejected
+from channelkit.ingress import IngressRequest, loads_json
 from channelkit.platforms.feishu.crypto import decrypt_event, verify_signature
-from channelkit.web.ingress import IngressRequest, loads_json
 
 __all__ = [
     "CardAction",

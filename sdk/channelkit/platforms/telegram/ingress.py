@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from channelkit.errors import UpdateParseError
-from channelkit.web.ingress import Headers, IngressRequest, IngressResponse, loads_json
+from channelkit.ingress import Headers, IngressRequest, IngressResponse, loads_json
 
 __all__ = [
     "SECRET_HEADER",
