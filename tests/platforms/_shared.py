@@ -33,17 +33,19 @@ def wait_until(condition: Callable[[], object], timeout: float = WAIT) -> None:
 
 
 class Runtime:
-    """A fake clock, a pool, the one scheduler on that clock, and a keyed serial queue."""
+    """A fake clock, a hook pool, a run pool, the one scheduler on that clock, and a
+    keyed serial queue."""
 
     def __init__(self) -> None:
         self.clock = FakeClock()
         self.pool = WorkerPool(8, name="platform-test")
+        self.run_pool = WorkerPool(32, name="platform-test-run")
         self.scheduler = Scheduler(self.pool, clock=self.clock)
         self.serial = KeyedSerialQueue(self.pool)
 
     def settle(self) -> None:
-        """Wait until the pool is idle (every queued callback ran)."""
-        assert self.pool.wait_idle(WAIT)
+        """Wait until both pools are idle (every run ended, every queued callback ran)."""
+        settle_pools(self.run_pool, self.pool)
 
     def wait_for(self, condition: Callable[[], object], timeout: float = WAIT) -> None:
         """See :func:`wait_until`."""
@@ -56,7 +58,17 @@ class Runtime:
 
     def close(self) -> None:
         self.scheduler.stop(1.0)
+        self.run_pool.shutdown(wait=True, timeout=2.0)
         self.pool.shutdown(wait=True, timeout=2.0)
+
+
+def settle_pools(*pools: WorkerPool, timeout: float = WAIT) -> None:
+    """Wait until every pool is idle at the same time (a run ending queues hooks, a hook
+    may start a run)."""
+    wait_until(
+        lambda: all(p.wait_idle(timeout) for p in pools) and not any(p.unfinished for p in pools),
+        timeout,
+    )
 
 
 @pytest.fixture

@@ -163,6 +163,7 @@ class ChannelBase:
         self._events = RunEvents(self)
         self._closed = False
         self._sink = ChannelSink(self)
+        self._worker_state = threading.local()  # run threads: the run handed to them next
 
     # =================================================================================
     # Hooks (override in adapters). All run on the run's lane unless noted.
@@ -585,7 +586,11 @@ class ChannelBase:
         run: Run = ticket.payload
         run.ticket = ticket
         try:
-            self.run_pool.post(self._execute, run, run.future)
+            handoff: list[Run] | None = getattr(self._worker_state, "handoff", None)
+            if handoff is not None and not handoff:
+                handoff.append(run)  # the finishing run's thread runs it next
+            else:
+                self.run_pool.post(self._run_on_worker, run)
         except Exception:
             logger.warning("[%s] run pool refused run %s", self.name, run.run_id)
             with self._lock:
@@ -643,6 +648,16 @@ class ChannelBase:
             thread_id=run.target.thread_id,
             **fields,
         )
+
+    def _run_on_worker(self, run: Run) -> None:
+        """Execute ``run`` and then, on the same thread, the run its end let start (so
+        a steady queue reuses threads instead of starting one per run)."""
+        nxt: Run | None = run
+        while nxt is not None:
+            self._worker_state.next = None
+            self._execute(nxt, nxt.future)
+            nxt = self._worker_state.next
+            self._worker_state.next = None
 
     def _execute(self, run: Run, future: Future[RunResult]) -> None:
         with self._lock:
@@ -756,7 +771,13 @@ class ChannelBase:
                 run.done = True
                 run.held = []
             if run.ticket is not None:
-                self._admission.finish(run.ticket)
+                handoff: list[Run] = []
+                self._worker_state.handoff = handoff  # only while this run's slot is freed
+                try:
+                    self._admission.finish(run.ticket)
+                finally:
+                    self._worker_state.handoff = None
+                self._worker_state.next = handoff[0] if handoff else None
             result = RunResult(run.run_id, run.session_id, status, response, error)
             try:
                 self.lanes.post(run.lane, _resolve, future, result)

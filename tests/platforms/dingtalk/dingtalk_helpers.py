@@ -20,8 +20,11 @@ class FakeCardApi:
         self.fail: dict[str, Any] = {}
         self.gates: dict[str, threading.Event] = {}
         self.lock = threading.Lock()
+        self.latency = 0.0  # seconds each call takes, like a real Card API round trip
 
     def _record(self, op: str, **kw: Any) -> None:
+        if self.latency:
+            threading.Event().wait(self.latency)
         with self.lock:
             self.calls.append((op, kw))
         gate = self.gates.get(op)
@@ -369,12 +372,15 @@ class AdapterHarness:
         secret=None,
         bridge=None,
         channel_config=None,
+        pool_size=16,
+        run_pool_size=32,
     ):
         from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
         from channelkit.runtime import FakeClock, Scheduler, WorkerPool
 
         self.clock = FakeClock()
-        self.pool = WorkerPool(16)
+        self.pool = WorkerPool(pool_size)
+        self.run_pool = WorkerPool(run_pool_size)
         self.scheduler = Scheduler(self.pool, clock=self.clock)
         self.api = FakeDingtalkApi()
         self.bridge = bridge if bridge is not None else ScriptBridge(script)
@@ -392,6 +398,7 @@ class AdapterHarness:
             api=self.api,
             channel_config=channel_config,
             executor=self.pool,
+            run_executor=self.run_pool,
             scheduler=self.scheduler,
             clock=self.clock,
         )
@@ -400,6 +407,7 @@ class AdapterHarness:
     def close(self):
         self.channel.close(timeout=5)
         self.scheduler.stop(2)
+        self.run_pool.shutdown(wait=True, timeout=5)
         self.pool.shutdown(wait=True, timeout=5)
 
     def robot_payload(self, text, *, sender="staff-1", chat="cid-group-1", group=True, msg_id=None):
@@ -451,7 +459,9 @@ class AdapterHarness:
         return response
 
     def idle(self, timeout=5.0):
-        assert self.pool.wait_idle(timeout)
+        from tests.platforms._shared import settle_pools
+
+        settle_pools(self.run_pool, self.pool, timeout=timeout)
 
     def handed_to_pool(self, fn):
         """Call ``fn()`` and return (its result, the pool hand-offs made meanwhile)."""

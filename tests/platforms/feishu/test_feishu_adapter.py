@@ -60,6 +60,7 @@ def build(rt: Any, api: FeishuApi, script: Script, **overrides: Any) -> FeishuCh
         channel_config=ChannelConfig(name="feishu"),
         api=api,
         executor=rt.pool,
+        run_executor=rt.run_pool,
         scheduler=rt.scheduler,
         clock=rt.clock,
     )
@@ -843,7 +844,7 @@ def test_form_expires_before_cores_deadline(
         handle = inbound(ch)
         rid, _message = _form_message(fake, ch)
         record = ch.questions.get(rid)
-        pending = ch._pending[rid]
+        pending = ch._requests.by_id[rid]
         assert record is not None and record.deadline == pending.expires_at - EXPIRY_MARGIN
         rt.clock.advance(30.0 - EXPIRY_MARGIN - 0.01)
         assert ch.questions.get(rid) is record and record.cell.state == "pending"

@@ -117,6 +117,7 @@ def encrypted_channel(rt: Any, api: FeishuApi) -> Iterator[FeishuChannel]:
         channel_config=ChannelConfig(name="feishu"),
         api=api,
         executor=rt.pool,
+        run_executor=rt.run_pool,
         scheduler=rt.scheduler,
         clock=rt.clock,
     )

@@ -49,6 +49,7 @@ class Env:
             channel_config=ChannelConfig(name="telegram", max_workers=8),
             api=api,
             executor=rt.pool,
+            run_executor=rt.run_pool,
             scheduler=rt.scheduler,
         )
         self.route = self.channel.ingress_routes()[0]
@@ -120,7 +121,7 @@ class Env:
         )
 
     def settle(self) -> None:
-        assert self.rt.pool.wait_idle(5)
+        self.rt.settle()
 
 
 @contextlib.contextmanager

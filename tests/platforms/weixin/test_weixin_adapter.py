@@ -64,6 +64,7 @@ class Env:
             channel_config=ChannelConfig(name="weixin", max_workers=8),
             api=api,
             executor=rt.pool,
+            run_executor=rt.run_pool,
             scheduler=rt.scheduler,
         )
 

@@ -44,6 +44,7 @@ from channelkit.core import (
 )
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
+from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.dingtalk._types import CallbackResult
 from channelkit.platforms.dingtalk.card_api import CardApi, CardTarget
 from channelkit.platforms.dingtalk.config import DingtalkConfig
@@ -55,7 +56,6 @@ from channelkit.platforms.dingtalk.ingress import (
 )
 from channelkit.platforms.dingtalk.presenter import DingtalkPresenter
 from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
-from channelkit.web.ingress import IngressRequest, IngressResponse, IngressRoute
 
 __all__ = [
     "CARD_PATH",
@@ -124,6 +124,7 @@ class DingtalkChannel(ChannelBase):
         token_provider: TokenProvider | Callable[[], str] | None = None,
         channel_config: ChannelConfig | None = None,
         executor: WorkerPool | None = None,
+        run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -134,7 +135,12 @@ class DingtalkChannel(ChannelBase):
                 permission_timeout=config.host_permission_timeout_ms / 1000.0,
             )
         super().__init__(
-            channel_config, bridge, executor=executor, scheduler=scheduler, clock=clock
+            channel_config,
+            bridge,
+            executor=executor,
+            scheduler=scheduler,
+            clock=clock,
+            run_executor=run_executor,
         )
         self.dingtalk = config
         if api is None:

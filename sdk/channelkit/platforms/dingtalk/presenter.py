@@ -39,6 +39,9 @@ __all__ = ["STOP_ACTION_ID", "DingtalkPresenter", "RunBinding"]
 
 logger = logging.getLogger(__name__)
 
+#: A status card's final content when its answer went out as Markdown instead.
+ANSWER_SENT_BELOW = "(The answer was sent below as a message.)"
+
 #: The action id of the status card's Stop button.
 STOP_ACTION_ID = "btn_stop"
 #: Live runs kept at most.
@@ -262,11 +265,26 @@ class DingtalkPresenter:
         status = self.status
         assert status is not None
 
+        # Exactly one path delivers the segment's text: the card job, or the Markdown
+        # fallback taken when the job did not start in time. Whoever claims first wins;
+        # a card finalized after the fallback says "answer sent below" instead.
+        decided: list[str] = []
+        decide = threading.Lock()
+
+        def claim(path: str) -> str:
+            with decide:
+                if not decided:
+                    decided.append(path)
+                return decided[0]
+
         def job() -> bool:
-            ok, _final_text = status.finalize(record, state, is_error=is_error)
-            text = record.writer.content  # the segment's own (bounded) text, unsanitized
-            if not ok and text:
-                self._send_fallback(record.chat_id, text, record.session_id)
+            if claim("card") == "card":
+                ok, _final_text = status.finalize(record, state, is_error=is_error)
+                text = record.writer.content  # the segment's own (bounded) text
+                if not ok and text:
+                    self._send_fallback(record.chat_id, text, record.session_id)
+            else:
+                status.finalize(record, state, is_error=is_error, content=ANSWER_SENT_BELOW)
             return True
 
         if not wait:
@@ -275,10 +293,11 @@ class DingtalkPresenter:
         try:
             return bool(record.queue.call(job, timeout=self._wait_timeout))
         except FutureTimeout:
-            logger.warning("status card finalization timed out; sending Markdown")
-            text = record.writer.content
-            if text:
-                self._send_fallback(record.chat_id, text, record.session_id)
+            if claim("fallback") == "fallback":
+                logger.warning("status card finalization timed out; sending Markdown")
+                text = record.writer.content
+                if text:
+                    self._send_fallback(record.chat_id, text, record.session_id)
             return True
 
     # -- input ---------------------------------------------------------------------------------

@@ -374,16 +374,23 @@ class StatusCardController:
         return record
 
     def finalize(
-        self, record: StatusRecord, state: str, *, is_error: bool = False
+        self,
+        record: StatusRecord,
+        state: str,
+        *,
+        is_error: bool = False,
+        content: str | None = None,
     ) -> tuple[bool, str]:
         """Commit the terminal projection of ``record``; run on the run's queue.
 
         The card's final content is the text its segment streamed (folded with the
-        pending snapshot, bounded, image markers sanitized). Returns ``(card_finalized,
-        final_text)``; on False the caller delivers the segment's text as Markdown.
+        pending snapshot, bounded, image markers sanitized), or ``content`` when given
+        (the text went out another way: the card must not repeat it). Returns
+        ``(card_finalized, final_text)``; on False the caller delivers the segment's
+        text as Markdown.
         """
         streamed = record.writer.finalize(timeout=self._write_timeout)
-        final_text = bound_text(sanitize_image_markers(streamed))
+        final_text = bound_text(sanitize_image_markers(streamed if content is None else content))
         line = status_line(state, self._model, self._clock.now() - record.started_at)
         ok = False
         if record.phase.state == "live":

@@ -46,6 +46,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
+from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import OutputState
@@ -61,7 +62,6 @@ from channelkit.platforms.feishu.questions import QuestionPresenter
 from channelkit.platforms.feishu.stream import OutputCardPresenter
 from channelkit.runtime import BoundedMap, KeyedSerialQueue, Scheduler, WorkerPool
 from channelkit.runtime.clock import Clock
-from channelkit.web.ingress import IngressRequest, IngressResponse, IngressRoute
 
 __all__ = ["CARD_PATH", "EVENTS_PATH", "FeishuChannel"]
 
@@ -111,6 +111,7 @@ class FeishuChannel(ChannelBase):
         channel_config: ChannelConfig | None = None,
         api: FeishuApi | None = None,
         executor: WorkerPool | None = None,
+        run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -118,6 +119,7 @@ class FeishuChannel(ChannelBase):
             channel_config or ChannelConfig(name="feishu"),
             bridge,
             executor=executor,
+            run_executor=run_executor,
             scheduler=scheduler,
             clock=clock,
         )

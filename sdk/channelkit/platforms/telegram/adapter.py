@@ -48,6 +48,7 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.errors import ConfigurationError
+from channelkit.ingress import IngressRoute
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.config import TelegramConfig
 from channelkit.platforms.telegram.groups import GroupGate
@@ -62,7 +63,6 @@ from channelkit.platforms.telegram.ingress import (
 from channelkit.platforms.telegram.output import SegmentOutput, split_message
 from channelkit.platforms.telegram.questions import TEXT_UNKNOWN, TelegramQuestionPresenter
 from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
-from channelkit.web.ingress import IngressRoute
 
 __all__ = ["BOT_COMMANDS", "HELP_TEXT", "WEBHOOK_PATH", "TelegramChannel", "split_message"]
 
@@ -122,6 +122,7 @@ class TelegramChannel(ChannelBase):
         channel_config: ChannelConfig | None = None,
         api: TelegramApi | None = None,
         executor: WorkerPool | None = None,
+        run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -130,7 +131,12 @@ class TelegramChannel(ChannelBase):
         if channel_config is None:
             channel_config = ChannelConfig(name=config.channel_name)
         super().__init__(
-            channel_config, bridge, executor=executor, scheduler=scheduler, clock=clock
+            channel_config,
+            bridge,
+            executor=executor,
+            scheduler=scheduler,
+            clock=clock,
+            run_executor=run_executor,
         )
         self.telegram_config = config
         self.api: TelegramApi = api or TelegramApi(

@@ -117,6 +117,7 @@ class WeixinChannel(ChannelBase):
         channel_config: ChannelConfig | None = None,
         api: WeixinApi | None = None,
         executor: WorkerPool | None = None,
+        run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
     ) -> None:
@@ -125,7 +126,12 @@ class WeixinChannel(ChannelBase):
         if channel_config is None:
             channel_config = ChannelConfig(name=config.channel_name)
         super().__init__(
-            channel_config, bridge, executor=executor, scheduler=scheduler, clock=clock
+            channel_config,
+            bridge,
+            executor=executor,
+            scheduler=scheduler,
+            clock=clock,
+            run_executor=run_executor,
         )
         self.weixin_config = config
         self.api: WeixinApi = api or WeixinApi(
