@@ -30,12 +30,13 @@ import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge
 from channelkit.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [
     "CONFIG_SCHEMA",
@@ -216,6 +217,8 @@ def _json_path(parts: Iterable[Any]) -> str:
 
 def _best_error(error: jsonschema.ValidationError) -> jsonschema.ValidationError:
     # For oneOf/anyOf, descend into the most relevant sub-error.
+    import jsonschema
+
     best: jsonschema.ValidationError = jsonschema.exceptions.best_match([error])
     while best.context:
         deeper: jsonschema.ValidationError = jsonschema.exceptions.best_match(best.context)
@@ -262,6 +265,8 @@ def parse_config(
 ) -> DeploymentConfig:
     """Validate a configuration document (already JSON-decoded) and resolve secrets."""
     env = os.environ if environ is None else environ
+    import jsonschema  # loaded on first use, so importing channelkit stays cheap
+
     validator = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:

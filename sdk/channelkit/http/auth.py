@@ -30,9 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
-
-import requests
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from channelkit.errors import (
     ApiError,
@@ -45,6 +43,9 @@ from channelkit.errors import (
 from channelkit.http.errormap import ErrorSpec, map_error
 from channelkit.http.redact import REDACTOR
 from channelkit.http.transport import DEFAULT_TIMEOUT, Transport
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = [
     "PROVIDERS",

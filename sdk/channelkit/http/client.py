@@ -21,11 +21,8 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
-
-import jsonschema
-import requests
 
 from channelkit.errors import (
     ApiError,
@@ -46,6 +43,10 @@ from channelkit.http.transport import (
     Transport,
     normalize_timeout,
 )
+
+if TYPE_CHECKING:
+    import jsonschema
+    import requests
 
 __all__ = ["AuthSpec", "BaseClient", "Operation", "Param"]
 
@@ -281,6 +282,8 @@ class BaseClient:
                     "$ref": f"#/components/schemas/{schema_name}",
                     "components": {"schemas": dict(cls.SCHEMAS)},
                 }
+                import jsonschema  # only clients built with validate=True need it
+
                 found = jsonschema.Draft202012Validator(root)
                 cls._validators[schema_name] = found
             return found
@@ -288,6 +291,8 @@ class BaseClient:
     def _check_body(self, op: Operation, payload: Any) -> None:
         if op.body_schema is None:
             return
+        import jsonschema
+
         error = jsonschema.exceptions.best_match(
             self._validator(op.body_schema).iter_errors(payload)
         )

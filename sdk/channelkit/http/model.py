@@ -1,7 +1,8 @@
 """Runtime support for the generated models: ``UNSET``, open enums, codecs and ``Model``.
 
-Generated models are stdlib dataclasses deriving :class:`Model`, itself a
-``dataclasses_json.DataClassJsonMixin`` (so ``to_json``/``from_json`` work as usual). Each
+Generated models are stdlib dataclasses deriving :class:`Model`, which offers the
+``dataclasses_json.DataClassJsonMixin`` interface (``to_json``/``from_json``/``schema`` work
+as usual) without importing dataclasses-json until one of those is first called. Each
 field carries its wire name (the dataclasses-json ``field_name`` alias) and a *codec*
 describing its JSON shape. ``Model.from_dict``/``Model.to_dict`` walk those codecs instead of
 dataclasses-json's reflection so that
@@ -19,11 +20,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Final, TypeVar
-
-from dataclasses_json import DataClassJsonMixin, config
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 from channelkit.errors import ConfigurationError, DeserializationError
+
+if TYPE_CHECKING:
+    from dataclasses_json import DataClassJsonMixin
 
 __all__ = [
     "ANY",
@@ -317,10 +319,34 @@ _META_KEY = "channelkit"
 
 
 def wire(name: str, codec: Codec, *, required: bool = False) -> dict[str, Any]:
-    """Field metadata for a generated model: the wire name (a dataclasses-json alias) and codec."""
-    meta: dict[str, Any] = config(field_name=name, exclude=lambda v: v is UNSET)
-    meta[_META_KEY] = (name, codec, required)
+    """Field metadata for a generated model: the wire name (a dataclasses-json alias) and codec.
+
+    The ``dataclasses_json`` entry is what ``dataclasses_json.config(field_name=name,
+    exclude=...)`` returns, built here so defining a model does not import dataclasses-json.
+    """
+
+    def letter_case(_: str, _field_name: str = name) -> str:
+        return _field_name
+
+    meta: dict[str, Any] = {
+        "dataclasses_json": {"letter_case": letter_case, "exclude": _is_unset},
+        _META_KEY: (name, codec, required),
+    }
     return meta
+
+
+def _is_unset(value: Any) -> bool:
+    return value is UNSET
+
+
+def _mixin() -> type[DataClassJsonMixin]:
+    """dataclasses-json's mixin, imported on first use; :class:`Model` is registered as its
+    virtual subclass so dataclasses-json treats nested models as its own."""
+    from dataclasses_json import DataClassJsonMixin
+
+    if not issubclass(Model, DataClassJsonMixin):
+        DataClassJsonMixin.register(Model)
+    return DataClassJsonMixin
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,14 +357,16 @@ class _FieldInfo:
     required: bool
 
 
-class Model(DataClassJsonMixin):
+class Model:
     """Base of every generated model (a dataclass with aliased, codec-described fields).
 
     Construct with keyword arguments using the Python attribute names; ``from_dict`` and
     ``to_dict`` use the wire names. ``extra_fields`` holds wire fields the schema does not
-    know; they are written back unchanged.
+    know; they are written back unchanged. ``to_json``, ``from_json`` and ``schema`` are
+    dataclasses-json's (``DataClassJsonMixin``), loaded when first called.
     """
 
+    dataclass_json_config: ClassVar[dict[str, Any] | None] = None
     extra_fields: dict[str, Any]
     _fields_cache: ClassVar[tuple[_FieldInfo, ...] | None] = None
 
@@ -403,3 +431,22 @@ class Model(DataClassJsonMixin):
         Raises :class:`~channelkit.errors.ConfigurationError` naming a field of the wrong type.
         """
         return self._encode("")
+
+    def to_json(self, **kw: Any) -> str:
+        """JSON text of :meth:`to_dict` (dataclasses-json's ``to_json``; same keywords)."""
+        mixin: Any = _mixin()
+        text: str = mixin.to_json(self, **kw)
+        return text
+
+    @classmethod
+    def from_json(cls: type[M], s: str | bytes | bytearray, **kw: Any) -> M:
+        """Parse JSON text and :meth:`from_dict` it (dataclasses-json's ``from_json``)."""
+        mixin: Any = _mixin()
+        model: M = mixin.from_json.__func__(cls, s, **kw)
+        return model
+
+    @classmethod
+    def schema(cls, **kw: Any) -> Any:
+        """A marshmallow schema for the model (dataclasses-json's ``schema``)."""
+        mixin: Any = _mixin()
+        return mixin.schema.__func__(cls, **kw)

@@ -4,20 +4,21 @@ The session is created once, its adapters mounted once with a connection pool si
 worker count, and never mutated afterwards (headers and auth go on each request), which is
 what makes sharing it between pool threads safe. Every request carries an explicit
 ``(connect, read)`` timeout; requests' exceptions become
-:class:`~channelkit.errors.TransportError`.
+:class:`~channelkit.errors.TransportError`. ``requests`` (and urllib3 under it) is imported
+when the first session is made, not when this module is imported.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
-
-import requests
-from requests.adapters import HTTPAdapter
+from typing import TYPE_CHECKING, Any
 
 from channelkit.errors import ConfigurationError, ConnectTimeout, ReadTimeout, TransportError
 from channelkit.http.redact import redact_url
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT",
@@ -65,6 +66,9 @@ def make_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
     """
     if pool_size < 1:
         raise ConfigurationError("must be at least 1", "pool_size")
+    import requests
+    from requests.adapters import HTTPAdapter
+
     session = requests.Session()
     adapter = HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0)
     session.mount("https://", adapter)
@@ -104,6 +108,8 @@ class Transport:
         :class:`TransportError` when no response arrived: :class:`ConnectTimeout` or
         :class:`ReadTimeout` (both ``timeout=True`` and builtin ``TimeoutError``) on a timeout.
         """
+        import requests
+
         kwargs: dict[str, Any] = {
             "params": dict(params or {}),
             "headers": dict(headers or {}),

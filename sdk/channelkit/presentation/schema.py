@@ -2,7 +2,8 @@
 
 The schema ships as ``channelkit/presentation/schema.json`` (Draft 2020-12). Input from
 agents and the CLI is validated against it first (strict: unknown keys and block types
-are rejected), then normalized into the dataclasses.
+are rejected), then normalized into the dataclasses. jsonschema is imported on the first
+validation, not with this module.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import json
 import threading
 from collections.abc import Iterable
 from importlib import resources
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from channelkit.presentation.errors import PresentationError
 from channelkit.presentation.model import Delivery, MessagePresentation, ReplyPayload
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 __all__ = [
     "load_schema",
@@ -54,6 +55,8 @@ def _validator(definition: str) -> Any:
         return cached
     schema = load_schema()
     schema["$ref"] = f"#/$defs/{definition}"
+    import jsonschema
+
     cls = jsonschema.validators.validator_for(schema)
     validator = cls(schema, format_checker=None)
     with _lock:
@@ -106,6 +109,8 @@ def validate_json(data: Any, definition: str = "replyPayload") -> None:
     errors = list(validator.iter_errors(data))
     if not errors:
         return
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(errors)
     # Prefer the most specific cause inside allOf/if-then branches.
     while error.context and error.validator != "anyOf":
