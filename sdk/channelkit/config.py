@@ -158,8 +158,36 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "options": {
             "type": "object",
             "properties": {
-                "maxWorkers": {"type": "integer", "minimum": 2, "maximum": 256},
-                "maxConcurrentRuns": {"type": "integer", "minimum": 1},
+                "maxWorkers": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 256,
+                    "description": "hook pool threads (card writes, replies, timers); default 16",
+                },
+                "maxConcurrentRuns": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 4096,
+                    "description": "agent runs executing at once; runs waiting on a person "
+                    "do not count; default 64",
+                },
+                "maxQueuedRuns": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 100000,
+                    "description": "runs waiting for a slot before people are told busy; "
+                    "default 1000",
+                },
+                "maxQueuedPerOwner": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "queued runs of one person; default 5",
+                },
+                "maxQueuedPerChat": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "queued runs of one chat; default 100",
+                },
                 "permissionTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0},
                 "sessionScope": {"enum": ["user", "chat", "thread"]},
                 "logLevel": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
@@ -383,6 +411,13 @@ def _channel_config(config: DeploymentConfig, spec: ChannelSpec) -> Any:
         kwargs["max_workers"] = options["maxWorkers"]
     if "maxConcurrentRuns" in options:
         kwargs["max_concurrent_runs"] = options["maxConcurrentRuns"]
+    for key, name in (
+        ("maxQueuedRuns", "max_queued_runs"),
+        ("maxQueuedPerOwner", "max_queued_per_owner"),
+        ("maxQueuedPerChat", "max_queued_per_chat"),
+    ):
+        if key in options:
+            kwargs[name] = options[key]
     if "permissionTimeoutSeconds" in options:
         kwargs["permission_timeout"] = float(options["permissionTimeoutSeconds"])
     if "sessionScope" in options:
