@@ -9,6 +9,7 @@
   :func:`resolved`, :func:`died`, :func:`gate`, :func:`fail`, :func:`final`).
 * Request builders: :func:`question_request`, :func:`permission_request`.
 * :func:`make_channel` - a RecordingChannel on a FakeClock with its own pool.
+* :func:`wait_until` - bounded polling for state another thread or process reaches.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from channelkit.agents.base import (
     AgentBridge,
@@ -63,9 +64,43 @@ __all__ = [
     "question_request",
     "resolved",
     "tool",
+    "wait_until",
 ]
 
 WAIT = 5.0  # default real-time bound for test waits (seconds)
+
+_T = TypeVar("_T")
+
+
+def wait_until(
+    predicate: Callable[[], _T],
+    timeout: float = WAIT,
+    interval: float = 0.01,
+    *,
+    what: str = "",
+    tick: Callable[[], None] | None = None,
+) -> _T:
+    """Poll ``predicate`` until it returns something truthy, and return that value.
+
+    For state reached by other threads or processes that no event signals (a worker's
+    side effect, a local HTTP server's view, a file a child process writes). Timers are
+    never waited for: they run on a fake clock the test advances, here through ``tick``,
+    which runs between polls. ``interval`` is the real-time pause between polls.
+
+    Raises :class:`AssertionError` naming ``what`` when ``timeout`` seconds pass first.
+    """
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        if tick is not None:
+            tick()
+        pause.wait(interval)
+
 
 QUESTION_OPTIONS = (
     PermissionOption("proceed_once", "Submit", "allow_once"),

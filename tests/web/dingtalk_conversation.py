@@ -8,13 +8,13 @@ call it); its callbacks are delivered through whatever ``deliver`` the test inst
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 from channelkit.agents.function import FunctionAgent, Question, Turn
 from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
 from channelkit.playground import DingtalkEmulator
+from channelkit.testing import wait_until as _wait_until
 
 APP_KEY = "ding-test-app"
 APP_SECRET = "ding-test-secret"
@@ -58,15 +58,9 @@ def emulator_options() -> dict[str, Any]:
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    """Poll ``predicate`` (cheap, in-memory or local HTTP) until truthy or the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        time.sleep(0.01)
+    """:func:`channelkit.testing.wait_until` with this conversation's 10 s bound (it crosses
+    a local HTTP server and worker threads)."""
+    return _wait_until(predicate, timeout, what=what)
 
 
 def click_until(
