@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
-from channelkit.platforms.dingtalk.presenter import DingtalkPresenter
+from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.runtime import FakeClock, Scheduler, WorkerPool
 from channelkit.web.ingress import Headers, IngressRequest
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.errors import ServerError
-from channelkit.platforms.dingtalk.presenter import DingtalkPresenter
+from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.runtime import FakeClock, Scheduler
 
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 from channelkit.errors import BadRequest, RateLimited, ServerError, TransportError
-from channelkit.platforms.dingtalk.card_api import CardDeliveryError
+from channelkit.platforms.dingtalk.api import CardDeliveryError
 from channelkit.platforms.dingtalk.ingress import CardCallback
 from dingtalk_helpers import submit_payload
 

@@ -6,7 +6,7 @@ import pytest
 import requests
 from channelkit.errors import AuthError, BadRequest, RateLimited, ServerError, TransportError
 from channelkit.http.auth import StaticTokenProvider
-from channelkit.platforms.dingtalk.card_api import (
+from channelkit.platforms.dingtalk.api import (
     QUESTION_CARD_TEMPLATE_ID,
     STATUS_CARD_TEMPLATE_ID,
     CardApi,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from channelkit.errors import BadRequest, ServerError
-from channelkit.platforms.dingtalk.card_api import QUESTION_CARD_TEMPLATE_ID
+from channelkit.platforms.dingtalk.api import QUESTION_CARD_TEMPLATE_ID
 from channelkit.platforms.dingtalk.ingress import CardCallback
 
 
@@ -306,7 +306,7 @@ def test_projection_failure_does_not_roll_back_answer(harness):
     assert (
         h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).kind == "ignored"
     )
-    tomb = h.presenter.questions.tombstones.get(track)
+    tomb = h.presenter.questions.registry.tombstone(track)
     assert tomb.state == "submitted"
 
 
@@ -317,11 +317,11 @@ def test_tombstones_hold_only_correlation(harness):
     h.presenter.present_input(ctx)
     track = q_track(h)
     h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).execute()
-    tomb = h.presenter.questions.tombstones.get(track)
+    tomb = h.presenter.questions.registry.tombstone(track)
     assert set(vars(tomb)) == {"request_id", "run_id", "state"}
     assert "Beijing" not in json.dumps(vars(tomb))
     h.clock.advance(601)
-    assert h.presenter.questions.tombstones.get(track) is None
+    assert h.presenter.questions.registry.tombstone(track) is None
 
 
 def test_run_cancellation_during_delivery_never_reactivates(harness):

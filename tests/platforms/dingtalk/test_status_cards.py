@@ -5,9 +5,9 @@ import math
 
 from channelkit.errors import BadRequest, ServerError
 from channelkit.platforms.common import MAX_VISIBLE_CHARS, TRUNCATION_MARKER
-from channelkit.platforms.dingtalk.card_api import STATUS_CARD_TEMPLATE_ID
+from channelkit.platforms.dingtalk.api import STATUS_CARD_TEMPLATE_ID
 from channelkit.platforms.dingtalk.ingress import CardCallback
-from channelkit.platforms.dingtalk.status_cards import status_line
+from channelkit.platforms.dingtalk.output import status_line
 
 
 def stop(h, track, actor="owner-1"):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from channelkit.platforms.feishu.api import FeishuApi
-from channelkit.platforms.feishu.stream import OutputCardPresenter
+from channelkit.platforms.feishu.output import OutputCardPresenter
 from feishu_helpers import FakeFeishu
 
 

@@ -45,6 +45,10 @@ class TombstoneStore(Generic[K, V]):
         """The live tombstone for ``key`` or None (expired entries are gone)."""
         return self._map.get(key)
 
+    def values(self) -> list[V]:
+        """Every live tombstone, oldest first."""
+        return self._map.values()
+
     def __contains__(self, key: object) -> bool:
         return key in self._map
 

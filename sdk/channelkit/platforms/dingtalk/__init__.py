@@ -8,7 +8,7 @@ its settings (``interactiveCards`` is parsed and validated by
 from __future__ import annotations
 
 from channelkit.platforms.dingtalk.adapter import CARD_PATH, ROBOT_PATH, DingtalkChannel
-from channelkit.platforms.dingtalk.card_api import (
+from channelkit.platforms.dingtalk.api import (
     QUESTION_CARD_TEMPLATE_ID,
     STATUS_CARD_TEMPLATE_ID,
     CardApi,

@@ -31,8 +31,6 @@ from typing import Any
 from channelkit.agents.base import AgentBridge
 from channelkit.core import (
     ChannelBase,
-    ChannelBusy,
-    ChannelClosed,
     ChannelConfig,
     InboundMessage,
     LifecycleEvent,
@@ -45,8 +43,9 @@ from channelkit.core import (
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
-from channelkit.platforms.dingtalk._types import CallbackResult
-from channelkit.platforms.dingtalk.card_api import CardApi, CardTarget
+from channelkit.platforms.common.inbound import ack_status, deliver_inbound
+from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.dingtalk.api import CardApi, CardTarget
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
     check_card_signature,
@@ -54,8 +53,9 @@ from channelkit.platforms.dingtalk.ingress import (
     parse_card_callback,
     parse_robot_message,
 )
-from channelkit.platforms.dingtalk.presenter import DingtalkPresenter
-from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
+from channelkit.platforms.dingtalk.output import DingtalkPresenter
+from channelkit.platforms.dingtalk.questions import CallbackResult
+from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 __all__ = [
     "CARD_PATH",
@@ -127,6 +127,7 @@ class DingtalkChannel(ChannelBase):
         run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
+        registry: StateRegistry | None = None,
     ) -> None:
         if channel_config is None:
             channel_config = ChannelConfig(
@@ -155,14 +156,18 @@ class DingtalkChannel(ChannelBase):
                 callback_route_key=config.card_callback_route_key,
             )
         self.api = api
-        self._owners: BoundedMap[str, _InboundOwner] = BoundedMap(1000, clock=self.clock)
+        #: every piece of cross-callback state (owners, routes, cards, claims, tombstones)
+        self.registry: StateRegistry = (
+            registry if registry is not None else MemoryStateRegistry(self.clock)
+        )
+        self._owners = self.registry.map("dingtalk-owners")
         # A signed robot request stays acceptable for the whole skew window on both
         # sides of its timestamp: remember its msgId that long so a replay is ignored.
-        self._seen: BoundedMap[str, object] = BoundedMap(
-            1000, ttl=max(300.0, 2.0 * config.robot_max_skew_seconds), clock=self.clock
+        self._seen = self.registry.deliveries(
+            "dingtalk-robot-messages", ttl=max(300.0, 2.0 * config.robot_max_skew_seconds)
         )
-        self._chats: BoundedMap[str, _ChatRoute] = BoundedMap(1000, clock=self.clock)
-        self._reactions: BoundedMap[str, tuple[str, str]] = BoundedMap(1000, clock=self.clock)
+        self._chats = self.registry.map("dingtalk-chats")
+        self._reactions = self.registry.map("dingtalk-reactions")
         self.presenter: DingtalkPresenter | None = None
         if config.status_cards_enabled or config.question_cards_enabled:
             self.presenter = DingtalkPresenter(
@@ -176,6 +181,7 @@ class DingtalkChannel(ChannelBase):
                 question_cards=config.question_cards_enabled,
                 model=config.model or channel_config.model,
                 question_timeout=self.question_lifetime(),
+                registry=self.registry,
             )
 
     def question_lifetime(self) -> float:
@@ -219,8 +225,9 @@ class DingtalkChannel(ChannelBase):
         """Verify (``timestamp``/``sign``, <= 1 h skew), parse and dispatch a robot message.
 
         401 missing signature headers, 403 bad signature or skew, 400 malformed JSON,
-        503 when the channel is closed or saturated, else 200 ``{"success": true}``
-        whose ``after`` starts the run (or the command). Never raises.
+        503 when the channel is closed, else 200 ``{"success": true}`` whose ``after``
+        starts the run (or the command; a full queue is acknowledged too: core tells the
+        person it is busy). See :mod:`channelkit.platforms.common.inbound`. Never raises.
         """
         try:
             payload, rejection = self._verified_json(
@@ -231,29 +238,28 @@ class DingtalkChannel(ChannelBase):
             message = parse_robot_message(payload)
             if message is None:
                 return IngressResponse.json(200, {"success": True})
-            marker = object()  # check-and-set in one step: two racing copies run once
-            if self._seen.setdefault(message.msg_id, lambda: marker) is not marker:
+            if not self._seen.first(message.msg_id):  # two racing copies run once
                 return IngressResponse.json(200, {"success": True})  # redelivery / replay
             self.record_inbound(message)
             after: list[Callable[[], None]] = []
-            try:
-                self.handle_inbound(
-                    InboundMessage(
-                        channel_name=self.name,
-                        chat_id=message.conversation_id,
-                        sender_id=message.owner_key,
-                        text=message.text,
-                        message_id=message.msg_id,
-                        is_group=message.is_group,
-                        sender_name=message.sender_nick,
-                    ),
-                    defer=after,
-                )
-            except (ChannelBusy, ChannelClosed) as exc:
-                logger.warning("[%s] inbound message not accepted: %s", self.name, exc)
-                self._owners.pop(message.msg_id)
-                self._seen.pop(message.msg_id)
-                return IngressResponse.json(503, {"success": False})
+            outcome = deliver_inbound(
+                self,
+                InboundMessage(
+                    channel_name=self.name,
+                    chat_id=message.conversation_id,
+                    sender_id=message.owner_key,
+                    text=message.text,
+                    message_id=message.msg_id,
+                    is_group=message.is_group,
+                    sender_name=message.sender_nick,
+                ),
+                defer=after,
+            )
+            if outcome != "accepted":
+                self._owners.pop(message.msg_id)  # no run will consume it
+            if outcome == "closed":
+                self._seen.forget(message.msg_id)  # a redelivery may be served elsewhere
+                return IngressResponse.json(ack_status(outcome), {"success": False})
             return IngressResponse.json(200, {"success": True}, after=after)
         except Exception:
             logger.exception("[%s] robot callback failed", self.name)
@@ -500,5 +506,5 @@ class DingtalkChannel(ChannelBase):
                 )
             if self.presenter.status is not None:
                 sizes["status_live"] = self.presenter.status.live_count
-                sizes["status_tombstones"] = len(self.presenter.status.tombstones)
+                sizes["status_tombstones"] = self.presenter.status.registry.tombstone_count()
         return sizes

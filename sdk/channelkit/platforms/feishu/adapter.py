@@ -59,7 +59,7 @@ from channelkit.platforms.feishu.ingress import (
     parse_message_event,
 )
 from channelkit.platforms.feishu.questions import QuestionPresenter
-from channelkit.platforms.feishu.stream import OutputCardPresenter
+from channelkit.platforms.feishu.output import OutputCardPresenter
 from channelkit.runtime import BoundedMap, KeyedSerialQueue, Scheduler, WorkerPool
 from channelkit.runtime.clock import Clock
 

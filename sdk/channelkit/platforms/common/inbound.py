@@ -1,0 +1,57 @@
+"""One ACK policy for every message ingress: hand an ``InboundMessage`` to the channel.
+
+Every adapter's message ingress (HTTP callbacks and long connections alike) calls
+:func:`deliver_inbound` instead of ``ChannelBase.handle_inbound`` directly, so all of
+them answer the platform the same way:
+
+* accepted -> the platform ACK (HTTP 200);
+* :class:`~channelkit.core.ChannelBusy` -> the ACK as well: core tells the person in
+  the chat that the bot is busy, and a platform retry would only repeat the message;
+* :class:`~channelkit.core.ChannelClosed` -> HTTP 503 with one warning log line, so the
+  platform redelivers the message to an instance that is still open.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Literal
+
+from channelkit.core import ChannelBase, ChannelBusy, ChannelClosed, InboundMessage
+
+__all__ = ["CLOSED_STATUS", "InboundOutcome", "ack_status", "deliver_inbound"]
+
+logger = logging.getLogger(__name__)
+
+#: The HTTP status a closed channel answers a message with.
+CLOSED_STATUS = 503
+
+InboundOutcome = Literal["accepted", "busy", "closed"]
+
+
+def deliver_inbound(
+    channel: ChannelBase,
+    message: InboundMessage,
+    *,
+    defer: list[Callable[[], None]] | None = None,
+) -> InboundOutcome:
+    """``channel.handle_inbound(message, defer=defer)`` with the shared ACK policy.
+
+    Returns ``"accepted"``, ``"busy"`` (acknowledge it: the person was told) or
+    ``"closed"`` (answer :data:`CLOSED_STATUS`; one warning was logged). Any other
+    error propagates to the caller's own error handling.
+    """
+    try:
+        channel.handle_inbound(message, defer=defer)
+    except ChannelClosed:
+        logger.warning("[%s] inbound message refused: the channel is closed", channel.name)
+        return "closed"
+    except ChannelBusy as exc:
+        logger.info("[%s] inbound message not queued: %s", channel.name, exc)
+        return "busy"
+    return "accepted"
+
+
+def ack_status(outcome: InboundOutcome | Any) -> int:
+    """The HTTP status for an outcome of :func:`deliver_inbound` (200 or 503)."""
+    return CLOSED_STATUS if outcome == "closed" else 200

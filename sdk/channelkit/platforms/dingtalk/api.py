@@ -1,0 +1,388 @@
+"""The only module of the DingTalk adapter that talks HTTP.
+
+:class:`CardApi` wraps the DingTalk OpenAPI calls the adapter makes - Card OpenAPI
+(``createAndDeliver``, ``/card/streaming``, ``/card/instances``), robot group / one-to-one
+sends, the eye reaction (``emotion/reply``, ``emotion/recall``) and session-webhook
+Markdown replies - so the rest of the adapter and its tests depend on this small surface.
+
+Every call has an explicit timeout (10 s), is attempted once (the presenter decides what
+a failure means; there is no background retry queue) and raises
+:class:`~channelkit.errors.ChannelKitError` subclasses: ``TransportError`` for timeouts and
+connection failures, ``ApiError`` subclasses (``RateLimited``, ``ServerError``,
+``AuthError``, ``BadRequest``...) for platform errors. A ``createAndDeliver`` answered 200
+with a failed per-space delivery raises :class:`CardDeliveryError` naming the template.
+
+All ``cardParamMap`` values are sent as strings: strings as-is, everything else as compact
+JSON (``2`` -> ``"2"``, ``True`` -> ``"true"``, lists/objects -> JSON text).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from channelkit.clients.dingtalk import DingtalkClient
+from channelkit.errors import (
+    ApiError,
+    BadRequest,
+    CardDeliveryError,
+    ChannelKitError,
+    ConfigurationError,
+)
+from channelkit.http.auth import TokenProvider
+from channelkit.http.errormap import ErrorSpec, map_error
+from channelkit.http.retry import RetryPolicy
+from channelkit.http.transport import Transport
+
+__all__ = [
+    "EYE_EMOTION",
+    "QUESTION_CARD_TEMPLATE_ID",
+    "STATUS_CARD_TEMPLATE_ID",
+    "TEMPLATE_REJECTION_CODES",
+    "CardApi",
+    "CardDeliveryError",
+    "CardTarget",
+    "is_template_rejection",
+    "log_card_error",
+    "stringify_param_map",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Built-in status card template (one card per visible output segment).
+STATUS_CARD_TEMPLATE_ID = "675cde2f-f526-40cb-b828-f5b2b57b8b77.schema"
+#: Built-in question (form) card template.
+QUESTION_CARD_TEMPLATE_ID = "c2a6355b-9724-4f7e-9653-d33fcb3311bb.schema"
+
+#: The eye reaction added while a run works when status cards are off.
+EYE_EMOTION: Mapping[str, Any] = {
+    "emotionType": 2,
+    "emotionName": "👀",
+    "textEmotion": {
+        "emotionId": "2659900",
+        "emotionName": "👀",
+        "text": "👀",
+        "backgroundId": "im_bg_1",
+    },
+}
+
+_ERRORS = ErrorSpec(code_field="code", message_field="message", request_id_field="requestid")
+
+
+@dataclass(frozen=True)
+class CardTarget:
+    """Where a card is delivered: a group (open conversation id) or a user (staff id)."""
+
+    chat_id: str
+    is_group: bool
+
+    @property
+    def open_space_id(self) -> str:
+        """The ``openSpaceId`` for this target."""
+        space = "IM_GROUP" if self.is_group else "IM_ROBOT"
+        return f"dtv1.card//{space}.{self.chat_id}"
+
+
+def _stringify(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def stringify_param_map(params: Mapping[str, Any]) -> dict[str, str]:
+    """Every value of a ``cardParamMap`` as DingTalk wants it: a string."""
+    return {str(key): _stringify(value) for key, value in params.items()}
+
+
+_OPERATIONS: Mapping[tuple[str, str], str] = {
+    ("POST", "/v1.0/card/instances/createAndDeliver"): "create_and_deliver_card",
+    ("PUT", "/v1.0/card/streaming"): "streaming_update_card",
+    ("PUT", "/v1.0/card/instances"): "update_card_instance",
+    ("POST", "/v1.0/robot/groupMessages/send"): "send_robot_group_message",
+    ("POST", "/v1.0/robot/oToMessages/batchSend"): "batch_send_robot_oto_messages",
+    ("POST", "/v1.0/robot/emotion/reply"): "reply_robot_emotion",
+    ("POST", "/v1.0/robot/emotion/recall"): "recall_robot_emotion",
+}
+
+
+class _CallableTokens:
+    """Adapts a plain ``() -> token`` callable to the TokenProvider protocol."""
+
+    refreshable = False
+
+    def __init__(self, fn: Callable[[], str]) -> None:
+        self._fn = fn
+
+    def get_token(self) -> str:
+        return self._fn()
+
+    def invalidate(self, token: str | None = None) -> None:
+        return None
+
+
+class CardApi:
+    """DingTalk OpenAPI calls used by the adapter (see the module docstring).
+
+    ``robot_code`` is the app's client id. Calls go through the generated
+    :class:`~channelkit.clients.dingtalk.DingtalkClient` (``client=``, or one built from
+    ``token_provider`` - e.g. ``channelkit.http.auth.DingTalkTokenProvider`` - with no
+    automatic retries); a token rejected with 401 is refreshed and the call retried once.
+    ``callback_route_key`` is the key registered with ``/v1.0/card/callbacks/register``
+    for the ``/dingtalk/card`` URL.
+    """
+
+    def __init__(
+        self,
+        robot_code: str,
+        token_provider: TokenProvider | Callable[[], str] | None = None,
+        *,
+        base_url: str = "https://api.dingtalk.com",
+        timeout: float = 10.0,
+        transport: Transport | None = None,
+        callback_route_key: str | None = None,
+        client: DingtalkClient | None = None,
+    ) -> None:
+        self.robot_code = robot_code
+        self.callback_route_key = callback_route_key
+        self._timeout = (float(timeout), float(timeout))
+        self._transport = transport or Transport()
+        if client is None:
+            if token_provider is None:
+                raise ConfigurationError(
+                    "a token provider or a client is required", "token_provider"
+                )
+            provider = (
+                token_provider
+                if isinstance(token_provider, TokenProvider)
+                else _CallableTokens(token_provider)
+            )
+            client = DingtalkClient(
+                token_provider=provider,
+                base_url=base_url,
+                timeout=self._timeout,
+                retry=RetryPolicy(max_attempts=1),
+                session=self._transport.session,
+            )
+        self._client = client
+
+    # -- plumbing -----------------------------------------------------------------------
+    def _request(self, method: str, path: str, body: Mapping[str, Any]) -> Any:
+        operation = _OPERATIONS[(method, path)]
+        call = getattr(self._client, operation)
+        response = call(body=dict(body), timeout=self._timeout)
+        to_dict = getattr(response, "to_dict", None)
+        return to_dict() if callable(to_dict) else response
+
+    # -- Card OpenAPI ---------------------------------------------------------------------
+    def create_and_deliver(
+        self,
+        template_id: str,
+        out_track_id: str,
+        target: CardTarget,
+        card_param_map: Mapping[str, Any],
+    ) -> None:
+        """``POST /v1.0/card/instances/createAndDeliver``.
+
+        Callbacks are requested over HTTP (``callbackType: "HTTP"`` with the registered
+        ``callbackRouteKey``) when a route key was given, else over Stream.
+        """
+        body: dict[str, Any] = {
+            "cardTemplateId": template_id,
+            "outTrackId": out_track_id,
+            "cardData": {"cardParamMap": stringify_param_map(card_param_map)},
+            "callbackType": "HTTP" if self.callback_route_key else "STREAM",
+            "imGroupOpenSpaceModel": {"supportForward": True},
+            "imRobotOpenSpaceModel": {"supportForward": True},
+            "openSpaceId": target.open_space_id,
+            "userIdType": 1,
+        }
+        if self.callback_route_key:
+            body["callbackRouteKey"] = self.callback_route_key
+        if target.is_group:
+            body["imGroupOpenDeliverModel"] = {
+                "robotCode": self.robot_code,
+                "extension": {"dynamicSummary": "true"},
+            }
+        else:
+            body["imRobotOpenDeliverModel"] = {
+                "spaceType": "IM_ROBOT",
+                "robotCode": self.robot_code,
+                "extension": {"dynamicSummary": "true"},
+            }
+        try:
+            parsed = self._request("POST", "/v1.0/card/instances/createAndDeliver", body)
+        except ApiError as exc:
+            if not getattr(exc, "template_id", None):
+                exc.template_id = template_id  # type: ignore[attr-defined]
+            raise
+        result = parsed.get("result") if isinstance(parsed, Mapping) else None
+        results = result.get("deliverResults") if isinstance(result, Mapping) else None
+        if isinstance(results, list):
+            for item in results:
+                if isinstance(item, Mapping) and item.get("success") is False:
+                    message = item.get("errorMsg") or "DingTalk card delivery failed"
+                    raise CardDeliveryError(template_id, str(message), body=parsed)
+
+    def stream(
+        self,
+        out_track_id: str,
+        key: str,
+        content: str,
+        *,
+        finalize: bool = False,
+        is_error: bool = False,
+    ) -> None:
+        """``PUT /v1.0/card/streaming`` with a full snapshot (``isFull`` true)."""
+        self._request(
+            "PUT",
+            "/v1.0/card/streaming",
+            {
+                "outTrackId": out_track_id,
+                "guid": uuid.uuid4().hex,
+                "key": key,
+                "content": content,
+                "isFull": True,
+                "isFinalize": finalize,
+                "isError": is_error,
+            },
+        )
+
+    def update_instance(self, out_track_id: str, card_param_map: Mapping[str, Any]) -> None:
+        """``PUT /v1.0/card/instances`` merging variables by key."""
+        self._request(
+            "PUT",
+            "/v1.0/card/instances",
+            {
+                "outTrackId": out_track_id,
+                "cardData": {"cardParamMap": stringify_param_map(card_param_map)},
+                "cardUpdateOptions": {"updateCardDataByKey": True},
+            },
+        )
+
+    # -- robot messages -------------------------------------------------------------------
+    def send_group_markdown(self, open_conversation_id: str, title: str, text: str) -> None:
+        """``POST /v1.0/robot/groupMessages/send`` with ``sampleMarkdown``."""
+        self._request(
+            "POST",
+            "/v1.0/robot/groupMessages/send",
+            {
+                "robotCode": self.robot_code,
+                "openConversationId": open_conversation_id,
+                "msgKey": "sampleMarkdown",
+                "msgParam": json.dumps({"title": title, "text": text}, ensure_ascii=False),
+            },
+        )
+
+    def send_direct_markdown(self, user_ids: Sequence[str], title: str, text: str) -> None:
+        """``POST /v1.0/robot/oToMessages/batchSend`` with ``sampleMarkdown``."""
+        self._request(
+            "POST",
+            "/v1.0/robot/oToMessages/batchSend",
+            {
+                "robotCode": self.robot_code,
+                "userIds": list(user_ids),
+                "msgKey": "sampleMarkdown",
+                "msgParam": json.dumps({"title": title, "text": text}, ensure_ascii=False),
+            },
+        )
+
+    def send_webhook_markdown(
+        self, webhook_url: str, title: str, text: str, at_user_ids: Sequence[str] = ()
+    ) -> None:
+        """Reply through an inbound message's ``sessionWebhook`` (Markdown)."""
+        body: dict[str, Any] = {"msgtype": "markdown", "markdown": {"title": title, "text": text}}
+        if at_user_ids:
+            body["at"] = {"atUserIds": list(at_user_ids), "isAtAll": False}
+        response = self._transport.request(
+            "POST",
+            webhook_url,
+            timeout=self._timeout,
+            headers={"Content-Type": "application/json"},
+            json_body=body,
+            has_body=True,
+        )
+        try:
+            parsed: Any = response.json() if response.content else None
+        except ValueError:
+            parsed = None
+        if response.status_code >= 300:
+            error = map_error(
+                response.status_code, response.headers, parsed, _ERRORS, clock=time.time
+            )
+            raise error or ChannelKitError(f"session webhook failed: HTTP {response.status_code}")
+        if isinstance(parsed, Mapping):
+            errcode = parsed.get("errcode", 0)
+            if errcode not in (0, "0", None) or parsed.get("success") is False:
+                raise BadRequest(
+                    str(parsed.get("errmsg") or "session webhook rejected the message"),
+                    status=response.status_code,
+                    code=errcode,
+                    body=parsed,
+                )
+
+    # -- reactions ------------------------------------------------------------------------
+    def _emotion(self, path: str, open_msg_id: str, open_conversation_id: str) -> None:
+        body = {
+            "robotCode": self.robot_code,
+            "openMsgId": open_msg_id,
+            "openConversationId": open_conversation_id,
+            **EYE_EMOTION,
+        }
+        self._request("POST", path, body)
+
+    def reply_emotion(self, open_msg_id: str, open_conversation_id: str) -> None:
+        """Add the eye reaction to an inbound message."""
+        self._emotion("/v1.0/robot/emotion/reply", open_msg_id, open_conversation_id)
+
+    def recall_emotion(self, open_msg_id: str, open_conversation_id: str) -> None:
+        """Remove the eye reaction from an inbound message."""
+        self._emotion("/v1.0/robot/emotion/recall", open_msg_id, open_conversation_id)
+
+
+# -- failures ----------------------------------------------------------------------------
+
+TEMPLATE_REJECTION_CODES = frozenset(
+    {
+        "param.templateNotExist",
+        "param.templateUnpublished",
+        "param.cardTemplateIdEmpty",
+        "param.invalid",
+    }
+)
+
+
+def is_template_rejection(exc: BaseException) -> bool:
+    """True when DingTalk refused the card template itself (not a transient failure)."""
+    if isinstance(exc, CardDeliveryError):
+        return True
+    return isinstance(exc, ApiError) and str(exc.code) in TEMPLATE_REJECTION_CODES
+
+
+def log_card_error(operation: str, exc: BaseException, template_id: str, out_track_id: str) -> None:
+    """One structured error line for a failed Card OpenAPI call (never with content)."""
+    code = getattr(exc, "code", None)
+    status = getattr(exc, "status", None)
+    request_id = getattr(exc, "request_id", None)
+    level = logging.ERROR if is_template_rejection(exc) else logging.WARNING
+    logger.log(
+        level,
+        "dingtalk %s failed: template=%s outTrackId=%s status=%s code=%s requestId=%s error=%s",
+        operation,
+        template_id,
+        out_track_id,
+        status,
+        code,
+        request_id,
+        type(exc).__name__,
+        extra={
+            "dingtalk_operation": operation,
+            "dingtalk_template_id": template_id,
+            "dingtalk_code": code,
+            "dingtalk_status": status,
+        },
+    )

@@ -1,0 +1,690 @@
+"""Question cards: one DingTalk form card per structured user-input request.
+
+States (adapter-internal callback arbitration, never shown as such)::
+
+    reserved  inserted and subscribed to settlement before createAndDeliver
+    pending   activated only after a successful delivery while still reserved
+    claimed   atomically claimed by one valid callback (before the ACK), from pending
+              or from reserved: a valid owner callback proves the card was delivered
+              even if createAndDeliver has not answered yet; the later activation sees
+              the claim and never reactivates the card (no expiry timer)
+    terminal  first settlement wins; the live record becomes a tombstone
+
+The card shows only ``pending``, ``submitted``, ``cancelled`` and ``expired`` and is
+always updated in place (``/card/instances``), never deleted. A settlement that happens
+during delivery is projected on the delivered card and never reactivates it. The
+responder is called after the ACK; its ``False`` or exception ends the card as expired
+("This question is no longer available.") and the claim is kept. The expiry timer marks
+the card expired *before* it calls the responder with a cancel, so the collapsed
+cancellation that follows cannot relabel it; it fires ``EXPIRY_MARGIN`` before core's
+own deadline for the request (``ctx.expires_at``), so a neutral ``cancelled`` settlement
+always means a real cancellation.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from channelkit.errors import ChannelKitError
+from channelkit.platforms.common import StateCell, first_notice, question_deadline
+from channelkit.platforms.common.projection_queue import ProjectionQueue, Slot
+from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
+from channelkit.platforms.common.types import Clock, Scheduler, TimerHandle
+from channelkit.platforms.dingtalk.api import (
+    QUESTION_CARD_TEMPLATE_ID,
+    CardApi,
+    CardTarget,
+    is_template_rejection,
+    log_card_error,
+)
+from channelkit.platforms.dingtalk.ingress import CardCallback
+
+__all__ = [
+    "MAX_LIVE_QUESTION_CARDS",
+    "NEWER_QUESTION_TEXT",
+    "OTHER_OPTION_VALUE",
+    "UNAVAILABLE_TEXT",
+    "CallbackResult",
+    "FormSpec",
+    "InputRequestLike",
+    "OwnerLike",
+    "QuestionCardController",
+    "QuestionLike",
+    "QuestionRecord",
+    "QuestionTombstone",
+    "SegmentLike",
+    "TargetLike",
+    "build_question_card_data",
+    "delivery_failure_text",
+    "option_label",
+    "parse_answers",
+    "terminal_param_map",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Live question cards kept at most (a further request falls back to text).
+MAX_LIVE_QUESTION_CARDS = 1_000
+#: The form value of the custom "Other" choice.
+OTHER_OPTION_VALUE = "__qwen_other__"
+UNAVAILABLE_TEXT = "This question is no longer available."
+NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
+
+_TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
+    "submitted": ("submitted", "Submitted.", "Submitted"),
+    "expired": ("expired", "This question expired. Please retry.", "Expired"),
+    "resolved_outside_presenter": ("expired", "Resolved outside this card.", "Expired"),
+    "cancelled": ("cancelled", "Cancelled.", "Cancelled"),
+}
+
+#: States a valid owner callback may claim.
+_CLAIMABLE = ("reserved", "pending")
+
+PRESENTED = "presented"
+HANDLED = "handled"
+UNSUPPORTED = "unsupported"
+
+
+class OwnerLike(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+class TargetLike(Protocol):
+    @property
+    def chat_id(self) -> str: ...
+
+    @property
+    def sender_id(self) -> str: ...
+
+    @property
+    def is_group(self) -> bool: ...
+
+
+class SegmentLike(Protocol):
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def segment_id(self) -> str: ...
+
+    @property
+    def owner(self) -> OwnerLike: ...
+
+    @property
+    def target(self) -> TargetLike: ...
+
+
+class QuestionLike(Protocol):
+    @property
+    def answer_key(self) -> str: ...
+
+    @property
+    def header(self) -> str: ...
+
+    @property
+    def question(self) -> str: ...
+
+    @property
+    def options(self) -> Sequence[Any]: ...
+
+    @property
+    def multi_select(self) -> bool: ...
+
+
+class InputRequestLike(Protocol):
+    @property
+    def request_id(self) -> str: ...
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def owner(self) -> OwnerLike: ...
+
+    @property
+    def target(self) -> TargetLike: ...
+
+    @property
+    def questions(self) -> Sequence[QuestionLike]: ...
+
+    @property
+    def submit_option_id(self) -> str: ...
+
+    def on_settled(self, listener: Callable[[str], Any]) -> Callable[[], Any]: ...
+
+    def respond(self, response: Mapping[str, Any]) -> bool: ...
+
+
+@dataclass(frozen=True)
+class CallbackResult:
+    """What a card callback amounts to, decided synchronously before the ACK.
+
+    ``accepted`` carries ``execute`` (run on the pool after the ACK); ``forbidden`` carries
+    the ``target`` to notify once; ``ignored`` does nothing.
+    """
+
+    kind: Literal["accepted", "forbidden", "ignored"]
+    actor_id: str | None = None
+    target: CardTarget | None = None
+    execute: Callable[[], None] | None = None
+
+    @classmethod
+    def ignored(cls, actor_id: str | None = None) -> CallbackResult:
+        return cls("ignored", actor_id)
+
+
+def option_label(option: Any) -> str:
+    """The label of a question option (an object with ``label`` or a (label, desc) pair)."""
+    label = getattr(option, "label", None)
+    if isinstance(label, str):
+        return label
+    if isinstance(option, Mapping) and isinstance(option.get("label"), str):
+        return str(option["label"])
+    if isinstance(option, tuple | list) and option and isinstance(option[0], str):
+        return option[0]
+    return str(option)
+
+
+def build_question_card_data(request_id: str, questions: Sequence[QuestionLike]) -> dict[str, Any]:
+    """The ``cardParamMap`` of a new question card (all questions in one form)."""
+    fields: list[dict[str, Any]] = []
+    for q in questions:
+        options = [{"value": option_label(o), "text": option_label(o)} for o in q.options]
+        options.append({"value": OTHER_OPTION_VALUE, "text": "Other"})
+        fields.append(
+            {
+                "name": q.answer_key,
+                "label": q.question,
+                "type": "MULTI_CHECKBOX_GROUP" if q.multi_select else "CHECKBOX_GROUP",
+                "required": True,
+                "options": options,
+            }
+        )
+        fields.append(
+            {
+                "name": f"{q.answer_key}_other",
+                "label": f"{q.header}: Other",
+                "type": "TEXT",
+                "required": False,
+                "placeholder": "Enter a custom answer when Other is selected",
+            }
+        )
+    first = questions[0]
+    return {
+        "question_id": request_id,
+        "question_title": first.header,
+        "question_desc": first.question,
+        "card_status": "pending",
+        "form_btn_text": "Submit",
+        "selected_text": "",
+        "selected_values": "[]",
+        "form": {"fields": fields},
+    }
+
+
+def terminal_param_map(state: str, description: str | None = None) -> dict[str, str]:
+    """The in-place terminal update of a question card."""
+    status, desc, button = _TERMINAL_PROJECTION[state]
+    return {"card_status": status, "question_desc": description or desc, "form_btn_text": button}
+
+
+def delivery_failure_text(questions: Sequence[QuestionLike]) -> str:
+    """The Markdown sent when the question card could not be delivered."""
+    lines = [
+        "The interactive question could not be delivered, so this request was cancelled. "
+        "Please retry."
+    ]
+    for q in questions:
+        labels = ", ".join(option_label(o) for o in q.options)
+        lines.append(f"- {q.question}: {labels}")
+    return "\n".join(lines)
+
+
+def _values(raw: Any) -> list[str] | None:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [raw] if raw.strip() else []
+    if type(raw) is dict or isinstance(raw, Mapping):
+        value = raw.get("value")
+        return [value] if isinstance(value, str) and value.strip() else None
+    if isinstance(raw, list):
+        out: list[str] = []
+        for item in raw:
+            inner = _values(item)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+    return None
+
+
+class FormSpec:
+    """What a submitted form of one question card may contain (built once per card)."""
+
+    __slots__ = ("allowed_keys", "fields")
+
+    def __init__(self, questions: Sequence[QuestionLike]) -> None:
+        #: (answer key, "<key>_other", multi-select, option labels) per question
+        self.fields: tuple[tuple[str, str, bool, frozenset[str]], ...] = tuple(
+            (
+                q.answer_key,
+                f"{q.answer_key}_other",
+                bool(q.multi_select),
+                frozenset(option_label(o) for o in q.options),
+            )
+            for q in questions
+        )
+        self.allowed_keys = frozenset(
+            key for answer, other, _m, _l in self.fields for key in (answer, other)
+        )
+
+    def parse(self, form: Mapping[str, Any]) -> dict[str, str] | None:
+        """The encoded answers of ``form``; None if anything is invalid."""
+        allowed = self.allowed_keys
+        if any(str(key) not in allowed for key in form):
+            return None
+        answers: dict[str, str] = {}
+        for answer_key, other_key, multi_select, labels in self.fields:
+            values = _values(form.get(answer_key))
+            if not values:
+                return None
+            if not multi_select and len(values) != 1:
+                return None
+            resolved: list[str] = []
+            for value in values:
+                if value == OTHER_OPTION_VALUE:
+                    other = form.get(other_key)
+                    if not isinstance(other, str) or not other.strip():
+                        return None
+                    resolved.append(other.strip())
+                elif value in labels:
+                    resolved.append(value)
+                else:
+                    return None
+            answers[answer_key] = ", ".join(resolved)
+        return answers
+
+
+def parse_answers(
+    form: Mapping[str, Any], questions: Sequence[QuestionLike]
+) -> dict[str, str] | None:
+    """Validate a submitted form and encode the answers; None if anything is invalid.
+
+    Every form key must be an answer key or ``<key>_other``; each question needs at least
+    one value (exactly one when single-select); ``__qwen_other__`` takes the non-blank
+    ``<key>_other`` text; other values must be option labels. Multi-select values are
+    joined with ``", "``.
+    """
+    return FormSpec(questions).parse(form)
+
+
+@dataclass(frozen=True)
+class QuestionTombstone:
+    """What remains of a finished question card: correlation and terminal state."""
+
+    request_id: str
+    run_id: str
+    state: str
+
+
+@dataclass(eq=False)
+class QuestionRecord:
+    """A live question card. ``ctx`` is dropped when the record becomes terminal."""
+
+    request_id: str
+    run_id: str
+    session_id: str
+    owner_key: str
+    chat_id: str
+    target: CardTarget
+    out_track_id: str
+    scope: tuple[str, str]
+    queue: ProjectionQueue
+    ctx: InputRequestLike | None
+    questions: tuple[QuestionLike, ...]
+    form: FormSpec
+    state: StateCell[str] = field(default_factory=lambda: StateCell("reserved"))
+    delivered: bool = False
+    projected: bool = False
+    forbidden_actors: set[str] = field(default_factory=set)
+    #: when the card expires (injected clock), counted from its presentation
+    deadline: float = 0.0
+    timer: TimerHandle | None = None
+    unsubscribe: Callable[[], Any] | None = None
+
+
+class QuestionCardController:
+    """Owns every question card of one adapter; see the module docstring.
+
+    ``send_text(chat_id, text)`` delivers the delivery-failure notice.
+    ``timeout_seconds`` is the effective card lifetime. ``registry`` holds the live
+    records (key: request id; indexes ``track``: outTrackId, ``scope``: (session, owner))
+    and their tombstones (key: outTrackId).
+    """
+
+    def __init__(
+        self,
+        api: CardApi,
+        *,
+        clock: Clock,
+        scheduler: Scheduler,
+        timeout_seconds: float,
+        send_text: Callable[[str, str], Any],
+        present_timeout: float = 60.0,
+        on_template_rejected: Callable[[], None] | None = None,
+        registry: CardRegistry[QuestionRecord, QuestionTombstone] | None = None,
+    ) -> None:
+        self._api = api
+        self._clock = clock
+        self._scheduler = scheduler
+        self._timeout = timeout_seconds
+        self._send_text = send_text
+        self._present_timeout = present_timeout
+        self._on_template_rejected = on_template_rejected
+        self.registry: CardRegistry[QuestionRecord, QuestionTombstone] = (
+            registry if registry is not None else MemoryCardRegistry(clock)
+        )
+        self._lock = self.registry.lock
+
+    # -- inspection ---------------------------------------------------------------------
+    @property
+    def live_count(self) -> int:
+        return len(self.registry)
+
+    def record(self, request_id: str) -> QuestionRecord | None:
+        return self.registry.get(request_id)
+
+    def by_track(self, out_track_id: str) -> QuestionRecord | None:
+        return self.registry.find("track", out_track_id)
+
+    def map_sizes(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "by_request": len(self.registry),
+                "by_track": self.registry.index_size("track"),
+                "active_by_scope": self.registry.index_size("scope"),
+                "tombstones": self.registry.tombstone_count(),
+            }
+
+    # -- presentation ----------------------------------------------------------------------
+    def present(
+        self,
+        ctx: InputRequestLike,
+        *,
+        owner_key: str,
+        chat_id: str,
+        target: CardTarget,
+        queue: ProjectionQueue,
+        timeout: float | None = None,
+    ) -> str:
+        """Present ``ctx`` as a card; returns "presented", "handled" or "unsupported".
+
+        ``timeout`` is the card's lifetime in seconds, counted from now (default: the
+        controller's ``timeout_seconds``), cut to end ``EXPIRY_MARGIN`` before
+        ``ctx.expires_at`` (core's own deadline) so the card expires first. Blocks
+        (bounded) until the card was delivered or failed; call it from a pool thread.
+        """
+        scope = (ctx.session_id, owner_key)
+        superseded: QuestionRecord | None = None
+        with self._lock:
+            if len(self.registry) >= MAX_LIVE_QUESTION_CARDS:
+                logger.warning("too many live question cards; request falls back to text")
+                return UNSUPPORTED
+            existing = self.registry.find("scope", scope)
+            if existing is not None and existing.state.state in ("reserved", "pending"):
+                if existing.run_id == ctx.run_id:
+                    return UNSUPPORTED
+                superseded = existing
+            record = QuestionRecord(
+                request_id=ctx.request_id,
+                run_id=ctx.run_id,
+                session_id=ctx.session_id,
+                owner_key=owner_key,
+                chat_id=chat_id,
+                target=target,
+                out_track_id="qwen-question-" + uuid.uuid4().hex,
+                scope=scope,
+                queue=queue,
+                ctx=ctx,
+                questions=tuple(ctx.questions),
+                form=FormSpec(ctx.questions),
+                state=self.registry.state("reserved"),
+                deadline=question_deadline(
+                    self._clock.now(), self._timeout if timeout is None else timeout, ctx
+                ),
+            )
+            if not self.registry.add(
+                record.request_id, record, track=record.out_track_id, scope=scope
+            ):
+                return UNSUPPORTED
+        if superseded is not None:
+            self._finalize(superseded, "expired", ("reserved", "pending"), NEWER_QUESTION_TEXT)
+
+        def on_settled(reason: str) -> None:
+            self._on_settled(record, str(reason))
+
+        unsubscribe = ctx.on_settled(on_settled)
+        with self._lock:
+            if record.state.state == "terminal":
+                unsubscribe()
+            else:
+                record.unsubscribe = unsubscribe
+        future = queue.enqueue(lambda: self._deliver(record, ctx), drain_here=True)
+        try:
+            result: str = future.result(timeout=self._present_timeout)
+        except FutureTimeout:
+            logger.warning("question card delivery timed out; request %s uses text", ctx.request_id)
+            if self._finalize(record, "cancelled", ("reserved",)):
+                return UNSUPPORTED
+            return PRESENTED
+        return result
+
+    def _deliver(self, record: QuestionRecord, ctx: InputRequestLike) -> str:
+        if record.state.state == "terminal":
+            return PRESENTED  # settled before delivery started: nothing to show
+        try:
+            self._api.create_and_deliver(
+                QUESTION_CARD_TEMPLATE_ID,
+                record.out_track_id,
+                record.target,
+                build_question_card_data(record.request_id, record.questions),
+            )
+        except ChannelKitError as exc:
+            log_card_error(
+                "question card creation", exc, QUESTION_CARD_TEMPLATE_ID, record.out_track_id
+            )
+            if is_template_rejection(exc) and self._on_template_rejected is not None:
+                self._on_template_rejected()
+            if not self._finalize(record, "cancelled", ("reserved",)):
+                return PRESENTED  # settled meanwhile; nothing more to do
+            try:
+                self._send_text(record.chat_id, delivery_failure_text(record.questions))
+            except Exception:
+                logger.exception("question delivery-failure notice failed")
+            try:
+                ctx.respond({"outcome": {"outcome": "cancelled"}})
+            except Exception:
+                logger.exception("cancelling an undeliverable question failed")
+            return HANDLED
+        project_state: tuple[str, str | None] | None = None
+        with self._lock:
+            record.delivered = True
+            if record.state.compare_and_set("reserved", "pending"):
+                record.timer = self._scheduler.call_later(
+                    max(0.0, record.deadline - self._clock.now()), lambda: self._expire(record)
+                )
+                return PRESENTED
+            tomb = self.registry.tombstone(record.out_track_id)
+            if not record.projected and tomb is not None:
+                record.projected = True
+                project_state = (tomb.state, _description_for(tomb.state))
+        if project_state is not None:
+            # settled during delivery: show the terminal state, never reactivate
+            self._project(record.out_track_id, project_state[0], project_state[1])
+        return PRESENTED
+
+    # -- termination -----------------------------------------------------------------------
+    def _finalize(
+        self,
+        record: QuestionRecord,
+        state: str,
+        expected: Sequence[str],
+        description: str | None = None,
+        *,
+        slot: Slot | None = None,
+        then: Callable[[], None] | None = None,
+    ) -> bool:
+        """Make ``record`` terminal (first caller wins) and queue its in-place update."""
+        with self._lock:
+            if not record.state.compare_and_set(tuple(expected), "terminal"):
+                if slot is not None:
+                    slot.skip()
+                return False
+            if record.timer is not None:
+                record.timer.cancel()
+                record.timer = None
+            unsubscribe, record.unsubscribe = record.unsubscribe, None
+            record.ctx = None
+            self.registry.remove(record.request_id, record)
+            self.registry.bury(
+                record.out_track_id, QuestionTombstone(record.request_id, record.run_id, state)
+            )
+            project = record.delivered and not record.projected
+            if project:
+                record.projected = True
+        if unsubscribe is not None:
+            try:
+                unsubscribe()
+            except Exception:
+                logger.debug("settlement unsubscribe failed", exc_info=True)
+        track = record.out_track_id
+
+        def job() -> None:
+            if project:
+                self._project(track, state, description)
+            if then is not None:
+                then()
+
+        if project or then is not None:
+            if slot is not None:
+                slot.fill(job)
+            else:
+                record.queue.enqueue(job)
+        elif slot is not None:
+            slot.skip()
+        return True
+
+    def _project(self, out_track_id: str, state: str, description: str | None) -> None:
+        try:
+            self._api.update_instance(out_track_id, terminal_param_map(state, description))
+        except ChannelKitError as exc:
+            log_card_error(
+                "question card finalization", exc, QUESTION_CARD_TEMPLATE_ID, out_track_id
+            )
+
+    def _on_settled(self, record: QuestionRecord, reason: str) -> None:
+        if record.state.state in ("claimed", "terminal"):
+            return  # the responder result decides (or it is already over)
+        state = (
+            "resolved_outside_presenter" if reason == "resolved_outside_presenter" else "cancelled"
+        )
+        self._finalize(record, state, ("reserved", "pending"))
+
+    def _expire(self, record: QuestionRecord) -> None:
+        ctx = record.ctx
+        if ctx is None:
+            return
+
+        def cancel_request() -> None:
+            try:
+                ctx.respond({"outcome": {"outcome": "cancelled"}})
+            except Exception:
+                logger.exception("expired question cancellation failed")
+
+        self._finalize(record, "expired", ("pending",), then=cancel_request)
+
+    def cancel_run(self, run_id: str, state: str = "cancelled") -> int:
+        """End every reserved/pending card of ``run_id`` without calling the responder."""
+        with self._lock:
+            records = [r for r in self.registry.records() if r.run_id == run_id]
+        ended = 0
+        for record in records:
+            description = UNAVAILABLE_TEXT if state == "expired" else None
+            if self._finalize(record, state, ("reserved", "pending"), description):
+                ended += 1
+        return ended
+
+    # -- callbacks --------------------------------------------------------------------------
+    def claim(self, callback: CardCallback) -> CallbackResult:
+        """Arbitrate a submit/cancel callback synchronously (before the ACK).
+
+        Order: correlate, parse, authorize, validate every answer key, then claim with
+        one compare-and-set. The controller lock is held only for the lookups and the
+        claim; the form is validated outside it (against the card's immutable spec).
+        """
+        actor = callback.actor_id
+        record = self.registry.find("track", callback.out_track_id)
+        # A reserved card is claimable too: a valid callback for it proves it was
+        # delivered (DingTalk shows the card before createAndDeliver answers).
+        if record is None or record.state.state not in _CLAIMABLE:
+            return CallbackResult.ignored(actor)
+        if actor != record.owner_key:
+            with self._lock:
+                first = first_notice(record.forbidden_actors, actor)
+            if not first:
+                return CallbackResult.ignored()
+            return CallbackResult("forbidden", actor, record.target)
+        ctx = record.ctx
+        if ctx is None or not callback.has_business_payload:
+            return CallbackResult.ignored(actor)
+        if callback.is_cancel or callback.action_id == "cancel":
+            response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
+            success_state = "cancelled"
+        else:
+            if callback.action_id not in ("submit", record.request_id):
+                return CallbackResult.ignored(actor)
+            answers = record.form.parse(callback.form_data)
+            if answers is None:
+                return CallbackResult.ignored(actor)
+            response = {
+                "outcome": {"outcome": "selected", "optionId": ctx.submit_option_id},
+                "answers": answers,
+            }
+            success_state = "submitted"
+        with self._lock:
+            if not record.state.compare_and_set(_CLAIMABLE, "claimed"):
+                return CallbackResult.ignored(actor)
+            timer, record.timer = record.timer, None
+            slot = record.queue.reserve()
+        if timer is not None:
+            timer.cancel()
+
+        def execute() -> None:
+            accepted = False
+            try:
+                accepted = bool(ctx.respond(response))
+            except Exception:
+                logger.exception("question response failed for request %s", record.request_id)
+            if accepted:
+                self._finalize(record, success_state, ("claimed",), slot=slot)
+            else:
+                self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=slot)
+
+        return CallbackResult("accepted", actor, record.target, execute)
+
+
+def _description_for(state: str) -> str | None:
+    return UNAVAILABLE_TEXT if state == "expired" else None

@@ -1,0 +1,363 @@
+"""Streaming output cards: one card per output segment, CardKit first, IM PATCH fallback.
+
+:class:`OutputCardPresenter` owns ``segment_id -> OutputCard``. A card is created on the
+first visible text of its segment (never on ``started``), on the run's serial projection
+queue, so model output never waits for the network:
+
+* **CardKit mode** (default): create a card entity with ``streaming_mode`` on, send it to
+  the chat, then stream the full segment text into the ``ck_content`` markdown element
+  with a per-card ``sequence`` that strictly increases across every CardKit call. The
+  terminal projection closes streaming (settings ``streaming_mode: false``) and then
+  writes the terminal card (label, colour, no Stop button).
+* **PATCH mode**: when CardKit is disabled or fails (create, send or a streaming write),
+  the card is an ordinary interactive message updated with ``PATCH /im/v1/messages``.
+  Streaming snapshots are >= 500 ms apart (2/s) and each card has exactly one terminal
+  write, so a message never sees more than 5 PATCHes per second (also enforced by a
+  per-message sliding-window limiter that skips - never queues - a streaming snapshot
+  that would exceed it).
+
+Writes go through :class:`~channelkit.platforms.common.SnapshotWriter` (one write in
+flight + one replaceable pending snapshot, >= 500 ms apart, 20,000-char bound).
+
+A card's terminal state is set once (compare-and-set): a later competing update never
+overwrites it. While a Stop is being processed, a ``cancelled`` outcome is shown as the
+more specific ``stopped``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from channelkit.platforms.common import (
+    OneShotClaim,
+    SnapshotWriter,
+    StateCell,
+    TombstoneStore,
+    bound_text,
+)
+from channelkit.platforms.feishu import cards
+from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.platforms.feishu.cards import OutputState
+
+__all__ = ["OutputCard", "OutputCardPresenter", "PatchRateLimiter"]
+
+logger = logging.getLogger(__name__)
+
+#: PATCHes allowed per message per second (Feishu: 5 QPS per message).
+PATCH_PER_SECOND = 5
+MAX_LIVE_CARDS = 1_000
+FINALIZE_TIMEOUT = 10.0
+
+SerialSubmit = Callable[[Hashable, Callable[[], Any]], "Future[Any]"]
+
+
+class PatchRateLimiter:
+    """A sliding one-second window of PATCH times per message (bounded)."""
+
+    def __init__(self, clock: Any, limit: int = PATCH_PER_SECOND, max_messages: int = 1_000):
+        self._clock = clock
+        self._limit = limit
+        self._max = max_messages
+        self._lock = threading.Lock()
+        self._times: dict[str, deque[float]] = {}
+
+    def try_acquire(self, message_id: str, *, force: bool = False) -> bool:
+        """Record a PATCH now if the window allows it (``force`` always records)."""
+        now = self._clock.now()
+        with self._lock:
+            window = self._times.pop(message_id, None) or deque()
+            while window and now - window[0] >= 1.0:
+                window.popleft()
+            ok = force or len(window) < self._limit
+            if ok:
+                window.append(now)
+            self._times[message_id] = window  # re-insert: most recent last
+            while len(self._times) > self._max:
+                self._times.pop(next(iter(self._times)))
+            return ok
+
+
+@dataclass(eq=False)
+class OutputCard:
+    """The native handle of one output segment (lives on the run's projection queue)."""
+
+    segment_id: str
+    run_id: str
+    session_id: str
+    owner_id: str
+    chat_id: str
+    reply_to: str | None
+    mode: str = "cardkit"  # cardkit | patch | text (creation failed)
+    card_id: str | None = None
+    message_id: str | None = None
+    sequence: int = 0
+    writer: SnapshotWriter | None = None
+    state: StateCell[str] = field(default_factory=lambda: StateCell("running"))
+    stop_claim: OneShotClaim = field(default_factory=OneShotClaim)
+    stop_requested: bool = False
+    projected: bool = False  # terminal projection written
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def next_sequence(self) -> int:
+        with self.lock:
+            self.sequence += 1
+            return self.sequence
+
+    @property
+    def stop_value(self) -> dict[str, str]:
+        return {"action": cards.STOP_ACTION, "segment": self.segment_id}
+
+
+class OutputCardPresenter:
+    """Creates, streams and finalizes output cards; see the module docstring.
+
+    ``submit(key, fn)`` queues ``fn`` on the per-run serial projection queue (key =
+    run id) and returns a Future. ``send_text(chat_id, text)`` is the plain-message
+    fallback when no card could be created.
+    """
+
+    def __init__(
+        self,
+        api: FeishuApi,
+        *,
+        clock: Any,
+        scheduler: Any,
+        submit: SerialSubmit,
+        language: str = "zh",
+        title: str | None = None,
+        cardkit: bool = True,
+        send_text: Callable[[str, str], Any] | None = None,
+        min_interval: float = 0.5,
+    ) -> None:
+        self._api = api
+        self._clock = clock
+        self._scheduler = scheduler
+        self._submit = submit
+        self._language = language
+        self._title = title
+        self._cardkit = cardkit
+        self._send_text = send_text
+        self._min_interval = min_interval
+        self._lock = threading.Lock()
+        self._cards: dict[str, OutputCard] = {}
+        self._by_message: dict[str, str] = {}
+        self._tombstones: TombstoneStore[str, tuple[str, str]] = TombstoneStore(clock)
+        self._limiter = PatchRateLimiter(clock)
+
+    # -- lookup -------------------------------------------------------------------------
+    def get(self, segment_id: str) -> OutputCard | None:
+        """The live card of ``segment_id``."""
+        with self._lock:
+            return self._cards.get(segment_id)
+
+    def tombstone(self, segment_id: str) -> tuple[str, str] | None:
+        """``(run_id, terminal_state)`` of a finished segment card, if remembered."""
+        return self._tombstones.get(segment_id)
+
+    def live_cards(self, run_id: str | None = None) -> list[OutputCard]:
+        """Live (non-terminal) cards, optionally of one run."""
+        with self._lock:
+            return [c for c in self._cards.values() if run_id is None or c.run_id == run_id]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._cards)
+
+    # -- output path ----------------------------------------------------------------------
+    def append(
+        self,
+        *,
+        segment_id: str,
+        run_id: str,
+        session_id: str,
+        owner_id: str,
+        chat_id: str,
+        reply_to: str | None,
+        chunk: str,
+    ) -> OutputCard | None:
+        """Add visible text to a segment, creating its card on the first text."""
+        if not chunk:
+            return None
+        if self._tombstones.get(segment_id) is not None:
+            return None  # a closed segment is never reopened
+        created = False
+        with self._lock:
+            card = self._cards.get(segment_id)
+            if card is None:
+                if len(self._cards) >= MAX_LIVE_CARDS:
+                    oldest = next(iter(self._cards))
+                    logger.warning("output card registry full; dropping segment %s", oldest)
+                    self._drop_locked(oldest)
+                card = OutputCard(
+                    segment_id=segment_id,
+                    run_id=run_id,
+                    session_id=session_id,
+                    owner_id=owner_id,
+                    chat_id=chat_id,
+                    reply_to=reply_to,
+                )
+                card.writer = SnapshotWriter(
+                    partial(self._write_snapshot, card),
+                    clock=self._clock,
+                    scheduler=self._scheduler,
+                    submit=partial(self._submit, run_id),
+                    min_interval=self._min_interval,
+                    ready=False,
+                    on_error=partial(self._on_write_error, card),
+                )
+                self._cards[segment_id] = card
+                created = True
+        assert card.writer is not None
+        card.writer.append(chunk)
+        if created:
+            self._submit(run_id, lambda: self._open(card))
+        return card
+
+    def _open(self, card: OutputCard) -> None:
+        writer = card.writer
+        assert writer is not None
+        if card.state.state != "running" or writer.closed:
+            return  # finished before it was ever shown; the terminal path delivers it
+        text = writer.content
+        if self._cardkit:
+            try:
+                entity = cards.streaming_card_entity(
+                    text, self._language, title=self._title, stop_value=card.stop_value
+                )
+                card.card_id = self._api.create_card_entity(entity)
+                card.sequence = 0
+                card.message_id = self._api.send_card_entity(
+                    card.chat_id, card.card_id, reply_to=card.reply_to
+                )
+                card.mode = "cardkit"
+            except Exception as exc:
+                logger.warning("CardKit unavailable (%s); falling back to message PATCH", exc)
+                card.card_id = None
+                card.message_id = None
+        if card.message_id is None:
+            try:
+                body = cards.output_card(
+                    text, "running", self._language, title=self._title, stop_value=card.stop_value
+                )
+                card.message_id = self._api.send_card(card.chat_id, body, reply_to=card.reply_to)
+                card.mode = "patch"
+                self._limiter.try_acquire(card.message_id, force=True)
+            except Exception:
+                logger.exception("could not create the output card; using a text fallback")
+                card.mode = "text"
+                writer.close()
+                return
+        with self._lock:
+            self._by_message[card.message_id] = card.segment_id
+        writer.start()
+
+    def _write_snapshot(self, card: OutputCard, text: str) -> None:
+        if card.state.state != "running":
+            return
+        if card.mode == "cardkit" and card.card_id is not None:
+            self._api.stream_text(
+                card.card_id, cards.CONTENT_ELEMENT_ID, text, card.next_sequence()
+            )
+        elif card.mode == "patch" and card.message_id is not None:
+            if not self._limiter.try_acquire(card.message_id):
+                return  # coalesced: the next snapshot or the terminal write carries it
+            body = cards.output_card(
+                text, "running", self._language, title=self._title, stop_value=card.stop_value
+            )
+            self._api.patch_card(card.message_id, body)
+
+    def _on_write_error(self, card: OutputCard, exc: BaseException) -> None:
+        # CardKit streaming failed: later projections of this card use IM PATCH.
+        logger.warning("output card stream write failed (%s); switching to PATCH", exc)
+        if card.mode == "cardkit":
+            card.mode = "patch"
+
+    # -- terminal path --------------------------------------------------------------------
+    def finish(self, segment_id: str, state: OutputState, *, wait: float | None = None) -> bool:
+        """Project ``segment_id``'s terminal ``state`` (once; first state wins).
+
+        ``cancelled`` becomes ``stopped`` while a Stop of this card is in progress.
+        Returns False when the card is unknown or already terminal. ``wait`` blocks up
+        to that many seconds for the projection to be written.
+        """
+        card = self.get(segment_id)
+        if card is None:
+            return False
+        if state == "cancelled" and card.stop_requested:
+            state = "stopped"
+        if not card.state.compare_and_set("running", state):
+            return False
+        future = self._submit(card.run_id, lambda: self._project_terminal(card, state))
+        if wait is not None:
+            try:
+                future.result(timeout=wait)
+            except Exception:
+                logger.warning("terminal projection did not finish within %.1fs", wait)
+        return True
+
+    def finish_run(self, run_id: str, state: OutputState) -> int:
+        """Finish every live card of ``run_id``; returns how many changed state."""
+        return sum(1 for c in self.live_cards(run_id) if self.finish(c.segment_id, state))
+
+    def _project_terminal(self, card: OutputCard, state: OutputState) -> None:
+        writer = card.writer
+        assert writer is not None
+        text = writer.finalize(timeout=FINALIZE_TIMEOUT)
+        self._release(card, state)
+        if card.projected:
+            return
+        card.projected = True
+        try:
+            body = cards.output_card(bound_text(text), state, self._language, title=self._title)
+            if card.message_id is None:
+                if card.mode != "text":
+                    # finished before its card was opened: one card, already terminal
+                    try:
+                        self._api.send_card(card.chat_id, body, reply_to=card.reply_to)
+                        return
+                    except Exception:
+                        logger.warning("terminal card delivery failed; sending text")
+                self._deliver_plain(card, text, state)
+                return
+            if card.mode == "cardkit" and card.card_id is not None:
+                try:
+                    self._api.close_streaming(card.card_id, card.next_sequence())
+                    self._api.update_card_entity(card.card_id, body, card.next_sequence())
+                    return
+                except Exception as exc:
+                    logger.warning("CardKit finalization failed (%s); trying PATCH", exc)
+            self._limiter.try_acquire(card.message_id, force=True)
+            self._api.patch_card(card.message_id, body)
+        except Exception:
+            logger.exception("output card finalization failed (state %s)", state)
+
+    def _deliver_plain(self, card: OutputCard, text: str, state: str) -> None:
+        label = cards.strings(self._language)[state]
+        message = f"{text}\n\n---\n*{label}*" if text else f"*{label}*"
+        if self._send_text is not None:
+            self._send_text(card.chat_id, message)
+
+    def _release(self, card: OutputCard, state: str) -> None:
+        with self._lock:
+            if self._cards.get(card.segment_id) is card:
+                self._drop_locked(card.segment_id)
+        self._tombstones.add(card.segment_id, (card.run_id, state))
+
+    def _drop_locked(self, segment_id: str) -> None:
+        card = self._cards.pop(segment_id, None)
+        if card is not None and card.message_id is not None:
+            self._by_message.pop(card.message_id, None)
+        if card is not None and card.writer is not None:
+            card.writer.close()
+
+    def close_all(self, state: OutputState = "cancelled", wait: float = 5.0) -> None:
+        """Finish every live card (channel shutdown)."""
+        for card in self.live_cards():
+            self.finish(card.segment_id, state, wait=wait)
