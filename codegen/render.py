@@ -26,6 +26,17 @@ def class_name(platform: str) -> str:
     return platform[:1].upper() + platform[1:] + "Client"
 
 
+_TITLE_SUFFIX = " for channelkit"
+
+
+def api_name(spec: Spec) -> str:
+    """The API's name: the spec title without its trailing "for channelkit"."""
+    title = spec.title.strip()
+    if title.endswith(_TITLE_SUFFIX):
+        title = title[: -len(_TITLE_SUFFIX)].rstrip()
+    return title
+
+
 def _escape_doc(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
 
@@ -44,7 +55,9 @@ def docstring(text: str, indent: str) -> list[str]:
         if any(line.startswith(("    ", "- ", "* ")) for line in raw_lines):
             lines.extend(line.rstrip() for line in raw_lines)
         else:
-            lines.extend(textwrap.wrap(" ".join(raw_lines), width=width) or [""])
+            lines.extend(
+                textwrap.wrap(" ".join(raw_lines), width=width, break_on_hyphens=False) or [""]
+            )
     lines = [_escape_doc(line) for line in lines]
     if len(lines) == 1 and len(indent) + len(lines[0]) + 6 <= WIDTH:
         return [f'{indent}"""{lines[0]}"""']
@@ -127,13 +140,9 @@ def _join(lines: list[str]) -> str:
 
 def _enum_lines(enum: EnumDef) -> list[str]:
     lines = [f"class {enum.name}({enum.base}, OpenEnum):"]
-    desc = enum.description or f"Known values of {enum.name}."
-    lines += docstring(
-        desc + "\n\nOpen enum: a value not listed here is kept as the raw "
-        f"{'string' if enum.base == 'str' else 'integer'}.",
-        "    ",
-    )
-    lines.append("")
+    doc = docstring(enum.description, "    ")
+    if doc:
+        lines += [*doc, ""]
     for member, value in enum.members:
         lines.append(f"    {member} = {_scalar(value)}")
     return lines
@@ -141,8 +150,9 @@ def _enum_lines(enum: EnumDef) -> list[str]:
 
 def _model_lines(model: ModelDef) -> list[str]:
     lines = ["@dataclass(kw_only=True)", f"class {model.name}(Model):"]
-    lines += docstring(model.description or f"The ``{model.name}`` schema.", "    ")
-    lines.append("")
+    doc = docstring(model.description, "    ")
+    if doc:
+        lines += [*doc, ""]
     for f in model.fields:
         lines += comment(f.description, "    ")
         meta = f"wire({q(f.wire)}, {f.type.codec}{', required=True' if f.required else ''})"
@@ -154,9 +164,6 @@ def _model_lines(model: ModelDef) -> list[str]:
             lines += call(
                 f"    {f.attr}: {annotation} = field", ["default=UNSET", f"metadata={meta}"], ""
             )
-    lines.append(
-        "    #: Wire fields this schema does not list, kept and written back by to_dict()."
-    )
     lines.append("    extra_fields: dict[str, Any] = field(default_factory=dict, repr=False)")
     return lines
 
@@ -195,10 +202,10 @@ def render_models(spec: Spec) -> str:
     used = _used(_RUNTIME_NAMES, body_text)
     lines = [header(spec).rstrip("\n")]
     lines += docstring(
-        f"Models of {spec.title} (from {spec.file}).\n\n"
+        f"Data models of the {api_name(spec)}, generated from {spec.file}.\n\n"
         "Dataclasses with wire-name aliases; optional fields default to UNSET (absent), "
-        "distinct from None (JSON null); unknown wire fields are kept in ``extra_fields``; "
-        "enums are open.",
+        "distinct from None (JSON null); enums are open. The base class, "
+        ":class:`channelkit.http.model.Model`, describes decoding and ``extra_fields``.",
         "",
     )
     lines += ["", "from __future__ import annotations", ""]
@@ -302,7 +309,7 @@ def _method_lines(op: OperationDef) -> list[str]:
         returns = "None"
     lines = [f"    def {op.method_name}(", *sig, f"    ) -> {returns}:"]
 
-    doc = [op.summary or op.operation_id]
+    doc = [op.summary] if op.summary else []
     if op.description and op.description != op.summary:
         doc.append(op.description)
     doc.append(f"``{op.http_method} {op.path}`` (operationId ``{op.operation_id}``).")
@@ -457,7 +464,8 @@ def render_client(spec: Spec) -> str:
 
     lines = [header(spec).rstrip("\n")]
     lines += docstring(
-        f"``{cls}``: the {spec.title} API (from {spec.file}, version {spec.version}).\n\n"
+        f"``{cls}``: the client of the {api_name(spec)}, generated from {spec.file} "
+        f"(version {spec.version}).\n\n"
         "One method per operation; every call has an explicit (connect, read) timeout, retries "
         "idempotent operations under the client's RetryPolicy and maps failures to "
         "channelkit.errors.",
@@ -495,7 +503,8 @@ def render_client(spec: Spec) -> str:
         "none": "sends no credentials",
     }.get(kind, "")
     lines += docstring(
-        f"{spec.title}.\n\n{spec.description}\n\nAuth: {auth_note}. Thread-safe: share one "
+        f"Client of the {api_name(spec)}.\n\n{spec.description}\n\nAuth: {auth_note}. "
+        "Thread-safe: share one "
         "instance between pool workers.",
         "    ",
     )
@@ -524,7 +533,7 @@ def render_init(spec: Spec) -> str:
     names = sorted([e.name for e in spec.enums] + [m.name for m in spec.models])
     lines = [header(spec).rstrip("\n")]
     lines += docstring(
-        f"{spec.title}: generated client ``{cls}`` and its models.\n\n"
+        f"The {api_name(spec)}: the generated client ``{cls}`` and its models.\n\n"
         f"Regenerate with ``python -m codegen`` after editing {spec.file}; see "
         "docs/regenerating-clients.md.",
         "",

@@ -69,7 +69,8 @@ UNSET: Final = UnsetType.UNSET
 
 
 class OpenEnum(enum.Enum):
-    """Base of generated enums. Decoding never fails on an unseen value: see :class:`EnumCodec`."""
+    """Base of generated enums, which are open: an unlisted value decodes to the raw
+    string or integer instead of failing (see :class:`EnumCodec`)."""
 
     @classmethod
     def decode(cls, value: Any) -> Any:
@@ -361,9 +362,13 @@ class Model:
     """Base of every generated model (a dataclass with aliased, codec-described fields).
 
     Construct with keyword arguments using the Python attribute names; ``from_dict`` and
-    ``to_dict`` use the wire names. ``extra_fields`` holds wire fields the schema does not
-    know; they are written back unchanged. ``to_json``, ``from_json`` and ``schema`` are
+    ``to_dict`` use the wire names. ``to_json``, ``from_json`` and ``schema`` are
     dataclasses-json's (``DataClassJsonMixin``), loaded when first called.
+
+    Every generated model ends with an ``extra_fields`` dict (not shown in ``repr``): the
+    wire fields its schema does not list, by wire name, as decoded JSON. ``from_dict`` fills
+    it and ``to_dict`` writes it back after the known fields (a known field wins a clash),
+    so a platform field the SDK has not seen yet survives a round trip.
     """
 
     dataclass_json_config: ClassVar[dict[str, Any] | None] = None
