@@ -53,7 +53,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from channelkit.web.ingress import IngressResponse
+    from channelkit.ingress import IngressResponse
 
 __all__ = [
     "AcpError",
@@ -344,7 +344,7 @@ class IngressRejected(ChannelKitError):
 
     def response(self) -> IngressResponse:
         """The rejection as an HTTP response (no details leaked beyond the reason)."""
-        from channelkit.web.ingress import IngressResponse  # the web layer imports errors
+        from channelkit.ingress import IngressResponse  # errors stays a leaf module
 
         return IngressResponse.json(self.status, {"code": self.status, "msg": self.reason})
 
