@@ -49,7 +49,7 @@ __all__ = [
     "Turn",
 ]
 
-#: Options of a user question (as the reference producer advertises them).
+#: Options of a user question: Submit and Cancel, with the ids ACP agents use for them.
 QUESTION_OPTIONS = (
     PermissionOption("proceed_once", "Submit", "allow_once"),
     PermissionOption("cancel", "Cancel", "reject_once"),

@@ -1,4 +1,4 @@
-"""Public value types of the channel interaction contract (seed 000 / 001).
+"""Public value types of the channel interaction contract (docs/core.md).
 
 Everything here is immutable and platform-neutral: no cards, no template ids, no
 platform handles. The correlation chain is

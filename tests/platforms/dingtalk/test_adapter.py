@@ -1,4 +1,4 @@
-"""DingTalk adapter acceptance tests on the real ChannelBase (seed 001 / seed 000)."""
+"""The DingTalk adapter on the real ChannelBase: status and question cards, Stop, ingress."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``FeishuChannel``: ChannelBase on Feishu (Lark).
 
-Mapping of the shared contract (seeds 000/003/004):
+Mapping of the shared channel contract (core lifecycle events and hooks):
 
 =====================  ===============================================================
 started                no card (lazy); an ``OnIt`` reaction on the user's message

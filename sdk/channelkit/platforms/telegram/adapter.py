@@ -1,6 +1,6 @@
 """``TelegramChannel``: typing keep-alive, native inline-keyboard questions, webhook.
 
-Capabilities (seed 000 "Cross-IM compatibility"): Telegram implements *native input*
+Capabilities: Telegram implements *native input*
 (inline-keyboard questions, :mod:`channelkit.platforms.telegram.questions`) *without
 streaming output*: text is sent as plain messages (split at 4,096 characters), one
 output segment at a time (:mod:`channelkit.platforms.telegram.output`): a segment that
@@ -8,7 +8,7 @@ ends with ``response_boundary`` or ``input_requested`` is sent at once, so the t
 written before a question arrives before the question's messages; the final response
 sends only what was not sent yet.
 
-Lifecycle mapping (seeds 003/004, adapter-local): ``started`` -> start typing (one
+Lifecycle mapping (adapter-local): ``started`` -> start typing (one
 keep-alive per chat, ``sendChatAction typing`` every 4 s on the core scheduler);
 ``completed`` / ``cancelled`` / ``failed`` -> stop typing when the chat's last run
 ended; ``text_chunk`` / ``tool_call`` are ignored. Indicator failures are logged and

@@ -8,7 +8,7 @@
 * every message also has ``Cancel``, which cancels the whole request.
 
 When every question has an answer, the request is submitted to the original permission
-with the cross-client answer format (seed 001)::
+in the answer format every client shares (:data:`channelkit.agents.base.PermissionResponse`)::
 
     {"outcome": {"outcome": "selected", "optionId": <submit option>},
      "answers": {"0": "Blue", "1": "Logs, Metrics"}}

@@ -1,13 +1,13 @@
 """``WeixinChannel``: text in, text out, typing via iLink getconfig + sendtyping.
 
-Capabilities (seed 000 "Cross-IM compatibility"): Weixin supports *neither* streaming
+Capabilities: Weixin supports *neither* streaming
 output *nor* native input, so it inherits :class:`~channelkit.core.ChannelBase`'s text
 behaviour end to end: the final response is one plain-text message (Markdown is
 flattened, since Weixin shows it verbatim), structured questions and tool permissions
 arrive as the text permission prompt, and ``/approve``, ``/approve-always``, ``/deny``
 and ``/cancel`` answer them.
 
-Lifecycle mapping (seeds 003/004, adapter-local): ``started`` -> typing on,
+Lifecycle mapping (adapter-local): ``started`` -> typing on,
 ``completed`` / ``cancelled`` / ``failed`` -> typing off, ``text_chunk`` / ``tool_call``
 ignored (see :mod:`channelkit.platforms.weixin.indicators`).
 

@@ -1,6 +1,6 @@
 """Weixin typing indicator: iLink ``getconfig`` ticket + ``sendtyping`` on / off.
 
-Lifecycle mapping (seeds 003/004): ``started`` -> typing on (status 1), ``completed`` /
+Lifecycle mapping: ``started`` -> typing on (status 1), ``completed`` /
 ``cancelled`` / ``failed`` -> typing off (status 2); ``text_chunk`` and ``tool_call`` are
 ignored by the adapter.
 
