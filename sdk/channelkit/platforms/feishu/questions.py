@@ -30,7 +30,7 @@ projected by patching the *same* message in place (never deleted).
   core's own deadline ``context.expires_at``; one scheduler timer) patches the card to
   expired FIRST and only then calls the responder with ``cancelled``, so the resulting
   settlement cannot relabel it.
-* Answers use seed 001's submit format: ``{"outcome": {"outcome": "selected",
+* Answers use the shared submit format: ``{"outcome": {"outcome": "selected",
   "optionId": <submit option>}, "answers": {"0": "Beijing", "1": "Logs, Metrics"}}``;
   multi-select labels joined with ``", "``; cancel sends ``{"outcome": {"outcome":
   "cancelled"}}`` and no answers. Answers are never logged.
@@ -69,7 +69,7 @@ SerialSubmit = Callable[[Hashable, Callable[[], Any]], "Future[Any]"]
 def encode_answers(
     questions: Sequence[Any], form_value: Mapping[str, Any] | None, *, custom_text: bool = True
 ) -> dict[str, str]:
-    """Turn a card ``form_value`` into seed 001's ``answers`` map (labels, not indexes).
+    """Turn a card ``form_value`` into the shared ``answers`` map (labels, not indexes).
 
     Select values are option indexes (``"0"``, ``"1"`` ...); the optional
     ``<key>_other`` input carries custom text (it replaces a single-select choice and
