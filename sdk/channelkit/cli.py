@@ -192,7 +192,14 @@ def _cmd_config_schema(_: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="channelkit", description=channelkit.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="channelkit",
+        description=(
+            "channelkit: connect an AI agent's runs to IM platforms with native "
+            "interactions. Try it locally with 'channelkit playground'; serve real "
+            "channels with 'channelkit serve --config channelkit.json'."
+        ),
+    )
     parser.add_argument("--version", action="version", version=channelkit.__version__)
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="print what channelkit has configured and installed")
@@ -226,13 +233,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve configured channels on a production WSGI server")
     serve.add_argument("--config", required=True, help="the JSON configuration file")
-    serve.add_argument("--host", default=None)
-    serve.add_argument("--port", type=int, default=None)
-    serve.add_argument("--engine", choices=["auto", *SERVER_ENGINES], default=None)
+    serve.add_argument(
+        "--host", default=None, help="listen address (default: server.host, else 127.0.0.1)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=None, help="listen port (default: server.port, else 8000)"
+    )
+    serve.add_argument(
+        "--engine",
+        choices=["auto", *SERVER_ENGINES],
+        default=None,
+        help="WSGI server (default: server.engine, else auto: waitress, then gunicorn)",
+    )
     serve.set_defaults(func=_cmd_serve)
 
     check = sub.add_parser("check-config", help="validate a configuration file")
-    check.add_argument("config")
+    check.add_argument("config", help="the JSON configuration file to validate")
     check.set_defaults(func=_cmd_check_config)
 
     schema = sub.add_parser("config-schema", help="print the configuration JSON Schema")

@@ -100,13 +100,16 @@ def main(argv: list[str]) -> int:
         for name in sorted(wheel_names)
         if STRAY.search(name) or name.startswith(("tests/", "docs/", "codegen/"))
     ]
-    if not any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith("/LICENSE") for n in wheel_names):
+    if not any(n.endswith((".dist-info/licenses/LICENSE", "/LICENSE")) for n in wheel_names):
         problems.append("wheel metadata lacks LICENSE")
     for problem in problems:
         print(f"check_dist: {problem}", file=sys.stderr)
     if problems:
         return 1
-    print(f"check_dist: {prefix}.tar.gz ({len(names)} files) and {wheel.name} ({len(wheel_names)} files) ok")
+    print(
+        f"check_dist: {prefix}.tar.gz ({len(names)} files) and "
+        f"{wheel.name} ({len(wheel_names)} files) ok"
+    )
     return 0
 
 

@@ -123,7 +123,15 @@ def main(argv: list[str]) -> int:
         venv.create(env_dir, with_pip=True, clear=True)
         python = _bin(env_dir, "python")
         subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheels[0])],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                str(wheels[0]),
+            ],
             check=True,
         )
         clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}

@@ -194,7 +194,11 @@ def test_callbacks_are_signed_as_dingtalk_documents(emu: tuple[EmulatorServer, l
     emulator.card_action("card-1", "cancel")
     cancel = parse_card_callback(json.loads(sent[-1][2]))
     assert cancel is not None and cancel.is_cancel
-    emulator.card_action("card-1", "stop")
+    with pytest.raises(ValueError):  # a question card has no Stop button (HTTP: 400)
+        emulator.card_action("card-1", "stop")
+    with emulator._lock:
+        emulator._put_card("card-2", {"id": "card-2", "kind": "status", "params": {}})
+    emulator.card_action("card-2", "stop")
     stop = parse_card_callback(json.loads(sent[-1][2]))
     assert stop is not None and stop.action_id == "btn_stop"
 

@@ -1,10 +1,33 @@
-"""docs/quickstart-flask.md and docs/quickstart-django.md: their code blocks run as written."""
+"""The quickstarts and platform guides run as written.
+
+Two mechanisms:
+
+* in process: the single Python block of docs/quickstart-flask.md and
+  docs/quickstart-django.md is executed against an emulator, its callbacks routed into the
+  Flask / Django test client;
+* as a user would: every block marked ``<!-- runnable ... -->`` in a quickstart or a
+  platform guide is run in a fresh directory, in order. ``runnable: file NAME`` writes
+  the block to NAME, ``runnable`` runs it with bash to completion, ``runnable: server``
+  starts it with bash and leaves it running (the guide's emulator, ``waitress-serve``,
+  ``channelkit serve``), and ``runnable: setting`` is a Django setting appended to the
+  project's settings and loaded. The only change to the text is the ports: 8000 (the
+  app) and 8700 (the emulator) become free ports. The conversation is then held over
+  HTTP through the emulator's control API (``/_emulator/...``), as the chat page does.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
+import signal
+import subprocess
 import sys
+import time
 import types
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +38,7 @@ from channelkit.playground import CallbackDelivery, DingtalkEmulator, EmulatorSe
 from dingtalk_conversation import APP_KEY, APP_SECRET, CARD_SECRET, click_until, wait_until
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+RUNNABLE = re.compile(r"<!-- runnable(?::\s*(\w+)\s*([^>]*?))?\s*-->\n```[^\n]*\n(.*?)```", re.S)
 
 
 def _code(name: str) -> str:
@@ -124,6 +148,293 @@ def test_django_quickstart_runs(emulator_env: EmulatorServer) -> None:
             _converse(emulator)
             assert client.get("/healthz").status_code == 200
     finally:
-        module.channel.close()
-        module.channel.pool.shutdown(wait=True, timeout=5)
+        for channel in module.channels:
+            channel.close()
+            channel.pool.shutdown(wait=True, timeout=5)
         sys.modules.pop("quickstart_django_urls", None)
+
+
+# -- as written: every runnable block, real processes, real HTTP ---------------------------
+
+QUICKSTARTS = [
+    ("quickstart-flask.md", "dingtalk"),
+    ("quickstart-django.md", "dingtalk"),
+    ("quickstarts/feishu-flask.md", "feishu"),
+    ("quickstarts/feishu-django.md", "feishu"),
+    ("quickstarts/telegram-flask.md", "telegram"),
+    ("quickstarts/telegram-django.md", "telegram"),
+]
+
+
+def _runnable(page: str) -> list[tuple[str, str, str]]:
+    """(kind, argument, text) of every runnable block of ``page``, in order."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    return [(kind or "run", arg.strip(), body) for kind, arg, body in RUNNABLE.findall(text)]
+
+
+def _http(url: str, body: dict[str, Any] | None = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="GET" if data is None else "POST")
+    request.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _up(url: str) -> bool:
+    try:
+        _http(url)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+class _Run:
+    """A directory, two free ports and the processes started there."""
+
+    def __init__(self, cwd: Path) -> None:
+        from channelkit.playground import free_port
+
+        self.cwd = cwd
+        self.app_port = free_port()
+        self.emulator_port = free_port()
+        while self.emulator_port == self.app_port:
+            self.emulator_port = free_port()
+        self.servers: list[subprocess.Popen[str]] = []
+        bin_dir = str(Path(sys.executable).parent)
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("DINGTALK_", "FEISHU_", "TELEGRAM_"))
+        }
+        self.env["PATH"] = bin_dir + os.pathsep + self.env.get("PATH", "")
+        self.env["PYTHONUNBUFFERED"] = "1"
+
+    def ports(self, text: str) -> str:
+        return text.replace("8000", str(self.app_port)).replace("8700", str(self.emulator_port))
+
+    def play(self, page: str) -> None:
+        for kind, arg, body in _runnable(page):
+            body = self.ports(body)
+            if kind == "file":
+                target = self.cwd / arg
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(body, encoding="utf-8")
+            elif kind == "run":
+                done = subprocess.run(
+                    ["bash", "-euo", "pipefail", "-c", body],
+                    cwd=self.cwd,
+                    env=self.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                )
+                assert done.returncode == 0, f"{page}: {body}\n{done.stdout}{done.stderr}"
+                self.outputs.append(done.stdout)
+            elif kind == "server":
+                log = (self.cwd / f"server-{len(self.servers)}.log").open("w")
+                self.servers.append(
+                    subprocess.Popen(
+                        ["bash", "-c", body],
+                        cwd=self.cwd,
+                        env=self.env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                        start_new_session=True,
+                    )
+                )
+            elif kind == "setting":
+                self.settings.append(body)
+
+    outputs: list[str]
+    settings: list[str]
+
+    def wait_up(self, url: str, what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not _up(url):
+            for server in self.servers:
+                assert server.poll() is None, f"{what}: a server exited\n{self.logs()}"
+            assert time.monotonic() < deadline, f"{what} did not come up\n{self.logs()}"
+            time.sleep(0.1)
+
+    def logs(self) -> str:
+        return "\n".join(
+            p.read_text(errors="replace") for p in sorted(self.cwd.glob("server-*.log"))
+        )
+
+    def stop(self) -> None:
+        for server in self.servers:
+            if server.poll() is None:
+                os.killpg(server.pid, signal.SIGTERM)
+        for server in self.servers:
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+
+
+def _poll(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _views(base: str) -> list[dict[str, Any]]:
+    state = _http(f"{base}/_emulator/state")
+    return [state["views"][e["card"]] for e in state["timeline"] if e["kind"] == "card"]
+
+
+def _answer(question: dict[str, Any], wanted: str) -> dict[str, Any]:
+    form: dict[str, Any] = {}
+    for q in question["questions"]:
+        options = [o for o in q["options"] if not o["value"].startswith("__")]
+        pick = next((o for o in options if o["text"] == wanted), options[0])
+        form[q["name"]] = [pick["value"]] if q["multi"] else pick["value"]
+    return form
+
+
+def _converse_http(base: str, platform: str, text: str, answer: str, expect: str) -> None:
+    """Send ``text``, answer every question with ``answer`` (or the first option), and
+    wait for a bot card or message containing ``expect``."""
+    sent = _http(f"{base}/_emulator/send", {"text": text})
+    assert sent["status"] == 200, sent
+    if platform == "telegram":
+        answered: set[str] = set()
+
+        def tap_all() -> bool:
+            for view in _views(base):
+                if view["state"] != "pending" or not view.get("keyboard") or view["id"] in answered:
+                    continue
+                buttons = [b["text"] for row in view["keyboard"] for b in row]
+                choices = [b for b in buttons if b not in ("Cancel", "Submit")]
+                pick = answer if answer in choices else choices[0]
+                action = f"{base}/_emulator/cards/{view['id']}/action"
+                _http(action, {"action": "tap", "form": {"text": pick}})
+                if "Submit" in buttons:
+                    _poll(lambda card=view["id"]: _marked(base, card), "the choice to be marked")
+                    _http(action, {"action": "tap", "form": {"text": "Submit"}})
+                answered.add(view["id"])
+            return any(expect in (v.get("text") or "") for v in _views(base))
+
+        _poll(tap_all, f"a message with {expect!r}")
+        return
+    question = _poll(
+        lambda: next((v for v in _views(base) if v["kind"] == "question"), None), "the question"
+    )
+    form = _answer(question, answer)
+
+    def submitted() -> bool:
+        _http(f"{base}/_emulator/cards/{question['id']}/action", {"action": "submit", "form": form})
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            if _views_by_id(base)[question["id"]]["state"] == "submitted":
+                return True
+            time.sleep(0.05)
+        return False
+
+    _poll(submitted, "the question to be submitted")
+    _poll(
+        lambda: any(
+            v["kind"] == "status" and v["state"] == "completed" and expect in v["content"]
+            for v in _views(base)
+        ),
+        f"a completed card with {expect!r}",
+    )
+
+
+def _marked(base: str, card: str) -> bool:
+    keyboard = _views_by_id(base)[card]["keyboard"]
+    return any(b["text"].startswith("✓") for row in keyboard for b in row)
+
+
+def _views_by_id(base: str) -> dict[str, dict[str, Any]]:
+    return dict(_http(f"{base}/_emulator/state")["views"])
+
+
+@pytest.fixture()
+def run(tmp_path: Path) -> Iterator[_Run]:
+    if shutil.which("bash") is None:
+        pytest.skip("bash is required to run the documented commands")
+    pytest.importorskip("waitress")
+    current = _Run(tmp_path)
+    current.outputs, current.settings = [], []
+    try:
+        yield current
+    finally:
+        current.stop()
+
+
+@pytest.mark.parametrize(("page", "platform"), QUICKSTARTS, ids=[p for p, _ in QUICKSTARTS])
+def test_quickstart_runs_as_written(run: _Run, page: str, platform: str) -> None:
+    pytest.importorskip("django" if "django" in page else "flask")
+    guide = [
+        b
+        for b in _runnable(f"platforms/{platform}.md")
+        if b[1] == "emulator.py" or b[2].strip() == "python emulator.py"
+    ]
+    assert len(guide) == 2, f"platforms/{platform}.md must show emulator.py and how to run it"
+    for kind, arg, body in guide:
+        if kind == "file":
+            (run.cwd / arg).write_text(run.ports(body), encoding="utf-8")
+        else:
+            run.servers.append(
+                subprocess.Popen(
+                    ["bash", "-c", run.ports(body)],
+                    cwd=run.cwd,
+                    env=run.env,
+                    stdout=(run.cwd / "server-emulator.log").open("w"),
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    start_new_session=True,
+                )
+            )
+    emulator = f"http://127.0.0.1:{run.emulator_port}"
+    run.wait_up(f"{emulator}/_emulator/state", "the emulator")
+    run.play(page)
+    assert any(kind == "server" for kind, _, _ in _runnable(page)), "no server start command"
+    run.wait_up(f"http://127.0.0.1:{run.app_port}/healthz", "the app server")
+    _converse_http(emulator, platform, "ship it", "Shanghai", "Deploying to Shanghai.")
+    if "django" in page:
+        (setting,) = run.settings
+        with (run.cwd / "mysite" / "settings.py").open("a", encoding="utf-8") as settings:
+            settings.write("\n" + setting)
+        check = (
+            "import os, django\n"
+            "os.environ['DJANGO_SETTINGS_MODULE'] = 'mysite.settings'\n"
+            "django.setup()\n"
+            "from channelkit.web.django.urls import urlpatterns\n"
+            "print(sorted(str(p.pattern) for p in urlpatterns))\n"
+            "os._exit(0)\n"
+        )
+        env = dict(run.env)
+        for line in next(b for k, _, b in _runnable(page) if k == "server").splitlines():
+            if line.startswith("export "):
+                for pair in line[len("export ") :].split():
+                    name, _, value = pair.partition("=")
+                    env[name] = run.ports(value)
+        done = subprocess.run(
+            [sys.executable, "-c", check],
+            cwd=run.cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "healthz" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("platform", ["dingtalk", "feishu", "telegram"])
+def test_platform_guide_playground_path_runs_as_written(run: _Run, platform: str) -> None:
+    """The guide's emulator.py, channelkit.json, check-config and serve, then the demo."""
+    run.play(f"platforms/{platform}.md")
+    assert any(out.startswith("ok: 1 channel(s)") for out in run.outputs), run.outputs
+    emulator = f"http://127.0.0.1:{run.emulator_port}"
+    run.wait_up(f"{emulator}/_emulator/state", "the emulator")
+    run.wait_up(f"http://127.0.0.1:{run.app_port}/healthz", "channelkit serve")
+    _converse_http(emulator, platform, "hello", "Green", "You picked")

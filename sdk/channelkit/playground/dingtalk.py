@@ -528,6 +528,9 @@ class DingtalkEmulator(EmulatorBase):
         card = self.card(card_id)
         if card is None:
             raise KeyError(card_id)
+        buttons = {"status": ("stop",), "question": ("submit", "cancel")}.get(str(card.get("kind")))
+        if buttons is not None and action not in buttons:
+            raise ValueError(f"action: the card has no {action!r} button")
         params: dict[str, Any]
         if action == "stop":
             action_ids, params = [STOP_ACTION_ID], {}
