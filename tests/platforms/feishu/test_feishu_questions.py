@@ -412,7 +412,7 @@ def test_many_lifecycles_stay_bounded(rt: Any, fake: FakeFeishu) -> None:
         ctx.settle(SettlementReason.CANCELLED)
     rt.settle()
     assert len(p) == 0
-    assert len(p._tombstones) <= 1000
+    assert p.registry.tombstone_count() <= 1000
 
 
 # --- early callbacks: the form is visible before send_card answers -------------------------

@@ -17,9 +17,16 @@ import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
-from channelkit.core import ChannelBase, ChannelBusy, ChannelClosed, InboundMessage
+from channelkit.core import (
+    ChannelBase,
+    ChannelBusy,
+    ChannelClosed,
+    CommandHandle,
+    InboundMessage,
+    RunHandle,
+)
 
-__all__ = ["CLOSED_STATUS", "InboundOutcome", "ack_status", "deliver_inbound"]
+__all__ = ["CLOSED_STATUS", "InboundOutcome", "ack_status", "deliver_inbound", "hand_inbound"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,15 +48,26 @@ def deliver_inbound(
     ``"closed"`` (answer :data:`CLOSED_STATUS`; one warning was logged). Any other
     error propagates to the caller's own error handling.
     """
+    return hand_inbound(channel, message, defer=defer)[0]
+
+
+def hand_inbound(
+    channel: ChannelBase,
+    message: InboundMessage,
+    *,
+    defer: list[Callable[[], None]] | None = None,
+) -> tuple[InboundOutcome, RunHandle | CommandHandle | None]:
+    """:func:`deliver_inbound` that also returns the run's (or command's) handle, for
+    ingress without an HTTP answer (long polling); the handle is None unless accepted."""
     try:
-        channel.handle_inbound(message, defer=defer)
+        handle = channel.handle_inbound(message, defer=defer)
     except ChannelClosed:
         logger.warning("[%s] inbound message refused: the channel is closed", channel.name)
-        return "closed"
+        return "closed", None
     except ChannelBusy as exc:
         logger.info("[%s] inbound message not queued: %s", channel.name, exc)
-        return "busy"
-    return "accepted"
+        return "busy", None
+    return "accepted", handle
 
 
 def ack_status(outcome: InboundOutcome | Any) -> int:

@@ -47,6 +47,8 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.platforms.common.inbound import ack_status, deliver_inbound
+from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import OutputState
@@ -58,9 +60,9 @@ from channelkit.platforms.feishu.ingress import (
     parse_card_action,
     parse_message_event,
 )
-from channelkit.platforms.feishu.questions import QuestionPresenter
 from channelkit.platforms.feishu.output import OutputCardPresenter
-from channelkit.runtime import BoundedMap, KeyedSerialQueue, Scheduler, WorkerPool
+from channelkit.platforms.feishu.questions import QuestionPresenter
+from channelkit.runtime import KeyedSerialQueue, Scheduler, WorkerPool
 from channelkit.runtime.clock import Clock
 
 __all__ = ["CARD_PATH", "EVENTS_PATH", "FeishuChannel"]
@@ -114,6 +116,7 @@ class FeishuChannel(ChannelBase):
         run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
+        registry: StateRegistry | None = None,
     ) -> None:
         super().__init__(
             channel_config or ChannelConfig(name="feishu"),
@@ -124,6 +127,10 @@ class FeishuChannel(ChannelBase):
             clock=clock,
         )
         self.feishu = config
+        #: every piece of cross-callback state (cards, claims, tombstones, redeliveries)
+        self.registry: StateRegistry = (
+            registry if registry is not None else MemoryStateRegistry(self.clock)
+        )
         self._owns_api = api is None
         self.api = api or FeishuApi.create(
             config.app_id,
@@ -148,6 +155,7 @@ class FeishuChannel(ChannelBase):
             title=config.title,
             cardkit=config.cardkit,
             send_text=self._send_text_now,
+            registry=self.registry.cards("feishu-output"),
         )
         # per request, the form also ends EXPIRY_MARGIN before core's own deadline
         # (context.expires_at), so it is finalized expired before core answers
@@ -161,15 +169,16 @@ class FeishuChannel(ChannelBase):
             timeout_s=lifetime,
             custom_text=config.forms.custom_text,
             send_text=self._send_text_now,
+            registry=self.registry.cards("feishu-questions"),
         )
         # a signed event is acceptable for max_clock_skew_s on both sides of its
         # timestamp: remember its id at least that long so a replay is ignored
-        self._events_seen: BoundedMap[str, object] = BoundedMap(
-            1000, ttl=max(EVENT_DEDUP_TTL, 2.0 * config.max_clock_skew_s), clock=self.clock
+        self._events_seen = self.registry.deliveries(
+            "feishu-events", ttl=max(EVENT_DEDUP_TTL, 2.0 * config.max_clock_skew_s)
         )
-        self._reactions: BoundedMap[str, _Reaction] = BoundedMap(1000, clock=self.clock)
+        self._reactions = self.registry.map("feishu-reactions")
         self._reaction_lock = threading.Lock()
-        self._streamed_runs: BoundedMap[str, bool] = BoundedMap(1000, clock=self.clock)
+        self._streamed_runs = self.registry.map("feishu-streamed-runs")
 
     # =================================================================================
     # Output
@@ -355,8 +364,7 @@ class FeishuChannel(ChannelBase):
     def _first_delivery(self, event_id: str | None) -> bool:
         if not event_id:
             return True
-        marker = object()  # check-and-set in one step: racing copies dispatch once
-        return self._events_seen.setdefault(event_id, lambda: marker) is marker
+        return self._events_seen.first(event_id)  # racing copies dispatch once
 
     def _handle(
         self,
@@ -388,18 +396,23 @@ class FeishuChannel(ChannelBase):
 
     def _route_event(self, verified: Any) -> IngressResponse:
         after: list[Callable[[], None]] = []
+        status = 200
         if verified.event_type == MESSAGE_EVENT and self._first_delivery(verified.event_id):
-            self._dispatch_message(verified.payload, after)
+            status = self._dispatch_message(verified.payload, after)
+            if status != 200 and verified.event_id:
+                self._events_seen.forget(verified.event_id)  # a redelivery may be served
         elif verified.event_type == "card.action.trigger":
             return self._card_response(verified.payload)
-        return IngressResponse.json(200, {}, after=after)
+        return IngressResponse.json(status, {}, after=after)
 
-    def _dispatch_message(self, payload: Any, after: list[Callable[[], None]]) -> None:
+    def _dispatch_message(self, payload: Any, after: list[Callable[[], None]]) -> int:
+        """Hand a message event to the channel; returns the HTTP status to answer
+        (:mod:`channelkit.platforms.common.inbound`: 503 when closed, else 200)."""
         message = parse_message_event(payload)
         if message is None or message.sender_type != "user" or not message.text.strip():
-            return
+            return 200
         if message.is_group and not message.mentions:
-            return  # in groups the bot answers only when mentioned
+            return 200  # in groups the bot answers only when mentioned
         inbound = InboundMessage(
             channel_name=self.name,
             chat_id=message.chat_id,
@@ -410,9 +423,10 @@ class FeishuChannel(ChannelBase):
             is_group=message.is_group,
         )
         try:
-            self.handle_inbound(inbound, defer=after)
+            return ack_status(deliver_inbound(self, inbound, defer=after))
         except Exception as exc:
             logger.warning("inbound Feishu message not accepted: %s", exc)
+            return 200
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
         """The card action callback: Stop, form Submit and Cancel.

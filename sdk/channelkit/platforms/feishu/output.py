@@ -35,13 +35,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from channelkit.platforms.common import (
-    OneShotClaim,
-    SnapshotWriter,
-    StateCell,
-    TombstoneStore,
-    bound_text,
-)
+from channelkit.platforms.common import OneShotClaim, SnapshotWriter, StateCell, bound_text
+from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import OutputState
@@ -120,7 +115,8 @@ class OutputCardPresenter:
 
     ``submit(key, fn)`` queues ``fn`` on the per-run serial projection queue (key =
     run id) and returns a Future. ``send_text(chat_id, text)`` is the plain-message
-    fallback when no card could be created.
+    fallback when no card could be created. ``registry`` holds the live cards (key:
+    segment id; index ``message``: message id) and their tombstones (key: segment id).
     """
 
     def __init__(
@@ -135,6 +131,7 @@ class OutputCardPresenter:
         cardkit: bool = True,
         send_text: Callable[[str, str], Any] | None = None,
         min_interval: float = 0.5,
+        registry: CardRegistry[OutputCard, tuple[str, str]] | None = None,
     ) -> None:
         self._api = api
         self._clock = clock
@@ -145,30 +142,27 @@ class OutputCardPresenter:
         self._cardkit = cardkit
         self._send_text = send_text
         self._min_interval = min_interval
-        self._lock = threading.Lock()
-        self._cards: dict[str, OutputCard] = {}
-        self._by_message: dict[str, str] = {}
-        self._tombstones: TombstoneStore[str, tuple[str, str]] = TombstoneStore(clock)
+        self.registry: CardRegistry[OutputCard, tuple[str, str]] = (
+            registry if registry is not None else MemoryCardRegistry(clock)
+        )
+        self._lock = self.registry.lock
         self._limiter = PatchRateLimiter(clock)
 
     # -- lookup -------------------------------------------------------------------------
     def get(self, segment_id: str) -> OutputCard | None:
         """The live card of ``segment_id``."""
-        with self._lock:
-            return self._cards.get(segment_id)
+        return self.registry.get(segment_id)
 
     def tombstone(self, segment_id: str) -> tuple[str, str] | None:
         """``(run_id, terminal_state)`` of a finished segment card, if remembered."""
-        return self._tombstones.get(segment_id)
+        return self.registry.tombstone(segment_id)
 
     def live_cards(self, run_id: str | None = None) -> list[OutputCard]:
         """Live (non-terminal) cards, optionally of one run."""
-        with self._lock:
-            return [c for c in self._cards.values() if run_id is None or c.run_id == run_id]
+        return [c for c in self.registry.records() if run_id is None or c.run_id == run_id]
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._cards)
+        return len(self.registry)
 
     # -- output path ----------------------------------------------------------------------
     def append(
@@ -185,14 +179,14 @@ class OutputCardPresenter:
         """Add visible text to a segment, creating its card on the first text."""
         if not chunk:
             return None
-        if self._tombstones.get(segment_id) is not None:
+        if self.registry.tombstone(segment_id) is not None:
             return None  # a closed segment is never reopened
         created = False
         with self._lock:
-            card = self._cards.get(segment_id)
+            card = self.registry.get(segment_id)
             if card is None:
-                if len(self._cards) >= MAX_LIVE_CARDS:
-                    oldest = next(iter(self._cards))
+                if len(self.registry) >= MAX_LIVE_CARDS:
+                    oldest = self.registry.records()[0].segment_id
                     logger.warning("output card registry full; dropping segment %s", oldest)
                     self._drop_locked(oldest)
                 card = OutputCard(
@@ -202,6 +196,8 @@ class OutputCardPresenter:
                     owner_id=owner_id,
                     chat_id=chat_id,
                     reply_to=reply_to,
+                    state=self.registry.state("running"),
+                    stop_claim=self.registry.claim(),
                 )
                 card.writer = SnapshotWriter(
                     partial(self._write_snapshot, card),
@@ -212,8 +208,7 @@ class OutputCardPresenter:
                     ready=False,
                     on_error=partial(self._on_write_error, card),
                 )
-                self._cards[segment_id] = card
-                created = True
+                created = self.registry.add(segment_id, card)
         assert card.writer is not None
         card.writer.append(chunk)
         if created:
@@ -254,8 +249,7 @@ class OutputCardPresenter:
                 card.mode = "text"
                 writer.close()
                 return
-        with self._lock:
-            self._by_message[card.message_id] = card.segment_id
+        self.registry.index("message", card.message_id, card.segment_id)
         writer.start()
 
     def _write_snapshot(self, card: OutputCard, text: str) -> None:
@@ -346,14 +340,12 @@ class OutputCardPresenter:
 
     def _release(self, card: OutputCard, state: str) -> None:
         with self._lock:
-            if self._cards.get(card.segment_id) is card:
+            if self.registry.get(card.segment_id) is card:
                 self._drop_locked(card.segment_id)
-        self._tombstones.add(card.segment_id, (card.run_id, state))
+        self.registry.bury(card.segment_id, (card.run_id, state))
 
     def _drop_locked(self, segment_id: str) -> None:
-        card = self._cards.pop(segment_id, None)
-        if card is not None and card.message_id is not None:
-            self._by_message.pop(card.message_id, None)
+        card = self.registry.remove(segment_id)
         if card is not None and card.writer is not None:
             card.writer.close()
 

@@ -49,7 +49,8 @@ from typing import Any
 
 from channelkit.core.types import SettlementReason, UserInputPresentationResult
 from channelkit.errors import InvalidForm
-from channelkit.platforms.common import StateCell, TombstoneStore, question_deadline
+from channelkit.platforms.common import StateCell, question_deadline
+from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.ingress import CardAction
@@ -160,7 +161,11 @@ def _toast(kind: str, content: str) -> dict[str, Any]:
 
 
 class QuestionPresenter:
-    """Presents and arbitrates Feishu question forms; see the module docstring."""
+    """Presents and arbitrates Feishu question forms; see the module docstring.
+
+    ``registry`` holds the live records (key: request id; index ``scope``: session,
+    owner and run) and their tombstones (key: request id).
+    """
 
     def __init__(
         self,
@@ -173,6 +178,7 @@ class QuestionPresenter:
         timeout_s: float = 270.0,
         custom_text: bool = True,
         send_text: Callable[[str, str], Any] | None = None,
+        registry: CardRegistry[QuestionRecord, tuple[str, str]] | None = None,
     ) -> None:
         self._api = api
         self._clock = clock
@@ -183,23 +189,21 @@ class QuestionPresenter:
         self._timeout_s = timeout_s
         self._custom_text = custom_text
         self._send_text = send_text
-        self._lock = threading.Lock()
-        self._live: dict[str, QuestionRecord] = {}
-        self._scopes: dict[tuple[str, str, str], str] = {}
-        self._tombstones: TombstoneStore[str, tuple[str, str]] = TombstoneStore(clock)
+        self.registry: CardRegistry[QuestionRecord, tuple[str, str]] = (
+            registry if registry is not None else MemoryCardRegistry(clock)
+        )
+        self._lock = self.registry.lock
 
     # -- introspection --------------------------------------------------------------------
     def get(self, request_id: str) -> QuestionRecord | None:
-        with self._lock:
-            return self._live.get(request_id)
+        return self.registry.get(request_id)
 
     def tombstone(self, request_id: str) -> tuple[str, str] | None:
         """``(run_id, terminal_state)`` of a finished request, if remembered."""
-        return self._tombstones.get(request_id)
+        return self.registry.tombstone(request_id)
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._live)
+        return len(self.registry)
 
     # -- presentation ---------------------------------------------------------------------
     def present(self, context: Any) -> UserInputPresentationResult:
@@ -219,15 +223,17 @@ class QuestionPresenter:
             submit_option_id=str(context.submit_option_id),
             respond=context.respond,
             deadline=question_deadline(self._clock.now(), self._timeout_s, context),
+            cell=self.registry.state("reserved"),
         )
         with self._lock:
-            if record.scope in self._scopes or record.request_id in self._live:
+            registry = self.registry
+            taken = registry.find("scope", record.scope) or registry.get(record.request_id)
+            if taken is not None:
                 return UserInputPresentationResult.UNSUPPORTED
-            if len(self._live) >= MAX_LIVE_REQUESTS:
+            if len(registry) >= MAX_LIVE_REQUESTS:
                 logger.warning("question registry full; using the text fallback")
                 return UserInputPresentationResult.UNSUPPORTED
-            self._live[record.request_id] = record
-            self._scopes[record.scope] = record.request_id
+            registry.add(record.request_id, record, scope=record.scope)
         record.unsubscribe = context.on_settled(
             lambda reason, r=record: self._on_settled(r, reason)
         )
@@ -419,7 +425,7 @@ class QuestionPresenter:
         The responder is not called: ChannelBase settles the pending requests itself.
         """
         with self._lock:
-            records = [r for r in self._live.values() if r.run_id == run_id]
+            records = [r for r in self.registry.records() if r.run_id == run_id]
         count = 0
         for record in records:
             if record.cell.compare_and_set("reserved", "terminal"):
@@ -436,7 +442,7 @@ class QuestionPresenter:
     def close(self) -> None:
         """Expire every live request (channel shutdown)."""
         with self._lock:
-            runs = {r.run_id for r in self._live.values()}
+            runs = {r.run_id for r in self.registry.records()}
         for run_id in runs:
             self.cancel_run(run_id, "expired")
 
@@ -467,12 +473,8 @@ class QuestionPresenter:
                 unsubscribe()
             except Exception:
                 logger.exception("settlement unsubscribe failed")
-        with self._lock:
-            if self._live.get(record.request_id) is record:
-                del self._live[record.request_id]
-            if self._scopes.get(record.scope) == record.request_id:
-                del self._scopes[record.scope]
-        self._tombstones.add(record.request_id, (record.run_id, record.terminal or "expired"))
+        self.registry.remove(record.request_id, record)
+        self.registry.bury(record.request_id, (record.run_id, record.terminal or "expired"))
         # compact: the record keeps no responder, questions or subscriptions
         record.respond = _refused
         record.questions = ()

@@ -48,7 +48,9 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.errors import ConfigurationError
-from channelkit.ingress import IngressRoute
+from channelkit.ingress import IngressResponse, IngressRoute
+from channelkit.platforms.common.inbound import InboundOutcome, ack_status, deliver_inbound
+from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.config import TelegramConfig
 from channelkit.platforms.telegram.groups import GroupGate
@@ -62,7 +64,7 @@ from channelkit.platforms.telegram.ingress import (
 )
 from channelkit.platforms.telegram.output import SegmentOutput, split_message
 from channelkit.platforms.telegram.questions import TEXT_UNKNOWN, TelegramQuestionPresenter
-from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
+from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 __all__ = ["BOT_COMMANDS", "HELP_TEXT", "WEBHOOK_PATH", "TelegramChannel", "split_message"]
 
@@ -125,6 +127,7 @@ class TelegramChannel(ChannelBase):
         run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
+        registry: StateRegistry | None = None,
     ) -> None:
         if not isinstance(config, TelegramConfig):
             raise ConfigurationError("must be a TelegramConfig", path="config")
@@ -139,6 +142,10 @@ class TelegramChannel(ChannelBase):
             run_executor=run_executor,
         )
         self.telegram_config = config
+        #: every piece of cross-callback state (questions, claims, tombstones, updates)
+        self.registry: StateRegistry = (
+            registry if registry is not None else MemoryStateRegistry(self.clock)
+        )
         self.api: TelegramApi = api or TelegramApi(
             config.bot_token, base_url=config.api_base_url, timeout_s=config.request_timeout_s
         )
@@ -154,6 +161,7 @@ class TelegramChannel(ChannelBase):
             scheduler=self.scheduler,
             clock=self.clock,
             timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
+            registry=self.registry.cards("telegram-questions"),
         )
         self.output = SegmentOutput(
             lambda chat_id, text, thread_id: self.send_message(chat_id, text, thread_id=thread_id),
@@ -162,9 +170,7 @@ class TelegramChannel(ChannelBase):
         #: which group messages are for the bot (``group_policy``, mentions, replies)
         self.groups = GroupGate(config.group_policy, config.bot_id, config.bot_username)
         #: update_ids already dispatched: a redelivered (or replayed) update is ignored.
-        self._seen_updates: BoundedMap[int, object] = BoundedMap(
-            1000, ttl=UPDATE_DEDUP_TTL, clock=self.clock
-        )
+        self._seen_updates = self.registry.deliveries("telegram-updates", ttl=UPDATE_DEDUP_TTL)
 
     # -- setup ---------------------------------------------------------------------------
     def register_commands(
@@ -205,7 +211,7 @@ class TelegramChannel(ChannelBase):
                 self.name,
                 WEBHOOK_PATH,
             )
-        handler = TelegramWebhook(self.telegram_config.webhook_secret, self.dispatch_update)
+        handler = TelegramWebhook(self.telegram_config.webhook_secret, self._webhook_dispatch)
         return [IngressRoute(WEBHOOK_PATH, handler, ("POST",), "telegram-webhook")]
 
     def dispatch_update(self, update: TgUpdate | Mapping[str, Any]) -> list[Callable[[], None]]:
@@ -214,17 +220,31 @@ class TelegramChannel(ChannelBase):
         Returns quick callables that hand the update's network work to the pool; run
         them after the ACK (the webhook route does, via ``IngressResponse.after``).
         """
+        return self._dispatch(update)[1]
+
+    def _webhook_dispatch(self, update: TgUpdate) -> IngressResponse:
+        """The webhook's answer to one update (:mod:`channelkit.platforms.common.inbound`:
+        503 when the channel is closed, else 200 with the update's ``after``)."""
+        outcome, after = self._dispatch(update)
+        status = ack_status(outcome)
+        return IngressResponse.json(status, {} if status == 200 else {"ok": False}, after=after)
+
+    def _dispatch(
+        self, update: TgUpdate | Mapping[str, Any]
+    ) -> tuple[InboundOutcome, list[Callable[[], None]]]:
         parsed = update if isinstance(update, TgUpdate) else parse_update(update)
         after: list[Callable[[], None]] = []
-        marker = object()
-        if self._seen_updates.setdefault(parsed.update_id, lambda: marker) is not marker:
+        if not self._seen_updates.first(parsed.update_id):
             logger.info("telegram update %s already handled; ignored", parsed.update_id)
-            return after
+            return "accepted", after
+        outcome: InboundOutcome = "accepted"
         if parsed.callback_query is not None:
             self._handle_callback(parsed.callback_query, after)
         elif parsed.message is not None:
-            self._handle_message(parsed.message, after)
-        return after
+            outcome = self._handle_message(parsed.message, after)
+        if outcome == "closed":
+            self._seen_updates.forget(parsed.update_id)  # a redelivery may be served
+        return outcome, after
 
     def process_update(self, update: TgUpdate | Mapping[str, Any]) -> None:
         """Handle one ``Update`` from your own ``getUpdates`` loop (no ACK to wait for).
@@ -248,19 +268,21 @@ class TelegramChannel(ChannelBase):
         except Exception as exc:
             logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
 
-    def _handle_message(self, message: TgMessage, after: list[Callable[[], None]]) -> None:
+    def _handle_message(
+        self, message: TgMessage, after: list[Callable[[], None]]
+    ) -> InboundOutcome:
         sender = message.from_user
         if sender is None or sender.is_bot or message.text is None:
-            return  # service messages, channel posts, media without text
+            return "accepted"  # service messages, channel posts, media without text
         text = self.groups.admit(message)
         if text is None:
-            return  # a group message not addressed to the bot (see group_policy)
+            return "accepted"  # a group message not addressed to the bot (group_policy)
         thread = message.message_thread_id if message.is_topic_message else None
         command = text.strip().split(maxsplit=1)[0][1:].split("@", 1)[0].lower() if text else ""
         if text.startswith("/") and command in _LOCAL_COMMANDS:
             chat_id = str(message.chat.id)
             after.append(lambda: self.pool.post(self._send_quietly, chat_id, HELP_TEXT, thread))
-            return
+            return "accepted"
         msg = InboundMessage(
             channel_name=self.name,
             chat_id=str(message.chat.id),
@@ -271,7 +293,7 @@ class TelegramChannel(ChannelBase):
             is_group=message.chat.type != "private",
             sender_name=sender.first_name or sender.username,
         )
-        self.handle_inbound(msg, defer=after)
+        return deliver_inbound(self, msg, defer=after)
 
     def _send_quietly(self, chat_id: str, text: str, thread: int | None) -> None:
         try:

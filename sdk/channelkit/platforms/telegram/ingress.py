@@ -232,7 +232,8 @@ class TelegramWebhook:
 
     ``dispatch`` receives the parsed update on the web thread and must return quickly:
     it returns the quick callables that hand its network work to the pool (or None),
-    which become the response's ``after``. Answers: 401 on a missing or wrong secret
+    which become the response's ``after``, or the whole :class:`IngressResponse` (the
+    channel's answer, e.g. 503 when it is closed). Answers: 401 on a missing or wrong secret
     token, 400 on a body that is not a JSON ``Update``, 200 otherwise (also when
     ``dispatch`` raised: the error is logged, and a retry by Telegram would not help).
     """
@@ -240,7 +241,7 @@ class TelegramWebhook:
     def __init__(
         self,
         secret: str | None,
-        dispatch: Callable[[TgUpdate], Iterable[Callable[[], None]] | None],
+        dispatch: Callable[[TgUpdate], IngressResponse | Iterable[Callable[[], None]] | None],
     ) -> None:
         self._secret = secret
         self._dispatch = dispatch
@@ -262,9 +263,11 @@ class TelegramWebhook:
         except UpdateParseError as exc:
             logger.warning("telegram webhook rejected: %s", exc)
             return IngressResponse.json(400, {"ok": False, "error": str(exc)})
-        after: Iterable[Callable[[], None]] | None = None
+        after: IngressResponse | Iterable[Callable[[], None]] | None = None
         try:
             after = self._dispatch(update)
         except Exception:
             logger.exception("telegram update %s dispatch failed", update.update_id)
+        if isinstance(after, IngressResponse):
+            return after
         return IngressResponse.json(200, {}, after=after or ())

@@ -49,15 +49,14 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
 from channelkit.platforms.common import question_deadline
+from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.telegram.ingress import TgCallbackQuery
-from channelkit.runtime import BoundedMap
 
 __all__ = [
     "CALLBACK_PREFIX",
@@ -278,7 +277,9 @@ class TelegramQuestionPresenter:
     ``api`` makes the Bot API calls; ``submit(key, fn)`` runs ``fn`` on a per-key serial
     queue of the pool (projections for one request stay ordered and never run on the
     web thread); ``scheduler.call_later(delay, fn)`` arms the expiry timer; ``clock``
-    (``now()`` in seconds) drives tombstone expiry.
+    (``now()`` in seconds) drives tombstone expiry. ``registry`` holds the live records
+    (key: callback token; index ``scope``: session, owner and run) and their tombstones
+    (token -> (request id, terminal state)); its lock guards every record's state.
     """
 
     MAX_LIVE = 1000
@@ -293,48 +294,51 @@ class TelegramQuestionPresenter:
         scheduler: Any,
         clock: Any,
         timeout_s: float = 270.0,
+        registry: CardRegistry[_Record, tuple[str, str]] | None = None,
     ) -> None:
         self._api = api
         self._submit = submit
         self._scheduler = scheduler
         self._clock = clock
         self._timeout_s = timeout_s
-        self._lock = threading.RLock()
-        self._live: dict[str, _Record] = {}
-        self._by_scope: dict[tuple[str, str, str], str] = {}
-        # token -> (request id, terminal state); correlation and terminal state only.
-        self._tombstones: BoundedMap[str, tuple[str, str]] = BoundedMap(
-            self.MAX_TOMBSTONES, ttl=self.TOMBSTONE_TTL_S, clock=clock
+        # token -> (request id, terminal state) tombstones: correlation and state only.
+        self.registry: CardRegistry[_Record, tuple[str, str]] = (
+            registry
+            if registry is not None
+            else MemoryCardRegistry(
+                clock,
+                maxsize=self.MAX_LIVE,
+                tombstone_ttl=self.TOMBSTONE_TTL_S,
+                tombstone_maxsize=self.MAX_TOMBSTONES,
+            )
         )
+        self._lock = self.registry.lock
 
     # -- introspection (tests, diagnostics) ---------------------------------------------
     def live_count(self) -> int:
         """Number of live (non-terminal) question records."""
-        with self._lock:
-            return len(self._live)
+        return len(self.registry)
 
     def tombstone_count(self) -> int:
         """Number of retained terminal tombstones."""
-        with self._lock:
-            return len(self._tombstones)
+        return self.registry.tombstone_count()
 
     def state_of(self, request_id: str) -> str | None:
         """``reserved``/``pending``/``claimed`` for a live request, else its terminal state."""
         with self._lock:
-            for record in self._live.values():
+            for record in self.registry.records():
                 if record.ctx.request_id == request_id:
                     return record.state
-            for tomb_request_id, state in self._tombstones.values():
+            for tomb_request_id, state in self.registry.tombstones():
                 if tomb_request_id == request_id:
                     return state
         return None
 
     def token_for(self, request_id: str) -> str | None:
         """The callback token of a live request (tests use it to forge taps)."""
-        with self._lock:
-            for token, record in self._live.items():
-                if record.ctx.request_id == request_id:
-                    return token
+        for record in self.registry.records():
+            if record.ctx.request_id == request_id:
+                return record.token
         return None
 
     # -- presentation --------------------------------------------------------------------
@@ -349,13 +353,15 @@ class TelegramQuestionPresenter:
         if not 1 <= len(questions) <= 4:
             return "unsupported"
         with self._lock:
-            if scope in self._by_scope:
+            if self.registry.find("scope", scope) is not None:
                 return "unsupported"  # second request in the same run: text fallback
-            if len(self._live) >= self.MAX_LIVE:
+            if len(self.registry) >= self.MAX_LIVE:
                 logger.warning("telegram: too many live questions; using the text prompt")
                 return "unsupported"
             token = new_token()
-            while token in self._live or token in self._tombstones:  # pragma: no cover
+            while (  # pragma: no cover
+                self.registry.get(token) is not None or self.registry.tombstone(token) is not None
+            ):
                 token = new_token()
             record = _Record(
                 token=token,
@@ -371,8 +377,7 @@ class TelegramQuestionPresenter:
                 done=[False] * len(questions),
                 deadline=question_deadline(self._clock.now(), self._timeout_s, ctx),
             )
-            self._live[token] = record
-            self._by_scope[scope] = token
+            self.registry.add(token, record, scope=scope)
         record.unsubscribe = ctx.on_settled(lambda reason: self._on_settled(record, reason))
 
         for index, question in enumerate(questions):
@@ -446,9 +451,9 @@ class TelegramQuestionPresenter:
             return True
         response: list[Callable[[], None]] = []
         with self._lock:
-            record = self._live.get(action.token)
+            record = self.registry.get(action.token)
             if record is None:
-                stale = action.token in self._tombstones
+                stale = self.registry.tombstone(action.token) is not None
             else:
                 reply = self._apply(record, action, query, response)
         if record is None:
@@ -621,11 +626,8 @@ class TelegramQuestionPresenter:
                 except Exception:  # pragma: no cover - defensive
                     logger.debug("timer cancel failed", exc_info=True)
                 record.timer = None
-            if self._live.get(record.token) is record:
-                del self._live[record.token]
-            if self._by_scope.get(record.scope) == record.token:
-                del self._by_scope[record.scope]
-            self._tombstones[record.token] = (str(record.ctx.request_id), terminal)
+            self.registry.remove(record.token, record)
+            self.registry.bury(record.token, (str(record.ctx.request_id), terminal))
             unsubscribe, record.unsubscribe = record.unsubscribe, None
         if unsubscribe is not None:
             try:
@@ -698,7 +700,7 @@ class TelegramQuestionPresenter:
     def close(self) -> None:
         """Expire every live question (projection queued; responders not called)."""
         with self._lock:
-            records = list(self._live.values())
+            records = self.registry.records()
         for record in records:
             if self._finalize(record, "expired"):
                 self._enqueue_terminal_projection(record)

@@ -37,10 +37,12 @@ from channelkit.core import (
     RunHandle,
 )
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.common.inbound import hand_inbound
+from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.platforms.weixin.config import WeixinConfig
 from channelkit.platforms.weixin.indicators import WeixinTyping
-from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
+from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 __all__ = ["MAX_TEXT_CHARS", "WeixinChannel", "flatten_markdown", "parse_weixin_message"]
 
@@ -120,6 +122,7 @@ class WeixinChannel(ChannelBase):
         run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
+        registry: StateRegistry | None = None,
     ) -> None:
         if not isinstance(config, WeixinConfig):
             raise ConfigurationError("must be a WeixinConfig", path="config")
@@ -140,7 +143,11 @@ class WeixinChannel(ChannelBase):
             channel_version=config.channel_version,
             timeout_s=config.request_timeout_s,
         )
-        self._context_tokens: BoundedMap[str, str] = BoundedMap(1000, policy="lru")
+        #: cross-callback state (the latest context token per user)
+        self.registry: StateRegistry = (
+            registry if registry is not None else MemoryStateRegistry(self.clock)
+        )
+        self._context_tokens = self.registry.map("weixin-context-tokens", policy="lru")
         self.typing = WeixinTyping(
             self.api,
             submit=lambda key, fn: self.lanes.post(("weixin-typing", key), fn),
@@ -158,7 +165,9 @@ class WeixinChannel(ChannelBase):
     def handle_weixin_message(self, message: Mapping[str, Any]) -> RunHandle | CommandHandle | None:
         """Handle one ``WeixinMessage`` from ``getupdates``; returns at once.
 
-        Bot messages and messages without text are ignored (``None``).
+        Bot messages and messages without text are ignored (``None``); so is a message
+        the channel refuses (closed, or busy: core tells the person), with the shared
+        policy of :mod:`channelkit.platforms.common.inbound`.
         """
         try:
             sender, text, message_id, token = parse_weixin_message(message)
@@ -166,15 +175,16 @@ class WeixinChannel(ChannelBase):
             logger.debug("weixin message ignored: %s", exc)
             return None
         self.remember_context_token(sender, token)
-        return self.handle_inbound(
+        return hand_inbound(
+            self,
             InboundMessage(
                 channel_name=self.name,
                 chat_id=sender,
                 sender_id=sender,
                 text=text,
                 message_id=message_id,
-            )
-        )
+            ),
+        )[1]
 
     # -- hooks ---------------------------------------------------------------------------
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
