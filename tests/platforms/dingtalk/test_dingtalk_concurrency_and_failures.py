@@ -1,4 +1,4 @@
-"""Issue 4 acceptance items that need concurrency, failure injection or volume."""
+"""Card callbacks under concurrency, injected Card API failures, volume of questions."""
 
 from __future__ import annotations
 
