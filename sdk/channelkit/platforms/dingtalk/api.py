@@ -26,7 +26,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from channelkit.clients.dingtalk import DingtalkClient
+from channelkit.clients.dingtalk import (
+    BatchSendOtoRequest,
+    CardData,
+    CardUpdateOptions,
+    CreateAndDeliverCardRequest,
+    DingtalkClient,
+    ImGroupOpenDeliverModel,
+    ImOpenSpaceModel,
+    ImRobotOpenDeliverModel,
+    OrgGroupSendRequest,
+    RobotEmotionRequest,
+    StreamingUpdateCardRequest,
+    TextEmotion,
+    UpdateCardRequest,
+)
 from channelkit.errors import (
     ApiError,
     BadRequest,
@@ -36,6 +50,7 @@ from channelkit.errors import (
 )
 from channelkit.http.auth import TokenProvider
 from channelkit.http.errormap import ErrorSpec, map_error
+from channelkit.http.model import UNSET
 from channelkit.http.retry import RetryPolicy
 from channelkit.http.transport import Transport
 
@@ -99,15 +114,27 @@ def stringify_param_map(params: Mapping[str, Any]) -> dict[str, str]:
     return {str(key): _stringify(value) for key, value in params.items()}
 
 
-_OPERATIONS: Mapping[tuple[str, str], str] = {
-    ("POST", "/v1.0/card/instances/createAndDeliver"): "create_and_deliver_card",
-    ("PUT", "/v1.0/card/streaming"): "streaming_update_card",
-    ("PUT", "/v1.0/card/instances"): "update_card_instance",
-    ("POST", "/v1.0/robot/groupMessages/send"): "send_robot_group_message",
-    ("POST", "/v1.0/robot/oToMessages/batchSend"): "batch_send_robot_oto_messages",
-    ("POST", "/v1.0/robot/emotion/reply"): "reply_robot_emotion",
-    ("POST", "/v1.0/robot/emotion/recall"): "recall_robot_emotion",
-}
+def _eye_emotion_request(
+    robot_code: str, open_msg_id: str, open_conversation_id: str
+) -> RobotEmotionRequest:
+    text = EYE_EMOTION["textEmotion"]
+    return RobotEmotionRequest(
+        robot_code=robot_code,
+        open_msg_id=open_msg_id,
+        open_conversation_id=open_conversation_id,
+        emotion_type=EYE_EMOTION["emotionType"],
+        emotion_name=EYE_EMOTION["emotionName"],
+        text_emotion=TextEmotion(
+            emotion_id=text["emotionId"],
+            emotion_name=text["emotionName"],
+            text=text["text"],
+            background_id=text["backgroundId"],
+        ),
+    )
+
+
+def _markdown_param(title: str, text: str) -> str:
+    return json.dumps({"title": title, "text": text}, ensure_ascii=False)
 
 
 class _CallableTokens:
@@ -170,14 +197,6 @@ class CardApi:
             )
         self._client = client
 
-    # -- plumbing -----------------------------------------------------------------------
-    def _request(self, method: str, path: str, body: Mapping[str, Any]) -> Any:
-        operation = _OPERATIONS[(method, path)]
-        call = getattr(self._client, operation)
-        response = call(body=dict(body), timeout=self._timeout)
-        to_dict = getattr(response, "to_dict", None)
-        return to_dict() if callable(to_dict) else response
-
     # -- Card OpenAPI ---------------------------------------------------------------------
     def create_and_deliver(
         self,
@@ -191,42 +210,40 @@ class CardApi:
         Callbacks are requested over HTTP (``callbackType: "HTTP"`` with the registered
         ``callbackRouteKey``) when a route key was given, else over Stream.
         """
-        body: dict[str, Any] = {
-            "cardTemplateId": template_id,
-            "outTrackId": out_track_id,
-            "cardData": {"cardParamMap": stringify_param_map(card_param_map)},
-            "callbackType": "HTTP" if self.callback_route_key else "STREAM",
-            "imGroupOpenSpaceModel": {"supportForward": True},
-            "imRobotOpenSpaceModel": {"supportForward": True},
-            "openSpaceId": target.open_space_id,
-            "userIdType": 1,
-        }
+        extension = {"dynamicSummary": "true"}
+        body = CreateAndDeliverCardRequest(
+            card_template_id=template_id,
+            out_track_id=out_track_id,
+            card_data=CardData(card_param_map=stringify_param_map(card_param_map)),
+            callback_type="HTTP" if self.callback_route_key else "STREAM",
+            im_group_open_space_model=ImOpenSpaceModel(support_forward=True),
+            im_robot_open_space_model=ImOpenSpaceModel(support_forward=True),
+            open_space_id=target.open_space_id,
+            user_id_type=1,
+        )
         if self.callback_route_key:
-            body["callbackRouteKey"] = self.callback_route_key
+            body.callback_route_key = self.callback_route_key
         if target.is_group:
-            body["imGroupOpenDeliverModel"] = {
-                "robotCode": self.robot_code,
-                "extension": {"dynamicSummary": "true"},
-            }
+            body.im_group_open_deliver_model = ImGroupOpenDeliverModel(
+                robot_code=self.robot_code, extension=extension
+            )
         else:
-            body["imRobotOpenDeliverModel"] = {
-                "spaceType": "IM_ROBOT",
-                "robotCode": self.robot_code,
-                "extension": {"dynamicSummary": "true"},
-            }
+            body.im_robot_open_deliver_model = ImRobotOpenDeliverModel(
+                space_type="IM_ROBOT", robot_code=self.robot_code, extension=extension
+            )
         try:
-            parsed = self._request("POST", "/v1.0/card/instances/createAndDeliver", body)
+            response = self._client.create_and_deliver_card(body=body, timeout=self._timeout)
         except ApiError as exc:
             if not getattr(exc, "template_id", None):
                 exc.template_id = template_id  # type: ignore[attr-defined]
             raise
-        result = parsed.get("result") if isinstance(parsed, Mapping) else None
-        results = result.get("deliverResults") if isinstance(result, Mapping) else None
-        if isinstance(results, list):
-            for item in results:
-                if isinstance(item, Mapping) and item.get("success") is False:
-                    message = item.get("errorMsg") or "DingTalk card delivery failed"
-                    raise CardDeliveryError(template_id, str(message), body=parsed)
+        result = response.result
+        if result is UNSET or result.deliver_results is UNSET:
+            return
+        for item in result.deliver_results:
+            if item.success is False:
+                message = item.error_msg or "DingTalk card delivery failed"
+                raise CardDeliveryError(template_id, str(message), body=response.to_dict())
 
     def stream(
         self,
@@ -238,58 +255,46 @@ class CardApi:
         is_error: bool = False,
     ) -> None:
         """``PUT /v1.0/card/streaming`` with a full snapshot (``isFull`` true)."""
-        self._request(
-            "PUT",
-            "/v1.0/card/streaming",
-            {
-                "outTrackId": out_track_id,
-                "guid": uuid.uuid4().hex,
-                "key": key,
-                "content": content,
-                "isFull": True,
-                "isFinalize": finalize,
-                "isError": is_error,
-            },
+        body = StreamingUpdateCardRequest(
+            out_track_id=out_track_id,
+            guid=uuid.uuid4().hex,
+            key=key,
+            content=content,
+            is_full=True,
+            is_finalize=finalize,
+            is_error=is_error,
         )
+        self._client.streaming_update_card(body=body, timeout=self._timeout)
 
     def update_instance(self, out_track_id: str, card_param_map: Mapping[str, Any]) -> None:
         """``PUT /v1.0/card/instances`` merging variables by key."""
-        self._request(
-            "PUT",
-            "/v1.0/card/instances",
-            {
-                "outTrackId": out_track_id,
-                "cardData": {"cardParamMap": stringify_param_map(card_param_map)},
-                "cardUpdateOptions": {"updateCardDataByKey": True},
-            },
+        body = UpdateCardRequest(
+            out_track_id=out_track_id,
+            card_data=CardData(card_param_map=stringify_param_map(card_param_map)),
+            card_update_options=CardUpdateOptions(update_card_data_by_key=True),
         )
+        self._client.update_card_instance(body=body, timeout=self._timeout)
 
     # -- robot messages -------------------------------------------------------------------
     def send_group_markdown(self, open_conversation_id: str, title: str, text: str) -> None:
         """``POST /v1.0/robot/groupMessages/send`` with ``sampleMarkdown``."""
-        self._request(
-            "POST",
-            "/v1.0/robot/groupMessages/send",
-            {
-                "robotCode": self.robot_code,
-                "openConversationId": open_conversation_id,
-                "msgKey": "sampleMarkdown",
-                "msgParam": json.dumps({"title": title, "text": text}, ensure_ascii=False),
-            },
+        body = OrgGroupSendRequest(
+            robot_code=self.robot_code,
+            open_conversation_id=open_conversation_id,
+            msg_key="sampleMarkdown",
+            msg_param=_markdown_param(title, text),
         )
+        self._client.send_robot_group_message(body=body, timeout=self._timeout)
 
     def send_direct_markdown(self, user_ids: Sequence[str], title: str, text: str) -> None:
         """``POST /v1.0/robot/oToMessages/batchSend`` with ``sampleMarkdown``."""
-        self._request(
-            "POST",
-            "/v1.0/robot/oToMessages/batchSend",
-            {
-                "robotCode": self.robot_code,
-                "userIds": list(user_ids),
-                "msgKey": "sampleMarkdown",
-                "msgParam": json.dumps({"title": title, "text": text}, ensure_ascii=False),
-            },
+        body = BatchSendOtoRequest(
+            robot_code=self.robot_code,
+            user_ids=list(user_ids),
+            msg_key="sampleMarkdown",
+            msg_param=_markdown_param(title, text),
         )
+        self._client.batch_send_robot_oto_messages(body=body, timeout=self._timeout)
 
     def send_webhook_markdown(
         self, webhook_url: str, title: str, text: str, at_user_ids: Sequence[str] = ()
@@ -326,22 +331,15 @@ class CardApi:
                 )
 
     # -- reactions ------------------------------------------------------------------------
-    def _emotion(self, path: str, open_msg_id: str, open_conversation_id: str) -> None:
-        body = {
-            "robotCode": self.robot_code,
-            "openMsgId": open_msg_id,
-            "openConversationId": open_conversation_id,
-            **EYE_EMOTION,
-        }
-        self._request("POST", path, body)
-
     def reply_emotion(self, open_msg_id: str, open_conversation_id: str) -> None:
-        """Add the eye reaction to an inbound message."""
-        self._emotion("/v1.0/robot/emotion/reply", open_msg_id, open_conversation_id)
+        """Add the eye reaction to an inbound message (``POST /v1.0/robot/emotion/reply``)."""
+        body = _eye_emotion_request(self.robot_code, open_msg_id, open_conversation_id)
+        self._client.reply_robot_emotion(body=body, timeout=self._timeout)
 
     def recall_emotion(self, open_msg_id: str, open_conversation_id: str) -> None:
-        """Remove the eye reaction from an inbound message."""
-        self._emotion("/v1.0/robot/emotion/recall", open_msg_id, open_conversation_id)
+        """Remove the eye reaction from an inbound message (``.../emotion/recall``)."""
+        body = _eye_emotion_request(self.robot_code, open_msg_id, open_conversation_id)
+        self._client.recall_robot_emotion(body=body, timeout=self._timeout)
 
 
 # -- failures ----------------------------------------------------------------------------

@@ -15,8 +15,22 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from channelkit.clients.feishu import FeishuClient
+from channelkit.clients.feishu import (
+    CardContent,
+    CreateCardRequest,
+    CreateMessageRequest,
+    CreateReactionRequest,
+    Emoji,
+    FeishuClient,
+    MessageResponse,
+    PatchMessageRequest,
+    ReplyMessageRequest,
+    UpdateCardElementContentRequest,
+    UpdateCardRequest,
+    UpdateCardSettingsRequest,
+)
 from channelkit.errors import DeserializationError
+from channelkit.http.model import UNSET
 from channelkit.http.retry import RetryPolicy
 
 __all__ = ["API_TIMEOUT", "FeishuApi"]
@@ -25,26 +39,6 @@ logger = logging.getLogger(__name__)
 
 #: ``(connect, read)`` seconds for every call.
 API_TIMEOUT = (3.05, 10.0)
-
-
-def _get(obj: Any, *path: str) -> Any:
-    """Follow ``path`` through dicts or generated models (attribute or ``to_dict``)."""
-    current = obj
-    for name in path:
-        if current is None:
-            return None
-        if isinstance(current, Mapping):
-            current = current.get(name)
-            continue
-        if hasattr(current, name):
-            current = getattr(current, name)
-            continue
-        to_dict = getattr(current, "to_dict", None)
-        if callable(to_dict):
-            current = to_dict().get(name)
-            continue
-        return None
-    return current
 
 
 def _dumps(card: Mapping[str, Any]) -> str:
@@ -86,24 +80,24 @@ class FeishuApi:
 
     def close(self) -> None:
         """Close the client's HTTP session."""
-        close = getattr(self._client, "close", None)
-        if callable(close):
-            close()
+        self._client.close()
 
     # -- messages ----------------------------------------------------------------------
     def _send(self, chat_id: str, msg_type: str, content: str, reply_to: str | None) -> str:
-        body = {"msg_type": msg_type, "content": content}
+        result: MessageResponse
         if reply_to:
             result = self._client.reply_message(
-                message_id=reply_to, body=body, timeout=self._timeout
+                message_id=reply_to,
+                body=ReplyMessageRequest(msg_type=msg_type, content=content),
+                timeout=self._timeout,
             )
         else:
             result = self._client.create_message(
                 receive_id_type="chat_id",
-                body={"receive_id": chat_id, **body},
+                body=CreateMessageRequest(receive_id=chat_id, msg_type=msg_type, content=content),
                 timeout=self._timeout,
             )
-        message_id = _get(result, "data", "message_id")
+        message_id = None if result.data is UNSET else result.data.message_id
         if not isinstance(message_id, str) or not message_id:
             raise DeserializationError("data.message_id", message_id, "missing message id")
         return message_id
@@ -126,16 +120,18 @@ class FeishuApi:
     def patch_card(self, message_id: str, card: Mapping[str, Any]) -> None:
         """Replace an interactive message's card (``update_multi`` cards only)."""
         self._client.patch_message(
-            message_id=message_id, body={"content": _dumps(card)}, timeout=self._timeout
+            message_id=message_id,
+            body=PatchMessageRequest(content=_dumps(card)),
+            timeout=self._timeout,
         )
 
     # -- CardKit -----------------------------------------------------------------------
     def create_card_entity(self, card: Mapping[str, Any]) -> str:
         """Create a CardKit card entity from card JSON; returns the card id."""
         result = self._client.create_card(
-            body={"type": "card_json", "data": _dumps(card)}, timeout=self._timeout
+            body=CreateCardRequest(type="card_json", data=_dumps(card)), timeout=self._timeout
         )
-        card_id = _get(result, "data", "card_id")
+        card_id = None if result.data is UNSET else result.data.card_id
         if not isinstance(card_id, str) or not card_id:
             raise DeserializationError("data.card_id", card_id, "missing card id")
         return card_id
@@ -145,7 +141,9 @@ class FeishuApi:
         self._client.update_card_element_content(
             card_id=card_id,
             element_id=element_id,
-            body={"content": content, "sequence": sequence, "uuid": f"{card_id}-{sequence}"},
+            body=UpdateCardElementContentRequest(
+                content=content, sequence=sequence, uuid=f"{card_id}-{sequence}"
+            ),
             timeout=self._timeout,
         )
 
@@ -154,7 +152,9 @@ class FeishuApi:
         settings = _dumps({"config": {"streaming_mode": False}})
         self._client.update_card_settings(
             card_id=card_id,
-            body={"settings": settings, "sequence": sequence, "uuid": f"{card_id}-{sequence}"},
+            body=UpdateCardSettingsRequest(
+                settings=settings, sequence=sequence, uuid=f"{card_id}-{sequence}"
+            ),
             timeout=self._timeout,
         )
 
@@ -162,11 +162,11 @@ class FeishuApi:
         """Replace a card entity's whole JSON."""
         self._client.update_card(
             card_id=card_id,
-            body={
-                "card": {"type": "card_json", "data": _dumps(card)},
-                "sequence": sequence,
-                "uuid": f"{card_id}-{sequence}",
-            },
+            body=UpdateCardRequest(
+                card=CardContent(type="card_json", data=_dumps(card)),
+                sequence=sequence,
+                uuid=f"{card_id}-{sequence}",
+            ),
             timeout=self._timeout,
         )
 
@@ -175,10 +175,10 @@ class FeishuApi:
         """Add a reaction to a message; returns the reaction id."""
         result = self._client.create_message_reaction(
             message_id=message_id,
-            body={"reaction_type": {"emoji_type": emoji_type}},
+            body=CreateReactionRequest(reaction_type=Emoji(emoji_type=emoji_type)),
             timeout=self._timeout,
         )
-        reaction_id = _get(result, "data", "reaction_id")
+        reaction_id = None if result.data is UNSET else result.data.reaction_id
         return reaction_id if isinstance(reaction_id, str) else None
 
     def delete_reaction(self, message_id: str, reaction_id: str) -> None:

@@ -13,9 +13,19 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from channelkit.clients.telegram import TelegramClient
+from channelkit.clients.telegram import (
+    AnswerCallbackQueryRequest,
+    BotCommand,
+    EditMessageTextRequest,
+    InlineKeyboardMarkup,
+    SendChatActionRequest,
+    SendMessageRequest,
+    SetMyCommandsRequest,
+    TelegramClient,
+)
 from channelkit.errors import ApiError, BadRequest, DeserializationError
 from channelkit.http import RetryPolicy
+from channelkit.http.model import UNSET
 
 __all__ = ["TelegramApi"]
 
@@ -65,13 +75,13 @@ class TelegramApi:
         message_thread_id: int | None = None,
     ) -> int:
         """``sendMessage``; returns the new message's ``message_id``."""
-        payload: dict[str, Any] = {"chat_id": chat_id, "text": text}
+        body = SendMessageRequest(chat_id=chat_id, text=text)
         if reply_markup is not None:
-            payload["reply_markup"] = reply_markup
+            body.reply_markup = InlineKeyboardMarkup.from_dict(reply_markup)
         if message_thread_id is not None:
-            payload["message_thread_id"] = message_thread_id
-        response = self._client.send_message(body=payload, timeout=self._timeout)
-        message_id = getattr(response.result, "message_id", None)
+            body.message_thread_id = message_thread_id
+        response = self._client.send_message(body=body, timeout=self._timeout)
+        message_id = None if response.result is UNSET else response.result.message_id
         if isinstance(message_id, bool) or not isinstance(message_id, int):
             raise ApiError("telegram sendMessage: no message_id in the result", status=200)
         return message_id
@@ -88,11 +98,11 @@ class TelegramApi:
 
         "message is not modified" is treated as success.
         """
-        payload: dict[str, Any] = {"chat_id": chat_id, "message_id": message_id, "text": text}
+        body = EditMessageTextRequest(chat_id=chat_id, message_id=message_id, text=text)
         if reply_markup is not None:
-            payload["reply_markup"] = reply_markup
+            body.reply_markup = InlineKeyboardMarkup.from_dict(reply_markup)
         try:
-            self._client.edit_message_text(body=payload, timeout=self._timeout)
+            self._client.edit_message_text(body=body, timeout=self._timeout)
         except BadRequest as exc:
             if "message is not modified" in str(exc):
                 return
@@ -102,10 +112,10 @@ class TelegramApi:
         self, chat_id: int | str, action: str = "typing", *, message_thread_id: int | None = None
     ) -> None:
         """``sendChatAction`` (``typing`` by default)."""
-        payload: dict[str, Any] = {"chat_id": chat_id, "action": action}
+        body = SendChatActionRequest(chat_id=chat_id, action=action)
         if message_thread_id is not None:
-            payload["message_thread_id"] = message_thread_id
-        self._client.send_chat_action(body=payload, timeout=self._timeout)
+            body.message_thread_id = message_thread_id
+        self._client.send_chat_action(body=body, timeout=self._timeout)
 
     def set_my_commands(
         self,
@@ -120,26 +130,26 @@ class TelegramApi:
         ``scope`` is a ``BotCommandScope`` object (default: all users), ``language_code``
         a two-letter ISO 639-1 code.
         """
-        payload: dict[str, Any] = {
-            "commands": [{"command": c, "description": d} for c, d in commands]
-        }
+        body = SetMyCommandsRequest(
+            commands=[BotCommand(command=c, description=d) for c, d in commands]
+        )
         if scope is not None:
-            payload["scope"] = dict(scope)
+            body.scope = dict(scope)
         if language_code:
-            payload["language_code"] = language_code
-        self._client.set_my_commands(body=payload, timeout=self._timeout)
+            body.language_code = language_code
+        self._client.set_my_commands(body=body, timeout=self._timeout)
 
     def get_me_username(self) -> str:
         """``getMe``: the bot's own username (raises ``DeserializationError`` without one)."""
         me = self._client.get_me(timeout=self._timeout).result
-        username = getattr(me, "username", None)
+        username = None if me is UNSET else me.username
         if not isinstance(username, str) or not username:
             raise DeserializationError("result.username", username, "getMe returned no username")
         return username
 
     def answer_callback_query(self, callback_query_id: str, text: str | None = None) -> None:
         """``answerCallbackQuery`` (a short toast when ``text`` is given)."""
-        payload: dict[str, Any] = {"callback_query_id": callback_query_id}
+        body = AnswerCallbackQueryRequest(callback_query_id=callback_query_id)
         if text:
-            payload["text"] = text
-        self._client.answer_callback_query(body=payload, timeout=self._timeout)
+            body.text = text
+        self._client.answer_callback_query(body=body, timeout=self._timeout)

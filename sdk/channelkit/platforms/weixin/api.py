@@ -17,9 +17,17 @@ import base64
 import logging
 import os
 import uuid
-from typing import Any
 
-from channelkit.clients.weixin import WeixinClient
+from channelkit.clients.weixin import (
+    BaseInfo,
+    GetConfigRequest,
+    MessageItem,
+    SendMessageRequest,
+    SendTypingRequest,
+    TextItem,
+    WeixinClient,
+    WeixinMessage,
+)
 from channelkit.errors import ApiError
 from channelkit.http import RetryPolicy
 
@@ -52,7 +60,7 @@ class WeixinApi:
         client: WeixinClient | None = None,
     ) -> None:
         self._base_url = base_url.rstrip("/")
-        self._base_info = {"channel_version": channel_version}
+        self._channel_version = channel_version
         self._timeout = (_CONNECT_TIMEOUT_S, timeout_s)
         self._client = client or WeixinClient(
             token=token, base_url=self._base_url, timeout=self._timeout, retry=retry
@@ -66,11 +74,14 @@ class WeixinApi:
         """The generated client underneath."""
         return self._client
 
+    def _base_info(self) -> BaseInfo:
+        return BaseInfo(channel_version=self._channel_version)
+
     def get_typing_ticket(self, user_id: str, context_token: str | None = None) -> str:
         """``getconfig`` for ``user_id``; returns its ``typing_ticket``."""
-        body: dict[str, Any] = {"ilink_user_id": user_id, "base_info": self._base_info}
+        body = GetConfigRequest(ilink_user_id=user_id, base_info=self._base_info())
         if context_token:
-            body["context_token"] = context_token
+            body.context_token = context_token
         response = self._client.get_config(body=body, x_wechat_uin=_uin(), timeout=self._timeout)
         ticket = response.typing_ticket
         if not isinstance(ticket, str) or not ticket:
@@ -79,28 +90,28 @@ class WeixinApi:
 
     def send_typing(self, user_id: str, ticket: str, status: int) -> None:
         """``sendtyping`` with ``status`` 1 (typing) or 2 (cancel)."""
-        body = {
-            "ilink_user_id": user_id,
-            "typing_ticket": ticket,
-            "status": status,
-            "base_info": self._base_info,
-        }
+        body = SendTypingRequest(
+            ilink_user_id=user_id,
+            typing_ticket=ticket,
+            status=status,
+            base_info=self._base_info(),
+        )
         self._client.send_typing(body=body, x_wechat_uin=_uin(), timeout=self._timeout)
 
     def send_text(self, to_user_id: str, text: str, context_token: str | None = None) -> None:
         """``sendmessage`` with one text item (a finished bot message)."""
-        msg: dict[str, Any] = {
-            "to_user_id": to_user_id,
-            "from_user_id": "",
-            "client_id": str(uuid.uuid4()),
-            "message_type": 2,
-            "message_state": 2,
-            "item_list": [{"type": 1, "text_item": {"text": text}}],
-        }
+        msg = WeixinMessage(
+            to_user_id=to_user_id,
+            from_user_id="",
+            client_id=str(uuid.uuid4()),
+            message_type=2,
+            message_state=2,
+            item_list=[MessageItem(type=1, text_item=TextItem(text=text))],
+        )
         if context_token:
-            msg["context_token"] = context_token
+            msg.context_token = context_token
         self._client.send_message(
-            body={"msg": msg, "base_info": self._base_info},
+            body=SendMessageRequest(msg=msg, base_info=self._base_info()),
             x_wechat_uin=_uin(),
             timeout=self._timeout,
         )
