@@ -73,12 +73,17 @@ def test_started_never_allocates_and_segments_rotate_at_boundaries(channel_facto
     assert {s.run_id for s in segs} == {result.run_id}
     assert {s.session_id for s in segs} == {result.session_id}
     # the boundary closed segment 1 exactly once; the second boundary was a no-op
+    # then final delivery gets the open segment, which ends (completed) after it
     assert [(e[2].segment_id, e[3]) for e in ch.segment_ends] == [
-        (segs[0].segment_id, SegmentEndReason.RESPONSE_BOUNDARY)
+        (segs[0].segment_id, SegmentEndReason.RESPONSE_BOUNDARY),
+        (segs[2].segment_id, SegmentEndReason.COMPLETED),
     ]
     assert ch.boundaries == [("chat1", result.session_id)]
-    # final delivery gets the open segment; it is closed silently (no completed end)
     assert ch.completes == [("chat1", "second", result.session_id, segs[2])]
+    names = [r[0] for r in ch.records]
+    assert names.index("on_response_complete") < len(names) - 1 - names[::-1].index(
+        "on_output_segment_end"
+    )
     assert types(events)[-1] == "completed"
 
 
@@ -90,7 +95,8 @@ def test_final_response_without_chunks_allocates_one_segment(channel_factory):
     assert segment is not None and segment.run_id == result.run_id
     assert segment.owner.id == "owner-1"
     assert segment.target == SessionTarget("test", "owner-1", "chat1")
-    assert ch.segment_ends == []
+    # the delivered segment ends through the hook exactly once, after delivery
+    assert [(e[2], e[3]) for e in ch.segment_ends] == [(segment, SegmentEndReason.COMPLETED)]
     assert types(ch.events) == ["started", "completed"]
     assert ch.sent_texts == ["only final"]
 

@@ -130,7 +130,10 @@ def test_interleaved_runs_never_cross_correlation():
             seg1, seg2 = chunks[0][3], chunks[1][3]
             assert seg1.segment_id != seg2.segment_id and chunks[2][3] == seg2
             ends = ends_by_run[rid]
-            assert [(e[2], e[3]) for e in ends] == [(seg1, SegmentEndReason.RESPONSE_BOUNDARY)]
+            assert [(e[2], e[3]) for e in ends] == [
+                (seg1, SegmentEndReason.RESPONSE_BOUNDARY),
+                (seg2, SegmentEndReason.COMPLETED),
+            ]
             ctx = contexts_by_tag[tag]
             assert ctx.run_id == rid and ctx.session_id == sid  # type: ignore[attr-defined]
             assert ctx.owner.id == sender and ctx.target.chat_id == chat  # type: ignore[attr-defined]

@@ -72,7 +72,7 @@ def test_queued_runs_start_in_arrival_order():
             ch.handle_inbound(inbound(f"p{i}", sender_id=f"u{i}", chat_id=f"c{i}"))
             for i in range(6)
         ]
-        wait_until(lambda: len(started) == 1, WAIT)
+        wait_until(lambda: len(started) == 1 and len(ch.sent) == 5, WAIT)
         assert [t for _, t, _ in ch.sent] == [
             "Queued: your request starts as soon as a slot is free.",
             "Queued, 1 ahead: your request starts automatically.",

@@ -709,8 +709,8 @@ class ChannelBase:
                             f"final delivery took longer than {self.config.delivery_timeout}s"
                         ) from None
                 with run.lock:
-                    if segment is not None and run.segment is segment:
-                        run.segment = None  # delivered: closed silently
+                    # the delivered segment (or one left open) ends through the hook,
+                    # once, after on_response_complete
                     leftover = self._events.close_segment_locked(run)
                     if leftover is not None:
                         self._events.post_segment_end(run, leftover, SegmentEndReason.COMPLETED)

@@ -10,7 +10,6 @@ who take their time do not hold back anyone else's run.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -302,20 +301,15 @@ class PendingRequests:
             return self.by_id.get(pending.request_id) is pending
 
     def respond(self, pending: Pending, response: PermissionResponse) -> bool:
-        """The one-shot responder: first call wins, everyone gets its result."""
+        """The one-shot responder: True for exactly one caller, the one whose response
+        reached the agent and was accepted. Every later or concurrent caller gets False
+        at once (another surface already won), without waiting for the winner."""
         with pending.lock:
             pending.respond_invoked = True
-            future = pending.response_future
-            first = future is None
-            if future is None:
-                if pending.settled_reason is not None:
-                    return False
-                future = pending.response_future = Future()
-        if not first:
-            try:
-                return future.result(timeout=self._ch.config.respond_timeout)
-            except concurrent.futures.TimeoutError:
+            if pending.response_future is not None or pending.settled_reason is not None:
                 return False
+            future: Future[bool] = Future()
+            pending.response_future = future
         if not self.is_current(pending):
             future.set_result(False)
             return False
