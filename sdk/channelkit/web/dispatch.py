@@ -24,6 +24,7 @@ from channelkit.web.ingress import (
 
 __all__ = [
     "HEALTHZ_PATH",
+    "BadContentLength",
     "BodyTooLarge",
     "IngressDispatcher",
     "collect_routes",
