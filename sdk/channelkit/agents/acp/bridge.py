@@ -1,59 +1,40 @@
-"""A bridge to agents that speak the Agent Client Protocol (ACP) over stdio.
+"""The ACP bridge: :class:`AcpBridge`, turns, sessions and the agent's requests.
 
-:class:`AcpBridge` spawns an ACP agent (for example ``qwen --acp`` or
-``gemini --experimental-acp``) and talks JSON-RPC 2.0 to it, one JSON object per line, on
-the child's stdin/stdout. It implements :class:`~channelkit.agents.base.AgentBridge`:
-
-* ``prompt(session_id, text, sink)`` lazily starts the process (``initialize``), lazily
-  creates one ACP session per channelkit session id (``session/new``), sends
-  ``session/prompt`` and blocks until the agent answers with a ``stopReason``. It returns
-  the concatenation of the ``agent_message_chunk`` texts streamed during the turn.
-* ``session/update`` notifications become sink events: ``agent_message_chunk`` text ->
-  ``text_chunk``; ``tool_call`` / ``tool_call_update`` -> ``tool_call``; every other kind
-  is ignored.
-* ``session/request_permission`` (a request from the agent) becomes ``response_boundary``
-  followed by ``permission_request``; the bridge generates the ``request_id`` and keeps
-  the ACP ``toolCall`` verbatim (``_meta`` included). ``respond_to_permission`` sends
-  the response (``outcome`` and, when present, ``answers``) as the JSON-RPC result. A
-  permission nobody answers within ``permission_timeout`` is answered ``cancelled``.
-* Requests the bridge does not implement (``fs/*``, ``terminal/*``, anything unknown) get
-  a JSON-RPC error reply (``-32601``), never silence.
-* When the process dies, a waiting ``prompt`` raises :class:`AgentProcessError`, pending
-  permissions settle ``cancelled`` (``permission_resolved``), and ``session_died`` is
-  emitted for every session the process held. The next ``prompt`` starts a new process.
-
-Threads: one reader thread per process (stdout: responses, notifications, agent
-requests; it calls the sink, so sinks must return quickly), one stderr drain thread, and
-the callers' threads (``prompt`` blocks on a condition with a timeout). Writes to stdin
-go through one lock. The bridge owns no timer thread: permission expiry runs on an
-injected scheduler (anything with ``call_later(delay, fn) -> handle.cancel()``, such as
-``channelkit.runtime.Scheduler``), or, without one, is checked by the threads waiting in
-``prompt``.
-
-The ``agent-client-protocol`` package was evaluated and not used: it is asyncio-based
-(and requires pydantic), which does not fit channelkit's synchronous threading model.
+The bridge keeps every piece of cross-thread state (the running process, the session
+map, running turns, pending permissions) under one condition and composes the other
+modules of :mod:`channelkit.agents.acp`: :mod:`~channelkit.agents.acp.process` starts and
+stops the child, :mod:`~channelkit.agents.acp.rpc` speaks JSON-RPC over its stdio, and
+:mod:`~channelkit.agents.acp.permissions` maps permission requests and answers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import logging
 import os
-import signal
 import subprocess
 import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import Any
 
+from channelkit.agents.acp import process as _process
+from channelkit.agents.acp.permissions import (
+    CANCELLED,
+    MAX_PENDING_PERMISSIONS,
+    Permission,
+    PermissionTable,
+    Scheduler,
+    parse_params,
+    validate_response,
+)
+from channelkit.agents.acp.process import AgentProcess
+from channelkit.agents.acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Call, RpcPeer, read_line
 from channelkit.agents.base import (
     AgentEventSink,
-    PermissionOption,
-    PermissionRequest,
     PermissionResolved,
     PermissionResponse,
     SessionDied,
@@ -61,54 +42,20 @@ from channelkit.agents.base import (
 )
 from channelkit.errors import (
     AcpError,
-    AcpRequestError,
     AcpTimeoutError,
     AgentProcessError,
     ConfigurationError,
 )
 
-__all__ = [
-    "ACP_PROTOCOL_VERSION",
-    "AcpBridge",
-    "AcpError",
-    "AcpRequestError",
-    "AcpTimeoutError",
-    "AgentProcessError",
-]
+__all__ = ["ACP_PROTOCOL_VERSION", "AcpBridge"]
 
 logger = logging.getLogger(__name__)
 
 #: The ACP protocol version this bridge speaks.
 ACP_PROTOCOL_VERSION = 1
 
-#: JSON-RPC error codes used in replies to the agent.
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-
-_CANCELLED: Mapping[str, Any] = {"outcome": "cancelled"}
-_MAX_LINE_BYTES = 16 * 1024 * 1024
 _STDERR_TAIL_LINES = 50
-_STDERR_LINE_CHARS = 500
-_MAX_PENDING_PERMISSIONS = 1000
 _MAX_TOOL_CALLS_PER_TURN = 1000
-
-
-class _TimerHandle(Protocol):
-    def cancel(self) -> Any: ...
-
-
-class _Scheduler(Protocol):
-    def call_later(self, delay: float, fn: Callable[[], None], /) -> _TimerHandle: ...
-
-
-@dataclass
-class _Call:
-    """One request the bridge sent; settled by the reader thread."""
-
-    method: str
-    done: bool = False
-    result: Any = None
-    error: BaseException | None = None
 
 
 @dataclass
@@ -129,31 +76,6 @@ class _Turn:
     cancel_raced_prompt: bool = False  # a cancel went out while the prompt was being written
     chunks: list[str] = field(default_factory=list)
     tool_calls: OrderedDict[str, dict[str, Any]] = field(default_factory=OrderedDict)
-
-
-@dataclass
-class _Permission:
-    request_id: str
-    rpc_id: Any
-    session_id: str
-    acp_session_id: str
-    sink: AgentEventSink
-    deadline: float
-    timer: _TimerHandle | None = None
-    scheduled: bool = False  # a scheduler owns the expiry timer
-
-
-class _Process:
-    """One spawned agent process with its threads and in-flight calls."""
-
-    def __init__(self, popen: subprocess.Popen[bytes], generation: int) -> None:
-        self.popen = popen
-        self.generation = generation
-        self.calls: dict[int, _Call] = {}
-        self.dead = False
-        self.reader: threading.Thread | None = None
-        self.stderr_reader: threading.Thread | None = None
-        self.agent_info: Mapping[str, Any] = {}
 
 
 class AcpBridge:
@@ -183,7 +105,7 @@ class AcpBridge:
         max_sessions: int = 1000,
         auth_method: str | None = None,
         client_info: Mapping[str, Any] | None = None,
-        scheduler: _Scheduler | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         if isinstance(command, str) or not command:
             raise ConfigurationError("must be a non-empty sequence of strings", "command")
@@ -213,19 +135,18 @@ class AcpBridge:
 
         # One condition guards all mutable state below and wakes every waiter.
         self._cond = threading.Condition(threading.RLock())
-        self._write_lock = threading.Lock()
+        self._rpc = RpcPeer(self._cond, self.command[0])
         self._start_lock = threading.Lock()
         self._session_lock = threading.Lock()
-        self._ids = itertools.count(1)
         self._permission_ids = itertools.count(1)
         self._generations = itertools.count(1)
-        self._proc: _Process | None = None
+        self._proc: AgentProcess | None = None
         self._closed = False
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._by_acp_session: dict[str, str] = {}
         self._active: dict[str, _Turn] = {}  # channelkit session id -> running turn
         self._turns: dict[str, _Turn] = {}  # acp session id -> running turn (routing)
-        self._permissions: dict[str, _Permission] = {}
+        self._permissions = PermissionTable(self._cond)
         self._stderr_tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
 
     # ------------------------------------------------------------------ public API
@@ -283,7 +204,7 @@ class AcpBridge:
                 "sessionId": session.acp_session_id,
                 "prompt": [{"type": "text", "text": text}],
             }
-            call, _ = self._send_request(proc, "session/prompt", params)
+            call = self._rpc.request(proc, "session/prompt", params)
             with self._cond:
                 turn.written = True
                 late_cancel = turn.cancel_raced_prompt
@@ -330,7 +251,7 @@ class AcpBridge:
             session = self._sessions.get(session_id)
             if proc is None or proc.dead or session is None:
                 return False
-            pending = [p for p in self._permissions.values() if p.session_id == session_id]
+            pending = self._permissions.pending(session_id)
         for permission in pending:
             self._settle_cancelled(permission, reason="cancel")
         return self._send_cancel(proc, session.acp_session_id)
@@ -343,18 +264,17 @@ class AcpBridge:
         answers keyed by question index, e.g. ``{"0": "Blue"}``); it is sent as the
         JSON-RPC result, ``answers`` included.
         """
-        result = _validate_response(response)
+        result = validate_response(response)
         with self._cond:
-            permission = self._permissions.pop(request_id, None)
+            permission = self._permissions.pop(request_id)
             proc = self._proc
             if permission is None:
                 return False
-            self._cond.notify_all()
-        _cancel_timer(permission)
+        permission.cancel_timer()
         if proc is None or proc.dead:
             return False
         try:
-            self._send(proc, {"jsonrpc": "2.0", "id": permission.rpc_id, "result": result})
+            self._rpc.send(proc, {"jsonrpc": "2.0", "id": permission.rpc_id, "result": result})
         except AgentProcessError:
             return False
         return True
@@ -369,7 +289,7 @@ class AcpBridge:
             else:
                 self._closed = True
                 proc = self._proc
-            pending = list(self._permissions.values())
+            pending = self._permissions.pending()
             active = list(self._turns.values())
         for permission in pending:
             self._settle_cancelled(permission, reason="close")
@@ -388,7 +308,7 @@ class AcpBridge:
         self.close()
 
     # ------------------------------------------------------------------ process
-    def _ensure_process(self) -> _Process:
+    def _ensure_process(self) -> AgentProcess:
         with self._start_lock:
             with self._cond:
                 if self._closed:
@@ -407,59 +327,24 @@ class AcpBridge:
                 raise
             return proc
 
-    def _spawn(self) -> _Process:
-        env = None
-        if self.env is not None:
-            env = dict(os.environ)
-            env.update(self.env)
-        kwargs: dict[str, Any] = {}
-        if os.name == "posix":
-            kwargs["start_new_session"] = True
-        try:
-            popen = subprocess.Popen(
-                list(self.command),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=self.cwd,
-                env=env,
-                **kwargs,
-            )
-        except OSError as exc:
-            raise AgentProcessError(
-                f"cannot start agent {self.command[0]!r}: {exc.strerror or exc}"
-            ) from exc
-        proc = _Process(popen, next(self._generations))
-        proc.reader = threading.Thread(
-            target=self._read_stdout,
-            args=(proc,),
-            name=f"channelkit-acp-reader-{popen.pid}",
-            daemon=True,
-        )
-        proc.stderr_reader = threading.Thread(
-            target=self._read_stderr,
-            args=(proc,),
-            name=f"channelkit-acp-stderr-{popen.pid}",
-            daemon=True,
-        )
+    def _spawn(self) -> AgentProcess:
+        popen = _process.spawn(self.command, self.cwd, self.env)
+        proc = AgentProcess(popen, next(self._generations))
+        _process.reader_threads(proc, self._read_stdout, self._read_stderr)
         with self._cond:
             closed = self._closed
             if not closed:
                 self._proc = proc
         if closed:  # close() ran while we were spawning: do not leave an orphan
-            self._signal(popen, getattr(signal, "SIGKILL", signal.SIGTERM))
-            popen.wait(timeout=self.close_timeout)
-            for stream in (popen.stdin, popen.stdout, popen.stderr):
-                with contextlib.suppress(OSError, ValueError):
-                    if stream is not None:
-                        stream.close()
+            _process.kill_orphan(popen, self.close_timeout)
             raise AgentProcessError("agent bridge is closed")
+        assert proc.reader is not None and proc.stderr_reader is not None
         proc.reader.start()
         proc.stderr_reader.start()
         logger.debug("started acp agent %s (pid %s)", self.command[0], popen.pid)
         return proc
 
-    def _initialize(self, proc: _Process) -> None:
+    def _initialize(self, proc: AgentProcess) -> None:
         params = {
             "protocolVersion": ACP_PROTOCOL_VERSION,
             "clientCapabilities": {
@@ -468,7 +353,7 @@ class AcpBridge:
             },
             "clientInfo": self.client_info,
         }
-        call, _ = self._send_request(proc, "initialize", params)
+        call = self._rpc.request(proc, "initialize", params)
         result = self._wait(proc, call, self.request_timeout)
         if not isinstance(result, Mapping):
             raise AcpError("initialize: the agent's result is not an object")
@@ -483,10 +368,12 @@ class AcpBridge:
         with self._cond:
             proc.agent_info = dict(result)
         if self.auth_method:
-            call, _ = self._send_request(proc, "authenticate", {"methodId": self.auth_method})
+            call = self._rpc.request(proc, "authenticate", {"methodId": self.auth_method})
             self._wait(proc, call, self.request_timeout)
 
-    def _ensure_session(self, proc: _Process, session_id: str, sink: AgentEventSink) -> _Session:
+    def _ensure_session(
+        self, proc: AgentProcess, session_id: str, sink: AgentEventSink
+    ) -> _Session:
         with self._cond:
             session = self._sessions.get(session_id)
             if session is not None:
@@ -497,7 +384,7 @@ class AcpBridge:
                 session = self._sessions.get(session_id)
                 if session is not None:
                     return session
-            call, _ = self._send_request(proc, "session/new", {"cwd": self.cwd, "mcpServers": []})
+            call = self._rpc.request(proc, "session/new", {"cwd": self.cwd, "mcpServers": []})
             result = self._wait(proc, call, self.request_timeout)
             acp_id = result.get("sessionId") if isinstance(result, Mapping) else None
             if not isinstance(acp_id, str) or not acp_id:
@@ -505,7 +392,7 @@ class AcpBridge:
             session = _Session(session_id, acp_id, sink)
             with self._cond:
                 if proc.dead:
-                    raise AgentProcessError(_death_message(proc), returncode=_rc(proc))
+                    raise AgentProcessError(proc.death_message(), returncode=proc.returncode())
                 self._sessions[session_id] = session
                 self._by_acp_session[acp_id] = session_id
                 self._evict_sessions()
@@ -523,151 +410,45 @@ class AcpBridge:
             del self._sessions[victim.session_id]
             self._by_acp_session.pop(victim.acp_session_id, None)
 
-    def _stop_process(self, proc: _Process) -> None:
+    def _stop_process(self, proc: AgentProcess) -> None:
         """Close stdin, wait, SIGTERM, wait, SIGKILL, wait; then reap and join threads."""
-        popen = proc.popen
-        # A writer blocked on a full pipe (agent not reading) holds the write lock: do not
-        # wait for it forever, kill the agent instead, which fails that write.
-        locked = self._write_lock.acquire(timeout=self.close_timeout)
-        if locked:
-            try:
-                with contextlib.suppress(OSError, ValueError):
-                    if popen.stdin is not None:
-                        popen.stdin.close()
-            finally:
-                self._write_lock.release()
-        else:
-            self._signal(popen, getattr(signal, "SIGKILL", signal.SIGTERM))
-        try:
-            popen.wait(timeout=self.close_timeout)
-        except subprocess.TimeoutExpired:
-            self._signal(popen, signal.SIGTERM)
-            try:
-                popen.wait(timeout=self.close_timeout)
-            except subprocess.TimeoutExpired:
-                self._signal(popen, getattr(signal, "SIGKILL", signal.SIGTERM))
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    popen.wait(timeout=self.close_timeout)
-        self._reap(proc)
+        _process.stop(proc, self._rpc.write_lock, self.close_timeout)
 
-    @staticmethod
-    def _signal(popen: subprocess.Popen[bytes], sig: int) -> None:
-        if popen.poll() is not None:
-            return
-        try:
-            if os.name == "posix":
-                os.killpg(popen.pid, sig)
-            elif sig == signal.SIGTERM:
-                popen.terminate()
-            else:
-                popen.kill()
-        except (ProcessLookupError, PermissionError, OSError):
-            with contextlib.suppress(OSError):
-                popen.kill() if sig != signal.SIGTERM else popen.terminate()
-
-    def _reap(self, proc: _Process) -> None:
-        """Wait for the process and join its threads (bounded)."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.popen.wait(timeout=self.close_timeout)
-        current = threading.current_thread()
-        for thread in (proc.reader, proc.stderr_reader):
-            if thread is not None and thread is not current:
-                thread.join(timeout=self.close_timeout)
-        for stream in (proc.popen.stdout, proc.popen.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                if stream is not None:
-                    stream.close()
-
-    # ------------------------------------------------------------------ writing
-    def _send(self, proc: _Process, message: Mapping[str, Any]) -> None:
-        data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-        stdin = proc.popen.stdin
-        with self._write_lock:
-            if proc.dead or stdin is None or stdin.closed:
-                raise AgentProcessError(_death_message(proc), returncode=_rc(proc))
-            try:
-                stdin.write(data)
-                stdin.flush()
-            except (OSError, ValueError) as exc:
-                raise AgentProcessError(
-                    f"cannot write to agent {self.command[0]!r}: {exc}", returncode=_rc(proc)
-                ) from exc
-
-    def _send_request(
-        self, proc: _Process, method: str, params: Mapping[str, Any]
-    ) -> tuple[_Call, int]:
-        rpc_id = next(self._ids)
-        call = _Call(method)
-        with self._cond:
-            if proc.dead:
-                raise AgentProcessError(_death_message(proc), returncode=_rc(proc))
-            proc.calls[rpc_id] = call
-        try:
-            self._send(proc, {"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params})
-        except AgentProcessError:
-            with self._cond:
-                proc.calls.pop(rpc_id, None)
-            raise
-        return call, rpc_id
-
-    def _wait(self, proc: _Process, call: _Call, timeout: float) -> Any:
+    # ------------------------------------------------------------------ requests
+    def _wait(self, proc: AgentProcess, call: Call, timeout: float) -> Any:
         """Block until ``call`` settles or ``timeout`` passes.
 
         The waiting thread also answers overdue permission requests that no scheduler
         times out ``cancelled`` (it wakes at the earliest such deadline).
         """
-        deadline = time.monotonic() + timeout
-        while True:
-            expired: list[_Permission] = []
-            with self._cond:
-                while not call.done:
-                    now = time.monotonic()
-                    if now >= deadline:
-                        break
-                    wake = deadline
-                    swept = [p for p in self._permissions.values() if not p.scheduled]
-                    if swept:
-                        expired = [p for p in swept if p.deadline <= now]
-                        if expired:
-                            for permission in expired:
-                                del self._permissions[permission.request_id]
-                            break
-                        wake = min(wake, min(p.deadline for p in swept))
-                    self._cond.wait(wake - now)
-            if not expired:
-                break
-            for permission in expired:
-                self._answer_cancelled(permission, reason="timeout")
-        if not call.done:
-            with self._cond:
-                for rpc_id, pending in list(proc.calls.items()):
-                    if pending is call:
-                        del proc.calls[rpc_id]
-            raise AcpTimeoutError(call.method, timeout)
-        if call.error is not None:
-            raise call.error
-        return call.result
+        return self._rpc.wait(
+            proc,
+            call,
+            timeout,
+            take_overdue=self._permissions.take_overdue,
+            answer_overdue=self._answer_overdue,
+        )
 
-    def _send_cancel(self, proc: _Process, acp_session_id: str) -> bool:
-        try:
-            self._send(proc, _notification("session/cancel", {"sessionId": acp_session_id}))
-        except AgentProcessError:
-            return False
-        return True
+    def _answer_overdue(self, expired: list[Permission]) -> None:
+        for permission in expired:
+            self._answer_cancelled(permission, reason="timeout")
+
+    def _send_cancel(self, proc: AgentProcess, acp_session_id: str) -> bool:
+        return self._rpc.notify(proc, "session/cancel", {"sessionId": acp_session_id})
 
     # ------------------------------------------------------------------ reading
-    def _read_stdout(self, proc: _Process) -> None:
+    def _read_stdout(self, proc: AgentProcess) -> None:
         stdout = proc.popen.stdout
         assert stdout is not None
         try:
             while True:
-                line = _read_line(stdout)
+                line = read_line(stdout)
                 if line is None:
                     break
                 if not line.strip():
                     continue
                 try:
-                    self._handle_line(proc, line)
+                    self._rpc.dispatch(proc, line, self._handle_request, self._handle_notification)
                 except Exception:
                     logger.exception("acp bridge failed to handle a message from the agent")
         except Exception:
@@ -677,75 +458,17 @@ class AcpBridge:
                 proc.popen.wait(timeout=self.close_timeout)
             with self._cond:
                 closing = self._closed
-            reason = "agent bridge closed" if closing else _death_message(proc)
+            reason = "agent bridge closed" if closing else proc.death_message()
             self._on_process_gone(proc, reason, emit_died=not closing)
 
-    def _read_stderr(self, proc: _Process) -> None:
+    def _read_stderr(self, proc: AgentProcess) -> None:
         stderr = proc.popen.stderr
         assert stderr is not None
-        try:
-            while True:
-                line = _read_line(stderr)
-                if line is None:
-                    break
-                text = line.decode("utf-8", "replace").rstrip()[:_STDERR_LINE_CHARS]
-                if not text:
-                    continue
-                with self._cond:
-                    self._stderr_tail.append(text)
-                logger.debug("acp agent stderr: %s", text)
-        except Exception:
-            logger.debug("acp stderr reader stopped", exc_info=True)
+        _process.drain_stderr(stderr, self._record_stderr)
 
-    def _handle_line(self, proc: _Process, line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            logger.warning("acp agent wrote a line that is not JSON (%d bytes); skipped", len(line))
-            return
-        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-            logger.warning("acp agent wrote a message that is not JSON-RPC 2.0; skipped")
-            return
-        method = message.get("method")
-        if method is not None:
-            if not isinstance(method, str):
-                logger.warning("acp agent message has a non-string method; skipped")
-                if "id" in message:
-                    self._reply_error(proc, message["id"], INVALID_PARAMS, "invalid method")
-                return
-            params = message.get("params")
-            if "id" in message and message["id"] is not None:
-                self._handle_request(proc, message["id"], method, params)
-            else:
-                self._handle_notification(method, params)
-            return
-        if "id" in message and ("result" in message or "error" in message):
-            self._handle_response(proc, message)
-            return
-        logger.warning("acp agent wrote a JSON-RPC message of unknown shape; skipped")
-
-    def _handle_response(self, proc: _Process, message: Mapping[str, Any]) -> None:
-        rpc_id = message.get("id")
+    def _record_stderr(self, text: str) -> None:
         with self._cond:
-            call = proc.calls.pop(rpc_id, None) if isinstance(rpc_id, int) else None
-            if call is None:
-                logger.warning("acp agent answered an unknown request id %r; skipped", rpc_id)
-                return
-            error = message.get("error")
-            if error is not None:
-                if isinstance(error, Mapping):
-                    call.error = AcpRequestError(
-                        call.method,
-                        error.get("code"),
-                        str(error.get("message", "")),
-                        error.get("data"),
-                    )
-                else:
-                    call.error = AcpRequestError(call.method, None, str(error))
-            else:
-                call.result = message.get("result")
-            call.done = True
-            self._cond.notify_all()
+            self._stderr_tail.append(text)
 
     def _handle_notification(self, method: str, params: Any) -> None:
         if method != "session/update":
@@ -777,23 +500,19 @@ class AcpBridge:
             if event is not None:
                 _emit(turn.sink.tool_call, event)
 
-    def _handle_request(self, proc: _Process, rpc_id: Any, method: str, params: Any) -> None:
+    def _handle_request(self, proc: AgentProcess, rpc_id: Any, method: str, params: Any) -> None:
         if method == "session/request_permission":
             self._handle_permission(proc, rpc_id, params)
             return
         logger.debug("acp agent called unsupported client method %s", method)
-        self._reply_error(proc, rpc_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+        self._rpc.reply_error(proc, rpc_id, METHOD_NOT_FOUND, f"Method not found: {method}")
 
-    def _handle_permission(self, proc: _Process, rpc_id: Any, params: Any) -> None:
-        if not isinstance(params, Mapping):
-            self._reply_error(proc, rpc_id, INVALID_PARAMS, "params must be an object")
+    def _handle_permission(self, proc: AgentProcess, rpc_id: Any, params: Any) -> None:
+        parsed = parse_params(params)
+        if isinstance(parsed, str):
+            self._rpc.reply_error(proc, rpc_id, INVALID_PARAMS, parsed)
             return
-        acp_session_id = params.get("sessionId")
-        tool_call = params.get("toolCall")
-        if not isinstance(acp_session_id, str) or not isinstance(tool_call, Mapping):
-            self._reply_error(proc, rpc_id, INVALID_PARAMS, "sessionId and toolCall required")
-            return
-        options = _parse_options(params.get("options"))
+        acp_session_id, tool_call, options = parsed
         request_id = f"acp-{proc.generation}-{next(self._permission_ids)}"
         with self._cond:
             session_id = self._by_acp_session.get(acp_session_id)
@@ -806,12 +525,12 @@ class AcpBridge:
                 session_id is None
                 or sink is None
                 or self._closed
-                or len(self._permissions) >= _MAX_PENDING_PERMISSIONS
+                or len(self._permissions) >= MAX_PENDING_PERMISSIONS
             )
-            permission: _Permission | None = None
+            permission: Permission | None = None
             if not refuse:
                 assert session_id is not None and sink is not None
-                permission = _Permission(
+                permission = Permission(
                     request_id,
                     rpc_id,
                     session_id,
@@ -819,11 +538,10 @@ class AcpBridge:
                     sink,
                     deadline=time.monotonic() + self.permission_timeout,
                 )
-                self._permissions[request_id] = permission
-                self._cond.notify_all()
+                self._permissions.add(permission)
         if permission is None:
             logger.warning("acp permission request for an unknown session; answered cancelled")
-            self._reply_result(proc, rpc_id, {"outcome": dict(_CANCELLED)})
+            self._rpc.reply_result(proc, rpc_id, {"outcome": dict(CANCELLED)})
             return
         if self._scheduler is not None:
             try:
@@ -834,55 +552,34 @@ class AcpBridge:
             except Exception:
                 # e.g. a stopped scheduler: the threads waiting in prompt() expire it.
                 logger.warning("acp permission timer could not be scheduled", exc_info=True)
-        request = PermissionRequest(
-            request_id=request_id,
-            session_id=permission.session_id,
-            tool_call=tool_call,
-            options=options,
-        )
         _emit(permission.sink.response_boundary, permission.session_id)
-        _emit(permission.sink.permission_request, request)
+        _emit(permission.sink.permission_request, permission.to_request(tool_call, options))
 
     def _expire(self, request_id: str) -> None:
-        with self._cond:
-            permission = self._permissions.pop(request_id, None)
-            if permission is not None:
-                self._cond.notify_all()
+        permission = self._permissions.pop(request_id)
         if permission is not None:
             self._answer_cancelled(permission, reason="timeout")
 
-    def _settle_cancelled(self, permission: _Permission, *, reason: str) -> None:
-        with self._cond:
-            if self._permissions.pop(permission.request_id, None) is None:
-                return
-            self._cond.notify_all()
+    def _settle_cancelled(self, permission: Permission, *, reason: str) -> None:
+        if self._permissions.pop(permission.request_id) is None:
+            return
         self._answer_cancelled(permission, reason=reason)
 
-    def _answer_cancelled(self, permission: _Permission, *, reason: str) -> None:
+    def _answer_cancelled(self, permission: Permission, *, reason: str) -> None:
         """Answer an already-removed permission ``cancelled`` and tell its sink."""
-        _cancel_timer(permission)
+        permission.cancel_timer()
         logger.debug("acp permission %s cancelled (%s)", permission.request_id, reason)
         with self._cond:
             proc = self._proc
         if proc is not None and not proc.dead:
-            self._reply_result(proc, permission.rpc_id, {"outcome": dict(_CANCELLED)})
+            self._rpc.reply_result(proc, permission.rpc_id, {"outcome": dict(CANCELLED)})
         _emit(
             permission.sink.permission_resolved,
-            PermissionResolved(permission.request_id, dict(_CANCELLED)),
+            PermissionResolved(permission.request_id, dict(CANCELLED)),
         )
 
-    def _reply_result(self, proc: _Process, rpc_id: Any, result: Any) -> None:
-        with contextlib.suppress(AgentProcessError):
-            self._send(proc, {"jsonrpc": "2.0", "id": rpc_id, "result": result})
-
-    def _reply_error(self, proc: _Process, rpc_id: Any, code: int, message: str) -> None:
-        with contextlib.suppress(AgentProcessError):
-            self._send(
-                proc, {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": message}}
-            )
-
     # ------------------------------------------------------------------ death
-    def _on_process_gone(self, proc: _Process, reason: str, *, emit_died: bool) -> None:
+    def _on_process_gone(self, proc: AgentProcess, reason: str, *, emit_died: bool) -> None:
         """Fail the process's calls, cancel its permissions, forget its sessions."""
         with self._cond:
             if proc.dead:
@@ -890,27 +587,26 @@ class AcpBridge:
             proc.dead = True
             calls = list(proc.calls.values())
             proc.calls.clear()
-            error = AgentProcessError(reason, returncode=_rc(proc))
+            error = AgentProcessError(reason, returncode=proc.returncode())
             for call in calls:
                 call.error = error
                 call.done = True
             current = self._proc is proc
-            permissions: list[_Permission] = []
+            permissions: list[Permission] = []
             sessions: list[_Session] = []
             if current:
-                permissions = list(self._permissions.values())
-                self._permissions.clear()
+                permissions = self._permissions.take_all()
                 sessions = list(self._sessions.values())
                 self._sessions.clear()
                 self._by_acp_session.clear()
             self._cond.notify_all()
         if emit_died:
-            logger.warning("acp agent %s exited (code %s)", self.command[0], _rc(proc))
+            logger.warning("acp agent %s exited (code %s)", self.command[0], proc.returncode())
         for permission in permissions:
-            _cancel_timer(permission)
+            permission.cancel_timer()
             _emit(
                 permission.sink.permission_resolved,
-                PermissionResolved(permission.request_id, dict(_CANCELLED)),
+                PermissionResolved(permission.request_id, dict(CANCELLED)),
             )
         if emit_died:
             for session in sessions:
@@ -928,69 +624,11 @@ def _version() -> str:
         return "0"
 
 
-def _notification(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "method": method, "params": params}
-
-
-def _rc(proc: _Process) -> int | None:
-    return proc.popen.poll()
-
-
-def _death_message(proc: _Process) -> str:
-    rc = proc.popen.poll()
-    if rc is None:
-        return "agent process closed its output"
-    return f"agent process exited with code {rc}"
-
-
-def _read_line(stream: IO[bytes]) -> bytes | None:
-    """One line (without bound overflow), or None at EOF. Over-long lines are skipped."""
-    line = stream.readline(_MAX_LINE_BYTES)
-    if not line:
-        return None
-    if len(line) >= _MAX_LINE_BYTES and not line.endswith(b"\n"):
-        logger.warning("acp agent wrote a line over %d bytes; skipped", _MAX_LINE_BYTES)
-        while True:
-            rest = stream.readline(_MAX_LINE_BYTES)
-            if not rest or rest.endswith(b"\n"):
-                break
-        return b""
-    return line
-
-
 def _emit(fn: Callable[..., None], *args: Any) -> None:
     try:
         fn(*args)
     except Exception:
         logger.exception("acp bridge event sink raised in %s", getattr(fn, "__name__", fn))
-
-
-def _cancel_timer(permission: _Permission) -> None:
-    timer, permission.timer = permission.timer, None
-    if timer is not None:
-        with contextlib.suppress(Exception):
-            timer.cancel()
-
-
-def _parse_options(raw: Any) -> tuple[PermissionOption, ...]:
-    options: list[PermissionOption] = []
-    if isinstance(raw, list):
-        for item in raw:
-            if not isinstance(item, Mapping):
-                continue
-            option_id = item.get("optionId")
-            if not isinstance(option_id, str):
-                continue
-            name = item.get("name")
-            kind = item.get("kind")
-            options.append(
-                PermissionOption(
-                    option_id=option_id,
-                    name=name if isinstance(name, str) else option_id,
-                    kind=kind if isinstance(kind, str) else None,
-                )
-            )
-    return tuple(options)
 
 
 def _tool_call_event(turn: _Turn, update: Mapping[str, Any]) -> ToolCallEvent | None:
@@ -1017,27 +655,3 @@ def _tool_call_event(turn: _Turn, update: Mapping[str, Any]) -> ToolCallEvent | 
         status=known.get("status", ""),
         raw_input=known.get("rawInput"),
     )
-
-
-def _validate_response(response: PermissionResponse) -> dict[str, Any]:
-    if not isinstance(response, Mapping):
-        raise ConfigurationError("must be a mapping", "response")
-    outcome = response.get("outcome")
-    if not isinstance(outcome, Mapping):
-        raise ConfigurationError("must be a mapping", "response.outcome")
-    kind = outcome.get("outcome")
-    if kind == "selected":
-        if not isinstance(outcome.get("optionId"), str) or not outcome.get("optionId"):
-            raise ConfigurationError("must be a non-empty string", "response.outcome.optionId")
-    elif kind != "cancelled":
-        raise ConfigurationError(
-            f"must be 'selected' or 'cancelled' (got {kind!r})", "response.outcome.outcome"
-        )
-    answers = response.get("answers")
-    if answers is not None and not isinstance(answers, Mapping):
-        raise ConfigurationError("must be a mapping of question key to answer", "response.answers")
-    result = dict(response)
-    result["outcome"] = dict(outcome)
-    if answers is not None:
-        result["answers"] = dict(answers)
-    return result
