@@ -473,14 +473,15 @@ def render_client(spec: Spec) -> str:
     )
     lines += ["", "from __future__ import annotations", ""]
     lines.append("from collections.abc import Mapping")
-    lines.append("from typing import Any, ClassVar")
-    lines += ["", "import requests", ""]
+    lines.append("from typing import TYPE_CHECKING, Any, ClassVar")
+    lines.append("")
     if used_models:
         lines.append(f"from channelkit.clients.{spec.platform}.models import (")
         lines += [f"    {n}," for n in used_models]
         lines.append(")")
     lines.append("from channelkit.http.auth import TokenProvider")
-    lines.append("from channelkit.http.client import AuthSpec, BaseClient, Operation, Param")
+    client_names = "AuthSpec, BaseClient, Operation" + (", Param" if "Param(" in body_text else "")
+    lines.append(f"from channelkit.http.client import {client_names}")
     if need_errors:
         lines.append("from channelkit.http.errormap import ErrorSpec")
     if used_runtime:
@@ -489,6 +490,8 @@ def render_client(spec: Spec) -> str:
         lines.append(")")
     lines.append("from channelkit.http.retry import RetryPolicy")
     lines.append("from channelkit.http.transport import DEFAULT_POOL_SIZE, Timeout")
+    # requests is only named in an annotation: importing the client must not load it
+    lines += ["", "if TYPE_CHECKING:", "    import requests"]
     lines += ["", f"__all__ = [{q(cls)}]", ""]
     lines.append("# JSON schemas of the request bodies, for validate=True (annotations removed).")
     lines.append(f"_SCHEMAS: dict[str, Any] = {literal(spec.schemas)}")

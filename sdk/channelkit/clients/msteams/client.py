@@ -9,9 +9,7 @@ operations under the client's RetryPolicy and maps failures to channelkit.errors
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
-
-import requests
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from channelkit.clients.msteams.models import (
     Activity,
@@ -26,6 +24,9 @@ from channelkit.http.model import (
 )
 from channelkit.http.retry import RetryPolicy
 from channelkit.http.transport import DEFAULT_POOL_SIZE, Timeout
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = ["MsteamsClient"]
 

@@ -9,9 +9,7 @@ operations under the client's RetryPolicy and maps failures to channelkit.errors
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
-
-import requests
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from channelkit.clients.slack.models import (
     ChatPostMessageRequest,
@@ -22,13 +20,16 @@ from channelkit.clients.slack.models import (
     PinsAddRequest,
 )
 from channelkit.http.auth import TokenProvider
-from channelkit.http.client import AuthSpec, BaseClient, Operation, Param
+from channelkit.http.client import AuthSpec, BaseClient, Operation
 from channelkit.http.errormap import ErrorSpec
 from channelkit.http.model import (
     ModelCodec,
 )
 from channelkit.http.retry import RetryPolicy
 from channelkit.http.transport import DEFAULT_POOL_SIZE, Timeout
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = ["SlackClient"]
 
