@@ -692,6 +692,7 @@ class ChannelBase:
                 if not cancelled:
                     self._events.release_held_locked(run)
                     segment = None
+                    response = self._events.shown_response(run, response)
                     if response:
                         run.delivery_started = True
                         segment = self._events.ensure_segment_locked(run)

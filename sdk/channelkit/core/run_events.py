@@ -80,6 +80,15 @@ class RunEvents:
             self.post_chunk_locked(run, chunk)
 
     def post_chunk_locked(self, run: Run, chunk: str) -> None:
+        had_text = run.segment is not None or (run.owner is None and bool(run.shown_parts))
+        run.raw_parts.append(chunk)
+        if run.break_pending:
+            run.break_pending = False
+            if had_text and not chunk.startswith("\n\n"):
+                # a tool call (or another non-text event) interrupted the text: the next
+                # words start a new paragraph instead of being glued to the last ones
+                chunk = "\n\n" + chunk.lstrip("\n")
+        run.shown_parts.append(chunk)
         segment = self.ensure_segment_locked(run)
         event = LifecycleEvent(
             LifecycleType.TEXT_CHUNK,
@@ -138,6 +147,7 @@ class RunEvents:
                 )
             if run.done:
                 return
+            run.break_pending = True
             self._ch.lanes.post(run.lane, self.call_tool_call, run, lifecycle, event)
 
     # -- hook callers (run on lanes; never raise) -------------------------------------
@@ -274,6 +284,17 @@ class RunEvents:
                 run,
                 self._ch._event(run, LifecycleType.CANCELLED, reason=reason),
             )
+
+    @staticmethod
+    def shown_response(run: Run, response: str) -> str:
+        """The final response as the person saw it streamed: where a bridge returns
+        everything it streamed, the paragraph breaks added after tool calls are kept."""
+        if not run.shown_parts:
+            return response
+        raw = "".join(run.raw_parts)
+        if raw == "" or not response.startswith(raw):
+            return response
+        return "".join(run.shown_parts) + response[len(raw) :]
 
     # -- queue and busy notices -----------------------------------------------------
 

@@ -53,6 +53,7 @@ class Run:
     """One Channel-owned prompt execution (internal)."""
 
     __slots__ = (
+        "break_pending",
         "cancel_attempt",
         "cancel_pending",
         "cancelled",
@@ -67,9 +68,11 @@ class Run:
         "message_id",
         "owner",
         "prompting",
+        "raw_parts",
         "run_id",
         "segment",
         "session_id",
+        "shown_parts",
         "target",
         "terminal",
         "text",
@@ -108,7 +111,12 @@ class Run:
         self.done = False
         self.future: Future[RunResult] = Future()
         self.ticket: Ticket | None = None  # its place in the channel's RunAdmission
-        self.waiting = 0  # pending requests of this run that wait on a person
+        self.waiting = 0
+        self.break_pending = False  # a non-text event came after the last text
+        self.raw_parts: list[str] = []  # text as the agent streamed it
+        self.shown_parts: list[
+            str
+        ] = []  # text as it was shown (paragraph breaks added)  # pending requests of this run that wait on a person
 
     def is_cancelled(self) -> bool:
         return self.cancelled

@@ -152,7 +152,7 @@ def test_text_streams_into_one_card_per_segment_and_completes(
     script.behaviour = behaviour
     result = finished(rt, inbound(channel))
     assert result.status == "completed"
-    assert finals(fake) == [("Hello world", "*已完成*"), ("second", "*已完成*")]
+    assert finals(fake) == [("Hello \n\nworld", "*已完成*"), ("second", "*已完成*")]
     ops = {c.op for c in fake.calls}
     assert ops <= {"react", "unreact", "create_card", "send", "stream", "settings", "update_card"}
 
@@ -196,7 +196,7 @@ def test_text_chunk_lifecycle_leaves_the_streaming_card_running(
     assert not fake.ops("settings", "update_card", "patch")
     script.release.set()
     assert finished(rt, handle).status == "completed"
-    assert finals(fake) == [("ab", "*已完成*")]
+    assert finals(fake) == [("a\n\nb", "*已完成*")]  # a paragraph break after the tool call
 
 
 def test_tool_call_only_run_adds_no_ui(

@@ -149,7 +149,7 @@ def test_text_chunk_and_tool_call_add_no_ui(rt, mock) -> None:  # type: ignore[n
     release.set()
     env.settle()
     # one plain final message; typing stopped
-    assert texts(env) == ["ab"] and env.calls("editMessageText") == []
+    assert texts(env) == ["a\n\nb"] and env.calls("editMessageText") == []
     assert env.channel.typing.active_chats() == 0
     env.channel.close()
 

@@ -147,7 +147,8 @@ def test_text_chunk_and_tool_call_add_no_ui(rt, mock) -> None:  # type: ignore[n
     assert env.channel.typing.is_active(USER)
     release.set()
     rt.settle()
-    assert env.statuses() == [1, 2] and env.texts() == ["ab"]
+    # the text after the tool call starts a new paragraph
+    assert env.statuses() == [1, 2] and env.texts() == ["a\n\nb"]
     env.channel.close()
 
 
