@@ -167,3 +167,31 @@ def test_every_pool_at_one_worker_still_completes_the_card_contract():
         started = time.monotonic()
         h.close()
         assert time.monotonic() - started < STALL
+
+
+def test_a_late_card_never_repeats_an_answer_already_sent_as_markdown():
+    """The final card write waits behind a hung card call: after the wait gives up the
+    answer goes out as Markdown, and the card, when it finally gets written, says the
+    answer was sent below instead of repeating it."""
+    from channelkit.platforms.dingtalk.output import ANSWER_SENT_BELOW
+
+    def script(bridge, sid, text, sink):
+        sink.text_chunk(sid, "the answer")
+        return "the answer"
+
+    h = AdapterHarness(script)
+    try:
+        h.channel.presenter._wait_timeout = 0.2  # the fault path, made short
+        hung = threading.Event()
+        h.api.gates["stream"] = hung  # the card's stream writes hang
+        h.send("go")
+        assert h.wait_for(lambda: "the answer" in h.api.texts(), STALL)
+        hung.set()
+        h.idle(STALL)
+        assert h.api.texts() == ["the answer"]  # once, as Markdown
+        final_contents = [c for c in finals(h) if c]
+        assert "the answer" not in final_contents
+        assert final_contents == [ANSWER_SENT_BELOW]
+    finally:
+        hung.set()
+        h.close()
