@@ -104,11 +104,13 @@ def test_say_ask_say_produces_two_segments_and_the_question():
             "on_response_chunk",
             "on_response_complete",
             "send_message",
+            "on_output_segment_end",  # the delivered segment ends after delivery
         ]
         seg1 = ch.chunks[0][3]
         seg2 = ch.chunks[1][3]
         assert seg1 is not None and seg2 is not None and seg1.segment_id != seg2.segment_id
         assert ch.segment_ends[0][2:] == (seg1, SegmentEndReason.RESPONSE_BOUNDARY)
+        assert ch.segment_ends[1][2:] == (seg2, SegmentEndReason.COMPLETED)
         ctx = ch.presentations[0]
         assert [q.header for q in ctx.questions] == ["Region", "Question 2"]
         assert ctx.questions[1].multi_select is True

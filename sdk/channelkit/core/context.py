@@ -14,7 +14,7 @@ from channelkit.core.types import (
 )
 
 if TYPE_CHECKING:
-    from channelkit.core.channel import _Pending
+    from channelkit.core.pending import Pending as _Pending
 
 __all__ = ["SettlementListener", "UserInputRequestContext"]
 
