@@ -36,7 +36,6 @@ from channelkit.playground.emulator import (
     Deliver,
     EmulatorBase,
     HttpReply,
-    parse_json_body,
 )
 
 __all__ = [
@@ -117,47 +116,17 @@ class DingtalkEmulator(EmulatorBase):
         self.user_id = user_id
         self.user_name = user_name
         self.conversation_id = conversation_id
-        self._tokens: dict[str, float] = {}
         self._routes: dict[str, dict[str, Any]] = {}
         self._reactions: dict[str, list[str]] = {}
         self._sessions: dict[str, str] = {}
 
     # -- tokens ---------------------------------------------------------------------------
-    def _issue_token(self) -> str:
-        token = "emu-" + secrets.token_hex(12)
-        with self._lock:
-            if len(self._tokens) > 100:
-                self._tokens.clear()
-            self._tokens[token] = time.time() + TOKEN_LIFETIME
-        return token
-
-    def revoke_tokens(self) -> None:
-        """Invalidate every issued token (the next call gets 401)."""
-        with self._lock:
-            self._tokens.clear()
-
-    def _token_ok(self, headers: Mapping[str, str]) -> bool:
-        token = headers.get("x-acs-dingtalk-access-token", "")
-        with self._lock:
-            expiry = self._tokens.get(token)
-        return expiry is not None and expiry > time.time()
+    def _new_token(self) -> str:
+        """A fresh access token (DingTalk issues a new one on every request)."""
+        return self._issue_token("emu-", 12, TOKEN_LIFETIME)[0]
 
     # -- API --------------------------------------------------------------------------------
-    def handle_api(
-        self,
-        method: str,
-        path: str,
-        query: Mapping[str, str],
-        headers: Mapping[str, str],
-        body: bytes,
-    ) -> HttpReply | None:
-        data = parse_json_body(body)
-        reply = self._api(method, path, query, headers, data)
-        if reply is not None:
-            self._record(method, path, query, data, reply)
-        return reply
-
-    def _api(
+    def handle_json_api(
         self,
         method: str,
         path: str,
@@ -175,7 +144,7 @@ class DingtalkEmulator(EmulatorBase):
                 {
                     "errcode": 0,
                     "errmsg": "ok",
-                    "access_token": self._issue_token(),
+                    "access_token": self._new_token(),
                     "expires_in": TOKEN_LIFETIME,
                 },
             )
@@ -196,7 +165,7 @@ class DingtalkEmulator(EmulatorBase):
             if path.startswith("/v1.0/"):
                 return _error(404, "InvalidAction.NotFound", f"{method} {path} is not emulated")
             return None
-        if not self._token_ok(headers):
+        if not self._token_valid(headers.get("x-acs-dingtalk-access-token", "")):
             return _error(401, "InvalidAuthentication", "access token is invalid or expired")
         if not isinstance(data, Mapping):
             return _error(400, "MissingParameter", "the body must be a JSON object")
@@ -207,7 +176,7 @@ class DingtalkEmulator(EmulatorBase):
             return _error(400, "MissingParameter", "appKey and appSecret are required")
         if data.get("appKey") != self.app_key or data.get("appSecret") != self.app_secret:
             return _error(400, "invalidClientIdOrSecret", "invalid appKey or appSecret")
-        return HttpReply(200, {"accessToken": self._issue_token(), "expireIn": TOKEN_LIFETIME})
+        return HttpReply(200, {"accessToken": self._new_token(), "expireIn": TOKEN_LIFETIME})
 
     def _create_and_deliver(self, data: Mapping[str, Any]) -> HttpReply:
         for field in ("cardTemplateId", "outTrackId", "openSpaceId"):

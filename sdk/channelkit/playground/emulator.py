@@ -5,6 +5,10 @@ generated clients make real HTTP calls to it), records every call, keeps the sta
 person would see (messages, cards, reactions, typing) and sends user input back to the
 SDK as properly signed platform callbacks. ``GET /_emulator/calls`` returns the recorded
 calls and ``GET /_emulator/state`` the visible state; both are bounded.
+
+The base also holds what the platforms' APIs have in common: access tokens (issued for a
+lifetime, checked on every call, revoked for tests), JSON bodies parsed before a platform
+handler sees them, and every answered call recorded with secrets redacted.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import copy
 import json
 import logging
 import re
+import secrets
 import threading
 import time
 from collections import OrderedDict, deque
@@ -46,6 +51,8 @@ MAX_TIMELINE = 1_000
 MAX_WAIT_SECONDS = 10.0
 #: Timeout of the callbacks the emulator sends to the SDK.
 CALLBACK_TIMEOUT = 10.0
+#: Issued access tokens kept; past this many the store starts afresh.
+MAX_TOKENS = 100
 
 #: who may click in ``/_emulator/cards/<id>/action`` (``userId``: a teammate, not the owner)
 _USER_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -138,6 +145,8 @@ class EmulatorBase:
         self._cards: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._callbacks: deque[dict[str, Any]] = deque(maxlen=max_calls)
         self._typing_until = 0.0
+        self._tokens: dict[str, float] = {}  # access token -> expiry (epoch seconds)
+        self._current_token: str | None = None
         self.deliver: Deliver = deliver or http_deliver
         self.base_url = ""
         self.static_dir: str | None = None
@@ -186,6 +195,38 @@ class EmulatorBase:
                 }
             )
             self._touch()
+
+    # -- access tokens -------------------------------------------------------------------
+    def _issue_token(
+        self, prefix: str, nbytes: int, lifetime: float, *, renew_below: float | None = None
+    ) -> tuple[str, float]:
+        """A token and its seconds left: a new one valid for ``lifetime``, or, with
+        ``renew_below``, the last one again while more than that many seconds remain."""
+        now = time.time()
+        with self._lock:
+            token = self._current_token
+            expiry = self._tokens.get(token, 0.0) if token else 0.0
+            if renew_below is None or token is None or expiry - now < renew_below:
+                token = prefix + secrets.token_hex(nbytes)
+                if len(self._tokens) > MAX_TOKENS:
+                    self._tokens.clear()
+                self._tokens[token] = now + lifetime
+                self._current_token = token
+                expiry = now + lifetime
+        return token, expiry - now
+
+    def _token_valid(self, token: str) -> bool:
+        """True if ``token`` was issued, not revoked, and has not expired."""
+        with self._lock:
+            expiry = self._tokens.get(token)
+        return expiry is not None and expiry > time.time()
+
+    def revoke_tokens(self) -> None:
+        """Invalidate every issued token (the next API call is rejected as the platform
+        rejects an invalid token)."""
+        with self._lock:
+            self._tokens.clear()
+            self._current_token = None
 
     # -- public inspection --------------------------------------------------------------
     @property
@@ -315,7 +356,27 @@ class EmulatorBase:
         headers: Mapping[str, str],
         body: bytes,
     ) -> HttpReply | None:
-        """Answer a platform API call; None when the path is not the platform's."""
+        """Answer a platform API call; None when the path is not the platform's.
+
+        By default the body is parsed as JSON (None when it is not), handed to
+        :meth:`handle_json_api`, and an answered call is recorded.
+        """
+        data = parse_json_body(body)
+        reply = self.handle_json_api(method, path, query, headers, data)
+        if reply is not None:
+            self._record(method, path, query, data, reply)
+        return reply
+
+    def handle_json_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        data: Any,
+    ) -> HttpReply | None:
+        """Answer a platform API call whose body was parsed as JSON (``data``, None when
+        the body is empty or not JSON); None when the path is not the platform's."""
         raise NotImplementedError
 
     def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:

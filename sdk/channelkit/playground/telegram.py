@@ -35,6 +35,7 @@ from channelkit.playground.emulator import (
     Deliver,
     EmulatorBase,
     HttpReply,
+    parse_json_body,
 )
 
 __all__ = ["TYPING_SECONDS", "TelegramEmulator", "telegram_message_view"]
@@ -212,10 +213,7 @@ class TelegramEmulator(EmulatorBase):
         content_type = headers.get("content-type", "")
         if body:
             if "json" in content_type or body[:1] in (b"{", b"["):
-                try:
-                    parsed = json.loads(body.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError):
-                    parsed = None
+                parsed = parse_json_body(body)
                 if not isinstance(parsed, dict):
                     reply = _bad("can't parse JSON object")
                     self._record(method, f"/bot<token>/{name}", query, None, reply)

@@ -1,0 +1,236 @@
+"""User input as Feishu delivers it: message events and card action callbacks.
+
+The person's messages go to ``events_url`` as ``im.message.receive_v1`` events and their
+clicks to ``card_url`` as ``card.action.trigger`` callbacks (schema 2.0 envelopes carrying
+the verification token, sealed by :func:`~channelkit.playground.feishu.crypto.seal`). The
+SDK's answer to a card callback (a toast, a replacement card) is applied to the card.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import secrets
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from channelkit.playground.emulator import CallbackDelivery
+from channelkit.playground.feishu import crypto
+from channelkit.playground.feishu.chat import (
+    FeishuChat,
+    button_value,
+    card_elements,
+    text_of,
+    walk,
+)
+
+__all__ = ["FeishuCallbacks"]
+
+_BUTTON_ACTIONS = {"stop": "ck_stop", "submit": "ck_submit", "cancel": "ck_cancel"}
+
+
+class FeishuCallbacks(FeishuChat):
+    """Sends the person's messages and clicks to the SDK as Feishu would."""
+
+    def _envelope(self, event_type: str, event: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "schema": "2.0",
+            "header": {
+                "event_id": uuid.uuid4().hex,
+                "token": self.verification_token,
+                "create_time": str(int(time.time() * 1_000_000)),
+                "event_type": event_type,
+                "tenant_key": self.tenant_key,
+                "app_id": self.app_id,
+            },
+            "event": dict(event),
+        }
+
+    def seal(self, payload: Mapping[str, Any]) -> tuple[dict[str, str], bytes]:
+        """Headers and body of a callback as Feishu sends it (encrypted and signed when an
+        encrypt key is set)."""
+        return crypto.seal(self.encrypt_key, payload)
+
+    def _operator(self, open_id: str | None) -> dict[str, Any]:
+        who = open_id or self.user_open_id
+        return {
+            "open_id": who,
+            "user_id": "u_" + who[-8:],
+            "union_id": "on_" + who[-8:],
+            "tenant_key": self.tenant_key,
+        }
+
+    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
+        """The person types ``text``: an ``im.message.receive_v1`` event goes to the SDK."""
+        msg_id = "om_" + uuid.uuid4().hex
+        now_ms = str(int(time.time() * 1000))
+        content = json.dumps({"text": text}, ensure_ascii=False)
+        with self._lock:
+            self._remember_message(
+                {
+                    "message_id": msg_id,
+                    "chat_id": self.chat_id,
+                    "msg_type": "text",
+                    "content": content,
+                    "create_time": now_ms,
+                    "from": "user",
+                }
+            )
+            self._add_timeline(
+                {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": msg_id}
+            )
+        event = {
+            "sender": {
+                "sender_id": {
+                    "open_id": self.user_open_id,
+                    "user_id": "u_" + self.user_open_id[-8:],
+                    "union_id": "on_" + self.user_open_id[-8:],
+                },
+                "sender_type": "user",
+                "tenant_key": self.tenant_key,
+            },
+            "message": {
+                "message_id": msg_id,
+                "create_time": now_ms,
+                "update_time": now_ms,
+                "chat_id": self.chat_id,
+                "chat_type": "p2p",
+                "message_type": "text",
+                "content": content,
+            },
+        }
+        headers, body = self.seal(self._envelope("im.message.receive_v1", event))
+        return msg_id, self._send_callback("event", self.events_url, headers, body)
+
+    def card_action(
+        self,
+        card_id: str,
+        action: str,
+        form: Mapping[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> CallbackDelivery:
+        """The person clicks a button on a card: ``stop``, ``submit`` (with ``form``:
+        answer key -> option value or label, or a list for multi-select; ``<key>_other``
+        -> text) or ``cancel``. A ``card.action.trigger`` callback goes to the SDK; the
+        toast it answers is shown on the card."""
+        with self._lock:
+            card = self._cards.get(card_id)
+            if card is None:
+                raise KeyError(card_id)
+            message_id = card.get("messageId")
+            card_json = copy.deepcopy(card["json"])
+        if not message_id:
+            raise ValueError(f"card {card_id} was never sent to the chat")
+        wanted = _BUTTON_ACTIONS.get(action, action)
+        elements = card_elements(card_json)
+        found = _find_button(elements, wanted)
+        if found is None:
+            raise ValueError(f"action: the card has no {action!r} button")
+        button, value, form_element = found
+        action_body: dict[str, Any] = {
+            "value": value,
+            "tag": "button",
+            "timezone": "Asia/Shanghai",
+        }
+        if button.get("name"):
+            action_body["name"] = button["name"]
+        if form_element is not None and button.get("form_action_type") == "submit":
+            action_body["form_value"] = _form_value(form_element, form or {})
+        event = {
+            "operator": self._operator(user_id),
+            "token": "c-" + secrets.token_hex(12),
+            "action": action_body,
+            "host": "im_message",
+            "context": {"open_message_id": message_id, "open_chat_id": self.chat_id},
+        }
+        headers, body = self.seal(self._envelope("card.action.trigger", event))
+        result = self._send_callback("card", self.card_url, headers, body)
+        self._apply_card_response(card_id, result)
+        return result
+
+    def _apply_card_response(self, card_id: str, result: CallbackDelivery) -> None:
+        try:
+            answer = json.loads(result.body) if result.body else None
+        except ValueError:
+            return
+        if not isinstance(answer, Mapping):
+            return
+        toast = answer.get("toast")
+        if isinstance(toast, Mapping) and toast.get("content"):
+            self._set_toast(card_id, str(toast.get("type", "info")), str(toast["content"]))
+        new_card = answer.get("card")
+        if isinstance(new_card, Mapping) and new_card.get("type") == "raw":
+            raw = new_card.get("data")
+            if isinstance(raw, Mapping) and card_elements(raw):
+                with self._lock:
+                    card = self._cards.get(card_id)
+                    if card is not None:
+                        card["json"] = dict(raw)
+                        card["updates"] += 1
+                        self._touch()
+
+
+def _find_button(
+    elements: list[Any], wanted: str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None] | None:
+    for element in elements:
+        if not isinstance(element, dict):
+            continue
+        if element.get("tag") == "form":
+            for inner in walk(element.get("elements")):
+                value = button_value(inner) if inner.get("tag") == "button" else None
+                if value is not None and value.get("action") == wanted:
+                    return inner, value, element
+            continue
+        if element.get("tag") == "button":
+            value = button_value(element)
+            if value is not None and value.get("action") == wanted:
+                return element, value, None
+        nested = _find_button(
+            [*(element.get("elements") or []), *(element.get("columns") or [])], wanted
+        )
+        if nested is not None:
+            return nested
+    return None
+
+
+def _form_value(form: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """``form_value`` as Feishu fills it from the form's current inputs.
+
+    Select values may be given as option values or labels (the emulator maps labels to
+    values, as the person picks by label); a value that is neither is a ``ValueError``.
+    """
+    out: dict[str, Any] = {}
+    for element in walk(form.get("elements")):
+        tag = element.get("tag")
+        name = element.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        if tag in ("select_static", "multi_select_static"):
+            options = [o for o in element.get("options", []) if isinstance(o, Mapping)]
+            raw = given.get(name)
+            if tag == "multi_select_static":
+                items = raw if isinstance(raw, list) else ([] if raw in (None, "") else [raw])
+                out[name] = [_pick_option(options, item, name) for item in items]
+            else:
+                if isinstance(raw, list):
+                    raw = raw[0] if raw else None
+                out[name] = "" if raw in (None, "") else _pick_option(options, raw, name)
+        elif tag == "input":
+            raw = given.get(name)
+            out[name] = "" if raw is None else str(raw)
+    return out
+
+
+def _pick_option(options: list[Mapping[str, Any]], raw: Any, name: str) -> str:
+    text = str(raw)
+    for option in options:
+        if str(option.get("value", "")) == text:
+            return text
+    for option in options:
+        if text_of(option.get("text")) == text:
+            return str(option.get("value", ""))
+    raise ValueError(f"form.{name}: {text!r} is not an option")
