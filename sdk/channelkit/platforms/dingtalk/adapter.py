@@ -45,6 +45,7 @@ from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.dingtalk.api import CardApi, CardTarget
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
@@ -59,6 +60,7 @@ from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 __all__ = [
     "CARD_PATH",
+    "FAILED_TEXT",
     "FORBIDDEN_DIRECT_TEXT",
     "FORBIDDEN_GROUP_TEXT",
     "FORBIDDEN_TITLE",
@@ -73,6 +75,8 @@ CARD_PATH = "/dingtalk/card"
 FORBIDDEN_TITLE = "Card interaction"
 FORBIDDEN_GROUP_TEXT = "Only the task owner can operate this card. This action had no effect."
 FORBIDDEN_DIRECT_TEXT = "You cannot operate this card. Only the task owner can submit or stop it."
+#: The Markdown a person sees when their run fails without a Failed status card.
+FAILED_TEXT = "Failed, please retry."
 #: DingTalk Markdown messages are split at this many characters.
 MARKDOWN_CHUNK = 3_800
 # Constant ACK bodies (no JSON encoding on the web thread).
@@ -133,7 +137,7 @@ class DingtalkChannel(ChannelBase):
             channel_config = ChannelConfig(
                 name=config.name,
                 model=config.model,
-                permission_timeout=config.host_permission_timeout_ms / 1000.0,
+                permission_timeout=config.host_permission_timeout_s,
             )
         super().__init__(
             channel_config,
@@ -152,7 +156,7 @@ class DingtalkChannel(ChannelBase):
                 config.client_id,
                 provider,
                 base_url=config.api_base_url,
-                timeout=config.request_timeout,
+                timeout=config.request_timeout_s,
                 callback_route_key=config.card_callback_route_key,
             )
         self.api = api
@@ -163,9 +167,9 @@ class DingtalkChannel(ChannelBase):
         self._owners = self.registry.map("dingtalk-owners")
         # A signed robot request stays acceptable for the whole skew window on both
         # sides of its timestamp: remember its msgId that long so a replay is ignored.
-        self._seen = self.registry.deliveries(
-            "dingtalk-robot-messages", ttl=max(300.0, 2.0 * config.robot_max_skew_seconds)
-        )
+        self._seen = ReplayGuard(self.clock.time, ttl=max(300.0, 2.0 * config.robot_max_skew_s))
+        #: robot and card signatures already accepted (each is one-use)
+        self._signatures = ReplayGuard(self.clock.time)
         self._chats = self.registry.map("dingtalk-chats")
         self._reactions = self.registry.map("dingtalk-reactions")
         self.presenter: DingtalkPresenter | None = None
@@ -194,7 +198,7 @@ class DingtalkChannel(ChannelBase):
         finalized ``expired`` before core's own timer answers the request.
         """
         return min(
-            self.dingtalk.interactive_cards.question_card.timeout_ms / 1000.0,
+            self.dingtalk.interactive_cards.question_card.timeout_s,
             self.permission_lifetime(),
         )
 
@@ -314,7 +318,8 @@ class DingtalkChannel(ChannelBase):
                 request.headers,
                 secret,
                 now=self.clock.time(),
-                max_skew_seconds=self.dingtalk.robot_max_skew_seconds,
+                max_skew_seconds=self.dingtalk.robot_max_skew_s,
+                replay=self._signatures,
             )
             if status is not None:
                 return None, IngressResponse(status, _REJECTED)
@@ -413,9 +418,19 @@ class DingtalkChannel(ChannelBase):
             return
         if not event.type.terminal:
             return
+        failure_shown = False
         if self.presenter is not None:
+            binding = self.presenter.run(event.run_id)
+            failure_shown = (
+                binding is not None
+                and self.presenter.status_enabled
+                and binding.streamed.length > 0
+            )
             detail = event.reason if event.type is LifecycleType.CANCELLED else event.error
             self.presenter.terminalize_run(event.run_id, str(event.type), str(detail or "") or None)
+        if event.type is LifecycleType.FAILED and event.owner is not None and not failure_shown:
+            # no Failed status card shows it (none was opened, or cards are off)
+            self._send_fallback(event.chat_id, FAILED_TEXT, event.session_id)
         reaction = self._reactions.pop(event.run_id)
         if reaction is not None:
             owner = _InboundOwner("", reaction[1], True, reaction[0])

@@ -53,6 +53,11 @@ class QuestionCardConfig:
     enabled: bool = True
     timeout_ms: int = DEFAULT_QUESTION_TIMEOUT_MS
 
+    @property
+    def timeout_s(self) -> float:
+        """The configured card lifetime in seconds (``timeoutMs`` in JSON)."""
+        return self.timeout_ms / 1000.0
+
 
 @dataclass(frozen=True)
 class InteractiveCardConfig:
@@ -151,6 +156,23 @@ class DingtalkConfig:
     api_base_url: str = "https://api.dingtalk.com"
     robot_max_skew_seconds: float = 3600.0
     request_timeout: float = 10.0
+
+    # Python speaks seconds, with an ``_s`` suffix; the constructor keeps the field
+    # names above (the platform's own units) for compatibility.
+    @property
+    def request_timeout_s(self) -> float:
+        """Overall deadline of one platform call, in seconds."""
+        return float(self.request_timeout)
+
+    @property
+    def robot_max_skew_s(self) -> float:
+        """Accepted age of a robot message signature, in seconds."""
+        return float(self.robot_max_skew_seconds)
+
+    @property
+    def host_permission_timeout_s(self) -> float:
+        """The host's permission lifetime, in seconds."""
+        return self.host_permission_timeout_ms / 1000.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.client_id, str) or not self.client_id.strip():

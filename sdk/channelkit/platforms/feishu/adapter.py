@@ -49,6 +49,7 @@ from channelkit.core import (
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import OutputState
@@ -159,7 +160,7 @@ class FeishuChannel(ChannelBase):
         )
         # per request, the form also ends EXPIRY_MARGIN before core's own deadline
         # (context.expires_at), so it is finalized expired before core answers
-        lifetime = min(config.forms.timeout_ms / 1000.0, self.config.permission_timeout)
+        lifetime = min(config.forms.timeout_s, self.config.permission_timeout)
         self.questions = QuestionPresenter(
             self.api,
             clock=self.clock,
@@ -173,8 +174,8 @@ class FeishuChannel(ChannelBase):
         )
         # a signed event is acceptable for max_clock_skew_s on both sides of its
         # timestamp: remember its id at least that long so a replay is ignored
-        self._events_seen = self.registry.deliveries(
-            "feishu-events", ttl=max(EVENT_DEDUP_TTL, 2.0 * config.max_clock_skew_s)
+        self._events_seen = ReplayGuard(
+            self.clock.time, ttl=max(EVENT_DEDUP_TTL, 2.0 * config.max_clock_skew_s)
         )
         self._reactions = self.registry.map("feishu-reactions")
         self._reaction_lock = threading.Lock()
@@ -256,6 +257,17 @@ class FeishuChannel(ChannelBase):
             logger.warning("completed card delivery failed; sending plain text", exc_info=True)
             self.api.send_text(chat_id, text)
 
+    def _deliver_state(self, chat_id: str, state: OutputState) -> None:
+        card = cards.output_card("", state, self.feishu.language, title=self.feishu.title)
+        try:
+            self.api.send_card(chat_id, card)
+        except Exception:
+            logger.warning("%s card delivery failed; sending plain text", state, exc_info=True)
+            try:
+                self.api.send_text(chat_id, cards.strings(self.feishu.language)[state])
+            except Exception:
+                logger.warning("%s text delivery failed", state, exc_info=True)
+
     # =================================================================================
     # Lifecycle
     # =================================================================================
@@ -268,18 +280,24 @@ class FeishuChannel(ChannelBase):
         """
         kind = str(event.type)
         if kind == LifecycleType.STARTED.value:
+            if event.owner is not None:
+                self._streamed_runs[event.run_id] = False  # a person's run, no text yet
             self._start_reaction(event)
             return
         state = _TERMINAL_STATES.get(kind)
         if state is None:
             return
         self.output.finish_run(event.run_id, state)
+        streamed = self._streamed_runs.pop(event.run_id)
+        if kind == LifecycleType.FAILED.value and streamed is False:
+            # a person's run failed before any output: no card carries the label yet
+            target = event.chat_id
+            self._submit_projection(event.run_id, lambda: self._deliver_state(target, "failed"))
         stopped = kind == LifecycleType.CANCELLED.value and str(event.reason) in (
             CancellationReason.CANCEL_COMMAND.value,
             CancellationReason.CLEAR.value,
         )
         self.questions.cancel_run(event.run_id, "cancelled" if stopped else "expired")
-        self._streamed_runs.pop(event.run_id)
         self._end_reaction(event.run_id)
 
     def _start_reaction(self, event: LifecycleEvent) -> None:

@@ -40,6 +40,11 @@ class FeishuFormsConfig:
     timeout_ms: int = DEFAULT_QUESTION_TIMEOUT_MS
     custom_text: bool = True
 
+    @property
+    def timeout_s(self) -> float:
+        """The form's configured lifetime in seconds (``timeoutMs`` in JSON)."""
+        return self.timeout_ms / 1000.0
+
     def __post_init__(self) -> None:
         _validate_forms(self, "feishu.forms")
 
