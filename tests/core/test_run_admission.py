@@ -209,7 +209,6 @@ def test_admission_withdraw_and_finish_free_their_places():
 
 def test_config_rejects_a_run_pool_shared_with_hooks():
     import pytest
-
     from channelkit.core import ChannelBase
     from channelkit.errors import ConfigurationError
     from channelkit.runtime import WorkerPool

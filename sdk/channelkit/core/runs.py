@@ -114,9 +114,7 @@ class Run:
         self.waiting = 0
         self.break_pending = False  # a non-text event came after the last text
         self.raw_parts: list[str] = []  # text as the agent streamed it
-        self.shown_parts: list[
-            str
-        ] = []  # text as it was shown (paragraph breaks added)  # pending requests of this run that wait on a person
+        self.shown_parts: list[str] = []  # text as shown (paragraph breaks added)
 
     def is_cancelled(self) -> bool:
         return self.cancelled

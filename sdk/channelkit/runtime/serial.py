@@ -226,11 +226,7 @@ class SerialLane:
         while True:
             with self._cond:
                 head = self._jobs[0] if self._jobs else None
-                if (
-                    head is None
-                    or not head.ready
-                    or (until is not None and until.done())
-                ):
+                if head is None or not head.ready or (until is not None and until.done()):
                     self._active = False
                     idle = head is None
                     kick = until is not None and self._should_kick_locked()
@@ -369,5 +365,3 @@ class SerialExecutor:
     @property
     def pending(self) -> int:
         return len(self._lane)
-
-
