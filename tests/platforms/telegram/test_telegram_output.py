@@ -365,7 +365,8 @@ def test_a_failed_run_sends_no_unsent_text(rt, mock) -> None:  # type: ignore[no
     env = _env(rt, mock, [chunk("Sent. "), boundary(), chunk("partial"), fail(RuntimeError("x"))])
     env.message("go")
     _done(env)
-    assert bot.texts == ["Sent. "]  # the open segment's text is dropped, as before
+    # the open segment's text is dropped, as before; the failure is shown
+    assert bot.texts == ["Sent. ", "Failed, please retry."]
     assert env.channel.events[-1].type is LifecycleType.FAILED
     assert env.channel.output.live_runs == 0
     env.channel.close()

@@ -51,6 +51,7 @@ from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.inbound import InboundOutcome, ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.config import TelegramConfig
 from channelkit.platforms.telegram.groups import GroupGate
@@ -66,7 +67,14 @@ from channelkit.platforms.telegram.output import SegmentOutput, split_message
 from channelkit.platforms.telegram.questions import TEXT_UNKNOWN, TelegramQuestionPresenter
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
-__all__ = ["BOT_COMMANDS", "HELP_TEXT", "WEBHOOK_PATH", "TelegramChannel", "split_message"]
+__all__ = [
+    "BOT_COMMANDS",
+    "HELP_TEXT",
+    "TEXT_FAILED",
+    "WEBHOOK_PATH",
+    "TelegramChannel",
+    "split_message",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +82,10 @@ logger = logging.getLogger(__name__)
 WEBHOOK_PATH = "/telegram/webhook"
 #: Seconds an ``update_id`` is remembered (at most 1,000 of them) to drop redeliveries.
 UPDATE_DEDUP_TTL = 3600.0
+
+#: What the person sees when their run fails (the agent could not start, failed before
+#: any output, or died mid-run).
+TEXT_FAILED = "Failed, please retry."
 
 HELP_TEXT = (
     "Send a message to talk to the agent.\n\n"
@@ -170,7 +182,7 @@ class TelegramChannel(ChannelBase):
         #: which group messages are for the bot (``group_policy``, mentions, replies)
         self.groups = GroupGate(config.group_policy, config.bot_id, config.bot_username)
         #: update_ids already dispatched: a redelivered (or replayed) update is ignored.
-        self._seen_updates = self.registry.deliveries("telegram-updates", ttl=UPDATE_DEDUP_TTL)
+        self._seen_updates = ReplayGuard(self.clock.time, ttl=UPDATE_DEDUP_TTL)
 
     # -- setup ---------------------------------------------------------------------------
     def register_commands(
@@ -309,13 +321,16 @@ class TelegramChannel(ChannelBase):
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> typing keep-alive; terminal -> stop it (and forget the run's
-        output state); other events ignored."""
+        output state); ``failed`` of a person's run also sends :data:`TEXT_FAILED`;
+        other events ignored."""
         thread = _thread_int(event.thread_id)
         if event.type is LifecycleType.STARTED:
             self.typing.start(event.chat_id, event.run_id, thread)
         elif LifecycleType(event.type).terminal:
             self.typing.stop(event.chat_id, event.run_id, thread)
             self.output.discard(event.run_id)
+            if event.type is LifecycleType.FAILED and event.owner is not None:
+                self._send_quietly(event.chat_id, TEXT_FAILED, thread)
 
     def on_response_chunk(
         self,

@@ -44,12 +44,21 @@ from channelkit.platforms.weixin.config import WeixinConfig
 from channelkit.platforms.weixin.indicators import WeixinTyping
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
-__all__ = ["MAX_TEXT_CHARS", "WeixinChannel", "flatten_markdown", "parse_weixin_message"]
+__all__ = [
+    "MAX_TEXT_CHARS",
+    "TEXT_FAILED",
+    "WeixinChannel",
+    "flatten_markdown",
+    "parse_weixin_message",
+]
 
 logger = logging.getLogger(__name__)
 
 #: Outbound text is split into parts of at most this many characters.
 MAX_TEXT_CHARS = 4000
+#: What the person sees when their run fails (the agent could not start, failed before
+#: any output, or died mid-run).
+TEXT_FAILED = "Failed, please retry."
 
 _USER_MESSAGE = 1
 _TEXT_ITEM = 1
@@ -195,7 +204,13 @@ class WeixinChannel(ChannelBase):
             self.api.send_text(chat_id, flat[start : start + MAX_TEXT_CHARS], token)
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
-        """started -> typing on; terminal -> typing off; other events ignored."""
+        """started -> typing on; terminal -> typing off; ``failed`` of a person's run
+        also sends :data:`TEXT_FAILED`; other events ignored."""
+        if event.type is LifecycleType.FAILED and event.owner is not None:
+            try:
+                self.send_message(event.chat_id, TEXT_FAILED)
+            except Exception as exc:
+                logger.warning("weixin failure notice not sent: %s", type(exc).__name__)
         if not self.weixin_config.typing:
             return
         if event.type is LifecycleType.STARTED:
