@@ -141,6 +141,8 @@ class Ctx:
         if self.respond_result:
             cancelled = response["outcome"]["outcome"] == "cancelled"
             self.settle("cancelled" if cancelled else "resolved_outside_presenter")
+        else:
+            self.settle("cancelled")  # like ChannelBase: a refused response cancels
         return self.respond_result
 
     def on_settled(self, listener):
@@ -431,7 +433,9 @@ class AdapterHarness:
         from channelkit.platforms.dingtalk import robot_signature
         from channelkit.web.ingress import Headers, IngressRequest
 
-        ts = ts if ts is not None else str(int(self.clock.time() * 1000))
+        if ts is None:  # each request is signed at its own millisecond (signatures are one-use)
+            self._signed = max(int(self.clock.time() * 1000), getattr(self, "_signed", 0) + 1)
+            ts = str(self._signed)
         raw = body if body is not None else json.dumps(payload).encode()
         headers = Headers({"timestamp": ts, "sign": robot_signature(ts, secret)})
         response = self.channel.handle_robot_request(

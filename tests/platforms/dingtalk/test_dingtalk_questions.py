@@ -61,8 +61,15 @@ def test_submit_encodes_answers_and_updates_in_place(harness):
             "answers": {"0": "Beijing", "1": "Logs, Metrics"},
         }
     ]
+    shown = "- Which region?: Beijing\n- Which signals?: Logs, Metrics"
     assert q_updates(h) == [
-        {"card_status": "submitted", "question_desc": "Submitted.", "form_btn_text": "Submitted"}
+        {
+            "card_status": "submitted",
+            "question_desc": "Submitted.\n\n" + shown,
+            "form_btn_text": "Submitted",
+            "selected_text": shown,
+            "selected_values": '["Beijing", "Logs, Metrics"]',
+        }
     ]
     # duplicates and stale callbacks are ignored; never reopened
     assert (

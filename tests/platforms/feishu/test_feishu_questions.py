@@ -71,6 +71,8 @@ class FakeCtx:
             raise self.accept
         if self.accept:
             self.settle(SettlementReason.RESOLVED_OUTSIDE_PRESENTER)
+        else:
+            self.settle(SettlementReason.CANCELLED)  # like ChannelBase: a refusal cancels
         return bool(self.accept)
 
     def on_settled(self, listener: Callable[[SettlementReason], None]) -> Callable[[], None]:

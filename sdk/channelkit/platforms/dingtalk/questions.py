@@ -13,8 +13,14 @@ States (adapter-internal callback arbitration, never shown as such)::
 The card shows only ``pending``, ``submitted``, ``cancelled`` and ``expired`` and is
 always updated in place (``/card/instances``), never deleted. A settlement that happens
 during delivery is projected on the delivered card and never reactivates it. The
-responder is called after the ACK; its ``False`` or exception ends the card as expired
-("This question is no longer available.") and the claim is kept. The expiry timer marks
+responder is called after the ACK. Its ``True`` ends the card as submitted (showing the
+submitted answers, escaped and bounded) or cancelled. When its ``False`` means another
+surface won (a ``/deny``, another answer: the request was settled by someone else), the
+card ends in the winner's state from the settlement (``cancelled`` for a cancellation,
+``resolved_outside_presenter`` for an answer given elsewhere), waiting for that settlement
+if it is still on its way, and the person is told once that the question was already
+answered; its own refusal or exception ends the card as expired ("This question is no
+longer available."). The claim is kept either way. The expiry timer marks
 the card expired *before* it calls the responder with a cancel, so the collapsed
 cancellation that follows cannot relabel it; it fires ``EXPIRY_MARGIN`` before core's
 own deadline for the request (``ctx.expires_at``), so a neutral ``cancelled`` settlement
@@ -23,7 +29,9 @@ always means a real cancellation.
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -45,7 +53,10 @@ from channelkit.platforms.dingtalk.api import (
 from channelkit.platforms.dingtalk.ingress import CardCallback
 
 __all__ = [
+    "ALREADY_ANSWERED_TEXT",
     "MAX_LIVE_QUESTION_CARDS",
+    "MAX_SHOWN_ANSWERS_CHARS",
+    "MAX_SHOWN_ANSWER_CHARS",
     "NEWER_QUESTION_TEXT",
     "OTHER_OPTION_VALUE",
     "UNAVAILABLE_TEXT",
@@ -59,8 +70,10 @@ __all__ = [
     "QuestionTombstone",
     "SegmentLike",
     "TargetLike",
+    "answers_summary",
     "build_question_card_data",
     "delivery_failure_text",
+    "escape_markdown",
     "option_label",
     "parse_answers",
     "terminal_param_map",
@@ -74,6 +87,12 @@ MAX_LIVE_QUESTION_CARDS = 1_000
 OTHER_OPTION_VALUE = "__qwen_other__"
 UNAVAILABLE_TEXT = "This question is no longer available."
 NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
+#: Sent to the chat when a claimed card answer lost to another surface.
+ALREADY_ANSWERED_TEXT = "This question was already answered; the card's answer was not used."
+#: Characters of one submitted answer shown on the card (longer ones are cut with "…").
+MAX_SHOWN_ANSWER_CHARS = 200
+#: Characters of the whole submitted-answers summary shown on the card.
+MAX_SHOWN_ANSWERS_CHARS = 1_000
 
 _TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
     "submitted": ("submitted", "Submitted.", "Submitted"),
@@ -234,10 +253,79 @@ def build_question_card_data(request_id: str, questions: Sequence[QuestionLike])
     }
 
 
-def terminal_param_map(state: str, description: str | None = None) -> dict[str, str]:
-    """The in-place terminal update of a question card."""
+_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~>")
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal card Markdown: HTML characters as entities, Markdown
+    punctuation backslash-escaped, line breaks as spaces."""
+    out: list[str] = []
+    for char in " ".join(text.split()):
+        entity = _HTML_ENTITIES.get(char)
+        if entity is not None:
+            out.append(entity)
+        elif char in _MARKDOWN_SPECIAL:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def answers_summary(questions: Sequence[QuestionLike], answers: Mapping[str, str]) -> str:
+    """What a submitted card shows: one ``- <question>: <answer>`` line per question.
+
+    Each answer is cut to ``MAX_SHOWN_ANSWER_CHARS`` and the whole summary to
+    ``MAX_SHOWN_ANSWERS_CHARS`` (before escaping, so an escape is never split), then
+    escaped with :func:`escape_markdown`.
+    """
+    lines: list[str] = []
+    budget = MAX_SHOWN_ANSWERS_CHARS
+    for q in questions:
+        answer = answers.get(q.answer_key)
+        if answer is None or budget <= 0:
+            continue
+        label = _cut(" ".join(str(q.question or q.header).split()), MAX_SHOWN_ANSWER_CHARS)
+        line = f"{label}: {_cut(' '.join(answer.split()), MAX_SHOWN_ANSWER_CHARS)}"
+        line = _cut(line, budget)
+        budget -= len(line)
+        lines.append(line)
+    return "\n".join("- " + escape_markdown(line) for line in lines)
+
+
+def terminal_param_map(
+    state: str,
+    description: str | None = None,
+    *,
+    answers: Mapping[str, str] | None = None,
+    questions: Sequence[QuestionLike] = (),
+) -> dict[str, str]:
+    """The in-place terminal update of a question card.
+
+    A ``submitted`` card with ``answers`` shows them (:func:`answers_summary`) below its
+    description and in ``selected_text``; ``selected_values`` lists them (JSON).
+    """
     status, desc, button = _TERMINAL_PROJECTION[state]
-    return {"card_status": status, "question_desc": description or desc, "form_btn_text": button}
+    params = {
+        "card_status": status,
+        "question_desc": description or desc,
+        "form_btn_text": button,
+    }
+    if state == "submitted" and answers:
+        summary = answers_summary(questions, answers)
+        params["question_desc"] = f"{params['question_desc']}\n\n{summary}"
+        params["selected_text"] = summary
+        shown = [
+            _cut(answers[q.answer_key], MAX_SHOWN_ANSWER_CHARS)
+            for q in questions
+            if q.answer_key in answers
+        ]
+        params["selected_values"] = json.dumps(shown, ensure_ascii=False)
+    return params
 
 
 def delivery_failure_text(questions: Sequence[QuestionLike]) -> str:
@@ -364,6 +452,14 @@ class QuestionRecord:
     deadline: float = 0.0
     timer: TimerHandle | None = None
     unsubscribe: Callable[[], Any] | None = None
+    #: the thread calling the responder of a claimed card (its own settlement arrives there)
+    responder_thread: int | None = None
+    #: set when the claimed card's own response settled the request
+    own_settlement: bool = False
+    #: the settlement reason of another surface that won while the card was claimed
+    lost_to: str | None = None
+    #: a lost card's reserved projection, filled once the winner's settlement arrives
+    awaiting_winner: Slot | None = None
 
 
 class QuestionCardController:
@@ -533,7 +629,9 @@ class QuestionCardController:
                 project_state = (tomb.state, _description_for(tomb.state))
         if project_state is not None:
             # settled during delivery: show the terminal state, never reactivate
-            self._project(record.out_track_id, project_state[0], project_state[1])
+            self._project(
+                record.out_track_id, terminal_param_map(project_state[0], project_state[1])
+            )
         return PRESENTED
 
     # -- termination -----------------------------------------------------------------------
@@ -546,6 +644,7 @@ class QuestionCardController:
         *,
         slot: Slot | None = None,
         then: Callable[[], None] | None = None,
+        answers: Mapping[str, str] | None = None,
     ) -> bool:
         """Make ``record`` terminal (first caller wins) and queue its in-place update."""
         with self._lock:
@@ -571,10 +670,11 @@ class QuestionCardController:
             except Exception:
                 logger.debug("settlement unsubscribe failed", exc_info=True)
         track = record.out_track_id
+        params = terminal_param_map(state, description, answers=answers, questions=record.questions)
 
         def job() -> None:
             if project:
-                self._project(track, state, description)
+                self._project(track, params)
             if then is not None:
                 then()
 
@@ -587,21 +687,50 @@ class QuestionCardController:
             slot.skip()
         return True
 
-    def _project(self, out_track_id: str, state: str, description: str | None) -> None:
+    def _project(self, out_track_id: str, params: Mapping[str, str]) -> None:
         try:
-            self._api.update_instance(out_track_id, terminal_param_map(state, description))
+            self._api.update_instance(out_track_id, params)
         except ChannelKitError as exc:
             log_card_error(
                 "question card finalization", exc, QUESTION_CARD_TEMPLATE_ID, out_track_id
             )
 
     def _on_settled(self, record: QuestionRecord, reason: str) -> None:
-        if record.state.state in ("claimed", "terminal"):
-            return  # the responder result decides (or it is already over)
-        state = (
-            "resolved_outside_presenter" if reason == "resolved_outside_presenter" else "cancelled"
-        )
-        self._finalize(record, state, ("reserved", "pending"))
+        with self._lock:
+            state = record.state.state
+            if state == "terminal":
+                return
+            if state == "claimed":
+                if record.responder_thread == threading.get_ident():
+                    record.own_settlement = True  # the card's own response: its result decides
+                    return
+                # another surface won while the card is claimed
+                record.lost_to = reason
+                slot, record.awaiting_winner = record.awaiting_winner, None
+                if slot is None:
+                    return  # the card's responder call sees ``lost_to`` when it returns
+        if state == "claimed":
+            self._end_lost(record, reason, slot)
+            return
+        self._finalize(record, _winner_state(reason), ("reserved", "pending"))
+
+    def _end_lost(self, record: QuestionRecord, reason: str, slot: Slot) -> None:
+        """End a claimed card whose answer lost: the winner's state, one notice."""
+        if not self._finalize(record, _winner_state(reason), ("claimed",), slot=slot):
+            return
+        if reason == "run_cancelled":
+            return  # the run ended: its own terminal output says so
+        try:
+            self._send_text(record.chat_id, ALREADY_ANSWERED_TEXT)
+        except Exception:
+            logger.exception("already-answered notice failed")
+
+    def _give_up_waiting(self, record: QuestionRecord) -> None:
+        """The winner's settlement never came: end the lost card as unavailable."""
+        with self._lock:
+            slot, record.awaiting_winner = record.awaiting_winner, None
+        if slot is not None:
+            self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=slot)
 
     def _expire(self, record: QuestionRecord) -> None:
         ctx = record.ctx
@@ -672,18 +801,45 @@ class QuestionCardController:
         if timer is not None:
             timer.cancel()
 
+        shown = response.get("answers")
+
         def execute() -> None:
-            accepted = False
+            accepted = failed = False
+            with self._lock:
+                record.responder_thread = threading.get_ident()
             try:
                 accepted = bool(ctx.respond(response))
             except Exception:
+                failed = True
                 logger.exception("question response failed for request %s", record.request_id)
+            with self._lock:
+                record.responder_thread = None
+                lost_to = record.lost_to
+                wait = not (accepted or failed or record.own_settlement or lost_to is not None)
+                if wait:
+                    # another surface holds the request and its settlement is on its way
+                    record.awaiting_winner = slot
+                    record.timer = self._scheduler.call_later(
+                        max(0.0, record.deadline - self._clock.now()),
+                        lambda: self._give_up_waiting(record),
+                    )
+            if wait:
+                return
             if accepted:
-                self._finalize(record, success_state, ("claimed",), slot=slot)
+                self._finalize(record, success_state, ("claimed",), slot=slot, answers=shown)
+            elif lost_to is not None:
+                self._end_lost(record, lost_to, slot)
             else:
                 self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=slot)
 
         return CallbackResult("accepted", actor, record.target, execute)
+
+
+def _winner_state(reason: str) -> str:
+    """The card state of a settlement: an answer given elsewhere, or a cancellation."""
+    if reason == "resolved_outside_presenter":
+        return "resolved_outside_presenter"
+    return "cancelled"
 
 
 def _description_for(state: str) -> str | None:

@@ -28,12 +28,15 @@ from typing import Any, Literal
 __all__ = [
     "CANCEL_ACTION",
     "CONTENT_ELEMENT_ID",
+    "MAX_SHOWN_ANSWERS_CHARS",
+    "MAX_SHOWN_ANSWER_CHARS",
     "STATUS_ELEMENT_ID",
     "STOP_ACTION",
     "STRINGS",
     "SUBMIT_ACTION",
     "OutputState",
     "QuestionState",
+    "escape_markdown",
     "form_card",
     "form_terminal_card",
     "output_card",
@@ -54,6 +57,10 @@ SUBMIT_ACTION = "ck_submit"
 CANCEL_ACTION = "ck_cancel"
 #: Suffix of the optional custom-text input's name: ``<answer_key>_other``.
 OTHER_SUFFIX = "_other"
+#: Characters of one submitted answer shown on a terminal form card (then "…").
+MAX_SHOWN_ANSWER_CHARS = 200
+#: Characters of all submitted answers shown on one terminal form card.
+MAX_SHOWN_ANSWERS_CHARS = 1_000
 
 STRINGS: dict[str, dict[str, str]] = {
     "zh": {
@@ -75,6 +82,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "q_cancelled": "已取消",
         "q_expired": "已过期",
         "toast_stale": "该问题已过期或已处理。",
+        "already_answered": "该问题已被回答，卡片上的答案未被采用。",
         "toast_invalid": "请完整选择有效答案。",
         "toast_submitted": "答案已提交，正在处理。",
         "toast_cancelled": "已取消。",
@@ -102,6 +110,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "q_cancelled": "Cancelled",
         "q_expired": "Expired",
         "toast_stale": "This question has expired or was already answered.",
+        "already_answered": "This question was already answered; the card's answer was not used.",
         "toast_invalid": "Please choose a valid answer for every question.",
         "toast_submitted": "Answer submitted, processing.",
         "toast_cancelled": "Cancelled.",
@@ -130,6 +139,8 @@ STRINGS: dict[str, dict[str, str]] = {
         "q_cancelled": "Abgebrochen",
         "q_expired": "Abgelaufen",
         "toast_stale": "Diese Frage ist abgelaufen oder wurde bereits beantwortet.",
+        "already_answered": "Diese Frage wurde bereits beantwortet; die Antwort der Karte "
+        "wurde nicht verwendet.",
         "toast_invalid": "Bitte wählen Sie für jede Frage eine gültige Antwort.",
         "toast_submitted": "Antwort übermittelt, wird verarbeitet.",
         "toast_cancelled": "Abgebrochen.",
@@ -349,6 +360,20 @@ def form_card(
     }
 
 
+#: Characters that would be read as Markdown or HTML, written as numeric entities.
+_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~<>&\"'$:")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal card Markdown: every Markdown/HTML special character as a
+    numeric character reference (``*`` -> ``&#42;``), line breaks as spaces."""
+    return "".join(f"&#{ord(c)};" if c in _SPECIAL else c for c in " ".join(text.split()))
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= max(limit, 0) else text[: max(limit - 1, 0)] + "…"
+
+
 def form_terminal_card(
     questions: Sequence[Any],
     state: QuestionState,
@@ -360,16 +385,21 @@ def form_terminal_card(
     """The read-only form card in ``state`` (processing/submitted/cancelled/expired).
 
     Submitted answers are shown only when ``answers`` is given (the chat already holds
-    them; they are never logged).
+    them; they are never logged): each cut to ``MAX_SHOWN_ANSWER_CHARS``, all of them to
+    ``MAX_SHOWN_ANSWERS_CHARS``, and escaped (:func:`escape_markdown`).
     """
     s = strings(language)
     label = s["q_" + state] if state != "pending" else s["form_title"]
     template = {"processing": "blue", "submitted": "green"}.get(state, "grey")
     elements: list[dict[str, Any]] = []
+    budget = MAX_SHOWN_ANSWERS_CHARS
     for question in questions:
         block = _question_markdown(question)
-        if answers is not None and str(question.answer_key) in answers:
-            block += f"\n\n**→** {answers[str(question.answer_key)]}"
+        if answers is not None and str(question.answer_key) in answers and budget > 0:
+            answer = " ".join(str(answers[str(question.answer_key)]).split())
+            answer = _cut(_cut(answer, MAX_SHOWN_ANSWER_CHARS), budget)
+            budget -= len(answer)
+            block += f"\n\n**→** {escape_markdown(answer)}"
         elements.append({"tag": "markdown", "content": block})
     elements.append({"tag": "markdown", "content": f"*{label}*"})
     return {

@@ -25,7 +25,12 @@ projected by patching the *same* message in place (never deleted).
   responder, so a duplicate submit is answered with a toast and never calls it twice.
 * The callback is ACKed at once; the responder runs afterwards on the run's projection
   queue, then the card is patched from the responder's result (accepted submit ->
-  submitted, accepted cancel -> cancelled, refused/raised -> expired).
+  submitted with the answers shown, escaped and bounded; accepted cancel -> cancelled;
+  its own refusal or exception -> expired). When the responder's ``False`` means another
+  surface won (a ``/deny`` or an answer given elsewhere settled the request), the card
+  ends in the winner's state from that settlement (cancelled, or expired for an answer
+  given elsewhere), waiting for the settlement if it is still on its way, and the chat
+  is told once that the question was already answered.
 * Expiry (``forms.timeout_ms`` from presentation, cut to end ``EXPIRY_MARGIN`` before
   core's own deadline ``context.expires_at``; one scheduler timer) patches the card to
   expired FIRST and only then calls the responder with ``cancelled``, so the resulting
@@ -140,6 +145,11 @@ class QuestionRecord:
     deadline: float = 0.0  # absolute expiry on the injected clock
     executing: bool = False
     deferred: str | None = None  # settlement received while claimed, before execute
+    #: the thread calling the responder (the card's own settlement arrives there)
+    responder_thread: int | None = None
+    own_settlement: bool = False  # the card's own response settled the request
+    lost_to: str | None = None  # another surface's settlement while the responder ran
+    awaiting_winner: bool = False  # lost; the winner's settlement has not arrived yet
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -355,12 +365,32 @@ class QuestionPresenter:
             record.executing = deferred is None
         if deferred is not None:
             # settled (run cancelled, resolved elsewhere) between claim and execute
-            if record.cell.compare_and_set("claimed", "terminal"):
-                record.terminal = self._state_for(deferred)
-                self._patch(record, record.terminal)
-                self._cleanup(record)
+            self._end_lost(record, deferred)
             return
-        accepted = self._call_responder(record, response)
+        accepted = failed = False
+        with record.lock:
+            record.responder_thread = threading.get_ident()
+        try:
+            accepted = bool(record.respond(response))
+        except Exception:
+            failed = True
+            logger.exception("question responder raised (request %s)", record.request_id)
+        with record.lock:
+            record.responder_thread = None
+            lost_to = record.lost_to
+            wait = not (accepted or failed or record.own_settlement or lost_to is not None)
+            record.awaiting_winner = wait
+            if wait:
+                # another surface holds the request; its settlement is on its way
+                record.timer = self._scheduler.call_later(
+                    max(0.0, record.deadline - self._clock.now()),
+                    lambda r=record: self._give_up_waiting(r),
+                )
+        if wait:
+            return
+        if not accepted and lost_to is not None:
+            self._end_lost(record, lost_to)
+            return
         if not record.cell.compare_and_set("claimed", "terminal"):
             return
         if accepted:
@@ -371,6 +401,35 @@ class QuestionPresenter:
         shown = answers if record.terminal == "submitted" else None
         self._patch(record, record.terminal, answers=shown)
         self._cleanup(record)
+
+    def _end_lost(self, record: QuestionRecord, reason: str) -> None:
+        """End a claimed card whose answer lost: the winner's state, one notice."""
+        if not record.cell.compare_and_set("claimed", "terminal"):
+            return
+        record.terminal = self._state_for(reason)
+        self._patch(record, record.terminal)
+        self._cleanup(record)
+        if reason == SettlementReason.RUN_CANCELLED or self._send_text is None:
+            return  # the run ended: its own terminal output says so
+        try:
+            self._send_text(record.chat_id, self._strings["already_answered"])
+        except Exception:
+            logger.exception("already-answered notice failed")
+
+    def _give_up_waiting(self, record: QuestionRecord) -> None:
+        """The winner's settlement never came: end the lost card as expired."""
+        with record.lock:
+            waiting, record.awaiting_winner = record.awaiting_winner, False
+        if not waiting:
+            return
+
+        def expire() -> None:
+            if record.cell.compare_and_set("claimed", "terminal"):
+                record.terminal = "expired"
+                self._patch(record, "expired")
+                self._cleanup(record)
+
+        self._submit(record.run_id, expire)
 
     def _call_responder(self, record: QuestionRecord, response: Mapping[str, Any]) -> bool:
         try:
@@ -393,7 +452,21 @@ class QuestionPresenter:
             if record.cell.state == "claimed":
                 if not record.executing:
                     record.deferred = reason
-                return  # the responder in flight decides
+                    return  # the execute that follows ends the card
+                if record.responder_thread == threading.get_ident():
+                    record.own_settlement = True  # its own response: the result decides
+                    return
+                record.lost_to = reason  # another surface won while the responder ran
+                waiting, record.awaiting_winner = record.awaiting_winner, False
+                if not waiting:
+                    return  # the responder call sees ``lost_to`` when it returns
+            else:
+                waiting = False
+        if waiting:
+            if record.timer is not None:
+                record.timer.cancel()
+            self._submit(record.run_id, partial(self._end_lost, record, reason))
+            return
         if record.cell.compare_and_set("reserved", "terminal"):
             record.terminal = state  # delivery finishing later patches it
             return
