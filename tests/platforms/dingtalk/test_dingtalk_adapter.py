@@ -192,11 +192,16 @@ def test_eye_reaction_when_status_cards_off(adapter):
     assert h.status_tracks() == []
 
 
-def test_no_eye_reaction_with_status_cards(adapter):
+def test_eye_reaction_with_status_cards(adapter):
     h = adapter(None)
-    h.send("hello")
+    h.send("hello", msg_id="msg-eye")
     h.idle()
-    assert h.api.ops("emotion_reply") == []
+    names = [c[0] for c in h.api.ops()]
+    assert names.count("emotion_reply") == names.count("emotion_recall") == 1
+    assert names.index("emotion_reply") < names.index("emotion_recall")
+    assert h.api.ops("emotion_reply")[0][1] == {"msg_id": "msg-eye", "chat_id": "cid-group-1"}
+    assert h.api.ops("emotion_recall")[0][1] == {"msg_id": "msg-eye", "chat_id": "cid-group-1"}
+    assert len(h.status_tracks()) == 1
 
 
 def test_cards_disabled_markdown_and_text_prompt_with_deny(adapter):
@@ -256,7 +261,12 @@ def test_ingress_rejections_mutate_nothing(adapter):
     }
     bad = {**good, "x-ddpaas-signature": "nope"}
     assert h.card_request(submit_payload("unknown"), headers=bad).status == 403
-    assert h.card_request(None, headers=good, body=b"{broken").status == 400
+    ts_broken = str(int(ts) - 1)  # signatures are one-use: another request, another one
+    broken = {
+        "x-ddpaas-signature-timestamp": ts_broken,
+        "x-ddpaas-signature": card_signature(ts_broken, "api-secret"),
+    }
+    assert h.card_request(None, headers=broken, body=b"{broken").status == 400
     unknown = h.card_request(submit_payload("unknown"), headers=good)
     assert unknown.status == 200 and json.loads(unknown.body) == {}
     h.idle()

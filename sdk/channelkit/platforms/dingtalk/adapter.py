@@ -13,8 +13,9 @@ Behaviour:
   most 1,000 entries); the matching ``started`` event consumes it and binds the run to
   cards. Loop, webhook and other synthetic runs bind nothing and get no card;
 * status cards (one per visible output segment) when ``interactiveCards.enabled`` and
-  ``statusCard.enabled`` and block streaming is off; otherwise Markdown replies and the
-  eye reaction on the inbound message while the run works;
+  ``statusCard.enabled`` and block streaming is off; otherwise Markdown replies; the
+  eye reaction on the inbound message while the run works (attached on ``started``,
+  recalled on the terminal event), with or without status cards;
 * question cards for structured questions when ``questionCard.enabled``; otherwise the
   text permission prompt (``/deny`` stays available as an escape hatch);
 * card actions are owner-only: a foreign user is acknowledged and gets one notice per
@@ -401,7 +402,6 @@ class DingtalkChannel(ChannelBase):
             owner = self._owners.pop(event.message_id) if event.message_id else None
             if owner is None:
                 return  # loop / webhook / synthetic / unknown message: no card, no reaction
-            status_cards = False
             if (
                 self.presenter is not None
                 and event.owner is not None
@@ -411,10 +411,11 @@ class DingtalkChannel(ChannelBase):
                 self.presenter.register_run(
                     event.run_id, event.session_id, owner.owner_key, owner.chat_id, owner.is_group
                 )
-                status_cards = self.presenter.status is not None and self.presenter.status_enabled
-            if not status_cards:
-                self._reactions[event.run_id] = (owner.msg_id, owner.chat_id)
-                self.lanes.post(("dingtalk-reaction", event.run_id), self._react, owner, True)
+            # the eye reaction shows the run works, with or without status cards; added
+            # here on the run's lane (one quick call, failures only logged), so the
+            # recall posted at the terminal event always follows it
+            self._reactions[event.run_id] = (owner.msg_id, owner.chat_id)
+            self._react(owner, True)
             return
         if not event.type.terminal:
             return
@@ -442,7 +443,7 @@ class DingtalkChannel(ChannelBase):
                 self.api.reply_emotion(owner.msg_id, owner.chat_id)
             else:
                 self.api.recall_emotion(owner.msg_id, owner.chat_id)
-        except ChannelKitError as exc:
+        except Exception as exc:  # an indicator never fails the run
             logger.info(
                 "[%s] eye reaction %s failed: %s", self.name, "add" if add else "recall", exc
             )
