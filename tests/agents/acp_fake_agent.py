@@ -22,7 +22,11 @@ prompt text (first word, arguments after a space):
 Environment: ``FAKE_ACP_MODE`` = ``exit-on-start`` (exit 5 at once), ``no-init-reply``
 (never answers ``initialize``), ``init-error`` (answers it with an error);
 ``FAKE_ACP_LOG`` = a file that receives every line the agent reads from stdin;
-``FAKE_ACP_INIT_GATE`` = a path: ``initialize`` is answered only once it exists.
+``FAKE_ACP_INIT_GATE`` = a path: ``initialize`` is answered only once it exists;
+``FAKE_ACP_HISTORY`` = a directory: the agent advertises ``loadSession``, keeps each
+session's prompts there (so they survive the process) and answers ``session/load`` for a
+session it knows (an error otherwise); the turn ``history`` streams ``history=<earlier
+prompts joined by ,>``.
 """
 
 from __future__ import annotations
@@ -41,6 +45,26 @@ _cancelled: dict[str, threading.Event] = {}
 _next_id = [100]
 _sessions = [0]
 _log_path = os.environ.get("FAKE_ACP_LOG")
+_history_dir = os.environ.get("FAKE_ACP_HISTORY")
+
+
+def _history_file(session_id: str) -> str:
+    assert _history_dir is not None
+    return os.path.join(_history_dir, session_id + ".json")
+
+
+def _history(session_id: str) -> list[str]:
+    try:
+        with open(_history_file(session_id), encoding="utf-8") as f:
+            return list(json.load(f))
+    except FileNotFoundError:
+        return []
+
+
+def _remember(session_id: str, text: str) -> None:
+    earlier = _history(session_id)
+    with open(_history_file(session_id), "w", encoding="utf-8") as f:
+        json.dump([*earlier, text], f)
 
 QUESTIONS = [
     {
@@ -136,6 +160,13 @@ def run_prompt(rpc_id: Any, params: dict[str, Any]) -> None:
     text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
     command, _, arg = text.partition(" ")
     stop = "end_turn"
+    if _history_dir is not None:
+        earlier = _history(session_id)
+        _remember(session_id, text)
+        if command == "history":
+            chunk(session_id, "history=" + ",".join(earlier))
+            send({"jsonrpc": "2.0", "id": rpc_id, "result": {"stopReason": stop}})
+            return
     cancelled = _cancelled.setdefault(session_id, threading.Event())
     if command == "stream":
         for part in arg.split("|"):
@@ -244,7 +275,7 @@ def handle(message: dict[str, Any]) -> None:
                 "id": rpc_id,
                 "result": {
                     "protocolVersion": 1,
-                    "agentCapabilities": {"loadSession": False},
+                    "agentCapabilities": {"loadSession": _history_dir is not None},
                     "authMethods": [],
                     "agentInfo": {"name": "fake-acp", "version": "1"},
                 },
@@ -255,8 +286,27 @@ def handle(message: dict[str, Any]) -> None:
     elif method == "session/new":
         with _state_lock:
             _sessions[0] += 1
-            session_id = f"fake-session-{_sessions[0]}"
+            # with a history kept across processes, ids must not repeat across processes
+            prefix = f"{os.getpid()}-" if _history_dir is not None else ""
+            session_id = f"fake-session-{prefix}{_sessions[0]}"
+        if _history_dir is not None:
+            with open(_history_file(session_id), "w", encoding="utf-8") as f:
+                json.dump([], f)
         send({"jsonrpc": "2.0", "id": rpc_id, "result": {"sessionId": session_id}})
+    elif method == "session/load" and _history_dir is not None:
+        session_id = params.get("sessionId", "")
+        if os.path.exists(_history_file(session_id)):
+            for earlier in _history(session_id):  # the agent replays the conversation
+                update(
+                    session_id,
+                    {
+                        "sessionUpdate": "user_message_chunk",
+                        "content": {"type": "text", "text": earlier},
+                    },
+                )
+            send({"jsonrpc": "2.0", "id": rpc_id, "result": {}})
+        else:
+            send({"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32002, "message": "gone"}})
     elif method == "session/prompt":
         _cancelled.setdefault(params["sessionId"], threading.Event()).clear()
         threading.Thread(target=run_prompt, args=(rpc_id, params), daemon=True).start()

@@ -46,8 +46,10 @@ def make_fake_bridge(tmp_path: Path, fake_agent_log: Path) -> Iterator[Callable[
 
     bridges: list[AcpBridge] = []
 
-    def make(mode: str | None = None, **kwargs: Any) -> AcpBridge:
-        env = {"FAKE_ACP_LOG": str(fake_agent_log)}
+    def make(
+        mode: str | None = None, *, agent_env: dict[str, str] | None = None, **kwargs: Any
+    ) -> AcpBridge:
+        env = {"FAKE_ACP_LOG": str(fake_agent_log), **(agent_env or {})}
         if mode:
             env["FAKE_ACP_MODE"] = mode
         kwargs.setdefault("request_timeout", WAIT)

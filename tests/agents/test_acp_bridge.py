@@ -372,8 +372,11 @@ def test_process_death_fails_the_prompt_and_reports_session_died(
     assert "code 3" in died.reason
     _wait_until(lambda: process_is_reaped(pid))
 
-    # the next prompt starts a fresh process and session
-    assert bridge.prompt("s", "echo again", recording_sink) == "again"
+    # the next prompt starts a fresh process and session; this agent cannot load its old
+    # session, so the person is told the conversation starts over
+    from channelkit.agents.acp.bridge import CONTEXT_LOST_NOTICE
+
+    assert bridge.prompt("s", "echo again", recording_sink) == CONTEXT_LOST_NOTICE + "again"
     assert bridge.pid not in (None, pid)
 
 

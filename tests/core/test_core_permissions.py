@@ -495,8 +495,9 @@ def test_settle_session_death(channel_factory):
     handle.result()
     assert settled.reasons == [SettlementReason.CANCELLED]
     assert ch.pending_request_ids() == []
-    # the dead session's route starts a new session next time
-    assert ch.handle_inbound(inbound("again")).result().session_id != handle.session_id
+    # the route keeps its session: the bridge restores the conversation (or says it
+    # could not), so the next message continues the same session
+    assert ch.handle_inbound(inbound("again")).result().session_id == handle.session_id
 
 
 def test_settle_bridge_replacement(channel_factory):

@@ -421,4 +421,5 @@ class PendingRequests:
     def dispatch_session_died(self, event: SessionDied) -> None:
         logger.info("[%s] session %s died: %s", self._ch.name, event.session_id, event.reason)
         self.remove_for_session(event.session_id, SettlementReason.CANCELLED)
-        self._ch.router.forget(event.session_id)
+        # The route keeps its session id: the bridge restores the conversation when its
+        # agent can (ACP session/load) and says so in the chat when it cannot.

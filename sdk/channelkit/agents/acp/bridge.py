@@ -42,6 +42,7 @@ from channelkit.agents.base import (
 )
 from channelkit.errors import (
     AcpError,
+    AcpRequestError,
     AcpTimeoutError,
     AgentProcessError,
     ConfigurationError,
@@ -144,6 +145,9 @@ class AcpBridge:
         self._closed = False
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._by_acp_session: dict[str, str] = {}
+        # channelkit session id -> the ACP session id of a process that died: restored
+        # with session/load when the next process advertises loadSession (bounded)
+        self._lost: OrderedDict[str, str] = OrderedDict()
         self._active: dict[str, _Turn] = {}  # channelkit session id -> running turn
         self._turns: dict[str, _Turn] = {}  # acp session id -> running turn (routing)
         self._permissions = PermissionTable(self._cond)
@@ -190,7 +194,7 @@ class AcpBridge:
             self._active[session_id] = turn
         try:
             proc = self._ensure_process()
-            session = self._ensure_session(proc, session_id, sink)
+            session, notice = self._ensure_session(proc, session_id, sink)
             with self._cond:
                 cancelled_early = turn.cancel_requested
                 if cancelled_early:
@@ -200,6 +204,9 @@ class AcpBridge:
                 turn.sent = True
                 self._turns[session.acp_session_id] = turn
                 session.sink = sink
+            if notice:
+                turn.chunks.append(notice)
+                _emit(sink.text_chunk, session_id, notice)
             params = {
                 "sessionId": session.acp_session_id,
                 "prompt": [{"type": "text", "text": text}],
@@ -373,20 +380,43 @@ class AcpBridge:
 
     def _ensure_session(
         self, proc: AgentProcess, session_id: str, sink: AgentEventSink
-    ) -> _Session:
+    ) -> tuple[_Session, str]:
+        """The live session for ``session_id`` and a notice for the person ("" when
+        none): a conversation whose agent process died is restored with session/load
+        when the new process supports it, else a new one starts and the notice says so."""
         with self._cond:
             session = self._sessions.get(session_id)
             if session is not None:
                 self._sessions.move_to_end(session_id)
-                return session
+                return session, ""
         with self._session_lock:
             with self._cond:
                 session = self._sessions.get(session_id)
                 if session is not None:
-                    return session
-            call = self._rpc.request(proc, "session/new", {"cwd": self.cwd, "mcpServers": []})
-            result = self._wait(proc, call, self.request_timeout)
-            acp_id = result.get("sessionId") if isinstance(result, Mapping) else None
+                    return session, ""
+                lost = self._lost.pop(session_id, None)
+                caps = proc.agent_info.get("agentCapabilities")
+                can_load = isinstance(caps, Mapping) and caps.get("loadSession") is True
+            acp_id: object = None
+            notice = ""
+            if lost is not None and can_load:
+                try:
+                    call = self._rpc.request(
+                        proc,
+                        "session/load",
+                        {"sessionId": lost, "cwd": self.cwd, "mcpServers": []},
+                    )
+                    self._wait(proc, call, self.request_timeout)
+                    acp_id = lost
+                    logger.info("acp session for %s restored with session/load", session_id)
+                except (AcpRequestError, AcpTimeoutError) as exc:
+                    logger.warning("acp session/load for %s failed: %s", session_id, exc)
+            if lost is not None and acp_id is None:
+                notice = CONTEXT_LOST_NOTICE
+            if acp_id is None:
+                call = self._rpc.request(proc, "session/new", {"cwd": self.cwd, "mcpServers": []})
+                result = self._wait(proc, call, self.request_timeout)
+                acp_id = result.get("sessionId") if isinstance(result, Mapping) else None
             if not isinstance(acp_id, str) or not acp_id:
                 raise AcpError("session/new: the agent's result has no sessionId")
             session = _Session(session_id, acp_id, sink)
@@ -396,7 +426,7 @@ class AcpBridge:
                 self._sessions[session_id] = session
                 self._by_acp_session[acp_id] = session_id
                 self._evict_sessions()
-            return session
+            return session, notice
 
     def _evict_sessions(self) -> None:
         # Caller holds self._cond.
@@ -599,6 +629,10 @@ class AcpBridge:
                 sessions = list(self._sessions.values())
                 self._sessions.clear()
                 self._by_acp_session.clear()
+                for lost in sessions:
+                    self._lost[lost.session_id] = lost.acp_session_id
+                while len(self._lost) > self.max_sessions:
+                    self._lost.popitem(last=False)
             self._cond.notify_all()
         if emit_died:
             logger.warning("acp agent %s exited (code %s)", self.command[0], proc.returncode())
@@ -612,6 +646,12 @@ class AcpBridge:
             for session in sessions:
                 if session.sink is not None:
                     _emit(session.sink.session_died, SessionDied(session.session_id, reason))
+
+
+#: Told to the person when the agent restarted and could not restore the conversation.
+CONTEXT_LOST_NOTICE = (
+    "(The agent restarted and could not restore this conversation; continuing in a new one.)" "\n\n"
+)
 
 
 # ---------------------------------------------------------------------- helpers
