@@ -4,7 +4,9 @@
 objects of every channel (anything with ``ingress_routes()``), answers ``404`` for
 unknown paths and ``405`` (with ``Allow``) for wrong methods, and turns any exception a
 handler raises into a ``500`` so nothing ever propagates into the web server.
-:func:`read_body` reads a request body once, refusing more than ``MAX_BODY_BYTES``.
+:func:`read_body` reads a request body once, refusing more than ``MAX_BODY_BYTES``;
+an error the server raises while the body is read (a malformed chunked body, a client
+that went away) becomes :class:`UnreadableBody`, answered 400.
 """
 
 from __future__ import annotations
@@ -27,11 +29,17 @@ __all__ = [
     "BadContentLength",
     "BodyTooLarge",
     "IngressDispatcher",
+    "UnreadableBody",
     "collect_routes",
     "read_body",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+class UnreadableBody(BadContentLength):
+    """The body stream failed while it was read (answer 400, like a bad framing)."""
+
 
 #: The built-in liveness endpoint (GET, answers ``{"ok": true}``).
 HEALTHZ_PATH = "/healthz"
@@ -51,6 +59,8 @@ def read_body(
     at the end of the body (chunked input behind a server that sets
     ``wsgi.input_terminated``, or a framework's already-limited stream); then at most
     ``limit + 1`` bytes are read and the same error is raised when it is larger.
+    Any error raised by the stream itself (a malformed chunked body under gunicorn, a
+    reset connection) is raised as :class:`UnreadableBody`.
     """
     length: int | None
     if content_length in (None, ""):
@@ -70,7 +80,12 @@ def read_body(
     chunks: list[bytes] = []
     remaining = to_read
     while remaining > 0:
-        chunk = stream.read(min(remaining, 65536))
+        try:
+            chunk = stream.read(min(remaining, 65536))
+        except Exception as exc:  # the server's framing error, whatever its type
+            raise UnreadableBody(type(exc).__name__) from None
+        if not isinstance(chunk, bytes | bytearray):
+            raise UnreadableBody(type(chunk).__name__)
         if not chunk:
             break
         chunks.append(chunk)

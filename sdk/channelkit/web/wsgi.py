@@ -20,6 +20,7 @@ from channelkit.web.dispatch import (
     BadContentLength,
     BodyTooLarge,
     IngressDispatcher,
+    UnreadableBody,
     query_dict,
     read_body,
 )
@@ -151,6 +152,8 @@ class WSGIApp:
                 )
             except BodyTooLarge:
                 return self._respond(self.dispatcher.too_large(), start_response)
+            except UnreadableBody:
+                return self._respond(self.dispatcher.bad_request("unreadable_body"), start_response)
             except BadContentLength:
                 return self._respond(
                     self.dispatcher.bad_request("bad_content_length"), start_response

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 from channelkit.platforms.feishu.crypto import encrypt_event, feishu_signature
 from channelkit.web.ingress import Headers, IngressRequest
+
+#: every card action is a distinct callback (its own event_id), as on the platform
+_CALLBACKS = itertools.count(1)
 
 TOKEN = "verify-token"
 ENCRYPT_KEY = "encrypt-key-123"
@@ -118,7 +122,7 @@ def card_action(
     return {
         "schema": "2.0",
         "header": {
-            "event_id": "cb-" + json.dumps(value, sort_keys=True),
+            "event_id": f"cb-{next(_CALLBACKS)}-" + json.dumps(value, sort_keys=True),
             "token": token,
             "create_time": "1700000000000000",
             "event_type": "card.action.trigger",

@@ -538,15 +538,18 @@ def test_duplicate_submit_one_responder_call(
         return original(request_id, response)
 
     channel.bridge.respond_to_permission = counting  # type: ignore[method-assign]
-    body = card_action(
-        {"action": "ck_submit", "request": rid},
-        form_value={"0": "1", "1": ["2"]},
-        message_id=message,
-    )
+
+    def body() -> dict[str, Any]:  # 16 clicks: 16 callbacks, each with its own event_id
+        return card_action(
+            {"action": "ck_submit", "request": rid},
+            form_value={"0": "1", "1": ["2"]},
+            message_id=message,
+        )
+
     responses = []
     threads = [
         threading.Thread(
-            target=lambda: responses.append(channel.handle_card_request(request(body)))
+            target=lambda: responses.append(channel.handle_card_request(request(body())))
         )
         for _ in range(16)
     ]
@@ -674,7 +677,11 @@ def test_signed_encrypted_message_starts_one_run_despite_redelivery(
 ) -> None:
     req = request(message_event("hello"), encrypt_key=ENCRYPT_KEY, timestamp=ts())
     assert secure.handle_event_request(req).status == 200
-    assert secure.handle_event_request(req).status == 200  # Feishu retry: same event id
+    # Feishu retry: the same event in a new request (signed anew); a copy of the first
+    # request itself is a replay and is refused
+    retry = request(message_event("hello"), encrypt_key=ENCRYPT_KEY, timestamp=ts(), nonce="n-2")
+    assert secure.handle_event_request(retry).status == 200
+    assert secure.handle_event_request(req).status == 403
     wait_until(lambda: script.calls == 1)
     secure.wait_idle(5.0)
     assert script.calls == 1

@@ -129,7 +129,7 @@ def _signed(payload: Any, ts: str, path: str = "/feishu/events") -> IngressReque
     return request(payload, path=path, encrypt_key=ENCRYPT_KEY, timestamp=ts)
 
 
-def test_a_replayed_event_is_ignored_for_the_whole_skew_window(
+def test_a_replayed_event_is_refused_for_the_whole_skew_window(
     rt: Any, encrypted_channel: FeishuChannel
 ) -> None:
     ts = str(int(rt.clock.time()))
@@ -138,7 +138,7 @@ def test_a_replayed_event_is_ignored_for_the_whole_skew_window(
     assert first.status == 200 and first.after
     rt.clock.advance(1500)  # past the 10 min dedup TTL, inside the 30 min skew window
     replay = encrypted_channel.handle_event_request(req)
-    assert replay.status == 200 and not replay.after
+    assert replay.status == 403 and not replay.after
     first.run_after()
 
 

@@ -18,6 +18,15 @@ Card action callback (HTTP mode), headers ``x-ddpaas-signature-timestamp`` and
 (only the timestamp is signed, not the body). Missing headers -> 401, mismatch or more
 than one hour of skew -> 403. Timestamps below 10^11 are taken as seconds, others as
 milliseconds; a timestamp that is not 1-15 ASCII digits is rejected (403).
+
+What the signatures cover: only the timestamp. The body (sender ids, text,
+``sessionWebhook``) is not authenticated, so anyone holding one captured
+``timestamp``/``sign`` pair could attach any body to it. Passing a
+:class:`~channelkit.platforms.common.replay.ReplayGuard` as ``replay`` makes each
+signature one-use: it is remembered until its timestamp leaves the skew window and a
+second request carrying it is refused (403), so a captured pair is worthless once the
+genuine request arrived. Two genuine requests signed in the same millisecond carry the
+same signature; the second is refused too (DingTalk cannot tell them apart for us).
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.ingress import loads_json
+from channelkit.platforms.common.replay import ReplayGuard
 
 __all__ = [
     "CARD_SIGNATURE_HEADER",
@@ -94,17 +104,22 @@ def _check(
     expected_fn: Any,
     now: float,
     max_skew: float,
+    replay: ReplayGuard | None = None,
+    kind: str = "",
 ) -> int | None:
+    if not isinstance(timestamp, str) or not isinstance(signature, str):
+        return 401
     if not timestamp or not signature:
         return 401
     ts = _timestamp_seconds(timestamp)
     if ts is None or abs(now - ts) > max_skew:
         return 403
     expected: str = expected_fn(timestamp)
-    if not hmac.compare_digest(
-        expected.encode("ascii"), signature.strip().encode("ascii", "replace")
-    ):
+    given = signature.strip()
+    if not hmac.compare_digest(expected.encode("ascii"), given.encode("ascii", "replace")):
         return 403
+    if replay is not None and not replay.admit((kind, given), ts + max_skew):
+        return 403  # a second use of the same signature
     return None
 
 
@@ -114,10 +129,12 @@ def check_robot_signature(
     *,
     now: float,
     max_skew_seconds: float = _DEFAULT_SKEW_SECONDS,
+    replay: ReplayGuard | None = None,
 ) -> int | None:
     """None if the robot callback is authentic, else the HTTP status to answer (401/403).
 
-    ``now`` is wall-clock time in seconds since the epoch.
+    ``now`` is wall-clock time in seconds since the epoch. With ``replay`` the signature
+    is one-use (a second request carrying it answers 403).
     """
     return _check(
         headers.get(ROBOT_TIMESTAMP_HEADER),
@@ -125,6 +142,8 @@ def check_robot_signature(
         lambda ts: robot_signature(ts, app_secret),
         now,
         max_skew_seconds,
+        replay,
+        "robot",
     )
 
 
@@ -134,14 +153,20 @@ def check_card_signature(
     *,
     now: float,
     max_skew_seconds: float = _DEFAULT_SKEW_SECONDS,
+    replay: ReplayGuard | None = None,
 ) -> int | None:
-    """None if the card callback is authentic, else the HTTP status to answer (401/403)."""
+    """None if the card callback is authentic, else the HTTP status to answer (401/403).
+
+    With ``replay`` the signature is one-use (a second request carrying it answers 403).
+    """
     return _check(
         headers.get(CARD_TIMESTAMP_HEADER),
         headers.get(CARD_SIGNATURE_HEADER),
         lambda ts: card_signature(ts, api_secret),
         now,
         max_skew_seconds,
+        replay,
+        "card",
     )
 
 

@@ -17,6 +17,17 @@ The checks, in order (see docs/platforms/feishu.md):
    ``header.token`` of a v2 body), compared in constant time.
 4. A timestamp header, when present, must be fresh (a replayed/stale challenge or
    event is rejected even if its token is right).
+5. One use only: an accepted signature is remembered until its timestamp leaves the
+   skew window, and a second request carrying it is refused (403). Without an Encrypt
+   Key (plain mode) nothing is signed: the Verification Token is a bearer secret that
+   every request carries, so an event must also carry a fresh creation time
+   (``header.create_time``, else ``X-Lark-Request-Timestamp``) and its ``event_id`` is
+   one-use for the same window. A plain event replayed after the window is refused.
+
+What is covered: with an Encrypt Key the signature covers the timestamp, the nonce and
+the whole raw body, so nothing in a signed body can be altered. In plain mode nothing is
+covered; anyone who captured one request knows the token and can forge any body, which
+is why an Encrypt Key is recommended.
 
 Nothing here mutates adapter state; a rejected request is answered with 400/401 and
 dropped. Bodies are never logged (they may hold answers).
@@ -32,6 +43,7 @@ from typing import Any, Literal
 
 from channelkit.errors import DecryptionError, IngressRejected
 from channelkit.ingress import IngressRequest, loads_json
+from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.feishu.crypto import decrypt_event, verify_signature
 
 __all__ = [
@@ -103,11 +115,14 @@ class FeishuIngressVerifier:
         *,
         time: Callable[[], float],
         max_clock_skew_s: float = 300.0,
+        replay: ReplayGuard | None = None,
     ) -> None:
         self._token = verification_token
         self._encrypt_key = encrypt_key or None
         self._time = time
         self._skew = max_clock_skew_s
+        #: signatures (and plain-mode event ids) already accepted
+        self.replay = replay if replay is not None else ReplayGuard(time)
 
     def verify(self, request: IngressRequest) -> VerifiedCallback:
         """Verify ``request``; raises :class:`IngressRejected` on any failure."""
@@ -120,10 +135,12 @@ class FeishuIngressVerifier:
 
         headers = request.headers
         timestamp = headers.get(TIMESTAMP_HEADER)
+        sent_at: float | None = None
         if timestamp is not None:
-            self._check_fresh(timestamp)
+            sent_at = self._check_fresh(timestamp)
 
         signed = False
+        signature: Any = None
         if self._encrypt_key is not None:
             encrypted = body.get("encrypt")
             if not isinstance(encrypted, str):
@@ -134,6 +151,8 @@ class FeishuIngressVerifier:
                 if timestamp is None or nonce is None:
                     raise IngressRejected(401, "signature headers incomplete")
                 key = self._encrypt_key
+                if not _is_hex_signature(signature) or not isinstance(nonce, str):
+                    raise IngressRejected(401, "bad signature")
                 if not verify_signature(timestamp, nonce, key, request.body, signature):
                     raise IngressRejected(401, "bad signature")
                 signed = True
@@ -159,19 +178,48 @@ class FeishuIngressVerifier:
             if not isinstance(challenge, str) or not challenge:
                 raise IngressRejected(400, "challenge missing")
             return VerifiedCallback(kind="challenge", payload=payload, challenge=challenge)
+        if signed and sent_at is not None:
+            if not self.replay.admit(("sig", str(signature).strip().lower()), sent_at + self._skew):
+                raise IngressRejected(403, "signature already used")
+        elif not signed:
+            self._admit_plain(payload, sent_at)
         return VerifiedCallback(kind="event", payload=payload)
 
-    def _check_fresh(self, timestamp: str) -> None:
+    def _admit_plain(self, payload: Mapping[str, Any], sent_at: float | None) -> None:
+        """Plain mode: a fresh creation time and a one-use event id (else 401)."""
+        header = payload.get("header")
+        created: Any = header.get("create_time") if isinstance(header, Mapping) else None
+        if created is None:
+            created = payload.get("ts")
+        if isinstance(created, int) and not isinstance(created, bool):
+            created = str(created)
+        at = self._check_fresh(created, digits=19) if isinstance(created, str) else sent_at
+        if at is None:
+            raise IngressRejected(401, "no creation time")
+        event_id: Any = header.get("event_id") if isinstance(header, Mapping) else None
+        if event_id is None:
+            event_id = payload.get("uuid")
+        if (
+            isinstance(event_id, str)
+            and event_id
+            and not self.replay.admit(("event", event_id), at + self._skew)
+        ):
+            raise IngressRejected(403, "event already received")
+
+    def _check_fresh(self, timestamp: Any, *, digits: int = _MAX_TIMESTAMP_DIGITS) -> float:
         # plain ASCII digits only: float() would also take "nan" (which passes every
         # comparison), "inf", "1e9", "1_700_000_000" and non-ASCII digits
-        text = timestamp.strip()
-        if not text or len(text) > _MAX_TIMESTAMP_DIGITS or not (text.isascii() and text.isdigit()):
+        text = timestamp.strip() if isinstance(timestamp, str) else ""
+        if not text or len(text) > digits or not (text.isascii() and text.isdigit()):
             raise IngressRejected(401, "bad timestamp")
         sent = float(int(text))
-        if sent > 1e11:  # milliseconds
+        if sent > 1e14:  # microseconds (card action create_time)
+            sent /= 1_000_000.0
+        elif sent > 1e11:  # milliseconds
             sent /= 1000.0
         if abs(self._time() - sent) > self._skew:
             raise IngressRejected(401, "stale timestamp")
+        return sent
 
     def _check_token(self, payload: Mapping[str, Any]) -> None:
         token: Any = None
@@ -186,6 +234,14 @@ class FeishuIngressVerifier:
             self._token.encode("utf-8"),
         ):
             raise IngressRejected(401, "bad verification token")
+
+
+def _is_hex_signature(value: Any) -> bool:
+    """A SHA-256 hex digest: 64 ASCII hex digits (surrounding blanks allowed)."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    return len(text) == 64 and text.isascii() and all(c in "0123456789abcdefABCDEF" for c in text)
 
 
 # --- parsing ------------------------------------------------------------------------

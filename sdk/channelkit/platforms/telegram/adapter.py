@@ -35,7 +35,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from channelkit.agents.base import AgentBridge
+from channelkit.agents.base import AgentBridge, PermissionRequest
 from channelkit.core import (
     ChannelBase,
     ChannelConfig,
@@ -118,6 +118,10 @@ def _thread_int(thread_id: str | None) -> int | None:
         return None
 
 
+def _wait_key(session_id: str, request_id: str) -> str:
+    return f"{session_id}\0{request_id}"
+
+
 class TelegramChannel(ChannelBase):
     """A :class:`~channelkit.core.ChannelBase` for Telegram bots.
 
@@ -166,6 +170,7 @@ class TelegramChannel(ChannelBase):
             scheduler=self.scheduler,
             submit=self.pool.post,
             interval_s=config.typing_interval_s,
+            still_waiting=self._still_waiting,
         )
         self.questions = TelegramQuestionPresenter(
             self.api,
@@ -290,7 +295,9 @@ class TelegramChannel(ChannelBase):
         if text is None:
             return "accepted"  # a group message not addressed to the bot (group_policy)
         thread = message.message_thread_id if message.is_topic_message else None
-        command = text.strip().split(maxsplit=1)[0][1:].split("@", 1)[0].lower() if text else ""
+        command = (
+            text.strip().split(maxsplit=1)[0][1:].split("@", 1)[0].lower() if text.strip() else ""
+        )
         if text.startswith("/") and command in _LOCAL_COMMANDS:
             chat_id = str(message.chat.id)
             after.append(lambda: self.pool.post(self._send_quietly, chat_id, HELP_TEXT, thread))
@@ -326,6 +333,8 @@ class TelegramChannel(ChannelBase):
         thread = _thread_int(event.thread_id)
         if event.type is LifecycleType.STARTED:
             self.typing.start(event.chat_id, event.run_id, thread)
+        elif event.type in (LifecycleType.TEXT_CHUNK, LifecycleType.TOOL_CALL):
+            self.typing.refresh(event.chat_id, thread)  # the agent goes on: answered
         elif LifecycleType(event.type).terminal:
             self.typing.stop(event.chat_id, event.run_id, thread)
             self.output.discard(event.run_id)
@@ -378,10 +387,26 @@ class TelegramChannel(ChannelBase):
         for a second request in the same run, or when delivery fails)."""
         if not self.telegram_config.native_questions:
             return UserInputPresentationResult.UNSUPPORTED
+        chat, thread = context.target.chat_id, _thread_int(context.target.thread_id)
+        key = _wait_key(context.session_id, context.request_id)
+        self.typing.pause(chat, key, thread)  # the person's turn: typing pauses
+        context.on_settled(lambda _reason: self.typing.resume(chat, key, thread))
         result = self.questions.present(
             context, context.target.chat_id, _thread_int(context.target.thread_id)
         )
         return UserInputPresentationResult(result)
+
+    def format_permission_request(self, request: PermissionRequest) -> str:
+        """The core's text prompt; typing pauses until the request is answered."""
+        target = self.target_for_session(request.session_id)
+        if target is not None:
+            key = _wait_key(request.session_id, request.request_id)
+            self.typing.pause(target.chat_id, key, _thread_int(target.thread_id))
+        return super().format_permission_request(request)
+
+    def _still_waiting(self, key: str) -> bool:
+        session_id, _, request_id = key.partition("\0")
+        return request_id in self.pending_request_ids(session_id)
 
     def on_close(self) -> None:
         """Stop every keep-alive, expire live questions, forget output state."""

@@ -137,6 +137,12 @@ def _str(obj: Mapping[str, Any], key: str, path: str, *, required: bool = False)
     return value
 
 
+def _text(obj: Mapping[str, Any], path: str) -> str | None:
+    """``text``, or None when it is missing or blank (nothing to answer)."""
+    text = _str(obj, "text", path)
+    return text if text is not None and text.strip() else None
+
+
 def _obj(value: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise UpdateParseError(path, "must be an object")
@@ -177,7 +183,7 @@ def _message(value: Any, path: str) -> TgMessage:
         chat=_chat(obj.get("chat"), f"{path}.chat"),
         date=_int(obj, "date", path, required=False) or 0,
         from_user=_user(sender, f"{path}.from") if sender is not None else None,
-        text=_str(obj, "text", path),
+        text=_text(obj, path),
         message_thread_id=_int(obj, "message_thread_id", path, required=False),
         is_topic_message=obj.get("is_topic_message") is True,
         reply_to_from_id=_reply_author(obj.get("reply_to_message"), f"{path}.reply_to_message"),
