@@ -10,6 +10,12 @@ cancelled when the chat's last run ends. Repeated terminal events are no-ops.
 Sends happen on the worker pool (``submit``), never on the caller's thread, and a
 failed send is logged and ignored: indicators never fail a task. The number of chats
 with a live keep-alive is capped (1,000); beyond it new chats get no indicator.
+
+While a run of the chat waits for the person (a question or permission request,
+:meth:`TypingKeepAlive.pause`), no ``typing`` is sent: the timer keeps ticking but
+sends nothing until every wait of the chat ended (:meth:`TypingKeepAlive.resume`, or
+the optional ``still_waiting(key)`` predicate says the wait is over at a tick or at
+:meth:`TypingKeepAlive.refresh`); then ``typing`` is sent again at once.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ class _ChatTyping:
     thread_id: int | None
     runs: set[str] = field(default_factory=set)
     handle: Any = None
+    waiting: set[str] = field(default_factory=set)  # keys of the person's pending answers
 
 
 class TypingKeepAlive:
@@ -51,8 +58,10 @@ class TypingKeepAlive:
         scheduler: Any,
         submit: Callable[[Callable[[], Any]], Any],
         interval_s: float = 4.0,
+        still_waiting: Callable[[str], bool] | None = None,
     ) -> None:
         self._send = send
+        self._still_waiting = still_waiting
         self._scheduler = scheduler
         self._submit = submit
         self._interval_s = interval_s
@@ -105,6 +114,60 @@ class TypingKeepAlive:
         if handle is not None:
             handle.cancel()
 
+    def pause(self, chat_id: int | str, key: str, thread_id: int | None = None) -> None:
+        """The chat waits for the person (``key`` names the request): stop sending."""
+        with self._lock:
+            entry = self._chats.get(self._key(chat_id, thread_id))
+            if entry is not None and len(entry.waiting) < self.MAX_CHATS:
+                entry.waiting.add(key)
+
+    def resume(self, chat_id: int | str, key: str, thread_id: int | None = None) -> None:
+        """The wait ``key`` ended: send typing again at once when no other wait is left."""
+        with self._lock:
+            entry = self._chats.get(self._key(chat_id, thread_id))
+            if entry is None or key not in entry.waiting:
+                return
+            entry.waiting.discard(key)
+            if entry.waiting:
+                return
+        self._submit(lambda: self._send_once(entry))
+
+    def refresh(self, chat_id: int | str, thread_id: int | None = None) -> None:
+        """Drop the waits ``still_waiting`` says are over (resuming typing if none is left)."""
+        with self._lock:
+            entry = self._chats.get(self._key(chat_id, thread_id))
+            if entry is None or not entry.waiting:
+                return
+        if self._prune(entry):
+            self._submit(lambda: self._send_once(entry))
+
+    def is_paused(self, chat_id: int | str, thread_id: int | None = None) -> bool:
+        """True while a run of the chat waits for the person."""
+        with self._lock:
+            entry = self._chats.get(self._key(chat_id, thread_id))
+            return entry is not None and bool(entry.waiting)
+
+    def _prune(self, entry: _ChatTyping) -> bool:
+        """Forget finished waits; True when this emptied the chat's waits."""
+        check = self._still_waiting
+        if check is None:
+            return False
+        with self._lock:
+            keys = list(entry.waiting)
+        over = []
+        for key in keys:
+            try:
+                if not check(key):
+                    over.append(key)
+            except Exception:
+                logger.debug("still_waiting failed", exc_info=True)
+        if not over:
+            return False
+        with self._lock:
+            before = bool(entry.waiting)
+            entry.waiting.difference_update(over)
+            return before and not entry.waiting
+
     def close(self) -> None:
         """Cancel every keep-alive."""
         with self._lock:
@@ -125,12 +188,17 @@ class TypingKeepAlive:
             if self._chats.get(self._key(entry.chat_id, entry.thread_id)) is not entry:
                 return  # stopped (or replaced) meanwhile
             entry.handle = self._scheduler.call_later(self._interval_s, lambda: self._tick(entry))
+            waiting = bool(entry.waiting)
+        if waiting:
+            self._prune(entry)
         self._send_once(entry)
 
     def _send_once(self, entry: _ChatTyping) -> None:
         with self._lock:
             if self._chats.get(self._key(entry.chat_id, entry.thread_id)) is not entry:
                 return
+            if entry.waiting:
+                return  # the person's turn: no typing while a question waits
         try:
             self._send(entry.chat_id, entry.thread_id)
         except Exception as exc:
