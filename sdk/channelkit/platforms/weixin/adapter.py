@@ -9,7 +9,9 @@ and ``/cancel`` answer them.
 
 Lifecycle mapping (adapter-local): ``started`` -> typing on,
 ``completed`` / ``cancelled`` / ``failed`` -> typing off, ``text_chunk`` / ``tool_call``
-ignored (see :mod:`channelkit.platforms.weixin.indicators`).
+ignored (see :mod:`channelkit.platforms.weixin.indicators`). While a text permission
+prompt waits for the person, typing is off; it is switched on again once the request
+is no longer pending (checked every second on the scheduler) and the run goes on.
 
 Ingress: there is no webhook in scope. iLink delivers messages by long polling
 (``POST /ilink/bot/getupdates``), which the caller runs; hand every received
@@ -23,10 +25,11 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
-from channelkit.agents.base import AgentBridge
+from channelkit.agents.base import AgentBridge, PermissionRequest
 from channelkit.core import (
     ChannelBase,
     ChannelConfig,
@@ -56,6 +59,8 @@ logger = logging.getLogger(__name__)
 
 #: Outbound text is split into parts of at most this many characters.
 MAX_TEXT_CHARS = 4000
+#: Seconds between checks whether a permission request typing paused for was answered.
+WAIT_POLL_S = 1.0
 #: What the person sees when their run fails (the agent could not start, failed before
 #: any output, or died mid-run).
 TEXT_FAILED = "Failed, please retry."
@@ -164,6 +169,9 @@ class WeixinChannel(ChannelBase):
             ticket_ttl_s=config.ticket_ttl_s,
             context_token=self._context_tokens.get,
         )
+        #: chat -> (session id, request id) of the prompts that paused its typing
+        self._waits: dict[str, set[tuple[str, str]]] = {}
+        self._waits_lock = threading.Lock()
 
     # -- inbound -------------------------------------------------------------------------
     def remember_context_token(self, user_id: str, context_token: str | None) -> None:
@@ -216,7 +224,40 @@ class WeixinChannel(ChannelBase):
         if event.type is LifecycleType.STARTED:
             self.typing.start(event.chat_id)
         elif LifecycleType(event.type).terminal:
+            with self._waits_lock:
+                self._waits.pop(event.chat_id, None)
             self.typing.stop(event.chat_id)
+
+    def format_permission_request(self, request: PermissionRequest) -> str:
+        """The core's text prompt; typing is off until the request is answered."""
+        target = self.target_for_session(request.session_id)
+        if target is not None and self.weixin_config.typing:
+            chat = target.chat_id
+            with self._waits_lock:
+                first = chat not in self._waits
+                if first and len(self._waits) >= WeixinTyping.MAX_USERS:
+                    return super().format_permission_request(request)
+                self._waits.setdefault(chat, set()).add((request.session_id, request.request_id))
+            if first:
+                self.typing.stop(chat)
+                self.scheduler.call_later(WAIT_POLL_S, self._check_waits, chat)
+        return super().format_permission_request(request)
+
+    def _check_waits(self, chat: str) -> None:
+        """Typing on again once no prompt of ``chat`` is pending (and its run goes on)."""
+        with self._waits_lock:
+            waits = self._waits.get(chat)
+            if waits is None:
+                return
+            live = {w for w in waits if w[1] in self.pending_request_ids(w[0])}
+            if live:
+                self._waits[chat] = live
+            else:
+                del self._waits[chat]
+        if live:
+            self.scheduler.call_later(WAIT_POLL_S, self._check_waits, chat)
+        elif any(self.active_run_id(session_id) is not None for session_id, _ in waits):
+            self.typing.start(chat)
 
     def on_close(self) -> None:
         """Forget typing state (runs were already cancelled by ``close``)."""
