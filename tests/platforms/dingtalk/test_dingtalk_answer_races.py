@@ -286,3 +286,86 @@ def test_32_different_answers_at_once_one_wins_and_the_card_shows_it():
             assert r.kinds.count("accepted") <= 1
         finally:
             r.close()
+
+
+# -- the same, one step at a time (presenter level, fake clock) -----------------------------
+
+
+class _Elsewhere:
+    """A responder that another surface already holds: ``respond()`` is False at once."""
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+    def respond(self, response: Any) -> bool:
+        return False
+
+
+def _claimed_card(h: Any) -> tuple[Any, Any]:
+    from channelkit.platforms.dingtalk.ingress import CardCallback
+
+    h.run()
+    ctx = h.ctx()
+    assert h.presenter.present_input(_Elsewhere(ctx)) == "presented"
+    track = h.api.ops("create")[-1][1]["out_track_id"]
+    result = h.presenter.route_callback(
+        CardCallback(track, "submit", "owner-1", {"0": "Beijing", "1": "Logs"}, True)
+    )
+    assert result.kind == "accepted"
+    return ctx, result
+
+
+def _terminal_updates(h: Any) -> list[dict[str, Any]]:
+    return [c[1]["params"] for c in h.api.ops("update") if "card_status" in c[1]["params"]]
+
+
+def test_a_lost_card_waits_for_the_winners_settlement(harness):
+    h = harness()
+    ctx, result = _claimed_card(h)
+    result.execute()  # False: the winner's settlement is still on its way
+    assert _terminal_updates(h) == [] and h.fallbacks == []
+    ctx.settle("cancelled")  # the winning /deny lands
+    assert [u["card_status"] for u in _terminal_updates(h)] == ["cancelled"]
+    assert [text for _, text, _ in h.fallbacks] == [ALREADY_ANSWERED_TEXT]
+    assert h.presenter.questions.live_count == 0
+
+
+def test_a_card_claimed_after_another_answer_won_shows_that_answer(harness):
+    h = harness()
+    ctx, result = _claimed_card(h)
+    ctx.settle("resolved_outside_presenter")  # answered elsewhere before the card's turn
+    result.execute()
+    assert _terminal_updates(h) == [
+        {
+            "card_status": "expired",
+            "question_desc": "Resolved outside this card.",
+            "form_btn_text": "Expired",
+        }
+    ]
+    assert [text for _, text, _ in h.fallbacks] == [ALREADY_ANSWERED_TEXT]
+
+
+def test_a_lost_card_whose_winner_never_settles_ends_unavailable_at_its_deadline(harness):
+    h = harness(timeout=10.0)
+    _ctx, result = _claimed_card(h)
+    result.execute()
+    h.advance(9.0)
+    assert _terminal_updates(h) == []
+    h.advance(2.0)
+    assert [u["question_desc"] for u in _terminal_updates(h)] == [
+        "This question is no longer available."
+    ]
+    assert h.fallbacks == []  # nobody is known to have won
+    assert h.presenter.questions.live_count == 0
+
+
+def test_a_run_cancelled_while_the_card_lost_tells_nothing_more(harness):
+    h = harness()
+    ctx, result = _claimed_card(h)
+    result.execute()
+    ctx.settle("run_cancelled")
+    assert [u["card_status"] for u in _terminal_updates(h)] == ["cancelled"]
+    assert h.fallbacks == []

@@ -293,3 +293,69 @@ def _direct(ctx: Any, answer: str) -> dict[str, Any]:
         "outcome": {"outcome": "selected", "optionId": ctx.submit_option_id},
         "answers": {"0": answer, "1": "Logs"},
     }
+
+
+# -- the same, one step at a time (presenter level, fake clock) -----------------------------
+
+
+def _claimed_form(rt: Any, api: FeishuApi, fake: FakeFeishu) -> tuple[Any, Any, Any]:
+    from test_feishu_questions import FakeCtx, make, submit
+
+    class Elsewhere(FakeCtx):
+        """A responder another surface already holds: ``respond()`` is False at once."""
+
+        def respond(self, response: Any) -> bool:
+            return False
+
+    p = make(rt, api, fake)
+    ctx = Elsewhere()
+    p.present(ctx)
+    result = p.handle_action(submit({"0": "0", "1": ["1"]}))
+    assert result.disposition == "claimed" and result.execute is not None
+    return p, ctx, result
+
+
+def _form_labels(fake: FakeFeishu) -> list[str]:
+    return [str(c.card["body"]["elements"][-1]["content"]) for c in fake.ops("patch")]
+
+
+def test_a_lost_form_waits_for_the_winners_settlement(
+    rt: Any, api: FeishuApi, fake: FakeFeishu
+) -> None:
+    from channelkit.core.types import SettlementReason
+
+    p, ctx, result = _claimed_form(rt, api, fake)
+    result.execute()
+    rt.settle()
+    assert _form_labels(fake) == [] and p.texts == []
+    ctx.settle(SettlementReason.CANCELLED)  # the winning /deny lands
+    rt.settle()
+    assert _form_labels(fake) == [LABELS["cancelled"]]
+    assert p.texts == [("oc_chat", ALREADY_ANSWERED)]
+    assert p.get("req-1") is None
+
+
+def test_a_form_claimed_after_another_answer_won_shows_that_answer(
+    rt: Any, api: FeishuApi, fake: FakeFeishu
+) -> None:
+    from channelkit.core.types import SettlementReason
+
+    p, ctx, result = _claimed_form(rt, api, fake)
+    ctx.settle(SettlementReason.RESOLVED_OUTSIDE_PRESENTER)
+    result.execute()
+    rt.settle()
+    assert _form_labels(fake) == [LABELS["expired"]]
+    assert p.texts == [("oc_chat", ALREADY_ANSWERED)]
+
+
+def test_a_lost_form_whose_winner_never_settles_expires_at_its_deadline(
+    rt: Any, api: FeishuApi, fake: FakeFeishu
+) -> None:
+    p, _ctx, result = _claimed_form(rt, api, fake)
+    result.execute()
+    rt.settle()
+    rt.advance(260.0)
+    assert _form_labels(fake) == []
+    rt.advance(20.0)
+    assert _form_labels(fake) == [LABELS["expired"]]
+    assert p.texts == [] and p.get("req-1") is None
