@@ -13,7 +13,9 @@ completed/cancelled/   every still-live card of the run gets the terminal label;
 failed                 question forms of the run are finalized; the reaction is removed
 final response         the open segment's card is completed; a response that was never
                        streamed becomes one completed card
-questions              native form card (``forms.enabled``), else the text prompt
+questions              native form card (``forms.enabled``), else the text prompt;
+                       while either waits for the person the reaction is removed,
+                       and added again once the request was answered
 =====================  ===============================================================
 
 Ingress: ``ingress_routes()`` returns ``POST /feishu/events`` (message events) and
@@ -33,7 +35,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from channelkit.agents.base import AgentBridge
+from channelkit.agents.base import AgentBridge, PermissionRequest
 from channelkit.core import (
     CancellationReason,
     ChannelBase,
@@ -95,6 +97,10 @@ class _Reaction:
     message_id: str
     reaction_id: str | None = None
     ended: bool = False
+
+
+#: Seconds between checks whether a text prompt that paused the reaction was answered.
+WAIT_POLL_S = 1.0
 
 
 class FeishuChannel(ChannelBase):
@@ -180,6 +186,8 @@ class FeishuChannel(ChannelBase):
         self._reactions = self.registry.map("feishu-reactions")
         self._reaction_lock = threading.Lock()
         self._streamed_runs = self.registry.map("feishu-streamed-runs")
+        #: run id -> (message id, waiting requests) of runs whose reaction is paused
+        self._paused = self.registry.map("feishu-paused-reactions")
 
     # =================================================================================
     # Output
@@ -298,6 +306,8 @@ class FeishuChannel(ChannelBase):
             CancellationReason.CLEAR.value,
         )
         self.questions.cancel_run(event.run_id, "cancelled" if stopped else "expired")
+        with self._reaction_lock:
+            self._paused.pop(event.run_id)
         self._end_reaction(event.run_id)
 
     def _start_reaction(self, event: LifecycleEvent) -> None:
@@ -347,7 +357,65 @@ class FeishuChannel(ChannelBase):
         """Native form card when ``forms.enabled``; otherwise UNSUPPORTED (text prompt)."""
         if not self.feishu.forms.enabled:
             return UserInputPresentationResult.UNSUPPORTED
+        run_id, key = context.run_id, (context.session_id, context.request_id)
+        self._pause_reaction(run_id, key)
+        context.on_settled(lambda _reason: self._resume_reaction(run_id, key))
         return self.questions.present(context)
+
+    def format_permission_request(self, request: PermissionRequest) -> str:
+        """The core's text prompt; the reaction is off until the request is answered."""
+        run_id = self.active_run_id(request.session_id)
+        if run_id is not None and self._pause_reaction(
+            run_id, (request.session_id, request.request_id)
+        ):
+            self.scheduler.call_later(WAIT_POLL_S, self._check_paused, run_id)
+        return super().format_permission_request(request)
+
+    def _pause_reaction(self, run_id: str, key: tuple[str, str]) -> bool:
+        """Remove the run's working reaction while ``key`` waits; True when it paused."""
+        with self._reaction_lock:
+            paused = self._paused.get(run_id)
+            if paused is not None:
+                paused[1].add(key)
+                return True
+            record = self._reactions.get(run_id)
+            if record is None or record.ended:
+                return False
+            self._paused[run_id] = (record.message_id, {key})
+        self._end_reaction(run_id)
+        return True
+
+    def _resume_reaction(self, run_id: str, key: tuple[str, str]) -> None:
+        """``key`` was answered: add the reaction again when no other wait is left."""
+        with self._reaction_lock:
+            paused = self._paused.get(run_id)
+            if paused is None:
+                return
+            paused[1].discard(key)
+            if paused[1]:
+                return
+            self._paused.pop(run_id)
+        if self.active_run_id(key[0]) != run_id:
+            return  # the run ended meanwhile
+        record = _Reaction(paused[0])
+        self._reactions[run_id] = record
+        if self.active_run_id(key[0]) != run_id:
+            self._end_reaction(run_id)  # it ended while we resumed
+            return
+        self.pool.post(self._add_reaction, run_id, record)
+
+    def _check_paused(self, run_id: str) -> None:
+        """Resume the reaction of text prompts that are no longer pending."""
+        with self._reaction_lock:
+            paused = self._paused.get(run_id)
+            keys = list(paused[1]) if paused is not None else []
+        if not keys:
+            return
+        over = [k for k in keys if k[1] not in self.pending_request_ids(k[0])]
+        for key in over:
+            self._resume_reaction(run_id, key)
+        if len(over) < len(keys):
+            self.scheduler.call_later(WAIT_POLL_S, self._check_paused, run_id)
 
     # =================================================================================
     # Shutdown
