@@ -23,6 +23,8 @@ projected by patching the *same* message in place (never deleted).
   (owner only, fail closed), chat and message; the form is validated (every question
   answered, no unknown keys) *before* the claim; only a successful claim reaches the
   responder, so a duplicate submit is answered with a toast and never calls it twice.
+  The claim's toast says the answer was received (or the cancel is under way), never
+  that it was accepted: only the card's terminal state says that.
 * The callback is ACKed at once; the responder runs afterwards on the run's projection
   queue, then the card is patched from the responder's result (accepted submit ->
   submitted with the answers shown, escaped and bounded; accepted cancel -> cancelled;
