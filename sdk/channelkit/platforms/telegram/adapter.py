@@ -2,11 +2,13 @@
 
 Capabilities: Telegram implements *native input*
 (inline-keyboard questions, :mod:`channelkit.platforms.telegram.questions`) *without
-streaming output*: text is sent as plain messages (split at 4,096 characters), one
-output segment at a time (:mod:`channelkit.platforms.telegram.output`): a segment that
+streaming output*: the agent's text is sent as messages (split at 4,096 characters, its
+Markdown as Telegram HTML with a plain-text retry, :mod:`channelkit.platforms.telegram.markdown`),
+one output segment at a time (:mod:`channelkit.platforms.telegram.output`): a segment that
 ends with ``response_boundary`` or ``input_requested`` is sent at once, so the text
 written before a question arrives before the question's messages; the final response
-sends only what was not sent yet.
+sends only what was not sent yet; a cancelled segment sends its text so far with a
+cancelled marker. Command replies and prompts stay plain text.
 
 Lifecycle mapping (adapter-local): ``started`` -> start typing (one
 keep-alive per chat, ``sendChatAction typing`` every 4 s on the core scheduler);
@@ -47,7 +49,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
-from channelkit.errors import ConfigurationError
+from channelkit.errors import ApiError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.inbound import InboundOutcome, ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
@@ -63,8 +65,13 @@ from channelkit.platforms.telegram.ingress import (
     TgUpdate,
     parse_update,
 )
+from channelkit.platforms.telegram.markdown import PARSE_MODE, is_entity_error, to_html
 from channelkit.platforms.telegram.output import SegmentOutput, split_message
-from channelkit.platforms.telegram.questions import TEXT_UNKNOWN, TelegramQuestionPresenter
+from channelkit.platforms.telegram.questions import (
+    MAX_MESSAGE_CHARS,
+    TEXT_UNKNOWN,
+    TelegramQuestionPresenter,
+)
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 __all__ = [
@@ -181,7 +188,7 @@ class TelegramChannel(ChannelBase):
             registry=self.registry.cards("telegram-questions"),
         )
         self.output = SegmentOutput(
-            lambda chat_id, text, thread_id: self.send_message(chat_id, text, thread_id=thread_id),
+            lambda chat_id, text, thread_id: self.send_reply(chat_id, text, thread_id=thread_id),
             clock=self.clock,
         )
         #: which group messages are for the bot (``group_policy``, mentions, replies)
@@ -326,6 +333,27 @@ class TelegramChannel(ChannelBase):
         for part in split_message(text or " "):
             self.api.send_message(chat_id, part, message_thread_id=_thread_int(thread_id))
 
+    def send_reply(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
+        """The agent's text, formatted: its Markdown sent as Telegram HTML, split at 4,096
+        characters; a part Telegram rejects ("can't parse entities") goes out plain."""
+        for part in split_message(text or " "):
+            self._send_formatted(chat_id, part, _thread_int(thread_id))
+
+    def _send_formatted(self, chat_id: str, part: str, thread: int | None) -> None:
+        formatted = to_html(part)
+        if formatted == part or len(formatted) > MAX_MESSAGE_CHARS:
+            self.api.send_message(chat_id, part, message_thread_id=thread)
+            return
+        try:
+            self.api.send_message(
+                chat_id, formatted, message_thread_id=thread, parse_mode=PARSE_MODE
+            )
+        except ApiError as exc:
+            if not is_entity_error(exc):
+                raise
+            logger.info("telegram rejected the formatted reply; sending it as plain text")
+            self.api.send_message(chat_id, part, message_thread_id=thread)
+
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> typing keep-alive; terminal -> stop it (and forget the run's
         output state); ``failed`` of a person's run also sends :data:`TEXT_FAILED`;
@@ -375,7 +403,8 @@ class TelegramChannel(ChannelBase):
         """Send the part of the run's ``text`` no earlier segment sent (nothing when
         nothing remains); a failed send raises (the run fails in phase delivery)."""
         if segment is None:  # loop / webhook runs have no segments: the whole text
-            super().on_response_complete(chat_id, text, session_id, segment)
+            target = self.target_for_session(session_id)
+            self.send_reply(chat_id, text, thread_id=target.thread_id if target else None)
             return
         due = self.output.final_text(segment, text)
         self.output.send_final(chat_id, due, segment.target.thread_id)

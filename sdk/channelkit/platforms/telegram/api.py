@@ -73,9 +73,13 @@ class TelegramApi:
         *,
         reply_markup: dict[str, Any] | None = None,
         message_thread_id: int | None = None,
+        parse_mode: str | None = None,
     ) -> int:
-        """``sendMessage``; returns the new message's ``message_id``."""
+        """``sendMessage`` (plain text unless ``parse_mode`` is given); returns the new
+        message's ``message_id``."""
         body = SendMessageRequest(chat_id=chat_id, text=text)
+        if parse_mode is not None:
+            body.parse_mode = parse_mode
         if reply_markup is not None:
             body.reply_markup = InlineKeyboardMarkup.from_dict(reply_markup)
         if message_thread_id is not None:

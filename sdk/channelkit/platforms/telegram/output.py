@@ -12,9 +12,11 @@ visible text of the run's open output segment and
   repeats everything streamed, so the prefix of closed segments (tracked by length and
   digest, :class:`~channelkit.platforms.common.StreamedText`) is dropped; text of a
   flush that failed is sent first, so nothing is lost;
-* drops the open segment's text when the segment ends ``failed`` or ``cancelled`` (as
-  :class:`~channelkit.core.ChannelBase` does: a failed or cancelled run delivers no
-  final text).
+* drops the open segment's text when the segment ends ``failed`` (as
+  :class:`~channelkit.core.ChannelBase` does: a failed run delivers no final text);
+* when the segment ends ``cancelled`` (``/cancel``, any cancellation), sends the text
+  the agent wrote so far followed by :data:`CANCELLED_MARKER`, so what the agent said
+  is kept.
 
 State is per run, in a bounded map (1,000 runs), removed at the run's terminal
 lifecycle event. Each segment keeps at most 20,000 characters (the newest, behind the
@@ -31,7 +33,7 @@ from channelkit.platforms.common import MAX_VISIBLE_CHARS, StreamedText, bound_t
 from channelkit.platforms.telegram.questions import MAX_MESSAGE_CHARS
 from channelkit.runtime import BoundedMap, Clock
 
-__all__ = ["MAX_OUTPUT_RUNS", "SegmentOutput", "split_message"]
+__all__ = ["CANCELLED_MARKER", "MAX_OUTPUT_RUNS", "SegmentOutput", "split_message"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,9 @@ MAX_OUTPUT_RUNS = 1_000
 
 #: ``send(chat_id, text, thread_id)``: send one message (``text`` fits one message).
 SendText = Callable[[str, str, "str | None"], None]
+
+#: Ends the partial text of a cancelled segment.
+CANCELLED_MARKER = "[cancelled]"
 
 _FLUSH_REASONS = frozenset({"response_boundary", "input_requested", "completed"})
 
@@ -125,9 +130,18 @@ class SegmentOutput:
 
     def segment_ended(self, segment: OutputSegmentContext, reason: str) -> None:
         """Send the segment's text (``response_boundary`` / ``input_requested`` /
-        ``completed``), or drop it (``failed`` / ``cancelled``)."""
+        ``completed``), send it with :data:`CANCELLED_MARKER` (``cancelled``), or drop
+        it (``failed``)."""
         state = self._runs.get(segment.run_id)
         if state is None:
+            return
+        if reason == "cancelled":
+            due = state.close_segment()
+            if due.strip():
+                target = segment.target
+                self._send_all(
+                    target.chat_id, f"{due.rstrip()}\n\n{CANCELLED_MARKER}", target.thread_id
+                )
             return
         if reason not in _FLUSH_REASONS:
             state.text = ""
