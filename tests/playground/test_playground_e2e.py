@@ -116,7 +116,7 @@ def test_full_conversation_reaches_every_card_state(playground: Playground) -> N
     _wait(lambda: _state(pg)["views"][running["id"]]["actions"] == ["stop"], "the Stop button")
     _click_until(pg, running["id"], "stop", "stopped")
     stopped = _state(pg)["views"][running["id"]]
-    assert stopped["statusLine"].startswith("Stopped · demo · ")
+    assert stopped["statusLine"].startswith("Stopped · channelkit-demo · ")
     assert stopped["actions"] == []
 
     # cancel a question

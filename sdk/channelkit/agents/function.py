@@ -363,7 +363,9 @@ class Turn:
 class FunctionAgent:
     """An :class:`~channelkit.agents.base.AgentBridge` backed by ``fn(turn) -> str``.
 
-    ``question_timeout`` bounds every ``ask``/``request_permission`` wait (seconds).
+    ``name`` is the agent's display name (status lines show it when no model is
+    configured). ``question_timeout`` bounds every ``ask``/``request_permission`` wait
+    (seconds).
     With ``scheduler`` the timeout is a timer on the scheduler's clock; the real wait is
     then bounded by ``question_timeout + real_wait_margin``.
     """
@@ -375,10 +377,15 @@ class FunctionAgent:
         question_timeout: float = 300.0,
         scheduler: Any = None,
         real_wait_margin: float = 30.0,
+        name: str | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError("fn: must be callable")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise ValueError("name: must be a non-blank string or None")
         self._fn = fn
+        #: the agent's display name (None: unnamed)
+        self.name: str | None = name
         self.question_timeout = _timeout(question_timeout, "question_timeout")
         self.scheduler = scheduler
         self.real_wait_margin = real_wait_margin

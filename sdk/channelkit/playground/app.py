@@ -84,7 +84,7 @@ class Playground:
         host: str = "127.0.0.1",
         port: int = 0,
         demo_delay: float = 0.06,
-        model: str | None = "demo",
+        model: str | None = None,
         clock: Clock | None = None,
         feishu_encrypt_key: str | None = _FEISHU_ENCRYPT_KEY,
     ) -> None:

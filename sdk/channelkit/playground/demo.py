@@ -106,6 +106,6 @@ class DemoAgent:
 def demo_agent(delay: float = 0.06, long_seconds: float = 60.0) -> FunctionAgent:
     """A :class:`FunctionAgent` running :class:`DemoAgent`."""
     demo = DemoAgent(delay=delay, long_seconds=long_seconds)
-    agent = FunctionAgent(demo, question_timeout=600.0)
+    agent = FunctionAgent(demo, question_timeout=600.0, name="channelkit-demo")
     agent.demo = demo  # type: ignore[attr-defined]
     return agent

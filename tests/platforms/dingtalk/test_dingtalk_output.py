@@ -28,7 +28,7 @@ def test_no_card_on_started_created_on_first_text(harness):
     assert h.presenter.append_output(seg, "first")
     create = h.api.ops("create")[0][1]
     assert create["template_id"] == STATUS_CARD_TEMPLATE_ID
-    assert create["out_track_id"].startswith("qwen-status-")
+    assert create["out_track_id"].startswith("ck-status-")
     assert create["params"] == {
         "content": "",
         "flowStatus": 2,

@@ -101,6 +101,16 @@ class _ChatRoute:
     webhook_expires_ms: int | None
 
 
+def agent_label(bridge: object) -> str | None:
+    """The name a status line shows for ``bridge`` when no model is configured: its
+    ``model`` or ``name`` attribute (a non-blank string), else None."""
+    for attribute in ("model", "name"):
+        value = getattr(bridge, attribute, None)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
 def _split(text: str, size: int = MARKDOWN_CHUNK) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
@@ -184,7 +194,7 @@ class DingtalkChannel(ChannelBase):
                 cancel_run=lambda session_id, run_id: self.cancel_run(session_id, run_id),
                 status_cards=config.status_cards_enabled,
                 question_cards=config.question_cards_enabled,
-                model=config.model or channel_config.model,
+                model=config.model or channel_config.model or agent_label(bridge),
                 question_timeout=self.question_lifetime(),
                 registry=self.registry,
             )

@@ -260,7 +260,7 @@ class StatusCardController:
         target: CardTarget,
         queue: ProjectionQueue,
     ) -> StatusRecord:
-        out_track_id = "qwen-status-" + uuid.uuid4().hex
+        out_track_id = "ck-status-" + uuid.uuid4().hex
         holder: list[StatusRecord] = []
 
         def write(snapshot: str) -> None:
