@@ -187,6 +187,7 @@ def test_telegram_playground_in_headless_chromium(browser: Browser, tmp_path: Pa
             "return m && m.querySelector('.msg-text').textContent",
             "the continuation message",
         )
-        assert "You picked **Blue** and **Cheese, Basil**" in final  # plain text, no parse mode
+        # the agent's Markdown arrives as Telegram HTML (parse_mode), never literal asterisks
+        assert "You picked <b>Blue</b> and <b>Cheese, Basil</b>" in final
         assert browser.script("return document.querySelectorAll('.kb-btn').length") == 0
         browser.screenshot(tmp_path / "telegram.png")

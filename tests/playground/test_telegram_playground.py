@@ -94,7 +94,8 @@ def test_demo_conversation(playground: Playground) -> None:
         lambda: next((v for v in views(pg)[start + 2 :] if "You picked" in v["text"]), None),
         "the continuation message",
     )
-    assert "You picked **Blue** and **Cheese, Basil**" in final["text"]
+    # the agent's Markdown is sent as Telegram HTML (parse_mode), never literal asterisks
+    assert "You picked <b>Blue</b> and <b>Cheese, Basil</b>" in final["text"]
     assert final["state"] == "shown" and final["keyboard"] == []
 
     recorded = calls(pg, since)
