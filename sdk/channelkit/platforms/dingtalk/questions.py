@@ -696,6 +696,7 @@ class QuestionCardController:
             )
 
     def _on_settled(self, record: QuestionRecord, reason: str) -> None:
+        slot: Slot | None = None
         with self._lock:
             state = record.state.state
             if state == "terminal":
@@ -709,7 +710,7 @@ class QuestionCardController:
                 slot, record.awaiting_winner = record.awaiting_winner, None
                 if slot is None:
                     return  # the card's responder call sees ``lost_to`` when it returns
-        if state == "claimed":
+        if slot is not None:
             self._end_lost(record, reason, slot)
             return
         self._finalize(record, _winner_state(reason), ("reserved", "pending"))
