@@ -12,6 +12,7 @@ from channelkit.agents.function import FunctionAgent, Question, Turn
 from channelkit.core import ChannelConfig, InboundMessage, LifecycleEvent, LifecycleType
 from channelkit.platforms.common import EXPIRY_MARGIN
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+from channelkit.platforms.feishu import cards as feishu_cards
 from channelkit.platforms.feishu.api import FeishuApi
 from feishu_helpers import (
     ENCRYPT_KEY,
@@ -562,6 +563,9 @@ def test_duplicate_submit_one_responder_call(
     assert script.answers == [{"0": "Shanghai", "1": "Traces"}]
     toasts = [json.loads(r.body)["toast"]["type"] for r in responses]
     assert toasts.count("success") == 1 and toasts.count("warning") == 15
+    texts = {json.loads(r.body)["toast"]["content"] for r in responses}
+    assert feishu_cards.strings("zh")["toast_already_answered"] in texts  # not "expired"
+    assert feishu_cards.strings("zh")["toast_stale"] not in texts
 
 
 def test_ack_before_responder(

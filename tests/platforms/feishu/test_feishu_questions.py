@@ -226,9 +226,9 @@ def test_duplicate_submit_one_responder_call(rt: Any, fake: FakeFeishu, api: Fei
     rt.settle()
     assert len(ctx.responses) == 1
     assert [c.op for c in fake.calls].count("patch") == 1
-    # a late duplicate after terminal gets the stale toast
+    # a late duplicate after the answer was taken says it was already answered
     late = p.handle_action(submit({"0": "0", "1": ["1"]}))
-    assert late.execute is None and late.body["toast"]["content"] == "该问题已过期或已处理。"
+    assert late.execute is None and late.body["toast"]["content"] == "该问题已被回答。"
 
 
 @pytest.mark.parametrize(

@@ -41,6 +41,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
+from channelkit.core.commands import parse_command
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
@@ -283,9 +284,10 @@ class DingtalkChannel(ChannelBase):
     def record_inbound(self, message: Any) -> None:
         """Remember a real inbound message: its owner (for run binding) and chat route."""
         self._owners.pop(message.msg_id)
-        self._owners[message.msg_id] = _InboundOwner(
-            message.owner_key, message.conversation_id, message.is_group, message.msg_id
-        )
+        if parse_command(message.text) is None:  # a command starts no run: nothing to bind
+            self._owners[message.msg_id] = _InboundOwner(
+                message.owner_key, message.conversation_id, message.is_group, message.msg_id
+            )
         self._chats[message.conversation_id] = _ChatRoute(
             message.is_group,
             message.owner_key,

@@ -37,6 +37,7 @@ import hmac
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from channelkit.ingress import loads_json
 from channelkit.platforms.common.replay import ReplayGuard
@@ -55,6 +56,7 @@ __all__ = [
     "parse_card_callback",
     "parse_robot_message",
     "robot_signature",
+    "trusted_session_webhook",
 ]
 
 ROBOT_TIMESTAMP_HEADER = "timestamp"
@@ -227,6 +229,34 @@ def _message_text(payload: Mapping[str, Any]) -> str:
     return ""
 
 
+#: Hosts a ``sessionWebhook`` may point at (DingTalk's documented reply endpoint).
+SESSION_WEBHOOK_HOSTS = frozenset({"oapi.dingtalk.com"})
+
+
+def trusted_session_webhook(value: Any) -> str | None:
+    """``value`` if it is an ``https`` URL on a DingTalk host, else None.
+
+    The body of a robot message is not signed, so a ``sessionWebhook`` is used only when
+    it points at DingTalk itself (no user info, default port); any other value is dropped
+    and replies go through the robot API.
+    """
+    text = _str(value)
+    if text is None or len(text) > 2048 or not text.isascii():
+        return None
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme != "https" or parts.hostname not in SESSION_WEBHOOK_HOSTS:
+        return None
+    if parts.username is not None or parts.password is not None or port not in (None, 443):
+        return None
+    if "\\" in text or any(ord(c) < 0x21 for c in text):
+        return None
+    return text
+
+
 def parse_robot_message(payload: Any) -> RobotMessage | None:
     """Parse a robot message body (already JSON-decoded); None when it is not usable."""
     if not isinstance(payload, Mapping):
@@ -249,7 +279,7 @@ def parse_robot_message(payload: Any) -> RobotMessage | None:
         sender_staff_id=staff_id,
         sender_nick=_str(payload.get("senderNick")),
         msgtype=_str(payload.get("msgtype")) or "text",
-        session_webhook=_str(payload.get("sessionWebhook")),
+        session_webhook=trusted_session_webhook(payload.get("sessionWebhook")),
         session_webhook_expires_ms=expires if isinstance(expires, int) else None,
         robot_code=_str(payload.get("robotCode")),
         conversation_title=_str(payload.get("conversationTitle")),

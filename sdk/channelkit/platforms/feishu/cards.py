@@ -82,6 +82,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "q_cancelled": "已取消",
         "q_expired": "已过期",
         "toast_stale": "该问题已过期或已处理。",
+        "toast_already_answered": "该问题已被回答。",
         "already_answered": "该问题已被回答，卡片上的答案未被采用。",
         "toast_invalid": "请完整选择有效答案。",
         "toast_submitted": "已收到答案，正在处理。",
@@ -110,6 +111,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "q_cancelled": "Cancelled",
         "q_expired": "Expired",
         "toast_stale": "This question has expired or was already answered.",
+        "toast_already_answered": "This question was already answered.",
         "already_answered": "This question was already answered; the card's answer was not used.",
         "toast_invalid": "Please choose a valid answer for every question.",
         "toast_submitted": "Answer received, processing.",
@@ -139,6 +141,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "q_cancelled": "Abgebrochen",
         "q_expired": "Abgelaufen",
         "toast_stale": "Diese Frage ist abgelaufen oder wurde bereits beantwortet.",
+        "toast_already_answered": "Diese Frage wurde bereits beantwortet.",
         "already_answered": "Diese Frage wurde bereits beantwortet; die Antwort der Karte "
         "wurde nicht verwendet.",
         "toast_invalid": "Bitte wählen Sie für jede Frage eine gültige Antwort.",

@@ -322,6 +322,9 @@ class QuestionPresenter:
             return stale
         record = self.get(request_id)
         if record is None:
+            buried = self.tombstone(request_id)
+            if buried is not None and buried[1] == "submitted":
+                return ActionResult(_toast("warning", s["toast_already_answered"]))
             return stale
         if action.operator_open_id is None or action.operator_open_id != record.owner_id:
             return ActionResult(_toast("warning", s["toast_not_owner"]), disposition="forbidden")
@@ -348,6 +351,9 @@ class QuestionPresenter:
             answers = {}
             response = {"outcome": {"outcome": "cancelled"}}
         if not record.cell.compare_and_set(_CLAIMABLE, "claimed"):
+            answered = record.cell.state == "claimed" or record.claim_action is not None
+            if answered or record.terminal == "submitted":  # a duplicate of a taken answer
+                return ActionResult(_toast("warning", s["toast_already_answered"]))
             return stale
         record.claim_action = kind
         if record.timer is not None:
