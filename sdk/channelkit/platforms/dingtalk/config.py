@@ -13,6 +13,7 @@ with both card types enabled. Invalid values raise
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -222,6 +223,20 @@ class DingtalkConfig:
         """Effective question lifetime: min(configured timeout, host permission lifetime)."""
         ms = min(self.interactive_cards.question_card.timeout_ms, self.host_permission_timeout_ms)
         return ms / 1000.0
+
+    def __repr__(self) -> str:
+        """The settings with every secret shown as ``***`` (or left out)."""
+        shown = []
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if not item.repr:
+                continue
+            secret = item.name in ('client_secret', 'card_callback_secret')
+            text = "***" if secret and value else repr(value)
+            shown.append(f"{item.name}={text}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    __str__ = __repr__
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DingtalkConfig:

@@ -8,6 +8,7 @@ parses a plain mapping (JSON/YAML) with the same checks and rejects unknown keys
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
@@ -77,6 +78,20 @@ class FeishuConfig:
 
     def __post_init__(self) -> None:
         _validate(self, "feishu")
+
+    def __repr__(self) -> str:
+        """The settings with every secret shown as ``***`` (or left out)."""
+        shown = []
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if not item.repr:
+                continue
+            secret = item.name in ('app_secret', 'verification_token', 'encrypt_key')
+            text = "***" if secret and value else repr(value)
+            shown.append(f"{item.name}={text}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    __str__ = __repr__
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str = "feishu") -> FeishuConfig:

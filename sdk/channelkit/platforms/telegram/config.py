@@ -8,6 +8,7 @@ the offending field. Secrets never appear in ``repr``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -103,6 +104,20 @@ class TelegramConfig:
     def bot_id(self) -> int:
         """The bot's user id: the numeric part of the token before the colon."""
         return int(self.bot_token.split(":", 1)[0])
+
+    def __repr__(self) -> str:
+        """The settings with every secret shown as ``***`` (or left out)."""
+        shown = []
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if not item.repr:
+                continue
+            secret = item.name in ('bot_token', 'webhook_secret')
+            text = "***" if secret and value else repr(value)
+            shown.append(f"{item.name}={text}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    __str__ = __repr__
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TelegramConfig:
