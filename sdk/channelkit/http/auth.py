@@ -219,7 +219,7 @@ def _post(
     )
     try:
         parsed = response.json() if response.content else None
-    except ValueError:
+    except (ValueError, RecursionError):
         parsed = response.text[:500]
     return response, parsed
 

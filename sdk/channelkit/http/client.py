@@ -427,8 +427,10 @@ def _parse_body(response: requests.Response) -> Any:
         return None
     try:
         return json.loads(response.content)
-    except ValueError:
-        return _Unparsed(response.text)
+    except (ValueError, RecursionError):
+        # garbage, or nesting deep enough to exhaust the decoder's recursion: a failed
+        # call (DeserializationError), never an exception from inside the decoder
+        return _Unparsed(response.text[:2000])
 
 
 def _describe(exc: ChannelKitError) -> str:

@@ -11,7 +11,8 @@ when the first session is made, not when this module is imported.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from channelkit.errors import ConfigurationError, ConnectTimeout, ReadTimeout, TransportError
@@ -76,6 +77,27 @@ def make_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
     return session
 
 
+#: Bytes read per chunk of an answer, and the largest answer accepted (a platform API
+#: answer is a few KiB; anything near this is a fault).
+_READ_CHUNK = 16_384
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+
+
+def _pieces(response: requests.Response) -> Iterator[bytes]:
+    """The body as it arrives: each piece is what one socket read brought (``read1``),
+    so a deadline check runs between reads even when a peer trickles bytes."""
+    raw = response.raw
+    read1 = getattr(raw, "read1", None)
+    if read1 is None:  # not a urllib3 response (test doubles): plain chunks
+        yield from response.iter_content(_READ_CHUNK)
+        return
+    while True:
+        piece = read1(_READ_CHUNK, decode_content=True)
+        if not piece:
+            return
+        yield piece
+
+
 class Transport:
     """Sends one HTTP request with an explicit timeout; never retries, never raises ``requests``.
 
@@ -115,14 +137,37 @@ class Transport:
             "headers": dict(headers or {}),
             "timeout": timeout,
             "allow_redirects": False,
+            "stream": True,  # the body is read below, under the overall deadline
         }
         if has_body:
             kwargs["json"] = json_body
         elif form_body is not None:
             kwargs["data"] = dict(form_body)
         shown = redact_url(url)
+        # One deadline for the whole call (connect + send + every byte of the answer):
+        # the per-read timeout alone never trips against a peer that trickles bytes.
+        deadline = time.monotonic() + timeout[0] + timeout[1]
         try:
-            return self.session.request(method, url, **kwargs)
+            response = self.session.request(method, url, **kwargs)
+            try:
+                chunks: list[bytes] = []
+                size = 0
+                for piece in _pieces(response):
+                    chunks.append(piece)
+                    size += len(piece)
+                    if time.monotonic() > deadline:
+                        raise ReadTimeout(
+                            f"{method} {shown}: no complete answer within the overall "
+                            f"deadline of {timeout[0] + timeout[1]:g} s"
+                        )
+                    if size > MAX_RESPONSE_BYTES:
+                        raise TransportError(
+                            f"{method} {shown}: answer larger than {MAX_RESPONSE_BYTES} bytes"
+                        )
+                response._content = b"".join(chunks)
+            finally:
+                response.close()
+            return response
         except requests.ConnectTimeout:
             message = f"{method} {shown}: connect timeout after {timeout[0]} s"
             raise ConnectTimeout(message) from None
