@@ -30,9 +30,9 @@ class UserInputRequestContext:
     advertised approve option. ``preceding_segment_id`` is the output segment that was
     closed (reason input_requested) to make room for this input, if any.
 
-    ``respond(response)`` is the only way to answer: it is one-shot (the first call
-    wins, later and concurrent callers get the same result, the bridge is called
-    once) and settles the request. A submit looks like
+    ``respond(response)`` is the only way to answer: it is one-shot (True for exactly
+    one caller, the one whose answer the agent accepted; later and concurrent callers get
+    False at once; the bridge is called once) and settles the request. A submit looks like
     ``{"outcome": {"outcome": "selected", "optionId": ctx.submit_option_id},
     "answers": {"0": "Blue", "1": "Logs, Metrics"}}``; a cancel like
     ``{"outcome": {"outcome": "cancelled"}}``. It blocks for the bridge call, so call

@@ -262,7 +262,7 @@ def test_32_different_answers_at_once_one_wins_and_the_card_shows_it():
             ctx = r.contexts[0]
 
             contenders = [
-                partial(r.card, {"0": "__qwen_other__", "0_other": f"card-{i}", "1": ["Logs"]})
+                partial(r.card, {"0": "__ck_other__", "0_other": f"card-{i}", "1": ["Logs"]})
                 if i % 2
                 else partial(ctx.respond, direct_answer(f"direct-{i}"))
                 for i in range(32)

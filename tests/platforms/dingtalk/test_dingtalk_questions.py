@@ -33,7 +33,7 @@ def test_one_card_with_all_questions_and_answer_keys(harness):
     create = h.api.ops("create")
     assert len(create) == 1
     params = create[0][1]["params"]
-    assert create[0][1]["out_track_id"].startswith("qwen-question-")
+    assert create[0][1]["out_track_id"].startswith("ck-question-")
     assert params["question_id"] == ctx.request_id and params["card_status"] == "pending"
     assert params["question_title"] == "Region" and params["question_desc"] == "Which region?"
     fields = params["form"]["fields"]
@@ -43,7 +43,7 @@ def test_one_card_with_all_questions_and_answer_keys(harness):
         ("1", "MULTI_CHECKBOX_GROUP"),
         ("1_other", "TEXT"),
     ]
-    assert fields[0]["options"][-1] == {"value": "__qwen_other__", "text": "Other"}
+    assert fields[0]["options"][-1] == {"value": "__ck_other__", "text": "Other"}
 
 
 def test_submit_encodes_answers_and_updates_in_place(harness):
@@ -86,11 +86,11 @@ def test_custom_other_answers(harness):
     h.presenter.present_input(ctx)
     track = q_track(h)
     bad = h.presenter.route_callback(
-        submit(track, {"0": "__qwen_other__", "0_other": " ", "1": "Logs"})
+        submit(track, {"0": "__ck_other__", "0_other": " ", "1": "Logs"})
     )
     assert bad.kind == "ignored"
     res = h.presenter.route_callback(
-        submit(track, {"0": "__qwen_other__", "0_other": "Shenzhen", "1": ["Logs"], "1_other": ""})
+        submit(track, {"0": "__ck_other__", "0_other": "Shenzhen", "1": ["Logs"], "1_other": ""})
     )
     res.execute()
     assert ctx.responses[0]["answers"] == {"0": "Shenzhen", "1": "Logs"}

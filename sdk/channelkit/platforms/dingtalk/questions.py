@@ -84,7 +84,7 @@ logger = logging.getLogger(__name__)
 #: Live question cards kept at most (a further request falls back to text).
 MAX_LIVE_QUESTION_CARDS = 1_000
 #: The form value of the custom "Other" choice.
-OTHER_OPTION_VALUE = "__qwen_other__"
+OTHER_OPTION_VALUE = "__ck_other__"
 UNAVAILABLE_TEXT = "This question is no longer available."
 NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
 #: Sent to the chat when a claimed card answer lost to another surface.
@@ -412,7 +412,7 @@ def parse_answers(
     """Validate a submitted form and encode the answers; None if anything is invalid.
 
     Every form key must be an answer key or ``<key>_other``; each question needs at least
-    one value (exactly one when single-select); ``__qwen_other__`` takes the non-blank
+    one value (exactly one when single-select); ``__ck_other__`` takes the non-blank
     ``<key>_other`` text; other values must be option labels. Multi-select values are
     joined with ``", "``.
     """
@@ -551,7 +551,7 @@ class QuestionCardController:
                 owner_key=owner_key,
                 chat_id=chat_id,
                 target=target,
-                out_track_id="qwen-question-" + uuid.uuid4().hex,
+                out_track_id="ck-question-" + uuid.uuid4().hex,
                 scope=scope,
                 queue=queue,
                 ctx=ctx,
