@@ -36,3 +36,38 @@ def test_config_objects_show_secrets_as_stars() -> None:
             for secret in secrets:
                 assert secret not in text
     assert "ding-id" in repr(configs[0][0]) and "***" in repr(configs[0][0])
+
+
+def test_logs_of_channelkit_and_urllib3_are_redacted_by_default() -> None:
+    import logging
+
+    from channelkit.http.redact import REDACTOR
+
+    REDACTOR.add("S3CRET-registered")
+    records: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(self.format(record))
+
+    handler = Capture()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    loggers = [logging.getLogger("urllib3.connectionpool"), logging.getLogger("channelkit.x")]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    try:
+        loggers[0].debug('"POST /bot123:S3CRET-bot/sendMessage HTTP/1.1" 200 10')
+        loggers[1].debug("webhook %s", "https://oapi.dingtalk.com/robot/x?session=S3CRET-sess")
+        try:
+            raise RuntimeError("platform echoed S3CRET-registered")
+        except RuntimeError:
+            loggers[1].exception("call failed")
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+            logger.setLevel(logging.NOTSET)
+    text = "\n".join(records)
+    assert "RuntimeError" in text
+    for secret in ("S3CRET-bot", "S3CRET-sess", "S3CRET-registered"):
+        assert secret not in text

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import traceback
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -61,7 +62,9 @@ SECRET_FIELDS = frozenset(
 )
 
 _BOT_PATH = re.compile(r"/bot[^/?#]+")
-_SECRET_QUERY = re.compile(r"(?i)([?&](?:access_token|token|secret|appsecret|corpsecret)=)[^&#]*")
+_SECRET_QUERY = re.compile(
+    r"(?i)([?&](?:access_token|token|secret|appsecret|corpsecret|session)=)[^&#\s'\"]*"
+)
 
 
 def redact_headers(headers: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
@@ -124,16 +127,27 @@ class RedactingFilter(logging.Filter):
             while len(self._secrets) > self._maxsize:
                 self._secrets.popitem(last=False)
 
-    def filter(self, record: logging.LogRecord) -> bool:
+    def scrub(self, text: str) -> str:
+        """``text`` without registered secrets, ``/bot<token>`` paths or credential queries."""
         with self._lock:
             secrets = tuple(self._secrets)
-        if not secrets:
+        return redact_url(redact_text(text, secrets))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record: leave it to the handler's own error path
             return True
-        message = record.getMessage()
-        cleaned = redact_text(message, secrets)
+        cleaned = self.scrub(message)
         if cleaned != message:
             record.msg = cleaned
             record.args = None
+        if record.exc_info and record.exc_info[1] is not None:
+            # the traceback and the exception text are rendered now, scrubbed, and cached
+            text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            record.exc_text = self.scrub(text)  # formatters use the cached text
+        if record.stack_info:
+            record.stack_info = self.scrub(record.stack_info)
         return True
 
 
@@ -143,3 +157,31 @@ REDACTOR = RedactingFilter()
 ``logging.getLogger().handlers[0].addFilter(channelkit.http.redact.REDACTOR)`` scrubs them
 from everything that handler writes, including third-party debug logs (urllib3).
 """
+
+
+#: Loggers whose records are redacted by default: channelkit's own and its HTTP stack's.
+REDACTED_LOGGERS = ("channelkit", "urllib3", "requests")
+
+
+def _install_default_redaction() -> None:
+    """Redact every record of :data:`REDACTED_LOGGERS` (and their children) at creation.
+
+    A logger filter would only see records of that exact logger, so the record factory
+    is wrapped once instead; records of other loggers are untouched.
+    """
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "_channelkit_redacting", False):
+        return
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        name = record.name
+        if any(name == n or name.startswith(n + ".") for n in REDACTED_LOGGERS):
+            REDACTOR.filter(record)
+        return record
+
+    factory._channelkit_redacting = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
+
+
+_install_default_redaction()
