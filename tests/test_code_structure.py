@@ -54,7 +54,7 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "common": ANY,
     "dingtalk": frozenset({"markdown.py"}),  # image-marker sanitizing for cards and Markdown
     "feishu": frozenset({"crypto.py", "cards.py"}),  # event decryption; card JSON builder
-    "telegram": frozenset({"groups.py", "indicators.py"}),
+    "telegram": frozenset({"groups.py", "indicators.py", "markdown.py"}),  # + Markdown -> HTML
     "weixin": frozenset({"indicators.py"}),
 }
 

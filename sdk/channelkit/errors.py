@@ -43,6 +43,7 @@ The modules that raise these errors re-export them, so
           ├── RequestBodyRejected                     a request body refused before any handler
           │    ├── BodyTooLarge                       larger than the limit (413)
           │    └── BadContentLength                   Content-Length is not plain digits (400)
+          │         └── UnreadableBody                the body stream failed while read (400)
           ├── DecryptionError (+ ValueError)          a Feishu encrypted body is malformed
           ├── InvalidForm (+ ValueError)              a Feishu form does not answer the questions
           └── UpdateParseError (+ ValueError)         a Telegram Update has an unexpected shape
@@ -88,6 +89,7 @@ __all__ = [
     "SchedulerClosed",
     "ServerError",
     "TransportError",
+    "UnreadableBody",
     "UpdateParseError",
     "join_path",
 ]
@@ -332,6 +334,10 @@ class BodyTooLarge(RequestBodyRejected):
 
 class BadContentLength(RequestBodyRejected):
     """The Content-Length header is not plain ASCII digits (answer 400)."""
+
+
+class UnreadableBody(BadContentLength):
+    """The body stream failed while it was read (answer 400, like a bad framing)."""
 
 
 class IngressRejected(ChannelKitError):

@@ -151,5 +151,7 @@ def drive_conversation(emulator: DingtalkEmulator) -> None:
     assert any(u["cardData"]["cardParamMap"].get("card_status") == "submitted" for u in updates)
     # the secret never appears in the recorded calls
     assert APP_SECRET not in json.dumps(calls)
-    # the inbound message got no eye reaction (cards are on)
-    assert emulator.reactions(msg_id) == []
+    # the eye reaction is attached while the run is live and recalled when it ends (with
+    # status cards on too); the recall is the run's last hook, so wait for it
+    wait_until(lambda: emulator.reactions(msg_id) == [])
+    assert any(c["path"] == "/v1.0/robot/emotion/reply" for c in calls)

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
-from channelkit.errors import BadContentLength, BodyTooLarge
+from channelkit.errors import BadContentLength, BodyTooLarge, UnreadableBody
 from channelkit.web.ingress import (
     MAX_BODY_BYTES,
     IngressRequest,
@@ -35,10 +35,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class UnreadableBody(BadContentLength):
-    """The body stream failed while it was read (answer 400, like a bad framing)."""
 
 
 #: The built-in liveness endpoint (GET, answers ``{"ok": true}``).

@@ -1,10 +1,29 @@
-"""Small text helpers for DingTalk cards and Markdown messages."""
+"""Small text helpers for DingTalk cards and Markdown messages: image markers, literal
+Markdown, and the bounded summary of submitted answers a question card shows."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-__all__ = ["IMAGE_PENDING", "sanitize_image_markers"]
+__all__ = [
+    "IMAGE_PENDING",
+    "MAX_SHOWN_ANSWERS_CHARS",
+    "MAX_SHOWN_ANSWER_CHARS",
+    "answers_summary",
+    "cut_text",
+    "delivery_failure_text",
+    "escape_markdown",
+    "option_label",
+    "sanitize_image_markers",
+]
+
+#: Characters of one submitted answer shown on the card (longer ones are cut with "…").
+MAX_SHOWN_ANSWER_CHARS = 200
+#: Characters of the whole submitted-answers summary shown on the card.
+MAX_SHOWN_ANSWERS_CHARS = 1_000
+
 
 #: What an unresolved local image marker becomes in visible text.
 IMAGE_PENDING = "[Image pending]"
@@ -21,3 +40,72 @@ def sanitize_image_markers(text: str) -> str:
     if "[IMAGE:" not in text:
         return text
     return _PARTIAL.sub(IMAGE_PENDING, _COMPLETE.sub(IMAGE_PENDING, text))
+
+
+_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~>")
+_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal card Markdown: HTML characters as entities, Markdown
+    punctuation backslash-escaped, line breaks as spaces."""
+    out: list[str] = []
+    for char in " ".join(text.split()):
+        entity = _HTML_ENTITIES.get(char)
+        if entity is not None:
+            out.append(entity)
+        elif char in _MARKDOWN_SPECIAL:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def cut_text(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in "…" when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def answers_summary(questions: Sequence[Any], answers: Mapping[str, str]) -> str:
+    """What a submitted card shows: one ``- <question>: <answer>`` line per question.
+
+    Each answer is cut to ``MAX_SHOWN_ANSWER_CHARS`` and the whole summary to
+    ``MAX_SHOWN_ANSWERS_CHARS`` (before escaping, so an escape is never split), then
+    escaped with :func:`escape_markdown`.
+    """
+    lines: list[str] = []
+    budget = MAX_SHOWN_ANSWERS_CHARS
+    for q in questions:
+        answer = answers.get(q.answer_key)
+        if answer is None or budget <= 0:
+            continue
+        label = cut_text(" ".join(str(q.question or q.header).split()), MAX_SHOWN_ANSWER_CHARS)
+        line = f"{label}: {cut_text(' '.join(answer.split()), MAX_SHOWN_ANSWER_CHARS)}"
+        line = cut_text(line, budget)
+        budget -= len(line)
+        lines.append(line)
+    return "\n".join("- " + escape_markdown(line) for line in lines)
+
+
+def option_label(option: Any) -> str:
+    """The label of a question option (an object with ``label`` or a (label, desc) pair)."""
+    label = getattr(option, "label", None)
+    if isinstance(label, str):
+        return label
+    if isinstance(option, Mapping) and isinstance(option.get("label"), str):
+        return str(option["label"])
+    if isinstance(option, tuple | list) and option and isinstance(option[0], str):
+        return option[0]
+    return str(option)
+
+
+def delivery_failure_text(questions: Sequence[Any]) -> str:
+    """The Markdown sent when the question card could not be delivered."""
+    lines = [
+        "The interactive question could not be delivered, so this request was cancelled. "
+        "Please retry."
+    ]
+    for q in questions:
+        labels = ", ".join(option_label(o) for o in q.options)
+        lines.append(f"- {q.question}: {labels}")
+    return "\n".join(lines)

@@ -51,6 +51,15 @@ from channelkit.platforms.dingtalk.api import (
     log_card_error,
 )
 from channelkit.platforms.dingtalk.ingress import CardCallback
+from channelkit.platforms.dingtalk.markdown import (
+    MAX_SHOWN_ANSWER_CHARS,
+    MAX_SHOWN_ANSWERS_CHARS,
+    answers_summary,
+    cut_text,
+    delivery_failure_text,
+    escape_markdown,
+    option_label,
+)
 
 __all__ = [
     "ALREADY_ANSWERED_TEXT",
@@ -89,10 +98,6 @@ UNAVAILABLE_TEXT = "This question is no longer available."
 NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
 #: Sent to the chat when a claimed card answer lost to another surface.
 ALREADY_ANSWERED_TEXT = "This question was already answered; the card's answer was not used."
-#: Characters of one submitted answer shown on the card (longer ones are cut with "…").
-MAX_SHOWN_ANSWER_CHARS = 200
-#: Characters of the whole submitted-answers summary shown on the card.
-MAX_SHOWN_ANSWERS_CHARS = 1_000
 
 _TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
     "submitted": ("submitted", "Submitted.", "Submitted"),
@@ -204,18 +209,6 @@ class CallbackResult:
         return cls("ignored", actor_id)
 
 
-def option_label(option: Any) -> str:
-    """The label of a question option (an object with ``label`` or a (label, desc) pair)."""
-    label = getattr(option, "label", None)
-    if isinstance(label, str):
-        return label
-    if isinstance(option, Mapping) and isinstance(option.get("label"), str):
-        return str(option["label"])
-    if isinstance(option, tuple | list) and option and isinstance(option[0], str):
-        return option[0]
-    return str(option)
-
-
 def build_question_card_data(request_id: str, questions: Sequence[QuestionLike]) -> dict[str, Any]:
     """The ``cardParamMap`` of a new question card (all questions in one form)."""
     fields: list[dict[str, Any]] = []
@@ -253,50 +246,6 @@ def build_question_card_data(request_id: str, questions: Sequence[QuestionLike])
     }
 
 
-_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~>")
-_HTML_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
-
-
-def escape_markdown(text: str) -> str:
-    """``text`` as literal card Markdown: HTML characters as entities, Markdown
-    punctuation backslash-escaped, line breaks as spaces."""
-    out: list[str] = []
-    for char in " ".join(text.split()):
-        entity = _HTML_ENTITIES.get(char)
-        if entity is not None:
-            out.append(entity)
-        elif char in _MARKDOWN_SPECIAL:
-            out.append("\\" + char)
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def answers_summary(questions: Sequence[QuestionLike], answers: Mapping[str, str]) -> str:
-    """What a submitted card shows: one ``- <question>: <answer>`` line per question.
-
-    Each answer is cut to ``MAX_SHOWN_ANSWER_CHARS`` and the whole summary to
-    ``MAX_SHOWN_ANSWERS_CHARS`` (before escaping, so an escape is never split), then
-    escaped with :func:`escape_markdown`.
-    """
-    lines: list[str] = []
-    budget = MAX_SHOWN_ANSWERS_CHARS
-    for q in questions:
-        answer = answers.get(q.answer_key)
-        if answer is None or budget <= 0:
-            continue
-        label = _cut(" ".join(str(q.question or q.header).split()), MAX_SHOWN_ANSWER_CHARS)
-        line = f"{label}: {_cut(' '.join(answer.split()), MAX_SHOWN_ANSWER_CHARS)}"
-        line = _cut(line, budget)
-        budget -= len(line)
-        lines.append(line)
-    return "\n".join("- " + escape_markdown(line) for line in lines)
-
-
 def terminal_param_map(
     state: str,
     description: str | None = None,
@@ -320,24 +269,12 @@ def terminal_param_map(
         params["question_desc"] = f"{params['question_desc']}\n\n{summary}"
         params["selected_text"] = summary
         shown = [
-            _cut(answers[q.answer_key], MAX_SHOWN_ANSWER_CHARS)
+            cut_text(answers[q.answer_key], MAX_SHOWN_ANSWER_CHARS)
             for q in questions
             if q.answer_key in answers
         ]
         params["selected_values"] = json.dumps(shown, ensure_ascii=False)
     return params
-
-
-def delivery_failure_text(questions: Sequence[QuestionLike]) -> str:
-    """The Markdown sent when the question card could not be delivered."""
-    lines = [
-        "The interactive question could not be delivered, so this request was cancelled. "
-        "Please retry."
-    ]
-    for q in questions:
-        labels = ", ".join(option_label(o) for o in q.options)
-        lines.append(f"- {q.question}: {labels}")
-    return "\n".join(lines)
 
 
 def _values(raw: Any) -> list[str] | None:
