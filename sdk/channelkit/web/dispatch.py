@@ -84,7 +84,7 @@ def read_body(
             raise UnreadableBody(type(chunk).__name__)
         if not chunk:
             break
-        chunks.append(chunk)
+        chunks.append(bytes(chunk))
         remaining -= len(chunk)
     data = b"".join(chunks)
     if len(data) > limit:

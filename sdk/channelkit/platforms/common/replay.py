@@ -97,7 +97,7 @@ class ReplayGuard:
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
-            entry = self._entries.get(key)  # type: ignore[call-overload]
+            entry = self._entries.get(key)
             return entry is not None and entry[0] > self._time()
 
     def __len__(self) -> int:
