@@ -137,6 +137,44 @@ def test_one_person_cannot_fill_the_queue():
         ch.close(timeout=5)
 
 
+def test_one_busy_chat_cannot_fill_the_queue_for_other_chats():
+    """Several people in one group chat fill its share of the queue (each has a place
+    of their own, so no per-person bound applies); the next one in that chat is told
+    busy there, while a person in another chat still gets a place."""
+    release = threading.Event()
+    started: list[str] = []
+    lock = threading.Lock()
+    ch = make_channel(
+        gated_agent(release, started, lock), max_concurrent_runs=1, max_queued_per_chat=3
+    )
+    try:
+        running = ch.handle_inbound(inbound("elsewhere", sender_id="zed", chat_id="other"))
+        wait_until(lambda: started == ["elsewhere"], WAIT)
+        group = [
+            ch.handle_inbound(inbound(f"g{i}", sender_id=f"member-{i}", chat_id="g", is_group=True))
+            for i in range(3)
+        ]
+        wait_until(lambda: sum(c == "g" and "Queued" in t for c, t, _ in ch.sent) == 3, WAIT)
+        refused = ch.handle_inbound(
+            inbound("g3", sender_id="member-3", chat_id="g", is_group=True)
+        ).result(WAIT)
+        assert refused.status == "rejected" and isinstance(refused.error, ChannelBusy)
+        assert refused.error.limit == "max_queued_per_chat"
+        ch.wait_for_sent("Busy right now")
+        assert [c for c, t, _ in ch.sent if t.startswith("Busy right now")] == ["g"]
+        elsewhere = ch.handle_inbound(inbound("h0", sender_id="member-3", chat_id="h"))
+        wait_until(lambda: any(c == "h" and "Queued, 3 ahead" in t for c, t, _ in ch.sent), WAIT)
+        assert not elsewhere.done()
+        assert ch.run_stats == {"active": 1, "waiting": 0, "queued": 4}
+        release.set()
+        for handle in [running, *group, elsewhere]:
+            assert handle.result(WAIT).status == "completed"
+        assert started == ["elsewhere", "g0", "g1", "g2", "h0"]
+    finally:
+        release.set()
+        ch.close(timeout=5)
+
+
 def test_1000_pending_questions_do_not_hold_back_other_runs():
     """Runs waiting on a person are parked: with 4 run slots, 1,000 questions can be
     pending at once and a new person's run still starts at once."""
