@@ -1,4 +1,5 @@
-"""The repository's promises to a newcomer: two README commands, CI running the second."""
+"""The repository's promises to a newcomer: two README commands, CI running the second,
+every tox env CI needs, and documents that stand on their own."""
 
 from __future__ import annotations
 
@@ -38,4 +39,51 @@ def test_tox_declares_every_required_env() -> None:
     env_list = re.search(r"^env_list\s*=\s*(.+)$", text, flags=re.M)
     assert env_list is not None
     envs = {e.strip() for e in env_list.group(1).split(",")}
-    assert {"py310", "py311", "py312", "py313", "lint", "type", "codegen-check"} <= envs
+    required = {
+        "py310",
+        "py311",
+        "py312",
+        "py313",
+        "lint",
+        "type",
+        "codegen-check",
+        "docs",
+        "package",
+    }
+    assert required <= envs
+    sections = set(re.findall(r"^\[testenv:([^\]]+)\]", text, flags=re.M))
+    assert required - {"py310", "py311", "py312", "py313"} <= sections
+
+
+# A citation of a design document kept outside the repository: "seed 000", "seeds 003/004",
+# "seed-001", "seeds/...". A random seed ("seed=0", "random.seed(7)") is not one.
+EXTERNAL_DOCUMENT = re.compile(r"\bseeds?[ _-]?0\d\d\b|\bseeds?/|\bseed documents?\b", re.I)
+TEXT_SUFFIXES = {".md", ".py", ".pyi", ".txt", ".html", ".js", ".css", ".json", ".toml"}
+
+
+def _documents() -> list[Path]:
+    top = [ROOT / name for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "SECURITY.md")]
+    docs = sorted((ROOT / "docs").rglob("*.md"))
+    sdk = sorted(p for p in (ROOT / "sdk" / "channelkit").rglob("*") if p.suffix in TEXT_SUFFIXES)
+    tests_markdown = sorted((ROOT / "tests").rglob("*.md"))
+    return [p for p in (*top, *docs, *sdk, *tests_markdown) if p.is_file()]
+
+
+def test_external_document_pattern_tells_citations_from_random_seeds() -> None:
+    for cited in ("seed 000", 'Seed 001 "DingTalk"', "seeds 003/004", "seed-002", "seeds/000"):
+        assert EXTERNAL_DOCUMENT.search(cited), cited
+    for fine in ("random.seed(0)", "seed=0", "for seed in range(200)", "PYTHONHASHSEED = 0"):
+        assert not EXTERNAL_DOCUMENT.search(fine), fine
+
+
+def test_no_document_cites_external_design_documents() -> None:
+    documents = _documents()
+    assert ROOT / "docs" / "core.md" in documents
+    assert ROOT / "tests" / "core" / "ACCEPTANCE.md" in documents
+    citing = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in documents
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if EXTERNAL_DOCUMENT.search(line)
+    ]
+    assert citing == [], "state the behaviour instead of citing:\n" + "\n".join(citing)
