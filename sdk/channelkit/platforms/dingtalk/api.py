@@ -43,6 +43,7 @@ from channelkit.clients.dingtalk import (
 )
 from channelkit.errors import (
     ApiError,
+    AuthError,
     BadRequest,
     CardDeliveryError,
     ChannelKitError,
@@ -62,6 +63,7 @@ __all__ = [
     "CardApi",
     "CardDeliveryError",
     "CardTarget",
+    "is_chat_rejection",
     "is_template_rejection",
     "log_card_error",
     "stringify_param_map",
@@ -344,21 +346,32 @@ class CardApi:
 
 # -- failures ----------------------------------------------------------------------------
 
+#: Codes with which DingTalk refuses a card template itself. ``param.invalid`` is not
+#: one of them: it names a bad parameter of one card, and only that card falls back.
 TEMPLATE_REJECTION_CODES = frozenset(
     {
         "param.templateNotExist",
         "param.templateUnpublished",
         "param.cardTemplateIdEmpty",
-        "param.invalid",
     }
 )
 
 
 def is_template_rejection(exc: BaseException) -> bool:
-    """True when DingTalk refused the card template itself (not a transient failure)."""
+    """True when DingTalk refused the card type for everyone: its template, or the app's
+    credentials. Such a failure switches the card type off globally for a cool-down; any
+    other failure degrades one chat (:func:`is_chat_rejection`) or one card."""
     if isinstance(exc, CardDeliveryError):
+        return False  # one chat's delivery, see is_chat_rejection
+    if isinstance(exc, AuthError):
         return True
     return isinstance(exc, ApiError) and str(exc.code) in TEMPLATE_REJECTION_CODES
+
+
+def is_chat_rejection(exc: BaseException) -> bool:
+    """True when DingTalk accepted the card but refused to deliver it into the chat
+    (``deliverResults[].success`` false): that chat alone gets text for a while."""
+    return isinstance(exc, CardDeliveryError)
 
 
 def log_card_error(operation: str, exc: BaseException, template_id: str, out_track_id: str) -> None:

@@ -26,8 +26,9 @@ card), a :class:`StatusCardController` (segment -> status card), a
 :class:`~channelkit.platforms.dingtalk.questions.QuestionCardController` (request ->
 question card) and the callback router: Stop goes to the status cards, everything else
 to the question cards; owner checks and one-shot claims happen synchronously, before
-the ACK. A template rejection switches that card type off for the rest of the
-presenter's life (loud structured error, then Markdown / text permission prompts).
+the ACK. Failures degrade in their own scope (:class:`CardSwitch`): a refused template
+or credentials switch the card type off for every chat for a cool-down, a delivery refused
+for one chat turns it off for that chat, any other failure affects only its own card.
 All cross-callback state lives in the presenter's
 :class:`~channelkit.platforms.common.registry.StateRegistry`.
 """
@@ -61,11 +62,13 @@ from channelkit.platforms.common.registry import (
     StateRegistry,
 )
 from channelkit.platforms.common.streamed import StreamedText
+from channelkit.platforms.common.switch import CardSwitch
 from channelkit.platforms.common.types import Clock, Scheduler
 from channelkit.platforms.dingtalk.api import (
     STATUS_CARD_TEMPLATE_ID,
     CardApi,
     CardTarget,
+    is_chat_rejection,
     is_template_rejection,
     log_card_error,
 )
@@ -176,6 +179,7 @@ class StatusCardController:
         flush_interval: float = 0.5,
         write_timeout: float = 10.0,
         on_template_rejected: Callable[[], None] | None = None,
+        on_chat_rejected: Callable[[str], None] | None = None,
         registry: CardRegistry[StatusRecord, StatusTombstone] | None = None,
         segments: CardRegistry[StatusRecord, str] | None = None,
     ) -> None:
@@ -186,6 +190,7 @@ class StatusCardController:
         self._flush_interval = flush_interval
         self._write_timeout = write_timeout
         self._on_template_rejected = on_template_rejected
+        self._on_chat_rejected = on_chat_rejected
         self.registry: CardRegistry[StatusRecord, StatusTombstone] = (
             registry if registry is not None else MemoryCardRegistry(clock)
         )
@@ -329,6 +334,8 @@ class StatusCardController:
         record.created.set()
         if is_template_rejection(exc) and self._on_template_rejected is not None:
             self._on_template_rejected()
+        elif is_chat_rejection(exc) and self._on_chat_rejected is not None:
+            self._on_chat_rejected(record.chat_id)
         if delivered:
             try:
                 self._api.update_instance(
@@ -505,8 +512,10 @@ class DingtalkPresenter:
             "dingtalk-runs", maxsize=MAX_LIVE_RUNS
         )
         self._lock = self._runs.lock
-        self.status_enabled = status_cards
-        self.question_enabled = question_cards
+        self.status_switch = CardSwitch("dingtalk status card", clock=clock, enabled=status_cards)
+        self.question_switch = CardSwitch(
+            "dingtalk question card", clock=clock, enabled=question_cards
+        )
         self.status: StatusCardController | None = None
         self.questions: QuestionCardController | None = None
         if status_cards:
@@ -516,7 +525,8 @@ class DingtalkPresenter:
                 scheduler=scheduler,
                 model=model,
                 flush_interval=flush_interval,
-                on_template_rejected=self._disable_status_cards,
+                on_template_rejected=lambda: self.status_switch.reject_globally("template"),
+                on_chat_rejected=lambda chat: self.status_switch.reject_chat(chat, "delivery"),
                 registry=state.cards("dingtalk-status"),
                 segments=state.cards("dingtalk-status-segments"),
             )
@@ -527,20 +537,9 @@ class DingtalkPresenter:
                 scheduler=scheduler,
                 timeout_seconds=question_timeout,
                 send_text=lambda chat_id, text: self._send_fallback(chat_id, text, ""),
-                on_template_rejected=self._disable_question_cards,
+                on_template_rejected=lambda: self.question_switch.reject_globally("template"),
                 registry=state.cards("dingtalk-questions"),
             )
-
-    # -- switches -----------------------------------------------------------------------
-    def _disable_status_cards(self) -> None:
-        if self.status_enabled:
-            logger.error("dingtalk status card template rejected; using Markdown from now on")
-        self.status_enabled = False
-
-    def _disable_question_cards(self) -> None:
-        if self.question_enabled:
-            logger.error("dingtalk question card template rejected; using text prompts from now on")
-        self.question_enabled = False
 
     # -- runs -------------------------------------------------------------------------------
     def register_run(
@@ -586,10 +585,10 @@ class DingtalkPresenter:
     def append_output(self, segment: SegmentLike, chunk: str) -> bool:
         """Stream ``chunk`` into the segment's status card; False when no card takes it."""
         status = self.status
-        if status is None or not self.status_enabled or not chunk:
+        if status is None or not chunk:
             return False
         binding = self._eligible(segment.run_id, segment.owner.id, segment.target.chat_id)
-        if binding is None:
+        if binding is None or not self.status_switch.allows(binding.chat_id):
             return False
         record = status.append(
             segment_id=segment.segment_id,
@@ -715,10 +714,12 @@ class DingtalkPresenter:
         ``timeout`` is this card's lifetime in seconds (default: ``question_timeout``).
         """
         questions = self.questions
-        if questions is None or not self.question_enabled:
+        if questions is None:
             return "unsupported"
         binding = self._eligible(ctx.run_id, ctx.owner.id, ctx.target.chat_id)
         if binding is None or bool(ctx.target.is_group) != binding.is_group:
+            return "unsupported"
+        if not self.question_switch.allows(binding.chat_id):
             return "unsupported"
         return questions.present(
             ctx,
