@@ -436,7 +436,7 @@ class DingtalkChannel(ChannelBase):
             binding = self.presenter.run(event.run_id)
             failure_shown = (
                 binding is not None
-                and self.presenter.status_enabled
+                and self.presenter.status_switch.allows(binding.chat_id)
                 and binding.streamed.length > 0
             )
             detail = event.reason if event.type is LifecycleType.CANCELLED else event.error
