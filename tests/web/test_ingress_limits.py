@@ -183,3 +183,99 @@ def test_django_never_reads_past_the_limit_and_never_fails() -> None:
             assert status == 200 and body.startswith(b'{"len":7')
     finally:
         sys.modules.pop(module.__name__, None)
+
+
+# -- a body stream that fails while it is read: 400 on every web path ------------------
+
+
+class _InvalidChunkSize(Exception):
+    """What gunicorn raises for a malformed chunked body."""
+
+
+class _FailingStream:
+    """A request stream that fails on read, like a malformed chunked body or a reset peer."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+        self.reads = 0
+
+    def read(self, *args: Any) -> bytes:
+        self.reads += 1
+        raise self.error
+
+    def readline(self, *args: Any) -> bytes:
+        return self.read()
+
+
+_FAILURES = [_InvalidChunkSize("invalid chunk size: b'zz'"), ConnectionResetError(104, "reset")]
+
+
+def _unreadable_cases() -> list[Any]:
+    return [
+        pytest.param(error, extra, id=f"{type(error).__name__}-{name}")
+        for error in _FAILURES
+        for name, extra in (
+            ("length", {"CONTENT_LENGTH": "10"}),
+            ("chunked", {"wsgi.input_terminated": True, "HTTP_TRANSFER_ENCODING": "chunked"}),
+        )
+    ]
+
+
+def _assert_unreadable_is_400(
+    app: Any, echo: _Echo, error: BaseException, extra: dict[str, Any], caplog: Any
+) -> None:
+    stream = _FailingStream(error)
+    content_length = extra.pop("CONTENT_LENGTH", None)
+    with caplog.at_level("DEBUG"):
+        status, body = _call(app, _environ("/echo", stream, content_length, **extra))
+    assert status == 400 and b"unreadable_body" in body
+    assert stream.reads >= 1  # the failure was met, not avoided
+    assert echo.seen == []  # the handler never ran
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+@pytest.mark.parametrize(("error", "extra"), _unreadable_cases())
+def test_an_unreadable_body_is_400_through_the_wsgi_app(
+    error: BaseException, extra: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    echo = _Echo()
+    _assert_unreadable_is_400(create_wsgi_app([echo]), echo, error, dict(extra), caplog)
+
+
+@pytest.mark.parametrize(("error", "extra"), _unreadable_cases())
+def test_an_unreadable_body_is_400_through_flask(
+    error: BaseException, extra: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    flask = pytest.importorskip("flask")
+    from channelkit.web.flask import create_blueprint
+
+    echo = _Echo()
+    app = flask.Flask("ck-unreadable")
+    app.register_blueprint(create_blueprint([echo]))
+    _assert_unreadable_is_400(app, echo, error, dict(extra), caplog)
+
+
+@pytest.mark.parametrize(
+    ("error", "extra"),
+    [case for case in _unreadable_cases() if "length" in str(case.id)],  # Django: no chunked
+)
+def test_an_unreadable_body_is_400_through_django(
+    error: BaseException, extra: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("django")
+    from test_web_frameworks import _django_settings
+
+    _django_settings()
+    from channelkit.web.django import urlpatterns
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.test import override_settings
+
+    echo = _Echo()
+    module = types.ModuleType("channelkit_test_urls_unreadable")
+    module.urlpatterns = urlpatterns([echo])  # type: ignore[attr-defined]
+    sys.modules[module.__name__] = module
+    try:
+        with override_settings(ROOT_URLCONF=module.__name__):
+            _assert_unreadable_is_400(WSGIHandler(), echo, error, dict(extra), caplog)
+    finally:
+        sys.modules.pop(module.__name__, None)

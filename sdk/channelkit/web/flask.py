@@ -21,6 +21,7 @@ from channelkit.web.dispatch import (
     BadContentLength,
     BodyTooLarge,
     IngressDispatcher,
+    UnreadableBody,
     query_dict,
     read_body,
 )
@@ -90,6 +91,8 @@ def create_blueprint(
             )
         except BodyTooLarge:
             return to_flask(dispatcher.too_large())
+        except UnreadableBody:
+            return to_flask(dispatcher.bad_request("unreadable_body"))
         except BadContentLength:
             return to_flask(dispatcher.bad_request("bad_content_length"))
         ingress = IngressRequest(

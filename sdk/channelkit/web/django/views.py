@@ -9,6 +9,7 @@ from channelkit.web.dispatch import (
     BadContentLength,
     BodyTooLarge,
     IngressDispatcher,
+    UnreadableBody,
     query_dict,
     read_body,
 )
@@ -79,6 +80,8 @@ class IngressView:
             )
         except BodyTooLarge:
             return self._to_django(self.dispatcher.too_large())
+        except UnreadableBody:
+            return self._to_django(self.dispatcher.bad_request("unreadable_body"))
         except BadContentLength:
             return self._to_django(self.dispatcher.bad_request("bad_content_length"))
         ingress = IngressRequest(
