@@ -13,6 +13,12 @@ Retried, up to ``max_attempts`` attempts in total:
 Only idempotent operations are retried: GET/PUT/DELETE/HEAD/OPTIONS, and a POST only when
 the spec marks it ``x-channelkit-idempotent``. ``sleep`` and ``clock`` are injected so that
 tests never sleep.
+
+:func:`failed_before_sending` tells a transport failure that happened before the request
+left (connect timeout, connection refused or reset while connecting, name resolution)
+from one after it was sent (read timeout, reset while waiting for the answer), for
+callers that retry non-idempotent sends themselves
+(:mod:`channelkit.platforms.common.delivery`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,13 @@ from dataclasses import dataclass, field
 
 from channelkit.errors import ChannelKitError, ConfigurationError, RateLimited, TransportError
 
-__all__ = ["IDEMPOTENT_METHODS", "RetryPolicy", "is_idempotent", "parse_retry_after"]
+__all__ = [
+    "IDEMPOTENT_METHODS",
+    "RetryPolicy",
+    "failed_before_sending",
+    "is_idempotent",
+    "parse_retry_after",
+]
 
 IDEMPOTENT_METHODS = frozenset({"GET", "PUT", "DELETE", "HEAD", "OPTIONS"})
 
@@ -33,6 +45,47 @@ IDEMPOTENT_METHODS = frozenset({"GET", "PUT", "DELETE", "HEAD", "OPTIONS"})
 def is_idempotent(method: str, marked: bool = False) -> bool:
     """True when a request may be sent twice: an idempotent method, or a marked POST."""
     return method.upper() in IDEMPOTENT_METHODS or marked
+
+
+#: Exception class names (requests, urllib3, builtins) that mean no connection was made,
+#: so the request never left. Names, not classes: this module must not import requests.
+_NOT_CONNECTED = frozenset(
+    {
+        "ConnectTimeout",  # requests; channelkit's own ConnectTimeout is caught first
+        "ConnectTimeoutError",  # urllib3 (NewConnectionError derives from it)
+        "NewConnectionError",  # urllib3: refused, reset or unreachable while connecting
+        "NameResolutionError",  # urllib3: DNS
+        "ConnectionRefusedError",  # builtin
+    }
+)
+
+
+def failed_before_sending(error: BaseException) -> bool:
+    """True when ``error`` (a :class:`~channelkit.errors.TransportError`) happened before
+    the request was sent: a connect timeout, or a connection refused, reset or unreachable
+    while connecting. A read timeout or a reset while the answer was awaited is False
+    (the platform may have acted on the request).
+
+    The transport raises its errors ``from None``; the ``requests``/``urllib3`` exception
+    stays reachable as ``__context__`` (and their ``args`` / ``reason``), which is walked
+    (bounded) here.
+    """
+    from channelkit.errors import ConnectTimeout as _ConnectTimeout
+
+    if isinstance(error, _ConnectTimeout):
+        return True
+    seen: set[int] = set()
+    todo: list[BaseException] = [error]
+    while todo and len(seen) < 16:
+        exc = todo.pop()
+        if id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        if exc is not error and any(c.__name__ in _NOT_CONNECTED for c in type(exc).__mro__):
+            return True
+        linked = [exc.__cause__, exc.__context__, getattr(exc, "reason", None), *exc.args]
+        todo.extend(e for e in linked if isinstance(e, BaseException))
+    return False
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:

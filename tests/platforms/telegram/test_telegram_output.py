@@ -346,14 +346,30 @@ def test_a_partly_sent_long_flush_resumes_where_it_stopped() -> None:
     assert "".join(sent) == text + "Done."
 
 
-def test_a_failed_final_send_fails_the_run_in_delivery(rt, mock) -> None:  # type: ignore[no-untyped-def]
-    Bot(mock, fail={0})
+def test_a_final_send_that_fails_once_is_retried_after_the_run_completed(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    bot = Bot(mock, fail={0})
+    env = _env(rt, mock, [chunk("Answer.")])
+    env.message("go")
+    _done(env)
+    # the answer is in the delivery chain's hands: the run completes, nothing is lost
+    assert env.channel.events[-1].type is LifecycleType.COMPLETED
+    assert bot.texts == []
+    rt.advance(60.0)  # past the capped backoff: the retry sends it, once
+    assert bot.texts == ["Answer."]
+    assert env.channel.output.live_runs == 0
+    env.channel.close()
+
+
+def test_a_final_send_every_path_refuses_fails_the_run_in_delivery(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    refused = {"ok": False, "error_code": 400, "description": "Bad Request: chat not found"}
+    mock.post(url("sendMessage"), status_code=400, json=refused)
     env = _env(rt, mock, [chunk("Answer.")])
     env.message("go")
     _done(env)
     failed = env.channel.events[-1]
     assert failed.type is LifecycleType.FAILED and failed.phase == "delivery"
     assert env.channel.output.live_runs == 0
+    assert env.channel.delivery_health.snapshot()["failed"] == 1
     env.channel.close()
 
 

@@ -51,6 +51,7 @@ from channelkit.core import (
 )
 from channelkit.errors import ApiError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
+from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
 from channelkit.platforms.common.inbound import InboundOutcome, ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard
@@ -66,7 +67,7 @@ from channelkit.platforms.telegram.ingress import (
     parse_update,
 )
 from channelkit.platforms.telegram.markdown import PARSE_MODE, is_entity_error, to_html
-from channelkit.platforms.telegram.output import SegmentOutput, split_message
+from channelkit.platforms.telegram.output import SegmentOutput, final_parts, split_message
 from channelkit.platforms.telegram.questions import (
     MAX_MESSAGE_CHARS,
     TEXT_UNKNOWN,
@@ -195,6 +196,10 @@ class TelegramChannel(ChannelBase):
         self.groups = GroupGate(config.group_policy, config.bot_id, config.bot_username)
         #: update_ids already dispatched: a redelivered (or replayed) update is ignored.
         self._seen_updates = ReplayGuard(self.clock.time, ttl=UPDATE_DEDUP_TTL)
+        #: the final answer's retries and alternate paths (formatted -> plain)
+        self.delivery = DeliveryChain(self.scheduler)
+        #: delivered / retried / failed / uncertain final answers
+        self.delivery_health = self.delivery.health
 
     # -- setup ---------------------------------------------------------------------------
     def register_commands(
@@ -401,13 +406,28 @@ class TelegramChannel(ChannelBase):
         segment: OutputSegmentContext | None = None,
     ) -> None:
         """Send the part of the run's ``text`` no earlier segment sent (nothing when
-        nothing remains); a failed send raises (the run fails in phase delivery)."""
+        nothing remains) through the delivery chain (retries with backoff on the
+        scheduler, formatted -> plain); only a definite refusal of every path raises (the
+        run fails in phase delivery)."""
         if segment is None:  # loop / webhook runs have no segments: the whole text
-            target = self.target_for_session(session_id)
-            self.send_reply(chat_id, text, thread_id=target.thread_id if target else None)
-            return
-        due = self.output.final_text(segment, text)
-        self.output.send_final(chat_id, due, segment.target.thread_id)
+            session_target = self.target_for_session(session_id)
+            thread_id = session_target.thread_id if session_target else None
+            run_id, owner_id, due = self.active_run_id(session_id), None, text
+        else:
+            due = self.output.final_text(segment, text)
+            if not due.strip():
+                return
+            thread_id, run_id = segment.target.thread_id, segment.run_id
+            owner_id = segment.owner.id
+        thread = _thread_int(thread_id)
+
+        def send(part: str, parse_mode: str | None) -> object:
+            return self.api.send_message(
+                chat_id, part, message_thread_id=thread, parse_mode=parse_mode
+            )
+
+        target = DeliveryTarget(self.name, chat_id, run_id, owner_id)
+        self.delivery.deliver(final_parts(due, send), target).raise_if_refused()
 
     def present_user_input_request(
         self, context: UserInputRequestContext
@@ -442,6 +462,7 @@ class TelegramChannel(ChannelBase):
         self.typing.close()
         self.questions.close()
         self.output.close()
+        self.delivery.close()
 
     def _send_typing(self, chat_id: int | str, thread_id: int | None) -> None:
         self.api.send_chat_action(chat_id, "typing", message_thread_id=thread_id)

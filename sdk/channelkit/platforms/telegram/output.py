@@ -18,6 +18,10 @@ visible text of the run's open output segment and
   the agent wrote so far followed by :data:`CANCELLED_MARKER`, so what the agent said
   is kept.
 
+The final answer goes through the shared delivery chain
+(:mod:`channelkit.platforms.common.delivery`): :func:`final_parts` makes its parts, each
+with the formatted (Telegram HTML) path first and plain text second.
+
 State is per run, in a bounded map (1,000 runs), removed at the run's terminal
 lifecycle event. Each segment keeps at most 20,000 characters (the newest, behind the
 truncation marker); so does the unsent text of failed flushes.
@@ -27,13 +31,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from channelkit.core import OutputSegmentContext
 from channelkit.platforms.common import MAX_VISIBLE_CHARS, StreamedText, bound_text
+from channelkit.platforms.common.delivery import DeliveryPath
+from channelkit.platforms.telegram.markdown import PARSE_MODE, to_html
 from channelkit.platforms.telegram.questions import MAX_MESSAGE_CHARS
 from channelkit.runtime import BoundedMap, Clock
 
-__all__ = ["CANCELLED_MARKER", "MAX_OUTPUT_RUNS", "SegmentOutput", "split_message"]
+__all__ = [
+    "CANCELLED_MARKER",
+    "MAX_OUTPUT_RUNS",
+    "SegmentOutput",
+    "final_parts",
+    "split_message",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +76,32 @@ def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
         rest = rest[cut:].lstrip("\n")
     if rest:
         parts.append(rest)
+    return parts
+
+
+#: ``send(text, parse_mode)``: one ``sendMessage`` of one part (``parse_mode`` or None).
+SendPart = Callable[[str, "str | None"], object]
+
+
+def final_parts(
+    text: str, send: SendPart, *, limit: int = MAX_MESSAGE_CHARS
+) -> list[tuple[DeliveryPath, ...]]:
+    """The final answer's parts for the delivery chain, in order.
+
+    Each part is tried formatted (its Markdown as Telegram HTML) and then as plain text
+    (when Telegram rejects the entities, or the formatted sends keep failing); a part
+    whose HTML equals it, or does not fit one message, has the plain path only.
+    ``sendMessage`` has no idempotency key: no path is ``idempotent``.
+    """
+    parts: list[tuple[DeliveryPath, ...]] = []
+    for part in split_message(text or " ", limit):
+        plain = DeliveryPath("sendMessage plain", partial(send, part, None))
+        formatted = to_html(part)
+        if formatted == part or len(formatted) > limit:
+            parts.append((plain,))
+        else:
+            html = DeliveryPath("sendMessage HTML", partial(send, formatted, PARSE_MODE))
+            parts.append((html, plain))
     return parts
 
 
