@@ -238,9 +238,9 @@ class ChannelBase:
 
         Called on the run's lane when the run is queued (``event.first``) and again each
         time its place moves (``event.ahead`` runs are before it). The default sends
-        the queue notice as text once; adapters with an editable status surface may
-        show and update it there instead. The run's ``started`` event follows on the
-        same lane."""
+        the queue notice as text once; adapters that can edit what they sent keep it
+        current with :class:`~channelkit.core.queue_notices.QueueNotices`. The run's
+        ``started`` event follows on the same lane."""
         if event.first:
             self.send_message(event.chat_id, format_queued(event.ahead), thread_id=event.thread_id)
 
