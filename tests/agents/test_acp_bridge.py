@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from channelkit.agents.acp import (
 )
 from channelkit.agents.base import AgentBridge, PermissionRequest, ToolCallEvent
 from channelkit.errors import ConfigurationError
+from channelkit.testing import wait_until
 
 SUBMIT = {"outcome": "selected", "optionId": "proceed_once"}
 ANSWERS = {"0": "Blue", "1": "Tests, Docs"}
@@ -331,7 +331,7 @@ def test_cancel_before_the_turn_reaches_the_agent(
     bridge = make_fake_bridge()
     turn = PromptThread(bridge, "s", "echo never", recording_sink)
     turn.start()
-    _wait_until(lambda: len(by_method(fake_agent_log, "initialize")) == 1)
+    wait_until(lambda: len(by_method(fake_agent_log, "initialize")) == 1, WAIT)
     assert bridge.cancel_session("s")  # the run is starting: honoured without a wire call
     gate.touch()
     turn.finish()
@@ -370,7 +370,7 @@ def test_process_death_fails_the_prompt_and_reports_session_died(
     died = recording_sink.wait_for("session_died")
     assert died.session_id == "s"
     assert "code 3" in died.reason
-    _wait_until(lambda: process_is_reaped(pid))
+    wait_until(lambda: process_is_reaped(pid), WAIT)
 
     # the next prompt starts a fresh process and session; this agent cannot load its old
     # session, so the person is told the conversation starts over
@@ -421,7 +421,7 @@ def test_malformed_lines_are_skipped(
     assert bridge.prompt("s", "malformed", recording_sink) == "survived"
     assert recording_sink.kinds() == ["text_chunk"]
     # the broken permission request (params: 1) was answered with an error, not silence
-    _wait_until(lambda: any(m.get("id") == 55 for m in received(fake_agent_log)))
+    wait_until(lambda: any(m.get("id") == 55 for m in received(fake_agent_log)), WAIT)
     errors = [m for m in received(fake_agent_log) if m.get("id") == 55]
     assert errors[0]["error"]["code"] == -32602
     assert bridge.prompt("s", "echo still fine", recording_sink) == "still fine"
@@ -472,7 +472,7 @@ def test_prompt_timeout_cancels_the_turn(
     bridge = make_fake_bridge(prompt_timeout=0.3)
     with pytest.raises(AcpTimeoutError, match="session/prompt"):
         bridge.prompt("s", "hang-forever", recording_sink)
-    _wait_until(lambda: len(by_method(fake_agent_log, "session/cancel")) == 1)
+    wait_until(lambda: len(by_method(fake_agent_log, "session/cancel")) == 1, WAIT)
 
 
 # ------------------------------------------------------------------------------ close
@@ -544,7 +544,7 @@ def test_close_during_a_hanging_prompt_raises_in_the_prompt(
     bridge.prompt("s", "echo warm", recording_sink)
     turn = PromptThread(bridge, "s", "hang-forever", recording_sink)
     turn.start()
-    _wait_until(lambda: bridge.pid is not None)
+    wait_until(lambda: bridge.pid is not None, WAIT)
     bridge.close()
     turn.finish()
     assert isinstance(turn.error, AgentProcessError)
@@ -572,12 +572,3 @@ def test_configuration_errors_name_the_field(tmp_path: Path) -> None:
         AcpBridge(["x"], permission_timeout=0)
     with pytest.raises(ConfigurationError, match="max_sessions"):
         AcpBridge(["x"], max_sessions=0)
-
-
-def _wait_until(predicate: Callable[[], bool], timeout: float = WAIT) -> None:
-    """Poll a condition that no event signals (a file another process writes)."""
-    end = time.monotonic() + timeout
-    tick = threading.Event()
-    while not predicate():
-        assert time.monotonic() < end, "condition not reached in time"
-        tick.wait(0.01)

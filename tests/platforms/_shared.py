@@ -14,22 +14,7 @@ from typing import Any
 import pytest
 from channelkit.core import LifecycleEvent
 from channelkit.runtime import FakeClock, KeyedSerialQueue, Scheduler, WorkerPool
-
-WAIT = 5.0  # real-time bound for waiting on worker threads (never on timers)
-
-
-def wait_until(condition: Callable[[], object], timeout: float = WAIT) -> None:
-    """Wait (bounded) until worker threads make ``condition()`` true.
-
-    For state reached by other threads only: timers run on the fake clock and are
-    driven by :meth:`Runtime.advance`, never by waiting.
-    """
-    pause = threading.Event()
-    for _ in range(int(timeout / 0.002)):
-        if condition():
-            return
-        pause.wait(0.002)
-    assert condition(), "condition not reached"
+from channelkit.testing import WAIT, wait_until
 
 
 class Runtime:
@@ -48,7 +33,9 @@ class Runtime:
         settle_pools(self.run_pool, self.pool)
 
     def wait_for(self, condition: Callable[[], object], timeout: float = WAIT) -> None:
-        """See :func:`wait_until`."""
+        """Wait (bounded) until worker threads make ``condition()`` true; timers run on
+        the fake clock (:meth:`advance`), never by waiting. See
+        :func:`channelkit.testing.wait_until`."""
         wait_until(condition, timeout)
 
     def advance(self, seconds: float) -> None:
@@ -68,6 +55,7 @@ def settle_pools(*pools: WorkerPool, timeout: float = WAIT) -> None:
     wait_until(
         lambda: all(p.wait_idle(timeout) for p in pools) and not any(p.unfinished for p in pools),
         timeout,
+        what="every pool idle",
     )
 
 

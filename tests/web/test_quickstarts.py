@@ -35,9 +35,12 @@ from urllib.parse import urlsplit
 
 import pytest
 from channelkit.playground import CallbackDelivery, DingtalkEmulator, EmulatorServer
+from channelkit.testing import wait_until as poll_until
 from dingtalk_conversation import APP_KEY, APP_SECRET, CARD_SECRET, click_until, wait_until
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+HTTP_WAIT = 30.0  # seconds a conversation step may take across the servers
+POLL = 0.05  # the pause between polls of the emulator's HTTP state
 RUNNABLE = re.compile(r"<!-- runnable(?::\s*(\w+)\s*([^>]*?))?\s*-->\n```[^\n]*\n(.*?)```", re.S)
 
 
@@ -274,16 +277,6 @@ class _Run:
                 server.wait()
 
 
-def _poll(predicate: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def _views(base: str) -> list[dict[str, Any]]:
     state = _http(f"{base}/_emulator/state")
     return [state["views"][e["card"]] for e in state["timeline"] if e["kind"] == "card"]
@@ -316,34 +309,48 @@ def _converse_http(base: str, platform: str, text: str, answer: str, expect: str
                 action = f"{base}/_emulator/cards/{view['id']}/action"
                 _http(action, {"action": "tap", "form": {"text": pick}})
                 if "Submit" in buttons:
-                    _poll(lambda card=view["id"]: _marked(base, card), "the choice to be marked")
+                    poll_until(
+                        lambda card=view["id"]: _marked(base, card),
+                        HTTP_WAIT,
+                        POLL,
+                        what="the choice to be marked",
+                    )
                     _http(action, {"action": "tap", "form": {"text": "Submit"}})
                 answered.add(view["id"])
             return any(expect in (v.get("text") or "") for v in _views(base))
 
-        _poll(tap_all, f"a message with {expect!r}")
+        poll_until(tap_all, HTTP_WAIT, POLL, what=f"a message with {expect!r}")
         return
-    question = _poll(
-        lambda: next((v for v in _views(base) if v["kind"] == "question"), None), "the question"
+    question = poll_until(
+        lambda: next((v for v in _views(base) if v["kind"] == "question"), None),
+        HTTP_WAIT,
+        POLL,
+        what="the question",
     )
     form = _answer(question, answer)
 
     def submitted() -> bool:
         _http(f"{base}/_emulator/cards/{question['id']}/action", {"action": "submit", "form": form})
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
-            if _views_by_id(base)[question["id"]]["state"] == "submitted":
-                return True
-            time.sleep(0.05)
-        return False
+        try:  # a submit that raced the card's delivery is clicked again
+            poll_until(
+                lambda: _views_by_id(base)[question["id"]]["state"] == "submitted",
+                1.0,
+                POLL,
+                what="the submitted state",
+            )
+        except AssertionError:
+            return False
+        return True
 
-    _poll(submitted, "the question to be submitted")
-    _poll(
+    poll_until(submitted, HTTP_WAIT, POLL, what="the question to be submitted")
+    poll_until(
         lambda: any(
             v["kind"] == "status" and v["state"] == "completed" and expect in v["content"]
             for v in _views(base)
         ),
-        f"a completed card with {expect!r}",
+        HTTP_WAIT,
+        POLL,
+        what=f"a completed card with {expect!r}",
     )
 
 

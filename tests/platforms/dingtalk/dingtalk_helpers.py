@@ -10,6 +10,7 @@ from typing import Any
 from channelkit.errors import ServerError
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.runtime import FakeClock, Scheduler
+from channelkit.testing import wait_until
 
 
 class FakeCardApi:
@@ -478,14 +479,9 @@ class AdapterHarness:
         self.idle()
 
     def wait_for(self, predicate, timeout=5.0):
-        import time as _t
-
-        deadline = _t.monotonic() + timeout
-        while _t.monotonic() < deadline:
-            if predicate():
-                return True
-            _t.sleep(0.002)
-        return predicate()
+        """:func:`channelkit.testing.wait_until`: the predicate's truthy value, or an
+        AssertionError once ``timeout`` passes (never a quiet False)."""
+        return wait_until(predicate, timeout, interval=0.002)
 
     def question_tracks(self):
         from channelkit.platforms.dingtalk import QUESTION_CARD_TEMPLATE_ID

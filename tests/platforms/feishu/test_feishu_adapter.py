@@ -14,6 +14,7 @@ from channelkit.platforms.common import EXPIRY_MARGIN
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu import cards as feishu_cards
 from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.testing import wait_until
 from feishu_helpers import (
     ENCRYPT_KEY,
     TOKEN,
@@ -25,7 +26,7 @@ from feishu_helpers import (
     request,
 )
 
-from tests.platforms._shared import handed_to_pool, wait_until
+from tests.platforms._shared import handed_to_pool
 
 OWNER = "ou_owner"
 NOW = 1_700_000_000.0

@@ -6,9 +6,8 @@ from typing import Any
 
 import test_feishu_adapter as fa
 from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.testing import wait_until
 from feishu_helpers import FakeFeishu, message_event, request
-
-from tests.platforms._shared import wait_until
 
 FAILED_EN = "*Failed, please retry*"
 

@@ -13,9 +13,8 @@ from channelkit.agents.function import FunctionAgent, Turn
 from channelkit.core import ChannelConfig, InboundMessage, SegmentEndReason
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.testing import wait_until
 from feishu_helpers import TOKEN, FakeFeishu
-
-from tests.platforms._shared import wait_until
 
 
 def build(rt: Any, api: FeishuApi, behaviour: Any, **overrides: Any) -> FeishuChannel:

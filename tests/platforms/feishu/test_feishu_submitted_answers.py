@@ -16,9 +16,8 @@ from channelkit.platforms.feishu.cards import (
     escape_markdown,
     form_terminal_card,
 )
+from channelkit.testing import wait_until
 from feishu_helpers import TOKEN, FakeFeishu, acking_like_the_web_layer, card_action, request
-
-from tests.platforms._shared import wait_until
 
 HOSTILE = "**bold** <at id=all></at> <font color='red'>x</font> [click](http://evil.test) `c` # h"
 QUESTIONS = [
