@@ -2,7 +2,8 @@
 
 The adapter configs are frozen dataclasses validated in ``__post_init__``. These helpers
 hold the parts they share: turning a plain mapping (JSON/YAML, camelCase or snake_case
-keys) into constructor keyword arguments, and the common value checks. Every error is a
+keys) into constructor keyword arguments, the common value checks, and a ``repr`` that
+never shows a secret. Every error is a
 :class:`~channelkit.errors.ConfigurationError` whose ``path`` names the setting, e.g.
 ``telegram.question_timeout_s``.
 """
@@ -10,7 +11,7 @@ keys) into constructor keyword arguments, and the common value checks. Every err
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from channelkit.errors import ConfigurationError
@@ -20,6 +21,7 @@ __all__ = [
     "check_http_url",
     "check_non_empty",
     "check_positive_seconds",
+    "secret_repr",
     "settings_kwargs",
 ]
 
@@ -81,3 +83,19 @@ def check_non_empty(value: object, path: str) -> None:
     """``value`` must be a string with a non-blank character."""
     if not isinstance(value, str) or not value.strip():
         raise ConfigurationError("must be a non-empty string", path=path)
+
+
+def secret_repr(config: Any, secrets: Collection[str]) -> str:
+    """``Name(field=value, ...)`` of dataclass instance ``config``, for its ``__repr__``.
+
+    A field named in ``secrets`` shows as ``***`` when set (an empty one shows as is, so
+    a missing secret stays visible); a field declared ``repr=False`` is left out.
+    """
+    shown = []
+    for item in dataclasses.fields(config):
+        if not item.repr:
+            continue
+        value = getattr(config, item.name)
+        text = "***" if item.name in secrets and value else repr(value)
+        shown.append(f"{item.name}={text}")
+    return f"{type(config).__name__}({', '.join(shown)})"

@@ -13,13 +13,13 @@ with both card types enabled. Invalid values raise
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.common.config import secret_repr
 
 __all__ = [
     "DEFAULT_HOST_PERMISSION_TIMEOUT_MS",
@@ -226,15 +226,7 @@ class DingtalkConfig:
 
     def __repr__(self) -> str:
         """The settings with every secret shown as ``***`` (or left out)."""
-        shown = []
-        for item in dataclasses.fields(self):
-            value = getattr(self, item.name)
-            if not item.repr:
-                continue
-            secret = item.name in ('client_secret', 'card_callback_secret')
-            text = "***" if secret and value else repr(value)
-            shown.append(f"{item.name}={text}")
-        return f"{type(self).__name__}({', '.join(shown)})"
+        return secret_repr(self, ("client_secret", "card_callback_secret"))
 
     __str__ = __repr__
 

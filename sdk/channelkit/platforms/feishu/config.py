@@ -8,7 +8,6 @@ parses a plain mapping (JSON/YAML) with the same checks and rejects unknown keys
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal
@@ -17,6 +16,7 @@ from channelkit.errors import ConfigurationError
 from channelkit.platforms.common.config import (
     check_http_url,
     check_positive_seconds,
+    secret_repr,
     settings_kwargs,
 )
 
@@ -81,15 +81,7 @@ class FeishuConfig:
 
     def __repr__(self) -> str:
         """The settings with every secret shown as ``***`` (or left out)."""
-        shown = []
-        for item in dataclasses.fields(self):
-            value = getattr(self, item.name)
-            if not item.repr:
-                continue
-            secret = item.name in ('app_secret', 'verification_token', 'encrypt_key')
-            text = "***" if secret and value else repr(value)
-            shown.append(f"{item.name}={text}")
-        return f"{type(self).__name__}({', '.join(shown)})"
+        return secret_repr(self, ("app_secret", "verification_token", "encrypt_key"))
 
     __str__ = __repr__
 

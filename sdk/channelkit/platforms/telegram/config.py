@@ -8,7 +8,6 @@ the offending field. Secrets never appear in ``repr``.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from channelkit.platforms.common.config import (
     check_http_url,
     check_non_empty,
     check_positive_seconds,
+    secret_repr,
     settings_kwargs,
 )
 from channelkit.platforms.telegram.groups import GROUP_POLICIES, USERNAME_RE
@@ -107,15 +107,7 @@ class TelegramConfig:
 
     def __repr__(self) -> str:
         """The settings with every secret shown as ``***`` (or left out)."""
-        shown = []
-        for item in dataclasses.fields(self):
-            value = getattr(self, item.name)
-            if not item.repr:
-                continue
-            secret = item.name in ('bot_token', 'webhook_secret')
-            text = "***" if secret and value else repr(value)
-            shown.append(f"{item.name}={text}")
-        return f"{type(self).__name__}({', '.join(shown)})"
+        return secret_repr(self, ("bot_token", "webhook_secret"))
 
     __str__ = __repr__
 
