@@ -202,6 +202,9 @@ def test_responder_false_or_raising_projects_expired(env) -> None:  # type: igno
             tap(cb(presenter, ctx, "option", 0, 0), message_id=api.sent[-1]["message_id"])
         )
         rt.settle()
+        if result is False:  # refused, no settlement: it waits for the winner's, then expires
+            assert presenter.state_of(f"r{i}") == "claimed"
+            rt.advance(270)
         assert presenter.state_of(f"r{i}") == "expired"
         assert "Expired" in api.edits[-1]["text"]
 

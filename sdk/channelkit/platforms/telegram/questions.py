@@ -35,8 +35,19 @@ timer ends the questions ``EXPIRY_MARGIN`` before core's own deadline
 (``ctx.expires_at``). Every terminal
 transition edits all of the request's messages in place (keyboard removed) to
 ``Submitted`` / ``Cancelled`` / ``Expired``; a failed edit is logged and never rolls back
-the response. Terminal records leave a tombstone (token -> terminal state, 10 minutes,
-1,000 entries) so late taps are answered "no longer active".
+the response.
+
+Exactly one ``respond()`` caller wins the request. When a claimed keyboard answer loses
+(its responder says ``False`` because a ``/deny``, an ``/approve`` or an answer given
+elsewhere settled the request first), the messages end in the winner's state from that
+settlement (``Cancelled`` for a cancel or deny, ``Expired`` for an answer given
+elsewhere), waiting for the settlement if it is still on its way (at most until the
+question's deadline, then ``Expired``), and the chat is told once that the question was
+already answered. A run that was cancelled ends its messages ``Cancelled`` without
+that notice (the run's own terminal output says so).
+
+Terminal records leave a tombstone (token -> terminal state, 10 minutes, 1,000 entries)
+so late taps are answered "no longer active".
 
 Every tap is answered with ``answerCallbackQuery``: taps by anyone but the run owner get
 a short refusal and change nothing; malformed data, unknown or stale tokens, taps on a
@@ -49,11 +60,13 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+from channelkit.core.types import SettlementReason
 from channelkit.platforms.common import question_deadline
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.telegram.ingress import TgCallbackQuery
@@ -90,6 +103,8 @@ TEXT_CANCELLED = "Cancelled."
 TEXT_SELECTED = "Selected."
 TEXT_UNSELECTED = "Removed."
 TEXT_RECORDED = "Answer recorded."
+#: Sent once to the chat when a claimed keyboard answer lost to another surface.
+TEXT_ALREADY_ANSWERED = "This question was already answered; the keyboard's answer was not used."
 
 LABEL_SUBMITTED = "✅ Submitted"
 LABEL_CANCELLED = "✖️ Cancelled"
@@ -148,6 +163,12 @@ def parse_callback(data: str | None) -> CallbackAction | None:
     if q_sub is not None:
         return CallbackAction(token=token, kind="submit", question=int(q_sub))
     return CallbackAction(token=token, kind="option", question=int(q_opt), option=int(o_opt))
+
+
+def _state_for(reason: str) -> str:
+    """The visible terminal state a settlement means: an answer given elsewhere expires
+    the keyboard; a cancel, deny or cancelled run cancels it."""
+    return "expired" if reason == SettlementReason.RESOLVED_OUTSIDE_PRESENTER else "cancelled"
 
 
 def _attr(obj: Any, *names: str, default: Any = None) -> Any:
@@ -269,6 +290,12 @@ class _Record:
     timer: Any = None
     unsubscribe: Callable[[], Any] | None = None
     deadline: float = 0.0  # absolute expiry on the injected clock
+    executing: bool = False  # the claim's responder job started
+    deferred: str | None = None  # settlement received while claimed, before the responder
+    responder_thread: int | None = None  # the thread calling ``ctx.respond``
+    own_settlement: bool = False  # the keyboard's own response settled the request
+    lost_to: str | None = None  # another surface's settlement while the responder ran
+    awaiting_winner: bool = False  # lost; the winner's settlement has not arrived yet
 
 
 class TelegramQuestionPresenter:
@@ -554,34 +581,93 @@ class TelegramQuestionPresenter:
     # -- responder, settlement, expiry ---------------------------------------------------
     def _respond(self, record: _Record, action: str, answers: dict[str, str] | None) -> None:
         """Run on the record's serial queue after the callback was claimed."""
-        response: dict[str, Any]
+        with self._lock:
+            deferred = record.deferred
+            record.executing = deferred is None
+            if deferred is None:
+                record.responder_thread = threading.get_ident()
+        if deferred is not None:  # settled elsewhere between the claim and now
+            self._end_lost(record, deferred)
+            return
+        response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
         if action == "submit":
             response = {
                 "outcome": {"outcome": "selected", "optionId": record.ctx.submit_option_id},
                 "answers": answers or {},
             }
-        else:
-            response = {"outcome": {"outcome": "cancelled"}}
+        accepted = failed = False
         try:
             accepted = bool(record.ctx.respond(response))
         except Exception as exc:
+            failed = True
             logger.warning(
                 "telegram question responder failed for request %s: %s",
                 record.ctx.request_id,
                 type(exc).__name__,
             )
-            accepted = False
+        with self._lock:
+            record.responder_thread = None
+            lost_to = record.lost_to
+            wait = not (accepted or failed or record.own_settlement or lost_to is not None)
+            record.awaiting_winner = wait
+            if wait:  # another surface holds the request; its settlement is on its way
+                if record.timer is not None:
+                    record.timer.cancel()  # the question's own expiry: never needed now
+                record.timer = self._scheduler.call_later(
+                    max(0.0, record.deadline - self._clock.now()),
+                    lambda: self._give_up_waiting(record),
+                )
+        if wait:
+            return
+        if not accepted and lost_to is not None:
+            self._end_lost(record, lost_to)
+            return
         terminal = ("submitted" if action == "submit" else "cancelled") if accepted else "expired"
         if self._finalize(record, terminal, from_claim=True):
             self._project_terminal(record)
 
-    def _on_settled(self, record: _Record, reason: str) -> None:
-        """Settlement from ChannelBase (any thread). A claimed record waits for its reply."""
+    def _end_lost(self, record: _Record, reason: str) -> None:
+        """End a claimed record whose answer lost: the winner's state, one notice."""
+        if not self._finalize(record, _state_for(reason), from_claim=True):
+            return
+        self._project_terminal(record)
+        if reason == SettlementReason.RUN_CANCELLED:
+            return  # the run ended: its own terminal output says so
+        try:
+            self._api.send_message(
+                record.chat_id, TEXT_ALREADY_ANSWERED, message_thread_id=record.thread_id
+            )
+        except Exception as exc:
+            logger.warning("telegram already-answered notice failed: %s", type(exc).__name__)
+
+    def _give_up_waiting(self, record: _Record) -> None:
+        """The winner's settlement never came: end the lost record as expired."""
         with self._lock:
-            if record.state in ("claimed", "terminal"):
+            waiting, record.awaiting_winner = record.awaiting_winner, False
+        if waiting and self._finalize(record, "expired", from_claim=True):
+            self._enqueue_terminal_projection(record)
+
+    def _on_settled(self, record: _Record, reason: str) -> None:
+        """Settlement from ChannelBase (any thread); a claimed record's responder decides."""
+        reason = str(reason)
+        with self._lock:
+            if record.state == "terminal":
                 return
-        terminal = "expired" if reason == "resolved_outside_presenter" else "cancelled"
-        if self._finalize(record, terminal):
+            if record.state == "claimed":
+                if not record.executing:
+                    record.deferred = reason  # the responder job that follows ends it
+                    return
+                if record.responder_thread == threading.get_ident():
+                    record.own_settlement = True  # its own response: the result decides
+                    return
+                record.lost_to = reason  # another surface won while the responder ran
+                waiting, record.awaiting_winner = record.awaiting_winner, False
+                if not waiting:
+                    return  # the responder sees ``lost_to`` when it returns
+        if record.lost_to is not None:  # the lost record waited for this settlement
+            self._submit(record.token, partial(self._end_lost, record, reason))
+            return
+        if self._finalize(record, _state_for(reason)):
             self._enqueue_terminal_projection(record)
 
     def _on_timeout(self, record: _Record) -> None:
