@@ -57,6 +57,18 @@ def test_playground_in_headless_chromium(browser: Browser, tmp_path: Path) -> No
             CARDS + ".some(c => c.dataset.kind === 'question' && c.dataset.state === 'pending')",
             "the question form",
         )
+        # the form waits for the person: no "agent is working", though the eye reaction
+        # stays on the message for the whole run
+        browser.wait_js(
+            "return document.body.dataset.waiting === '1'"
+            " && document.getElementById('typing').hidden"
+            " && document.querySelector('.question-card').classList.contains('awaiting')",
+            "the waiting state without the working indicator",
+        )
+        assert browser.script(
+            "return Array.from(document.querySelectorAll('.reactions'))"
+            ".some(e => e.textContent.includes('👀'))"
+        )
         # answer: one single-select, two multi-select options
         browser.click(browser.find('.question-card input[data-q="0"][value="Green"]'))
         browser.click(browser.find('.question-card input[data-q="1"][value="Cheese"]'))

@@ -111,6 +111,8 @@ class Playground:
             self._build_telegram(model)
         else:
             self._build_dingtalk(model)
+        # the channel's own word on waiting requests (a text permission prompt has no card)
+        self.emulator.request_pending = lambda: bool(self.channel.pending_request_ids())
         self.app = create_wsgi_app([self.channel], fallback=self.emulator)
         self._started = False
 

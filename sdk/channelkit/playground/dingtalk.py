@@ -611,6 +611,7 @@ def card_view(card: Mapping[str, Any]) -> dict[str, Any]:
         )
         if state == "pending":
             view["actions"] = ["submit", "cancel"]
+        view["awaitsAnswer"] = state == "pending"
     else:
         view.update(
             {"state": "shown", "content": json.dumps(dict(params), ensure_ascii=False, indent=1)}

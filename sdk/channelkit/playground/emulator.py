@@ -150,6 +150,10 @@ class EmulatorBase:
         self.deliver: Deliver = deliver or http_deliver
         self.base_url = ""
         self.static_dir: str | None = None
+        #: True while the SDK holds a request for the person, including those no card
+        #: shows (a text permission prompt, answered with ``/approve`` or ``/deny``); the
+        #: playground wires it to its channel. None: only the cards tell.
+        self.request_pending: Callable[[], bool] | None = None
 
     # -- state helpers (call with the lock held) ----------------------------------------
     def _next_seq(self) -> int:
@@ -267,8 +271,19 @@ class EmulatorBase:
             return [copy.deepcopy(t) for t in self._timeline]
 
     def state(self) -> dict[str, Any]:
-        """Everything the page shows."""
+        """Everything the page shows.
+
+        ``waitingCards`` are the cards and messages whose question waits for the person's
+        answer (views with ``awaitsAnswer``); ``requestPending`` is
+        :attr:`request_pending`'s answer; ``waiting`` is either. While it is true the run
+        is the person's turn, so the page shows no working indicator (whatever reaction
+        or status stays on).
+        """
+        pending = self._request_is_pending()  # outside the lock: it asks the SDK
         with self._lock:
+            extra = self.extra_state()
+            views = extra.get("views") or {}
+            waiting = [key for key, view in views.items() if view.get("awaitsAnswer")]
             return {
                 "platform": self.platform,
                 "version": self._version,
@@ -276,8 +291,21 @@ class EmulatorBase:
                 "cards": copy.deepcopy(dict(self._cards)),
                 "typing": self._typing_until > time.time(),
                 "typingUntil": self._typing_until,
-                **self.extra_state(),
+                **extra,
+                "waitingCards": waiting,
+                "requestPending": pending,
+                "waiting": bool(waiting) or pending,
             }
+
+    def _request_is_pending(self) -> bool:
+        probe = self.request_pending
+        if probe is None:
+            return False
+        try:
+            return bool(probe())
+        except Exception:
+            logger.exception("the request_pending probe failed")
+            return False
 
     def extra_state(self) -> dict[str, Any]:
         """Platform-specific additions to :meth:`state` (lock held)."""

@@ -45,6 +45,9 @@ TYPING_SECONDS = 5.0
 MAX_TEXT = 4096
 MAX_CALLBACK_DATA = 64
 MAX_QUERIES = 1_000
+#: ``callback_data`` of channelkit's question keyboards (``ck:<token>:<action>``): a
+#: message carrying such buttons is a question waiting for the person's tap.
+QUESTION_CALLBACK_PREFIX = "ck:"
 _PATH_RE = re.compile(r"^/bot([^/]+)/([A-Za-z]+)$")
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 _COMMAND_RE = re.compile(r"^[a-z0-9_]{1,32}$")
@@ -144,6 +147,11 @@ def telegram_message_view(card: Mapping[str, Any]) -> dict[str, Any]:
         "pinned": bool(card.get("pinned")),
         "toast": card.get("toast"),
         "actions": ["tap"] if keyboard else [],
+        "awaitsAnswer": any(
+            str(b["data"] or "").startswith(QUESTION_CALLBACK_PREFIX)
+            for row in keyboard
+            for b in row
+        ),
     }
 
 

@@ -220,6 +220,7 @@ def feishu_card_view(card: Mapping[str, Any]) -> dict[str, Any]:
             view.update(
                 {
                     "state": "pending",
+                    "awaitsAnswer": True,
                     "desc": "",
                     "button": text_of(submit.get("text")) if submit else "Submit",
                     "questions": questions,

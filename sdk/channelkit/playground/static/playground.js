@@ -295,9 +295,18 @@
       msgEls[msgId].querySelector(".reactions").textContent = list.join(" ");
       if (list.length) running = true;
     });
-    typing.hidden = !(running || state.typing);
-    // Telegram's typing status lasts 5 s: poll sooner while it shows so it can lapse.
-    pollWait = state.typing ? 1 : 8;
+    // A question or permission prompt waiting for the person is their turn: the agent
+    // is not working then, whatever reaction or status stays on meanwhile.
+    var waiting = !!state.waiting;
+    var waitingCards = state.waitingCards || [];
+    Object.keys(cardEls).forEach(function (id) {
+      cardEls[id].classList.toggle("awaiting", waitingCards.indexOf(id) >= 0);
+    });
+    document.body.dataset.waiting = waiting ? "1" : "0";
+    typing.hidden = waiting || !(running || state.typing);
+    // Telegram's typing status lasts 5 s, and an answered request may change nothing
+    // else the page sees at once: poll sooner so either can lapse.
+    pollWait = state.typing || state.requestPending ? 1 : 8;
     (state.timeline || []).forEach(function (entry) {
       var row = rendered[entry.seq];
       if (!row) return;
