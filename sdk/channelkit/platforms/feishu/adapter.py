@@ -49,6 +49,7 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.platforms.common.delivery import DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard
@@ -161,9 +162,13 @@ class FeishuChannel(ChannelBase):
             language=config.language,
             title=config.title,
             cardkit=config.cardkit,
-            send_text=self._send_text_now,
             registry=self.registry.cards("feishu-output"),
+            channel_name=self.name,
         )
+        #: the final answer's retries and alternate paths (card -> text, with uuids)
+        self.delivery = self.output.delivery
+        #: delivered / retried / failed / uncertain final answers
+        self.delivery_health = self.delivery.health
         # per request, the form also ends EXPIRY_MARGIN before core's own deadline
         # (context.expires_at), so it is finalized expired before core answers
         lifetime = min(config.forms.timeout_s, self.config.permission_timeout)
@@ -244,7 +249,8 @@ class FeishuChannel(ChannelBase):
     ) -> None:
         """Complete the streamed card, or deliver a never-streamed response as one card."""
         if segment is None:
-            self.api.send_text(chat_id, text)
+            target = DeliveryTarget(self.name, chat_id, self.active_run_id(session_id))
+            self.output.deliver_text(chat_id, text, target, as_card=False).raise_if_refused()
             return
         wait = max(1.0, self.config.delivery_timeout - 1.0)
         if self.output.get(segment.segment_id) is not None:
@@ -252,18 +258,13 @@ class FeishuChannel(ChannelBase):
             return
         if self._streamed_runs.get(segment.run_id):
             return  # the text was already shown in this run's cards
-        future = self._submit_projection(
-            segment.run_id, lambda: self._deliver_completed(segment.target.chat_id, text)
+        target = DeliveryTarget(
+            self.name, segment.target.chat_id, segment.run_id, segment.owner.id
         )
-        future.result(timeout=wait)
-
-    def _deliver_completed(self, chat_id: str, text: str) -> None:
-        card = cards.output_card(text, "completed", self.feishu.language, title=self.feishu.title)
-        try:
-            self.api.send_card(chat_id, card)
-        except Exception:
-            logger.warning("completed card delivery failed; sending plain text", exc_info=True)
-            self.api.send_text(chat_id, text)
+        future = self._submit_projection(
+            segment.run_id, lambda: self.output.deliver_text(target.chat_id, text, target)
+        )
+        future.result(timeout=wait).raise_if_refused()
 
     def _deliver_state(self, chat_id: str, state: OutputState) -> None:
         card = cards.output_card("", state, self.feishu.language, title=self.feishu.title)
@@ -426,6 +427,7 @@ class FeishuChannel(ChannelBase):
         self.output.close_all("cancelled", wait=5.0)
         self.questions.close()
         self.pool.wait_idle(5.0)  # bounded: let queued card projections finish
+        self.delivery.close()  # pending final-answer retries are reported failed
         if self._owns_api:
             self.api.close()
 

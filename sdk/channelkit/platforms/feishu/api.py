@@ -5,7 +5,10 @@
 mapping) and exposes only what the adapter needs, with plain arguments and results.
 Every call passes an explicit ``(connect, read)`` timeout (read 10 s). CardKit calls
 carry ``uuid = "<card_id>-<sequence>"`` so a transport-level retry of the same write is
-de-duplicated by Feishu instead of failing the strictly increasing sequence.
+de-duplicated by Feishu instead of failing the strictly increasing sequence. Message
+sends take an optional ``uuid`` (Feishu keeps one message per ``uuid`` for an hour), which
+the final-answer delivery chain sets so a retry after an unknown outcome cannot show the
+answer twice.
 """
 
 from __future__ import annotations
@@ -83,19 +86,23 @@ class FeishuApi:
         self._client.close()
 
     # -- messages ----------------------------------------------------------------------
-    def _send(self, chat_id: str, msg_type: str, content: str, reply_to: str | None) -> str:
+    def _send(
+        self, chat_id: str, msg_type: str, content: str, reply_to: str | None, uuid: str | None
+    ) -> str:
         result: MessageResponse
         if reply_to:
+            reply = ReplyMessageRequest(msg_type=msg_type, content=content)
+            if uuid:
+                reply.uuid = uuid
             result = self._client.reply_message(
-                message_id=reply_to,
-                body=ReplyMessageRequest(msg_type=msg_type, content=content),
-                timeout=self._timeout,
+                message_id=reply_to, body=reply, timeout=self._timeout
             )
         else:
+            create = CreateMessageRequest(receive_id=chat_id, msg_type=msg_type, content=content)
+            if uuid:
+                create.uuid = uuid
             result = self._client.create_message(
-                receive_id_type="chat_id",
-                body=CreateMessageRequest(receive_id=chat_id, msg_type=msg_type, content=content),
-                timeout=self._timeout,
+                receive_id_type="chat_id", body=create, timeout=self._timeout
             )
         message_id = None if result.data is UNSET else result.data.message_id
         if not isinstance(message_id, str) or not message_id:
@@ -103,19 +110,28 @@ class FeishuApi:
         return message_id
 
     def send_card(
-        self, chat_id: str, card: Mapping[str, Any], *, reply_to: str | None = None
+        self,
+        chat_id: str,
+        card: Mapping[str, Any],
+        *,
+        reply_to: str | None = None,
+        uuid: str | None = None,
     ) -> str:
-        """Send a raw card JSON as an interactive message; returns the message id."""
-        return self._send(chat_id, "interactive", _dumps(card), reply_to)
+        """Send a raw card JSON as an interactive message; returns the message id.
+        ``uuid``: Feishu's de-duplication key (the same on every retry of one send)."""
+        return self._send(chat_id, "interactive", _dumps(card), reply_to, uuid)
 
     def send_card_entity(self, chat_id: str, card_id: str, *, reply_to: str | None = None) -> str:
         """Send a CardKit card entity; returns the message id."""
         content = _dumps({"type": "card", "data": {"card_id": card_id}})
-        return self._send(chat_id, "interactive", content, reply_to)
+        return self._send(chat_id, "interactive", content, reply_to, None)
 
-    def send_text(self, chat_id: str, text: str, *, reply_to: str | None = None) -> str:
-        """Send a plain text message; returns the message id."""
-        return self._send(chat_id, "text", _dumps({"text": text}), reply_to)
+    def send_text(
+        self, chat_id: str, text: str, *, reply_to: str | None = None, uuid: str | None = None
+    ) -> str:
+        """Send a plain text message; returns the message id (``uuid`` as for
+        :meth:`send_card`)."""
+        return self._send(chat_id, "text", _dumps({"text": text}), reply_to, uuid)
 
     def patch_card(self, message_id: str, card: Mapping[str, Any]) -> None:
         """Replace an interactive message's card (``update_multi`` cards only)."""

@@ -19,6 +19,12 @@ queue, so model output never waits for the network:
 Writes go through :class:`~channelkit.platforms.common.SnapshotWriter` (one write in
 flight + one replaceable pending snapshot, >= 500 ms apart, 20,000-char bound).
 
+Text that no card showed (a segment that finished before its card opened, a card that
+could not be created, a response that never streamed) goes through the final-answer
+delivery chain (:mod:`channelkit.platforms.common.delivery`): the card first, then plain
+text, each send carrying its own ``uuid`` (the same on every retry), so Feishu shows it
+at most once even after a read timeout.
+
 A card's terminal state is set once (compare-and-set): a later competing update never
 overwrites it. While a Stop is being processed, a ``cancelled`` outcome is shown as the
 more specific ``stopped``.
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
@@ -36,6 +43,12 @@ from functools import partial
 from typing import Any
 
 from channelkit.platforms.common import OneShotClaim, SnapshotWriter, StateCell, bound_text
+from channelkit.platforms.common.delivery import (
+    DeliveryChain,
+    DeliveryJob,
+    DeliveryPath,
+    DeliveryTarget,
+)
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
@@ -114,9 +127,11 @@ class OutputCardPresenter:
     """Creates, streams and finalizes output cards; see the module docstring.
 
     ``submit(key, fn)`` queues ``fn`` on the per-run serial projection queue (key =
-    run id) and returns a Future. ``send_text(chat_id, text)`` is the plain-message
-    fallback when no card could be created. ``registry`` holds the live cards (key:
-    segment id; index ``message``: message id) and their tombstones (key: segment id).
+    run id) and returns a Future. ``send_text(chat_id, text)`` replaces the plain-message
+    fallback when no card could be created (default: ``api.send_text`` with a ``uuid``).
+    ``delivery`` is the channel's final-answer chain (one is made on ``scheduler``).
+    ``registry`` holds the live cards (key: segment id; index ``message``: message id)
+    and their tombstones (key: segment id).
     """
 
     def __init__(
@@ -132,8 +147,12 @@ class OutputCardPresenter:
         send_text: Callable[[str, str], Any] | None = None,
         min_interval: float = 0.5,
         registry: CardRegistry[OutputCard, tuple[str, str]] | None = None,
+        delivery: DeliveryChain | None = None,
+        channel_name: str = "feishu",
     ) -> None:
         self._api = api
+        self.delivery = delivery if delivery is not None else DeliveryChain(scheduler)
+        self._channel_name = channel_name
         self._clock = clock
         self._scheduler = scheduler
         self._submit = submit
@@ -311,14 +330,16 @@ class OutputCardPresenter:
         try:
             body = cards.output_card(bound_text(text), state, self._language, title=self._title)
             if card.message_id is None:
+                # finished before its card was opened (one card, already terminal), or
+                # its card could not be created (text only)
+                target = DeliveryTarget(
+                    self._channel_name, card.chat_id, card.run_id, card.owner_id or None
+                )
+                paths: list[DeliveryPath] = []
                 if card.mode != "text":
-                    # finished before its card was opened: one card, already terminal
-                    try:
-                        self._api.send_card(card.chat_id, body, reply_to=card.reply_to)
-                        return
-                    except Exception:
-                        logger.warning("terminal card delivery failed; sending text")
-                self._deliver_plain(card, text, state)
+                    paths.append(self._card_path(card.chat_id, body))
+                paths.append(self._text_path(card.chat_id, self._plain(text, state)))
+                self.delivery.deliver([tuple(paths)], target)
                 return
             if card.mode == "cardkit" and card.card_id is not None:
                 try:
@@ -332,11 +353,33 @@ class OutputCardPresenter:
         except Exception:
             logger.exception("output card finalization failed (state %s)", state)
 
-    def _deliver_plain(self, card: OutputCard, text: str, state: str) -> None:
+    def _plain(self, text: str, state: str) -> str:
         label = cards.strings(self._language)[state]
-        message = f"{text}\n\n---\n*{label}*" if text else f"*{label}*"
-        if self._send_text is not None:
-            self._send_text(card.chat_id, message)
+        return f"{text}\n\n---\n*{label}*" if text else f"*{label}*"
+
+    def _card_path(self, chat_id: str, body: Any) -> DeliveryPath:
+        key = uuid.uuid4().hex  # one key per send, the same on every retry of it
+        send = partial(self._api.send_card, chat_id, body, uuid=key)
+        return DeliveryPath("card", send, idempotent=True)
+
+    def _text_path(self, chat_id: str, text: str) -> DeliveryPath:
+        if self._send_text is not None:  # the caller's own sender: no key to rely on
+            return DeliveryPath("text", partial(self._send_text, chat_id, text))
+        send = partial(self._api.send_text, chat_id, text, uuid=uuid.uuid4().hex)
+        return DeliveryPath("text", send, idempotent=True)
+
+    def deliver_text(
+        self, chat_id: str, text: str, target: DeliveryTarget, *, as_card: bool = True
+    ) -> DeliveryJob:
+        """Deliver a final answer no card showed: a completed card (``as_card``), else
+        plain text, through the delivery chain. Returns once delivered, failed or a
+        retry is booked (:meth:`DeliveryJob.raise_if_refused` re-raises a refusal)."""
+        paths: list[DeliveryPath] = []
+        if as_card:
+            body = cards.output_card(text, "completed", self._language, title=self._title)
+            paths.append(self._card_path(chat_id, body))
+        paths.append(self._text_path(chat_id, text))
+        return self.delivery.deliver([tuple(paths)], target)
 
     def _release(self, card: OutputCard, state: str) -> None:
         with self._lock:

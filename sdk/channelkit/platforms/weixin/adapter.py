@@ -3,7 +3,9 @@
 Capabilities: Weixin supports *neither* streaming
 output *nor* native input, so it inherits :class:`~channelkit.core.ChannelBase`'s text
 behaviour end to end: the final response is one plain-text message (Markdown is
-flattened, since Weixin shows it verbatim), structured questions and tool permissions
+flattened, since Weixin shows it verbatim; sent through the delivery chain of
+:mod:`channelkit.platforms.common.delivery`, which retries 429 / 5xx / connect failures
+with backoff on the scheduler), structured questions and tool permissions
 arrive as the text permission prompt, and ``/approve``, ``/approve-always``, ``/deny``
 and ``/cancel`` answer them.
 
@@ -27,6 +29,7 @@ import logging
 import re
 import threading
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
@@ -37,9 +40,11 @@ from channelkit.core import (
     InboundMessage,
     LifecycleEvent,
     LifecycleType,
+    OutputSegmentContext,
     RunHandle,
 )
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import hand_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.weixin.api import WeixinApi
@@ -172,6 +177,10 @@ class WeixinChannel(ChannelBase):
         #: chat -> (session id, request id) of the prompts that paused its typing
         self._waits: dict[str, set[tuple[str, str]]] = {}
         self._waits_lock = threading.Lock()
+        #: the final answer's retries (``sendmessage`` is the only path)
+        self.delivery = DeliveryChain(self.scheduler)
+        #: delivered / retried / failed / uncertain final answers
+        self.delivery_health = self.delivery.health
 
     # -- inbound -------------------------------------------------------------------------
     def remember_context_token(self, user_id: str, context_token: str | None) -> None:
@@ -210,6 +219,34 @@ class WeixinChannel(ChannelBase):
         token = self._context_tokens.get(chat_id)
         for start in range(0, len(flat), MAX_TEXT_CHARS):
             self.api.send_text(chat_id, flat[start : start + MAX_TEXT_CHARS], token)
+
+    def on_response_complete(
+        self,
+        chat_id: str,
+        text: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """The final answer, flattened and split like :meth:`send_message`, through the
+        delivery chain; only a definite refusal raises (the run fails in delivery).
+
+        ``sendmessage`` carries a fresh ``client_id`` per call, which iLink does not
+        document as a de-duplication key: a read timeout after sending is not retried.
+        """
+        flat = flatten_markdown(text) or " "
+
+        def send(part: str) -> None:
+            self.api.send_text(chat_id, part, self._context_tokens.get(chat_id))
+
+        parts = [
+            (DeliveryPath("sendmessage", partial(send, flat[start : start + MAX_TEXT_CHARS])),)
+            for start in range(0, len(flat), MAX_TEXT_CHARS)
+        ]
+        if segment is not None:
+            target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
+        else:
+            target = DeliveryTarget(self.name, chat_id, self.active_run_id(session_id))
+        self.delivery.deliver(parts, target).raise_if_refused()
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> typing on; terminal -> typing off; ``failed`` of a person's run
@@ -260,5 +297,7 @@ class WeixinChannel(ChannelBase):
             self.typing.start(chat)
 
     def on_close(self) -> None:
-        """Forget typing state (runs were already cancelled by ``close``)."""
+        """Forget typing state (runs were already cancelled by ``close``); pending
+        final-answer retries are reported failed."""
         self.typing.close()
+        self.delivery.close()
