@@ -16,6 +16,11 @@ keep-alive per chat, ``sendChatAction typing`` every 4 s on the core scheduler);
 ended; ``text_chunk`` / ``tool_call`` are ignored. Indicator failures are logged and
 never fail the task.
 
+Queue notice: a run that must wait for a slot gets one message ("Queued, 3 ahead..."),
+edited in place with ``editMessageText`` as runs ahead finish (at most once a second per
+notice, coalesced: :class:`~channelkit.core.queue_notices.QueueNotices`) and to
+"Starting now." when the run starts.
+
 Setup: :meth:`TelegramChannel.register_commands` registers the command menu
 (``setMyCommands``, including ``/cancel``) once at startup.
 
@@ -49,6 +54,8 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
+from channelkit.core.queue_notices import QueueNotices
+from channelkit.core.types import RunQueuedEvent
 from channelkit.errors import ApiError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
@@ -191,6 +198,10 @@ class TelegramChannel(ChannelBase):
         self.output = SegmentOutput(
             lambda chat_id, text, thread_id: self.send_reply(chat_id, text, thread_id=thread_id),
             clock=self.clock,
+        )
+        #: queue notices edited in place as the run moves up (editMessageText)
+        self.queue_notices: QueueNotices[tuple[str, int]] = QueueNotices(
+            self, show=self._show_queue_notice, edit=self._edit_queue_notice
         )
         #: which group messages are for the bot (``group_policy``, mentions, replies)
         self.groups = GroupGate(config.group_policy, config.bot_id, config.bot_username)
@@ -365,14 +376,28 @@ class TelegramChannel(ChannelBase):
         other events ignored."""
         thread = _thread_int(event.thread_id)
         if event.type is LifecycleType.STARTED:
+            self.queue_notices.started(event.run_id)
             self.typing.start(event.chat_id, event.run_id, thread)
         elif event.type in (LifecycleType.TEXT_CHUNK, LifecycleType.TOOL_CALL):
             self.typing.refresh(event.chat_id, thread)  # the agent goes on: answered
         elif LifecycleType(event.type).terminal:
+            self.queue_notices.forget(event.run_id)
             self.typing.stop(event.chat_id, event.run_id, thread)
             self.output.discard(event.run_id)
             if event.type is LifecycleType.FAILED and event.owner is not None:
                 self._send_quietly(event.chat_id, TEXT_FAILED, thread)
+
+    def on_run_queued(self, event: RunQueuedEvent) -> None:
+        """The queue notice is one message, edited (``editMessageText``) as the run
+        moves up, at most once a second, and to "Starting now." when it starts."""
+        self.queue_notices.queued(event)
+
+    def _show_queue_notice(self, event: RunQueuedEvent, text: str) -> tuple[str, int]:
+        thread = _thread_int(event.thread_id)
+        return event.chat_id, self.api.send_message(event.chat_id, text, message_thread_id=thread)
+
+    def _edit_queue_notice(self, notice: tuple[str, int], text: str) -> None:
+        self.api.edit_message_text(notice[0], notice[1], text)
 
     def on_response_chunk(
         self,
@@ -460,6 +485,7 @@ class TelegramChannel(ChannelBase):
     def on_close(self) -> None:
         """Stop every keep-alive, expire live questions, forget output state."""
         self.typing.close()
+        self.queue_notices.close()
         self.questions.close()
         self.output.close()
         self.delivery.close()
