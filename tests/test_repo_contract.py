@@ -87,3 +87,26 @@ def test_no_document_cites_external_design_documents() -> None:
         if EXTERNAL_DOCUMENT.search(line)
     ]
     assert citing == [], "state the behaviour instead of citing:\n" + "\n".join(citing)
+
+
+def test_readme_links_are_absolute() -> None:
+    # README.md is also the package's PyPI page, where a relative link leads nowhere.
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    targets += re.findall(r"^\[[^\]]+\]:\s*(\S+)", text, flags=re.M)
+    targets += re.findall(r"""(?:href|src)=["']([^"']+)["']""", text)
+    assert targets, "README.md links somewhere"
+    relative = [t for t in targets if not t.startswith("https://")]
+    assert relative == [], f"README.md links must be absolute https:// URLs: {relative}"
+
+
+def test_readme_states_the_packaged_version() -> None:
+    setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    packaged = re.search(r"""\bversion\s*=\s*["']([^"']+)["']""", setup)
+    assert packaged is not None
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    stated = re.findall(r"\bVersion (\d+\.\d+\.\d+\S*)", readme)
+    assert stated == [packaged.group(1)], (stated, packaged.group(1))
+    import channelkit
+
+    assert channelkit.__version__ == packaged.group(1)
