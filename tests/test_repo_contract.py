@@ -110,3 +110,22 @@ def test_readme_states_the_packaged_version() -> None:
     import channelkit
 
     assert channelkit.__version__ == packaged.group(1)
+
+
+def test_changelog_follows_keep_a_changelog() -> None:
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (.+)$", text, flags=re.M)
+    assert headings[0] == "[Unreleased]", headings
+    setup = (ROOT / "setup.py").read_text(encoding="utf-8")
+    packaged = re.search(r"""\bversion\s*=\s*["']([^"']+)["']""", setup)
+    assert packaged is not None
+    released = [re.fullmatch(r"\[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})", h) for h in headings[1:]]
+    assert released and all(released), f"a release heading is '## [x.y.z] - YYYY-MM-DD': {headings}"
+    versions = [m.group(1) for m in released if m]
+    assert packaged.group(1) in versions
+    dates = [m.group(2) for m in released if m]
+    assert dates == sorted(dates, reverse=True), "newest release first"
+    for name in ("Unreleased", *versions):
+        assert re.search(rf"^\[{re.escape(name)}\]: https://", text, flags=re.M), name
+    kinds = set(re.findall(r"^### (.+)$", text, flags=re.M))
+    assert kinds <= {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}, kinds
