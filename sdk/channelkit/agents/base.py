@@ -6,14 +6,19 @@ methods may be called from any thread (the worker running ``prompt`` or a bridge
 reader thread) and must return quickly; ``ChannelBase`` provides the sink.
 
 Ordering contract shared by every bridge: ``response_boundary`` is emitted immediately
-before every ``permission_request`` of a turn.
+before every ``permission_request`` of a turn. A ``presentation`` event ends the current
+output segment itself (the channel closes it, then delivers the presentation in order
+with the turn's text); text after it opens a new segment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from channelkit.presentation.model import ReplyPayload
 
 __all__ = [
     "AgentBridge",
@@ -22,6 +27,7 @@ __all__ = [
     "PermissionRequest",
     "PermissionResolved",
     "PermissionResponse",
+    "PresentationEvent",
     "SessionDied",
     "ToolCallEvent",
 ]
@@ -89,6 +95,22 @@ class SessionDied:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class PresentationEvent:
+    """The agent presents a rich message (``Turn.present``) during a turn.
+
+    ``payload`` is a validated :class:`~channelkit.presentation.ReplyPayload`. ``chat_id``
+    (and ``thread_id``) name another conversation of the same channel to send it to;
+    None sends it to the turn's own conversation. A presentation sent elsewhere carries
+    a context block naming the conversation it came from.
+    """
+
+    session_id: str
+    payload: ReplyPayload
+    chat_id: str | None = None
+    thread_id: str | None = None
+
+
 @runtime_checkable
 class AgentEventSink(Protocol):
     """Receives a turn's events. Implementations are thread-safe and never block."""
@@ -104,6 +126,10 @@ class AgentEventSink(Protocol):
     def permission_resolved(self, event: PermissionResolved) -> None: ...
 
     def session_died(self, event: SessionDied) -> None: ...
+
+    def presentation(self, event: PresentationEvent) -> None:
+        """Deliver a presentation in order with the turn's text (ends the segment)."""
+        ...
 
 
 @runtime_checkable

@@ -11,8 +11,12 @@
 ``ask`` emits a response boundary and then a canonical user-question permission
 request (``_meta.qwenInteractionKind == "user_question"``) and blocks until it is
 answered, raising :class:`QuestionCancelled` / :class:`QuestionExpired`;
-``request_permission`` does the same for an ordinary tool permission. A non-empty
-return value is said as the final chunk; ``prompt`` returns everything said.
+``request_permission`` does the same for an ordinary tool permission. ``present``
+delivers a rich message (a :class:`~channelkit.presentation.ReplyPayload`, a
+:class:`~channelkit.presentation.MessagePresentation` or their JSON form) in order with
+the text: the text said so far ends its segment, the presentation follows, later text
+opens a new segment. A non-empty return value is said as the final chunk; ``prompt``
+returns everything said.
 
 Every wait is bounded by ``question_timeout`` seconds. Pass ``scheduler`` to measure
 that timeout on the scheduler's clock (a FakeClock in tests).
@@ -25,7 +29,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from channelkit.agents.base import (
     AgentEventSink,
@@ -33,9 +37,13 @@ from channelkit.agents.base import (
     PermissionRequest,
     PermissionResolved,
     PermissionResponse,
+    PresentationEvent,
     ToolCallEvent,
 )
 from channelkit.errors import QuestionCancelled, QuestionError, QuestionExpired
+
+if TYPE_CHECKING:
+    from channelkit.presentation.model import MessagePresentation, ReplyPayload
 
 __all__ = [
     "PERMISSION_OPTIONS",
@@ -96,6 +104,29 @@ def _check_questions(questions: Sequence[Mapping[str, Any]]) -> None:
                 raise ValueError(f"{where}.options[{oi}].label: must be a non-blank string")
             if not isinstance(option["description"], str):
                 raise ValueError(f"{where}.options[{oi}].description: must be a string")
+
+
+_PRESENTATION_KEYS = frozenset({"title", "tone", "blocks"})
+
+
+def as_reply_payload(payload: Any) -> ReplyPayload:
+    """``payload`` (a ReplyPayload, a MessagePresentation or the JSON form of either) as
+    a validated ReplyPayload; PresentationError names the bad field."""
+    from channelkit.presentation.model import MessagePresentation, ReplyPayload
+    from channelkit.presentation.schema import parse_presentation, parse_reply_payload
+
+    if isinstance(payload, ReplyPayload):
+        return payload
+    if isinstance(payload, MessagePresentation):
+        return ReplyPayload(presentation=payload)
+    if isinstance(payload, Mapping) and payload and set(payload) <= _PRESENTATION_KEYS:
+        from channelkit.errors import PresentationError
+
+        try:
+            return ReplyPayload(presentation=parse_presentation(dict(payload)))
+        except PresentationError as exc:
+            raise exc.under("presentation") from None
+    return parse_reply_payload(dict(payload) if isinstance(payload, Mapping) else payload)
 
 
 @dataclass(frozen=True)
@@ -215,6 +246,41 @@ class Turn:
 
     def boundary(self) -> None:
         """End the current visible output segment."""
+        self._sink.response_boundary(self.session_id)
+
+    def present(
+        self,
+        payload: ReplyPayload | MessagePresentation | Mapping[str, Any],
+        *,
+        to: str | None = None,
+        thread_id: str | None = None,
+    ) -> None:
+        """Deliver a presentation in order with the turn's text (ignored after
+        cancellation).
+
+        ``payload``: a ``ReplyPayload``, a ``MessagePresentation``, or the JSON form of
+        either (``{"text", "presentation", "delivery"}`` or ``{"title", "tone",
+        "blocks"}``), validated against the published schema: a bad one raises
+        :class:`~channelkit.errors.PresentationError` naming the field
+        (``presentation.blocks[1].buttons[0].label``). The text said so far ends its
+        output segment, the presentation is delivered next, later text opens a new
+        segment. ``to`` (a chat id, with ``thread_id``) sends it to another conversation
+        of the channel instead; it then carries a context line naming this one.
+        Delivery happens on the channel's side: this call does not wait for it.
+        """
+        reply = as_reply_payload(payload)
+        if self.cancelled:
+            return
+        event = PresentationEvent(self.session_id, reply, to, thread_id if to else None)
+        deliver = getattr(self._sink, "presentation", None)
+        if callable(deliver):
+            deliver(event)
+            return
+        # a sink from before presentations existed: a boundary, then the text form
+        from channelkit.presentation.fallback import render_fallback_text
+
+        self._sink.response_boundary(self.session_id)
+        self.say(render_fallback_text(reply.presentation, reply.text))
         self._sink.response_boundary(self.session_id)
 
     def tool_call(

@@ -40,6 +40,7 @@ from channelkit.core.config import ChannelConfig
 from channelkit.core.context import UserInputRequestContext
 from channelkit.core.handles import CommandHandle, RunHandle, RunResult
 from channelkit.core.pending import CANCELLED_RESPONSE, Pending, PendingRequests
+from channelkit.core.presenting import ChannelPresentations
 from channelkit.core.run_events import RunEvents
 from channelkit.core.runs import ChannelSink, Run, RunKind, RunSink
 from channelkit.core.sessions import SessionRouter
@@ -80,7 +81,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class ChannelBase:
+class ChannelBase(ChannelPresentations):
     """The platform-neutral channel: subclass it and override the hooks.
 
     ``ChannelBase(config, bridge, *, executor=None, scheduler=None, clock=None,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from channelkit.agents.base import (
     PermissionRequest,
     PermissionResolved,
+    PresentationEvent,
     SessionDied,
     ToolCallEvent,
 )
@@ -158,6 +159,9 @@ class RunSink:
     def session_died(self, event: SessionDied) -> None:
         self._channel._requests.dispatch_session_died(event)
 
+    def presentation(self, event: PresentationEvent) -> None:
+        self._channel._on_run_presentation(self._run, event)
+
 
 class ChannelSink:
     """Session-routed sink for bridges that report events outside ``prompt``."""
@@ -194,3 +198,8 @@ class ChannelSink:
 
     def session_died(self, event: SessionDied) -> None:
         self._channel._requests.dispatch_session_died(event)
+
+    def presentation(self, event: PresentationEvent) -> None:
+        run = self._run(event.session_id)
+        if run is not None:
+            self._channel._on_run_presentation(run, event)

@@ -1,0 +1,322 @@
+"""Presentations from a channel and from a run.
+
+:class:`ChannelPresentations` is a base of :class:`~channelkit.core.channel.ChannelBase`:
+
+* :meth:`~ChannelPresentations.send_presentation` sends a
+  :class:`~channelkit.presentation.ReplyPayload` (or its JSON form) to a conversation:
+  adapt to the channel's capabilities, render, send, pin (``delivery.pin``); it returns
+  the platform message id. The channel's sender comes from
+  :meth:`~ChannelPresentations.presentation_sender` (adapters with a renderer override
+  it); without one, the plain-text fallback goes through ``send_message``.
+* The run sink's ``presentation`` event (``Turn.present``): under the run's lock the
+  current output segment ends (``response_boundary``) and the delivery is posted on the
+  run's lane, so it happens after the text said before it and before any later text.
+  A presentation a run sends to a conversation other than its own carries a context
+  block naming where it came from (presentation content, never a native parameter).
+
+``send_presentation`` waits on the network: call it from a pool thread or a script,
+never from a web handler.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from channelkit.core.types import SegmentEndReason, SessionTarget
+from channelkit.errors import ConfigurationError
+from channelkit.presentation.model import (
+    ContextBlock,
+    MessagePresentation,
+    ReplyPayload,
+)
+
+if TYPE_CHECKING:
+    from channelkit.agents.base import PresentationEvent
+    from channelkit.core.run_events import RunEvents
+    from channelkit.core.runs import Run
+    from channelkit.presentation.outbound import DeliveryResult, PresentationSender
+    from channelkit.runtime.serial import KeyedSerialQueue
+
+__all__ = [
+    "ChannelPresentations",
+    "FieldsSender",
+    "TextSender",
+    "origin_marker",
+    "with_origin",
+]
+
+logger = logging.getLogger("channelkit.core.channel")
+
+
+def origin_marker(origin: SessionTarget) -> ContextBlock:
+    """The context line a presentation sent to another conversation carries."""
+    where = f"chat {origin.chat_id}"
+    if origin.thread_id:
+        where += f", thread {origin.thread_id}"
+    return ContextBlock(f"Sent by the agent from another conversation ({where})")
+
+
+def _same_conversation(a: SessionTarget, b: SessionTarget) -> bool:
+    return a.chat_id == b.chat_id and (a.thread_id or None) == (b.thread_id or None)
+
+
+def with_origin(
+    payload: ReplyPayload, target: SessionTarget, origin: SessionTarget
+) -> ReplyPayload:
+    """``payload`` with :func:`origin_marker` appended to its presentation when
+    ``target`` is another conversation than ``origin`` (unchanged otherwise)."""
+    if _same_conversation(target, origin):
+        return payload
+    marker = origin_marker(origin)
+    base = payload.presentation or MessagePresentation()
+    presentation = MessagePresentation(
+        title=base.title, tone=base.tone, blocks=(*base.blocks, marker)
+    )
+    return ReplyPayload(text=payload.text, presentation=presentation, delivery=payload.delivery)
+
+
+class TextSender:
+    """The plain-text fallback sender: the presentation's text form through the
+    channel's ``send_message`` (no message id, so no pin)."""
+
+    def __init__(self, channel: ChannelPresentations, target: SessionTarget) -> None:
+        from channelkit.presentation.capabilities import DeliveryCapabilities
+
+        self._channel = channel
+        self._target = target
+        self.delivery_capabilities = DeliveryCapabilities(pin=False)
+
+    @property
+    def platform(self) -> str:
+        """The channel's name."""
+        return self._channel.name
+
+    @property
+    def presentation_capabilities(self) -> None:
+        """None: the pipeline sends the text fallback."""
+        return None
+
+    def render(
+        self, presentation: MessagePresentation, *, text: str | None = None
+    ) -> list[dict[str, Any]]:
+        """One plain-text body (the pipeline already made the fallback text)."""
+        return [{"text": text}] if text else []
+
+    def send(self, target: str, message: dict[str, Any]) -> str | None:
+        """``send_message`` to the chat (and thread)."""
+        self._channel.send_message(target, str(message["text"]), thread_id=self._target.thread_id)
+        return None
+
+    def pin(self, target: str, message_id: str, *, notify: bool) -> None:
+        """Text fallbacks cannot be pinned."""
+        raise NotImplementedError(f"{self.platform} cannot pin messages")
+
+
+class FieldsSender:
+    """A platform sender whose every body gets ``fields`` merged in (a thread id, a
+    silent flag); everything else is the wrapped sender's."""
+
+    def __init__(self, sender: PresentationSender, fields: Mapping[str, Any]) -> None:
+        self._sender = sender
+        self._fields = dict(fields)
+
+    @property
+    def sender(self) -> PresentationSender:
+        """The wrapped sender."""
+        return self._sender
+
+    @property
+    def platform(self) -> str:
+        return self._sender.platform
+
+    @property
+    def presentation_capabilities(self) -> Any:
+        return self._sender.presentation_capabilities
+
+    @property
+    def delivery_capabilities(self) -> Any:
+        return self._sender.delivery_capabilities
+
+    def render(
+        self, presentation: MessagePresentation, *, text: str | None = None
+    ) -> list[dict[str, Any]]:
+        return self._sender.render(presentation, text=text)
+
+    def send(self, target: str, message: dict[str, Any]) -> str | None:
+        return self._sender.send(target, {**message, **self._fields})
+
+    def pin(self, target: str, message_id: str, *, notify: bool) -> None:
+        self._sender.pin(target, message_id, notify=notify)
+
+    def unpin(self, target: str, message_id: str) -> None:
+        unpin = getattr(self._sender, "unpin", None)
+        if not callable(unpin):
+            raise NotImplementedError(f"{self.platform} cannot unpin messages")
+        unpin(target, message_id)
+
+
+class ChannelPresentations:
+    """``send_presentation`` and the run's ``presentation`` event (a ChannelBase base)."""
+
+    # provided by ChannelBase
+    name: str
+    lanes: KeyedSerialQueue
+    _events: RunEvents
+
+    def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
+        raise NotImplementedError  # pragma: no cover - ChannelBase defines it
+
+    # -- hooks ----------------------------------------------------------------------------
+
+    def presentation_sender(
+        self, target: SessionTarget, *, silent: bool = False
+    ) -> PresentationSender | None:
+        """The platform sender for ``target`` (None: plain text through
+        ``send_message``). Adapters with a renderer override it; ``silent`` asks for
+        messages that do not notify, where the platform can."""
+        return None
+
+    # -- sending --------------------------------------------------------------------------
+
+    def _as_target(self, target: SessionTarget | str, thread_id: str | None) -> SessionTarget:
+        if isinstance(target, SessionTarget):
+            return target
+        if not isinstance(target, str) or not target:
+            raise ConfigurationError("must be a SessionTarget or a non-empty chat id", "target")
+        return SessionTarget(self.name, "", target, thread_id)
+
+    def _sender(self, target: SessionTarget, silent: bool) -> PresentationSender:
+        sender = self.presentation_sender(target, silent=silent)
+        return sender if sender is not None else TextSender(self, target)
+
+    def deliver_presentation(
+        self,
+        target: SessionTarget | str,
+        payload: ReplyPayload | MessagePresentation | Mapping[str, Any],
+        *,
+        thread_id: str | None = None,
+        origin: SessionTarget | None = None,
+        silent: bool = False,
+    ) -> DeliveryResult:
+        """Like :meth:`send_presentation`, returning the whole
+        :class:`~channelkit.presentation.DeliveryResult` (every message id, whether the
+        pin happened, the pin warning)."""
+        from channelkit.agents.function import as_reply_payload
+        from channelkit.presentation.outbound import SenderRegistry, deliver
+
+        where = self._as_target(target, thread_id)
+        reply = as_reply_payload(payload)
+        if origin is not None:
+            reply = with_origin(reply, where, origin)
+        sender = self._sender(where, silent)
+        registry = SenderRegistry()
+        registry.register(sender)
+        return deliver(sender.platform, where.chat_id, reply, registry=registry)
+
+    def send_presentation(
+        self,
+        target: SessionTarget | str,
+        payload: ReplyPayload | MessagePresentation | Mapping[str, Any],
+        *,
+        thread_id: str | None = None,
+        origin: SessionTarget | None = None,
+        silent: bool = False,
+    ) -> str | None:
+        """Send ``payload`` to ``target`` and return the platform message id (None when
+        the platform reports none, e.g. the text fallback).
+
+        ``target``: a :class:`SessionTarget` or a chat id (with ``thread_id``).
+        ``payload``: a :class:`~channelkit.presentation.ReplyPayload` or its JSON form
+        (a bare presentation, ``MessagePresentation`` or ``{"title", "blocks"}``, is
+        accepted too), validated against the published schema (a
+        :class:`~channelkit.errors.PresentationError` names the field, e.g.
+        ``presentation.blocks[1].buttons[0].label``). The presentation is adapted to
+        what the channel renders, sent, and pinned when ``delivery.pin`` asks; a
+        required pin that fails raises :class:`~channelkit.errors.DeliveryPinError`
+        after the message was sent (its ``message_id`` is the delivered message).
+        ``origin``: the conversation it is sent from; when it differs from ``target``, a
+        context block naming it is attached. Platform refusals propagate as
+        :class:`~channelkit.errors.ApiError` subclasses. Blocks on the network: never
+        call it on a web thread.
+        """
+        return self.deliver_presentation(
+            target, payload, thread_id=thread_id, origin=origin, silent=silent
+        ).message_id
+
+    def pin_message(
+        self,
+        target: SessionTarget | str,
+        message_id: str,
+        *,
+        thread_id: str | None = None,
+        notify: bool = False,
+    ) -> None:
+        """Pin an existing message; NotImplementedError where the channel cannot."""
+        where = self._as_target(target, thread_id)
+        sender = self._sender(where, False)
+        if not sender.delivery_capabilities.pin:
+            raise NotImplementedError(f"{sender.platform} cannot pin messages")
+        sender.pin(where.chat_id, message_id, notify=notify)
+
+    def unpin_message(
+        self, target: SessionTarget | str, message_id: str, *, thread_id: str | None = None
+    ) -> None:
+        """Unpin a message; NotImplementedError where the channel cannot."""
+        where = self._as_target(target, thread_id)
+        sender = self._sender(where, False)
+        unpin = getattr(sender, "unpin", None)
+        if not callable(unpin):
+            raise NotImplementedError(f"{sender.platform} cannot unpin messages")
+        unpin(where.chat_id, message_id)
+
+    def pinned_messages(
+        self, target: SessionTarget | str, *, thread_id: str | None = None
+    ) -> list[str]:
+        """Ids of the pinned messages of a conversation; NotImplementedError where the
+        channel cannot list them."""
+        where = self._as_target(target, thread_id)
+        sender = self._sender(where, False)
+        pins = getattr(sender, "pins", None)
+        if not callable(pins):
+            raise NotImplementedError(f"{sender.platform} cannot list pinned messages")
+        return [str(message_id) for message_id in pins(where.chat_id)]
+
+    # -- the run's presentation event -------------------------------------------------------
+
+    def _on_run_presentation(self, run: Run, event: PresentationEvent) -> None:
+        """Sink handler: end the segment and post the delivery on the run's lane."""
+        if event.session_id != run.session_id:
+            return
+        with run.lock:
+            if not run.live_locked():
+                return
+            if run.cancel_pending:
+                logger.warning(
+                    "[%s] presentation of run %s dropped: a cancel is pending",
+                    self.name,
+                    run.run_id,
+                )
+                return
+            segment = self._events.close_segment_locked(run)
+            if segment is not None:
+                self._events.post_segment_end(run, segment, SegmentEndReason.RESPONSE_BOUNDARY)
+            run.break_pending = True
+            self.lanes.post(run.lane, self._deliver_run_presentation, run, event)
+
+    def _deliver_run_presentation(self, run: Run, event: PresentationEvent) -> None:
+        with run.lock:
+            if run.cancelled:
+                return
+        origin = run.target
+        if event.chat_id:
+            target = SessionTarget(
+                origin.channel_name, origin.sender_id, event.chat_id, event.thread_id
+            )
+        else:
+            target = origin
+        try:
+            self.send_presentation(target, event.payload, origin=origin)
+        except Exception as exc:
+            self._events.hook_failed("send_presentation", run, exc)
