@@ -273,6 +273,7 @@ class DeliveryChain:
         while job._part < len(job.parts):
             paths = job.parts[job._part]
             if job._path >= len(paths):
+                job.error = ChannelKitError("no delivery path for this answer")
                 self._fail(job, "no delivery path")
                 return
             path = paths[job._path]

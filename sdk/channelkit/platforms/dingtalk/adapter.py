@@ -13,20 +13,30 @@ Behaviour:
   most 1,000 entries); the matching ``started`` event consumes it and binds the run to
   cards. Loop, webhook and other synthetic runs bind nothing and get no card;
 * status cards (one per visible output segment) when ``interactiveCards.enabled`` and
-  ``statusCard.enabled`` and block streaming is off; otherwise Markdown replies; the
+  ``statusCard.enabled`` and block streaming is off; otherwise Markdown replies (the
+  final answer through the delivery chain of :mod:`channelkit.platforms.common.delivery`:
+  the chat's trusted session webhook while it is valid, then the robot API); the
   eye reaction on the inbound message while the run works (attached on ``started``,
   recalled on the terminal event), with or without status cards;
 * question cards for structured questions when ``questionCard.enabled``; otherwise the
   text permission prompt (``/deny`` stays available as an escape hatch);
+* a person whose run must wait for a slot sees a status card saying so ("Queued, 3
+  ahead..."), updated in place as runs ahead finish (at most once a second per card,
+  coalesced: :class:`~channelkit.core.queue_notices.QueueNotices`) and finalized
+  "Starting now." when the run starts (its own status card follows); with status cards
+  off (or unavailable for the chat) the notice is one Markdown message;
 * card actions are owner-only: a foreign user is acknowledged and gets one notice per
   card through the outbound group (or direct) message path, never into agent context.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from channelkit.agents.base import AgentBridge
@@ -42,13 +52,21 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.core.commands import parse_command
+from channelkit.core.queue_notices import QueueNotices
+from channelkit.core.types import RunQueuedEvent
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard
-from channelkit.platforms.dingtalk.api import CardApi, CardTarget
+from channelkit.platforms.dingtalk.api import (
+    STATUS_CARD_TEMPLATE_ID,
+    CardApi,
+    CardTarget,
+    log_card_error,
+)
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
     check_card_signature,
@@ -114,6 +132,21 @@ def agent_label(bridge: object) -> str | None:
 
 def _split(text: str, size: int = MARKDOWN_CHUNK) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def queue_card_params(text: str, *, final: bool) -> dict[str, object]:
+    """The status-card variables of a queue notice: the notice as the card's text, in
+    progress (``flowStatus`` 2, "Queued") until the run starts (3, "Starting now")."""
+    block = json.dumps([{"type": 0, "markdown": text}], ensure_ascii=False, separators=(",", ":"))
+    return {
+        "blockList": block,
+        "content": text,
+        "copy_content": text,
+        "flowStatus": 3 if final else 2,
+        "statusLine": "Starting now" if final else "Queued",
+        "hasAction": "false",
+        "stop_action": "false",
+    }
 
 
 def _title(text: str) -> str:
@@ -184,6 +217,10 @@ class DingtalkChannel(ChannelBase):
         self._signatures = ReplayGuard(self.clock.time)
         self._chats = self.registry.map("dingtalk-chats")
         self._reactions = self.registry.map("dingtalk-reactions")
+        #: the final Markdown answer's retries and alternate paths (webhook -> robot API)
+        self.delivery = DeliveryChain(self.scheduler)
+        #: delivered / retried / failed / uncertain final answers
+        self.delivery_health = self.delivery.health
         self.presenter: DingtalkPresenter | None = None
         if config.status_cards_enabled or config.question_cards_enabled:
             self.presenter = DingtalkPresenter(
@@ -199,6 +236,10 @@ class DingtalkChannel(ChannelBase):
                 question_timeout=self.question_lifetime(),
                 registry=self.registry,
             )
+        #: queue notices on status cards, updated as the run moves up
+        self.queue_notices: QueueNotices[str] = QueueNotices(
+            self, show=self._show_queue_notice, edit=self._edit_queue_notice
+        )
 
     def question_lifetime(self) -> float:
         """Seconds a question card stays answerable (before the margin below).
@@ -402,15 +443,81 @@ class DingtalkChannel(ChannelBase):
             else:
                 raise ChannelKitError(f"no DingTalk route known for chat {chat_id!r}")
 
+    def _final_parts(self, chat_id: str, text: str) -> list[tuple[DeliveryPath, ...]]:
+        """The final answer's Markdown parts, each tried on the chat's trusted session
+        webhook while it is valid (checked at each attempt; the reply path
+        :meth:`send_message` prefers too), then on the robot API (group or direct).
+        Neither has an idempotency key: no path is ``idempotent``."""
+        route = self._chats.get(chat_id)
+        parts: list[tuple[DeliveryPath, ...]] = []
+        for part in _split(text):
+            title = _title(part)
+            paths: list[DeliveryPath] = []
+            if route is not None and route.webhook and self._webhook_valid(route):
+                send = partial(self._send_by_webhook, route, title, part)
+                paths.append(DeliveryPath("session webhook", send))
+            if (route is not None and route.is_group) or (
+                route is None and chat_id.startswith("cid")
+            ):
+                send = partial(self.api.send_group_markdown, chat_id, title, part)
+                paths.append(DeliveryPath("robot groupMessages/send", send))
+            elif route is not None:
+                send = partial(self.api.send_direct_markdown, [route.user_id], title, part)
+                paths.append(DeliveryPath("robot oToMessages/batchSend", send))
+            parts.append(tuple(paths))
+        return parts
+
+    def _webhook_valid(self, route: _ChatRoute) -> bool:
+        now_ms = int(self.clock.time() * 1000)
+        return route.webhook_expires_ms is None or route.webhook_expires_ms > now_ms + 5000
+
+    def _send_by_webhook(self, route: _ChatRoute, title: str, text: str) -> None:
+        if not route.webhook or not self._webhook_valid(route):
+            raise ChannelKitError("the session webhook expired")  # a refusal: next path
+        self.api.send_webhook_markdown(route.webhook, title, text)
+
     def _send_fallback(self, chat_id: str, text: str, session_id: str) -> None:
         try:
             self.send_message(chat_id, text)
         except Exception:
             logger.exception("[%s] Markdown fallback failed for chat %s", self.name, chat_id)
 
+    def on_run_queued(self, event: RunQueuedEvent) -> None:
+        """The queue notice on a status card kept current (see the module docstring)."""
+        self.queue_notices.queued(event)
+
+    def _show_queue_notice(self, event: RunQueuedEvent, text: str) -> str | None:
+        owner = self._owners.get(event.message_id) if event.message_id else None
+        presenter = self.presenter
+        if (
+            owner is None
+            or presenter is None
+            or presenter.status is None
+            or event.owner is None
+            or event.owner.id != owner.owner_key
+            or not presenter.status_switch.allows(owner.chat_id)
+        ):
+            self.send_message(event.chat_id, text, thread_id=event.thread_id)
+            return None
+        track = f"ck-queue-{uuid.uuid4().hex}"
+        target = CardTarget(owner.chat_id if owner.is_group else owner.owner_key, owner.is_group)
+        try:
+            self.api.create_and_deliver(
+                STATUS_CARD_TEMPLATE_ID, track, target, queue_card_params(text, final=False)
+            )
+        except ChannelKitError as exc:
+            log_card_error("queue card", exc, STATUS_CARD_TEMPLATE_ID, track)
+            self.send_message(event.chat_id, text, thread_id=event.thread_id)
+            return None
+        return track
+
+    def _edit_queue_notice(self, track: str, text: str, final: bool) -> None:
+        self.api.update_instance(track, queue_card_params(text, final=final))
+
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """Bind eligible runs on ``started``; end cards and reactions on terminal events."""
         if event.type is LifecycleType.STARTED:
+            self.queue_notices.started(event.run_id)
             owner = self._owners.pop(event.message_id) if event.message_id else None
             if owner is None:
                 return  # loop / webhook / synthetic / unknown message: no card, no reaction
@@ -431,6 +538,7 @@ class DingtalkChannel(ChannelBase):
             return
         if not event.type.terminal:
             return
+        self.queue_notices.forget(event.run_id)
         failure_shown = False
         if self.presenter is not None:
             binding = self.presenter.run(event.run_id)
@@ -501,7 +609,11 @@ class DingtalkChannel(ChannelBase):
             text = self.presenter.undelivered_text(segment.run_id, text)
             if not text:
                 return
-        self.send_message(chat_id, text)
+        if segment is not None:
+            target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
+        else:
+            target = DeliveryTarget(self.name, chat_id, self.active_run_id(session_id))
+        self.delivery.deliver(self._final_parts(chat_id, text), target).raise_if_refused()
 
     def present_user_input_request(
         self, context: UserInputRequestContext
@@ -513,9 +625,12 @@ class DingtalkChannel(ChannelBase):
         return UserInputPresentationResult(result)
 
     def on_close(self) -> None:
-        """Finalize live cards as cancelled."""
+        """Finalize live cards as cancelled; pending final-answer retries are reported
+        failed."""
+        self.queue_notices.close()
         if self.presenter is not None:
             self.presenter.close()
+        self.delivery.close()
 
     # -- introspection (tests, diagnostics) -------------------------------------------
     def map_sizes(self) -> Mapping[str, int]:
