@@ -71,12 +71,16 @@ def test_waiting_question_hides_the_working_indicator_until_answered(platform: s
             start = send(pg, "go")
             kind = "message" if platform == "telegram" else "question"
             question = new_view(pg, start, kind, "pending")
-            current = wait(lambda: (s := state(pg))["waitingCards"] and s, "the waiting state")
+            eye = platform == "dingtalk"  # its reaction stays on for the whole run
+
+            def waiting() -> dict[str, Any] | None:
+                s = state(pg)
+                shown = s["waitingCards"] and (not eye or any(s["reactions"].values()))
+                return s if shown else None
+
+            current = wait(waiting, "the waiting state (and DingTalk's eye reaction)")
             assert current["waitingCards"] == [question["id"]]
             assert current["waiting"] is True and not working(current)
-            if platform == "dingtalk":
-                # the eye reaction stays on for the whole run: only ``waiting`` hides it
-                assert any(current["reactions"].values())
             _answer(pg, question)
             assert agent.answered.wait(10)
             after = wait(lambda: (s := state(pg)) and working(s) and s, "working again")
@@ -92,9 +96,12 @@ def test_text_permission_prompt_hides_the_working_indicator_until_approved() -> 
     with Playground(platform="dingtalk", agent=bridge) as pg:
         try:
             send(pg, "go")
-            current = wait(lambda: (s := state(pg))["waiting"] and s, "the permission prompt")
+            current = wait(
+                lambda: (s := state(pg))["waiting"] and any(s["reactions"].values()) and s,
+                "the permission prompt, the eye reaction on",
+            )
             assert current["requestPending"] is True and current["waitingCards"] == []
-            assert any(current["reactions"].values()) and not working(current)
+            assert not working(current)
             send(pg, "/approve")
             assert agent.answered.wait(10)
             after = wait(lambda: (s := state(pg)) and working(s) and s, "working again")
