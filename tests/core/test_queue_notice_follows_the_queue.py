@@ -35,7 +35,8 @@ class EditingChannel(RecordingChannel):
             self.notices[event.chat_id] = [(self.clock.now(), text)]
         return event.chat_id
 
-    def _edit_notice(self, chat_id: str, text: str) -> None:
+    def _edit_notice(self, chat_id: str, text: str, final: bool) -> None:
+        assert final == (text == MSG_STARTING)
         with self.notice_lock:
             self.notices[chat_id].append((self.clock.now(), text))
 
@@ -144,7 +145,8 @@ def notices_on_fake_clock():
         writes.append((clock.now(), text))
         return "notice"
 
-    def edit(_handle: str, text: str) -> None:
+    def edit(_handle: str, text: str, final: bool) -> None:
+        assert final == (text == MSG_STARTING)
         writes.append((clock.now(), text))
 
     notices: QueueNotices[str] = QueueNotices(channel, show=show, edit=edit)  # type: ignore[arg-type]
@@ -210,7 +212,7 @@ def test_a_notice_that_could_only_be_sent_as_text_is_never_edited():
     notices: QueueNotices[str] = QueueNotices(
         channel,  # type: ignore[arg-type]
         show=lambda _e, _t: None,
-        edit=lambda _h, text: edits.append(text),
+        edit=lambda _h, text, _final: edits.append(text),
     )
     try:
         notices.queued(event("r", 3, first=True))

@@ -64,8 +64,9 @@ class _Notice(Generic[H]):
 class QueueNotices(Generic[H]):
     """Editable queue notices of one channel; see the module docstring.
 
-    ``show(event, text) -> handle | None`` sends the first notice; ``edit(handle, text)``
-    rewrites it. Both are called on the run's lane. At most ``max_notices`` notices are
+    ``show(event, text) -> handle | None`` sends the first notice; ``edit(handle, text,
+    final)`` rewrites it (``final`` for the last write, "Starting now."). Both are
+    called on the run's lane. At most ``max_notices`` notices are
     tracked (a further one is shown and never updated).
     """
 
@@ -74,7 +75,7 @@ class QueueNotices(Generic[H]):
         channel: ChannelBase,
         *,
         show: Callable[[RunQueuedEvent, str], H | None],
-        edit: Callable[[H, str], None],
+        edit: Callable[[H, str, bool], None],
         interval: float = UPDATE_INTERVAL,
         max_notices: int = 1000,
         starting_text: str = MSG_STARTING,
@@ -128,7 +129,7 @@ class QueueNotices(Generic[H]):
         """Call on the run's ``started`` event: the notice says "Starting now."."""
         notice = self._drop(run_id)
         if notice is not None:
-            self._write(notice, self.starting_text)
+            self._write(notice, self.starting_text, final=True)
 
     def forget(self, run_id: str) -> None:
         """Call on a terminal event: stop updating the run's notice (if any)."""
@@ -195,7 +196,7 @@ class QueueNotices(Generic[H]):
             notice.shown = notice.want
             notice.written_at = self._ch.clock.now()
             text = format_queued(notice.want)
-        self._write(notice, text)
+        self._write(notice, text, final=False)
 
     def _drop(self, run_id: str) -> _Notice[H] | None:
         with self._lock:
@@ -205,8 +206,8 @@ class QueueNotices(Generic[H]):
             notice.timer.cancel()
         return notice
 
-    def _write(self, notice: _Notice[H], text: str) -> None:
+    def _write(self, notice: _Notice[H], text: str, *, final: bool) -> None:
         try:
-            self._edit(notice.handle, text)
+            self._edit(notice.handle, text, final)
         except Exception as exc:  # a notice never fails the run
             logger.info("[%s] queue notice not updated: %s", self._ch.name, exc)

@@ -396,7 +396,7 @@ class TelegramChannel(ChannelBase):
         thread = _thread_int(event.thread_id)
         return event.chat_id, self.api.send_message(event.chat_id, text, message_thread_id=thread)
 
-    def _edit_queue_notice(self, notice: tuple[str, int], text: str) -> None:
+    def _edit_queue_notice(self, notice: tuple[str, int], text: str, final: bool) -> None:
         self.api.edit_message_text(notice[0], notice[1], text)
 
     def on_response_chunk(
