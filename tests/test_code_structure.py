@@ -13,11 +13,13 @@
   ``__import__`` calls with a literal name.
 * Every exception class defined in the package lives in ``channelkit.errors``.
 
-An old-path shim (a module whose body is only a docstring, imports and ``__all__``, kept so
-a moved name still imports from where it used to live) is allowed anywhere: it is exempt
-from the room names and from the import direction. A package's ``__init__.py`` is never
-treated as a shim for the import direction, because importing the package always runs it
-(a re-export there would put the forbidden edge on every import of the package).
+An old-path shim (a module that only re-exports names imported from elsewhere: a
+docstring, imports and an ``__all__`` of imported names, or a lazy ``__getattr__`` over a
+name table; kept so a moved name still imports from where it used to live) is allowed
+anywhere: it is exempt from the room names and from the import direction. A package's
+``__init__.py`` is never treated as a shim for the import direction, because importing
+the package always runs it (a re-export there would put the forbidden edge on every
+import of the package).
 
 Each check collects every violation and fails with the whole list, one per line.
 Run directly (``python test_code_structure.py``) to print every list without pytest.
@@ -138,13 +140,30 @@ def _is_literal(node: ast.expr | None) -> bool:
 
 
 def _is_shim(tree: ast.Module) -> bool:
-    """An old-path re-export: only a docstring, imports and ``__all__``, or the lazy form
-    (PEP 562 ``__getattr__``/``__dir__`` over a literal name table), which resolves a
-    moved name on first access so importing the old module imports nothing new."""
+    """An old-path re-export: a module that only re-exports names imported from elsewhere.
+
+    Its body is a docstring, imports and ``__all__`` (every name ``__all__`` lists is one
+    it imports), or the lazy form: PEP 562 ``__getattr__``/``__dir__`` over a literal name
+    table (``{"Name": "home"}``), which resolves a moved name on first access so
+    importing the old module imports nothing new. A module of literal assignments
+    (constants) defines names of its own: it is no shim, and neither is a module that
+    imports nothing.
+    """
+    imported: set[str] = set()
+    exported: list[str] | None = None
+    lazy = tables = opaque = constants = False
+    hooks: set[str] = set()
     for index, node in enumerate(tree.body):
-        if isinstance(node, ast.Import | ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom):
+            if node.module != "__future__":
+                imported.update(alias.asname or alias.name for alias in node.names)
+            continue
+        if isinstance(node, ast.Import):
+            imported.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
             continue
         if isinstance(node, ast.FunctionDef) and node.name in _LAZY_HOOKS:
+            lazy = True
+            hooks.add(node.name)
             continue
         if (
             index == 0
@@ -158,13 +177,29 @@ def _is_shim(tree: ast.Module) -> bool:
             targets = node.targets
         elif isinstance(node, ast.AnnAssign | ast.AugAssign):
             targets = [node.target]
-        if targets and all(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            continue
         value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if targets and all(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            names = ast.literal_eval(value) if _is_literal(value) else None
+            if isinstance(names, list | tuple) and not isinstance(node, ast.AugAssign):
+                exported = [*(exported or []), *names]
+            else:
+                opaque = True  # computed (the lazy form's sorted(table)) or augmented
+            continue
         if targets and all(isinstance(t, ast.Name) for t in targets) and _is_literal(value):
+            table = ast.literal_eval(value)  # type: ignore[arg-type]
+            is_table = isinstance(table, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+            )
+            # allowed only as the lazy form's name table (name -> home), checked below
+            constants = constants or not is_table
+            tables = True
             continue
         return False
-    return True
+    if lazy:
+        return "__getattr__" in hooks and tables and not constants and bool(imported)
+    if tables or opaque or not imported:
+        return False
+    return exported is None or set(exported) <= imported
 
 
 # -- 1. room names ------------------------------------------------------------------------
@@ -417,6 +452,35 @@ def test_every_exception_class_lives_in_channelkit_errors() -> None:
     for note in notes:
         print(note)
     assert not violations, _report("exception classes outside channelkit.errors", violations)
+
+
+def _shim(source: str) -> bool:
+    return _is_shim(ast.parse(source))
+
+
+def test_a_shim_only_re_exports_names_imported_from_elsewhere() -> None:
+    assert _shim('"""Moved."""\nfrom a.b import C, d\n__all__ = ["C", "d"]\n')
+    assert _shim("from __future__ import annotations\nfrom a.b import C as C\n")
+    assert _shim("import a.b\n")
+    lazy = (
+        'import importlib\n_HOMES = {"C": "a.b"}\n__all__ = sorted(_HOMES)\n'
+        "def __getattr__(name):\n    return _HOMES[name]\n"
+        "def __dir__():\n    return sorted(_HOMES)\n"
+    )
+    assert _shim(lazy)
+
+
+def test_literal_assignments_do_not_make_a_shim() -> None:
+    # Constants are names of the module's own, wherever it sits.
+    assert not _shim('"""Settings."""\nLIMIT = 5\nNAMES = ("a", "b")\n')
+    assert not _shim('"""Settings."""\nfrom a import b\nLIMIT = 5\n__all__ = ["LIMIT", "b"]\n')
+    assert not _shim('"""Nothing imported."""\n__all__ = []\n')
+    assert not _shim('from a import b\n__all__ = ["b", "missing"]\n')
+    assert not _shim("from a import b\ndef helper():\n    return b\n")
+    assert not _shim('from a import b\nNAMES = ["b"]\n__all__ = sorted(NAMES)\n')
+    hook = "def __getattr__(name):\n    return importlib.import_module(name)\n"
+    assert not _shim("import importlib\nLIMIT = 5\n" + hook)  # constants beside a hook
+    assert not _shim('_HOMES = {"C": "a.b"}\n' + hook)  # a hook that imports nothing
 
 
 def test_the_checks_see_the_package() -> None:
