@@ -7,7 +7,6 @@ are :class:`channelkit.testing.ScriptedBridge` scripts or
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
