@@ -53,7 +53,7 @@ from channelkit.core import (
 )
 from channelkit.core.commands import parse_command
 from channelkit.core.queue_notices import QueueNotices
-from channelkit.core.types import RunQueuedEvent
+from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
@@ -475,6 +475,19 @@ class DingtalkChannel(ChannelBase):
         if not route.webhook or not self._webhook_valid(route):
             raise ChannelKitError("the session webhook expired")  # a refusal: next path
         self.api.send_webhook_markdown(route.webhook, title, text)
+
+    def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
+        """Presentations as robot Markdown messages (:mod:`.renderer`), to the group or
+        the 1:1 chat a known chat routes to (else ``cid...`` / ``user:<id>``)."""
+        from channelkit.platforms.dingtalk.sender import DingtalkSender, default_route
+
+        def route(chat_id: str) -> tuple[bool, str]:
+            known = self._chats.get(chat_id)
+            if known is None:
+                return default_route(chat_id)
+            return (True, chat_id) if known.is_group else (False, known.user_id)
+
+        return DingtalkSender.for_api(self.api, route=route)
 
     def _send_fallback(self, chat_id: str, text: str, session_id: str) -> None:
         try:

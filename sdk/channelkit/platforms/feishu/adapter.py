@@ -45,6 +45,7 @@ from channelkit.core import (
     LifecycleType,
     OutputSegmentContext,
     SegmentEndReason,
+    SessionTarget,
     UserInputPresentationResult,
     UserInputRequestContext,
 )
@@ -203,6 +204,12 @@ class FeishuChannel(ChannelBase):
 
     def _send_text_now(self, chat_id: str, text: str) -> None:
         self.api.send_text(chat_id, text)
+
+    def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
+        """Presentations as interactive cards (:mod:`channelkit.platforms.feishu.sender`)."""
+        from channelkit.platforms.feishu.sender import FeishuSender
+
+        return FeishuSender(self.api.client)
 
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
         """Send plain text (command replies, permission prompts, fallbacks)."""
