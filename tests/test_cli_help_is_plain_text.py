@@ -56,7 +56,8 @@ def test_top_level_help_is_plain_and_lists_every_subcommand(
 ) -> None:
     shown = _help(["--help"], capsys)
     assert REST_MARKUP.search(shown) is None, shown
-    assert SUBCOMMANDS == ["check-config", "config-schema", "info", "playground", "serve"]
+    documented = {"check-config", "config-schema", "info", "playground", "serve"}
+    assert documented <= set(SUBCOMMANDS), SUBCOMMANDS
     parser = build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     helps = {choice.dest: choice.help for choice in sub._choices_actions}
