@@ -3,17 +3,25 @@
 Usage::
 
     python benchmarks/bench_concurrency.py [--people 1,8,32,128,512] [--run-seconds 1.0]
-        [--batches 200] [--baseline REV] [--baseline-batches 3]
+        [--long-people 128] [--long-seconds 5] [--batches 200] [--batches-32 N]
+        [--batches-128 25] [--baseline REV] [--baseline-batches 3]
 
 * **first reaction**: a person sends a message; the time until they see something (their
   run's ``started`` event, which shows the status card or indicator, or the queue
   notice). **first chunk**: the agent produces its first text; the time until the
   channel's chunk hook has it. Each person's agent streams at once, then works for
   ``--run-seconds``. p50/p99/max in milliseconds, on the default configuration.
+  **long runs**: the same with ``--long-people`` people starting ``--long-seconds`` runs
+  (default 128 people, 5 s runs; 64 run at once, 64 are queued), plus the peak thread
+  count and RSS the channel added while they ran.
 * **submit batch**: N people with live DingTalk question cards submit at the same moment
   against a Card API that takes 20 ms per call; the time until every answer is on its
-  continuation card; ``--batches`` batches of 8, the worst and the stall count (a batch
-  over 5 s), then one batch of 32 and one of 128.
+  continuation card. ``--batches`` batches of 8 and of 32 (``--batches-32``), and
+  ``--batches-128`` of 128: p50/p99/max. Every batch is checked: each answer delivered
+  once, on its own person's card, every question card marked submitted, every ACK 200,
+  no Markdown fallback. A watchdog thread dumps every thread's stack when a batch is not
+  done 5 s after the submits (a stall); the script exits 1 after any stall or wrong
+  batch (``--no-fail``: report them only, as the baseline run does).
 * **cost per live run**: threads and RSS with 200 runs blocked in the agent.
 
 ``--baseline REV`` runs the same figures on another revision (a temporary git worktree)
@@ -23,6 +31,7 @@ in the same session, so docs/performance.md can put both side by side.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import statistics
@@ -48,6 +57,28 @@ def rss_kib() -> int:
     return 0
 
 
+class Sampler:
+    """Samples the thread count and RSS every 20 ms; ``peak()`` is the most above the
+    figures taken when it started."""
+
+    def __init__(self) -> None:
+        self.threads0, self.rss0 = threading.active_count(), rss_kib()
+        self.threads, self.rss = self.threads0, self.rss0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.threads = max(self.threads, threading.active_count() - 1)
+            self.rss = max(self.rss, rss_kib())
+
+    def peak(self) -> tuple[int, int]:
+        self._stop.set()
+        self._thread.join(1)
+        return self.threads - self.threads0, self.rss - self.rss0
+
+
 def people_latency(people: int, run_seconds: float) -> dict[str, float]:
     from channelkit.agents.function import FunctionAgent
     from channelkit.testing import inbound, make_channel
@@ -66,6 +97,7 @@ def people_latency(people: int, run_seconds: float) -> dict[str, float]:
     sent_at: dict[str, float] = {}
     reaction: dict[str, float] = {}
     first_chunk: dict[str, float] = {}
+    sampler = Sampler()
     ch = make_channel(FunctionAgent(agent), max_workers=16)
     original_lifecycle = ch.on_task_lifecycle
     original_send = ch.send_message
@@ -99,6 +131,7 @@ def people_latency(people: int, run_seconds: float) -> dict[str, float]:
     finally:
         stop.set()
         ch.close(timeout=10)
+    threads, rss = sampler.peak()
     reactions = [(reaction[k] - sent_at[k]) * 1000 for k in sent_at if k in reaction]
     chunks = [(first_chunk[k] - produced[k]) * 1000 for k in produced if k in first_chunk]
     return {
@@ -109,10 +142,77 @@ def people_latency(people: int, run_seconds: float) -> dict[str, float]:
         "chunk_p50_ms": statistics.median(chunks),
         "chunk_p99_ms": pct(chunks, 0.99),
         "chunk_max_ms": max(chunks),
+        "run_seconds": run_seconds,
+        "threads_peak": threads,
+        "rss_peak_kib": rss,
     }
 
 
-def submit_batch(people: int) -> float:
+STALL_S = 5.0  # a batch whose answers are not all on their cards by then has stalled
+CAP_S = 60.0  # how long a stalled batch is waited for before the next one
+
+
+class Watchdog:
+    """Dumps every thread's stack (``faulthandler``) when not finished within
+    ``limit`` seconds; ``stalled`` tells whether it fired."""
+
+    def __init__(self, limit: float, label: str, dump: bool = True) -> None:
+        self.limit, self.label, self.dump = limit, label, dump
+        self.stalled = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        if self._done.wait(self.limit):
+            return
+        self.stalled = True
+        if self.dump:
+            print(f"STALL: {self.label} not done after {self.limit:.0f} s", file=sys.stderr)
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+
+    def finish(self) -> bool:
+        """Stop watching; True when the watched work stalled."""
+        self._done.set()
+        self._thread.join(2)
+        return self.stalled
+
+
+def batch_problems(h, people: int, statuses: list[int]) -> list[str]:
+    """What is wrong with a finished batch (nothing: every answer once, on its card)."""
+    problems: list[str] = []
+    if statuses != [200] * people:
+        problems.append(f"card ACKs {sorted(statuses)}")
+    chat_of = {c[1]["out_track_id"]: c[1]["target"].chat_id for c in h.api.ops("create")}
+    answers = [
+        (c[1]["out_track_id"], c[1]["params"].get("content"))
+        for c in h.api.ops("update")
+        if c[1]["params"].get("flowStatus") == 3
+        and str(c[1]["params"].get("content") or "").startswith("answer for ")
+    ]
+    counts: dict[str, int] = {}
+    for track, text in answers:
+        name = text.removeprefix("answer for ")
+        counts[name] = counts.get(name, 0) + 1
+        if chat_of.get(track) != f"cid-{name}":
+            problems.append(f"{name}'s answer on a card in {chat_of.get(track)!r}")
+    for i in range(people):
+        if counts.get(f"p{i}", 0) != 1:
+            problems.append(f"p{i}'s answer delivered {counts.get(f'p{i}', 0)} times")
+    submitted = sum(
+        1 for c in h.api.ops("update") if c[1]["params"].get("card_status") == "submitted"
+    )
+    if submitted != people:
+        problems.append(f"{submitted} of {people} question cards marked submitted")
+    fallback = h.api.texts()
+    if fallback:
+        problems.append(f"{len(fallback)} Markdown fallback message(s)")
+    return problems
+
+
+def submit_batch(people: int, *, dump: bool = True) -> dict[str, object]:
+    """One batch: ``seconds`` until every answer is on its card, ``stalled`` (the
+    watchdog fired), ``problems`` (see :func:`batch_problems`)."""
     sys.path.insert(0, str(ROOT / "tests" / "platforms" / "dingtalk"))
     sys.path.insert(0, str(ROOT))
     from dingtalk_helpers import AdapterHarness, submit_payload
@@ -120,7 +220,7 @@ def submit_batch(people: int) -> float:
     def script(bridge, sid, text, sink):
         sink.text_chunk(sid, f"checking {text}")
         bridge.ask(sink, sid, f"req-{text}", wait=False)
-        bridge.answered[f"req-{text}"].wait(60)
+        bridge.answered[f"req-{text}"].wait(CAP_S)
         sink.text_chunk(sid, f"answer for {text}")
         return f"checking {text}answer for {text}"
 
@@ -138,27 +238,35 @@ def submit_batch(people: int) -> float:
 
     h.api._record = slow_record
     try:
+        setup = Watchdog(30.0, f"setting up {people} question cards", dump)
         for i in range(people):
             h.send(f"p{i}", sender=f"staff-p{i}", chat=f"cid-p{i}")
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + CAP_S
         while len(h.question_tracks()) < people and time.monotonic() < deadline:
             time.sleep(0.005)
+        if setup.finish():
+            return {"seconds": CAP_S, "stalled": True, "problems": ["setup stalled"]}
         owners = {
             c[1]["out_track_id"]: "staff-" + c[1]["target"].chat_id.removeprefix("cid-")
             for c in h.api.ops("create")
             if c[1]["out_track_id"] in set(h.question_tracks())
         }
         barrier = threading.Barrier(len(owners) + 1)
+        statuses: list[int] = []
+        lock = threading.Lock()
 
         def submit(track: str) -> None:
             barrier.wait(30)
-            h.card_request(submit_payload(track, actor=owners[track]))
+            status = h.card_request(submit_payload(track, actor=owners[track])).status
+            with lock:
+                statuses.append(status)
 
         threads = [threading.Thread(target=submit, args=(t,)) for t in owners]
         for t in threads:
             t.start()
         barrier.wait(30)
         start = time.perf_counter()
+        dog = Watchdog(STALL_S, f"batch of {people} submits", dump)
 
         def done() -> bool:
             finals = [
@@ -168,11 +276,40 @@ def submit_batch(people: int) -> float:
             ]
             return sum(1 for f in finals if f and f.startswith("answer for")) >= people
 
-        while not done() and time.perf_counter() - start < 60:
+        while not done() and time.perf_counter() - start < CAP_S:
             time.sleep(0.002)
-        return time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        stalled = dog.finish()
+        for t in threads:
+            t.join(CAP_S)
+        try:
+            h.idle(CAP_S)  # anything still to come (a second delivery) is counted
+        except AssertionError:
+            pass
+        return {
+            "seconds": elapsed,
+            "stalled": stalled,
+            "problems": batch_problems(h, people, statuses),
+        }
     finally:
         h.close()
+
+
+def submit_batches(people: int, batches: int, *, dump: bool = True) -> dict[str, object]:
+    results = [submit_batch(people, dump=dump) for _ in range(batches)]
+    times = [float(r["seconds"]) for r in results]  # type: ignore[arg-type]
+    wrong = [r["problems"] for r in results if r["problems"]]
+    for problems in wrong[:3]:
+        print(f"WRONG batch of {people}: {problems[:5]}", file=sys.stderr)
+    return {
+        "people": people,
+        "batches": batches,
+        "p50_s": statistics.median(times),
+        "p99_s": pct(times, 0.99),
+        "max_s": max(times),
+        "stalls": sum(1 for r in results if r["stalled"]),
+        "wrong": len(wrong),
+    }
 
 
 def run_cost(runs: int) -> dict[str, float]:
@@ -207,18 +344,18 @@ def run_cost(runs: int) -> dict[str, float]:
     }
 
 
-def measure(people_list: list[int], run_seconds: float, batches: int) -> dict[str, object]:
+def measure(args: argparse.Namespace) -> dict[str, object]:
+    people_list = [int(x) for x in args.people.split(",") if x]
     out: dict[str, object] = {}
-    out["people"] = [people_latency(n, run_seconds) for n in people_list]
-    times = [submit_batch(8) for _ in range(batches)]
-    out["submit8"] = {
-        "batches": batches,
-        "p50_s": statistics.median(times),
-        "max_s": max(times),
-        "stalls_over_5s": sum(1 for t in times if t > 5.0),
-    }
-    out["submit32_s"] = submit_batch(32)
-    out["submit128_s"] = submit_batch(128)
+    out["people"] = [people_latency(n, args.run_seconds) for n in people_list]
+    out["long"] = people_latency(args.long_people, args.long_seconds)
+    dump = not args.no_fail
+    batches_32 = args.batches if args.batches_32 is None else args.batches_32
+    out["submit"] = [
+        submit_batches(8, args.batches, dump=dump),
+        submit_batches(32, batches_32, dump=dump),
+        submit_batches(128, args.batches_128, dump=dump),
+    ]
     out["cost"] = run_cost(200)
     return out
 
@@ -233,13 +370,19 @@ def print_figures(label: str, figures: dict[str, object]) -> None:
                 **row
             )
         )
-    s8 = figures["submit8"]
+    long = figures["long"]
     print(
-        "  submit batch of 8 x{batches}: p50 {p50_s:.3f} s  max {max_s:.3f} s  "
-        "stalls {stalls_over_5s}".format(**s8)  # type: ignore[arg-type]
+        "  {people} people, {run_seconds:.0f} s runs: first reaction p50 {reaction_p50_ms:.1f} ms"
+        "  p99 {reaction_p99_ms:.1f} ms  max {reaction_max_ms:.1f} ms | first chunk p99 "
+        "{chunk_p99_ms:.1f} ms | peak +{threads_peak} threads, +{rss_peak_kib} KiB RSS".format(
+            **long  # type: ignore[arg-type]
+        )
     )
-    print(f"  submit batch of 32: {figures['submit32_s']:.3f} s")
-    print(f"  submit batch of 128: {figures['submit128_s']:.3f} s")
+    for row in figures["submit"]:  # type: ignore[union-attr]
+        print(
+            "  submit batch of {people} x{batches}: p50 {p50_s:.3f} s  p99 {p99_s:.3f} s  "
+            "max {max_s:.3f} s  stalls {stalls}  wrong {wrong}".format(**row)
+        )
     cost = figures["cost"]
     print(
         "  per live run: {threads_per_run:.2f} threads, {rss_kib_per_run:.0f} KiB RSS "
@@ -251,14 +394,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--people", default="1,8,32,128,512")
     parser.add_argument("--run-seconds", type=float, default=1.0)
-    parser.add_argument("--batches", type=int, default=200)
+    parser.add_argument("--long-people", type=int, default=128)
+    parser.add_argument("--long-seconds", type=float, default=5.0)
+    parser.add_argument("--batches", type=int, default=200, help="batches of 8 (and of 32)")
+    parser.add_argument("--batches-32", type=int, help="batches of 32 (default: --batches)")
+    parser.add_argument("--batches-128", type=int, default=25)
+    parser.add_argument(
+        "--no-fail", action="store_true", help="report stalls and wrong batches, exit 0"
+    )
     parser.add_argument("--baseline", help="git revision to measure the same way")
     parser.add_argument(
         "--baseline-batches", type=int, default=3, help="batches of 8 for the baseline"
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON only")
     args = parser.parse_args(argv)
-    people = [int(x) for x in args.people.split(",")]
     if args.baseline:
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp) / "baseline"
@@ -273,7 +422,10 @@ def main(argv: list[str] | None = None) -> int:
                 script.write_text(Path(__file__).read_text())
                 cmd = [sys.executable, str(script), "--json", "--people", args.people]
                 cmd += ["--run-seconds", str(args.run_seconds)]
-                cmd += ["--batches", str(args.baseline_batches)]
+                cmd += ["--long-people", str(args.long_people)]
+                cmd += ["--long-seconds", str(args.long_seconds)]
+                cmd += ["--batches", str(args.baseline_batches), "--batches-32", "1"]
+                cmd += ["--batches-128", "1", "--no-fail"]
                 done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
                 if done.returncode != 0:
                     print(done.stderr[-4000:], file=sys.stderr)
@@ -285,11 +437,15 @@ def main(argv: list[str] | None = None) -> int:
                     check=False,
                     capture_output=True,
                 )
-    figures = measure(people, args.run_seconds, args.batches)
+    figures = measure(args)
     if args.json:
         print(json.dumps(figures))
     else:
         print_figures("this tree", figures)
+    failed = [row for row in figures["submit"] if row["stalls"] or row["wrong"]]  # type: ignore[union-attr]
+    if failed and not args.no_fail:
+        print(f"FAILED: stalled or wrong batches: {failed}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -85,8 +85,10 @@ def submit_batch(people: int) -> float:
         threads = [threading.Thread(target=submit, args=(t,)) for t in tracks]
         for t in threads:
             t.start()
+        deadline = start + STALL  # one deadline for all: a hung ACK fails within 5 s
         for t in threads:
-            t.join(STALL)
+            t.join(max(0.0, deadline - time.monotonic()))
+        assert not any(t.is_alive() for t in threads), "a card ACK stalled"
         assert h.wait_for(lambda: len(h.bridge.responses) == people, STALL)
         assert h.wait_for(
             lambda: sum(1 for f in finals(h) if f and f.startswith("answer for")) == people,
