@@ -265,9 +265,7 @@ class FeishuChannel(ChannelBase):
             return
         if self._streamed_runs.get(segment.run_id):
             return  # the text was already shown in this run's cards
-        target = DeliveryTarget(
-            self.name, segment.target.chat_id, segment.run_id, segment.owner.id
-        )
+        target = DeliveryTarget(self.name, segment.target.chat_id, segment.run_id, segment.owner.id)
         future = self._submit_projection(
             segment.run_id, lambda: self.output.deliver_text(target.chat_id, text, target)
         )
