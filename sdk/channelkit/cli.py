@@ -5,17 +5,22 @@
 * ``channelkit serve --config FILE`` - run configured channels on a production WSGI
   server (waitress or gunicorn, see docs/deployment.md);
 * ``channelkit check-config FILE`` / ``channelkit config-schema`` - validate a
-  configuration / print its JSON Schema.
+  configuration / print its JSON Schema;
+* ``channelkit send`` / ``pin`` / ``unpin`` / ``pins`` - send a text or presentation to a
+  configured channel's chat, and manage pinned messages (see docs/agents.md).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import channelkit
@@ -191,6 +196,252 @@ def _cmd_config_schema(_: argparse.Namespace) -> int:
     return 0
 
 
+# -- send / pin / unpin / pins -------------------------------------------------------------
+
+#: Exit statuses of ``send``, ``pin``, ``unpin`` and ``pins``.
+EXIT_BAD_INPUT = 2
+EXIT_REFUSED = 3
+EXIT_PIN_FAILED = 4
+
+_MESSAGE_EPILOG = (
+    "exit status: 0 sent; 2 bad input (configuration, channel name, JSON, schema: the "
+    "message names the field, e.g. presentation.blocks[1].buttons[0].label); 3 the "
+    "platform refused or cannot do it; 4 the message was sent but a required pin "
+    "failed (its id is printed on stdout)."
+)
+
+
+class _IdleAgent:
+    """The agent of a channel built only to send: it never runs a turn."""
+
+    def prompt(self, session_id: str, text: str, sink: Any) -> str:
+        raise RuntimeError("channelkit send runs no agent")
+
+    def cancel_session(self, session_id: str) -> bool:
+        return False
+
+    def respond_to_permission(self, request_id: str, response: Any) -> bool:
+        return False
+
+    def close(self) -> None:
+        return None
+
+
+@contextmanager
+def _configured_channel(args: argparse.Namespace) -> Iterator[Any]:
+    """The channel ``--channel`` names in ``--config`` (closed afterwards)."""
+    from channelkit.config import build_channels, load_config
+
+    try:
+        config = load_config(args.config)
+        channels = build_channels(config, _IdleAgent())
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"invalid configuration: {exc}") from None
+    try:
+        names = [channel.name for channel in channels]
+        if args.channel is None and len(channels) == 1:
+            yield channels[0]
+            return
+        chosen = next((c for c in channels if c.name == args.channel), None)
+        if chosen is None:
+            wanted = (
+                "--channel is required" if args.channel is None else f"no channel {args.channel!r}"
+            )
+            raise ConfigurationError(f"{wanted} (configured: {', '.join(names)})")
+        yield chosen
+    finally:
+        for channel in channels:
+            channel.close()
+
+
+def _json_option(value: str, option: str) -> Any:
+    text = value
+    if value.startswith("@"):
+        try:
+            text = Path(value[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigurationError(f"{option}: cannot read {value[1:]}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigurationError(f"{option}: not valid JSON: {exc}") from None
+
+
+def _send_payload(args: argparse.Namespace) -> dict[str, Any]:
+    payload: dict[str, Any] = {}
+    if args.text is not None:
+        payload["text"] = args.text
+    if args.presentation is not None:
+        payload["presentation"] = _json_option(args.presentation, "--presentation")
+    if args.delivery is not None:
+        payload["delivery"] = _json_option(args.delivery, "--delivery")
+    if args.pin:
+        delivery = payload.setdefault("delivery", {})
+        if isinstance(delivery, dict) and not delivery.get("pin"):
+            delivery["pin"] = True
+    if "text" not in payload and "presentation" not in payload:
+        raise ConfigurationError("nothing to send: give --text and/or --presentation")
+    return payload
+
+
+def _run_message_command(name: str, args: argparse.Namespace, action: Any) -> int:
+    from channelkit.errors import ChannelKitError, DeliveryPinError
+
+    try:
+        with _configured_channel(args) as channel:
+            return int(action(channel))
+    except DeliveryPinError as exc:
+        if exc.message_id:
+            print(exc.message_id)
+        print(f"channelkit {name}: sent, but the required pin failed: {exc}", file=sys.stderr)
+        return EXIT_PIN_FAILED
+    except ConfigurationError as exc:  # PresentationError included: names the field
+        print(f"channelkit {name}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except NotImplementedError as exc:
+        print(f"channelkit {name}: not supported: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except ChannelKitError as exc:
+        print(f"channelkit {name}: the platform refused: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+
+
+def _cmd_send(args: argparse.Namespace) -> int:
+    def send(channel: Any) -> int:
+        payload = _send_payload(args)
+        result = channel.deliver_presentation(
+            args.to, payload, thread_id=args.thread, silent=args.silent
+        )
+        if result.message_id is not None:
+            print(result.message_id)
+        else:
+            print("channelkit send: sent (the platform returned no message id)", file=sys.stderr)
+        if result.pin_warning:
+            print(f"channelkit send: warning: {result.pin_warning}", file=sys.stderr)
+        return 0
+
+    return _run_message_command("send", args, send)
+
+
+def _cmd_pin(args: argparse.Namespace) -> int:
+    def pin(channel: Any) -> int:
+        channel.pin_message(args.to, args.message, thread_id=args.thread, notify=args.notify)
+        return 0
+
+    return _run_message_command("pin", args, pin)
+
+
+def _cmd_unpin(args: argparse.Namespace) -> int:
+    def unpin(channel: Any) -> int:
+        channel.unpin_message(args.to, args.message, thread_id=args.thread)
+        return 0
+
+    return _run_message_command("unpin", args, unpin)
+
+
+def _cmd_pins(args: argparse.Namespace) -> int:
+    def pins(channel: Any) -> int:
+        for message_id in channel.pinned_messages(args.to, thread_id=args.thread):
+            print(message_id)
+        return 0
+
+    return _run_message_command("pins", args, pins)
+
+
+def _target_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", required=True, metavar="FILE", help="the JSON configuration file"
+    )
+    parser.add_argument(
+        "--channel",
+        default=None,
+        metavar="NAME",
+        help="the configured channel to use (its name; optional when only one is configured)",
+    )
+    parser.add_argument(
+        "--to",
+        required=True,
+        metavar="CHAT",
+        help="the chat id: a Telegram chat id, a Feishu chat_id, a DingTalk openConversationId "
+        "(cid...) or user:<userId> for a DingTalk 1:1 chat",
+    )
+    parser.add_argument(
+        "--thread", default=None, metavar="ID", help="the thread (topic) inside the chat, if any"
+    )
+
+
+def _add_message_commands(sub: Any) -> None:
+    send = sub.add_parser(
+        "send",
+        help="send a text and/or a presentation to a chat of a configured channel",
+        description="Send a text and/or a presentation (title, tone, text, context, divider, "
+        "buttons and select blocks) to a chat. The presentation is validated against the "
+        "published JSON Schema, adapted to what the platform renders and sent; the message "
+        "id is printed on stdout.",
+        epilog=_MESSAGE_EPILOG,
+    )
+    _target_options(send)
+    send.add_argument(
+        "--text", default=None, metavar="T", help="plain text sent before the presentation"
+    )
+    send.add_argument(
+        "--presentation",
+        default=None,
+        metavar="JSON|@FILE",
+        help='the presentation as JSON, e.g. {"title": "Deployed", "blocks": [{"type": "text", '
+        '"text": "All green"}]}, or @path to read it from a file',
+    )
+    send.add_argument(
+        "--delivery",
+        default=None,
+        metavar="JSON|@FILE",
+        help='delivery metadata as JSON, e.g. {"pin": {"enabled": true, "required": true}}',
+    )
+    send.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the message after sending it (a failed pin is a warning unless the delivery "
+        "JSON says required)",
+    )
+    send.add_argument(
+        "--silent",
+        action="store_true",
+        help="send without a notification where the platform can (Telegram); ignored elsewhere",
+    )
+    send.set_defaults(func=_cmd_send)
+
+    for name, summary in (
+        ("pin", "pin an existing message where the platform supports it"),
+        ("unpin", "unpin a message where the platform supports it"),
+    ):
+        parser = sub.add_parser(
+            name, help=summary, description=summary + ".", epilog=_MESSAGE_EPILOG
+        )
+        _target_options(parser)
+        parser.add_argument(
+            "--message",
+            required=True,
+            metavar="ID",
+            help="the platform message id (as send printed it)",
+        )
+        if name == "pin":
+            parser.add_argument(
+                "--notify",
+                action="store_true",
+                help="notify the chat's members where the platform can",
+            )
+        parser.set_defaults(func=_cmd_pin if name == "pin" else _cmd_unpin)
+
+    pins = sub.add_parser(
+        "pins",
+        help="list the pinned messages of a chat where the platform supports it",
+        description="Print the ids of the pinned messages of a chat, one per line.",
+        epilog=_MESSAGE_EPILOG,
+    )
+    _target_options(pins)
+    pins.set_defaults(func=_cmd_pins)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="channelkit",
@@ -253,6 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("config-schema", help="print the configuration JSON Schema")
     schema.set_defaults(func=_cmd_config_schema)
+    _add_message_commands(sub)
     return parser
 
 

@@ -55,7 +55,7 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.core.queue_notices import QueueNotices
-from channelkit.core.types import RunQueuedEvent
+from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ApiError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
@@ -336,6 +336,20 @@ class TelegramChannel(ChannelBase):
             sender_name=sender.first_name or sender.username,
         )
         return deliver_inbound(self, msg, defer=after)
+
+    def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
+        """Presentations as text + inline keyboard (:mod:`.renderer`), in the target's
+        topic; ``silent`` sends without a notification."""
+        from channelkit.core.presenting import FieldsSender
+        from channelkit.platforms.telegram.sender import TelegramSender
+
+        fields: dict[str, Any] = {}
+        thread = _thread_int(target.thread_id)
+        if thread is not None:
+            fields["message_thread_id"] = thread
+        if silent:
+            fields["disable_notification"] = True
+        return FieldsSender(TelegramSender(self.api.client), fields)
 
     def _send_quietly(self, chat_id: str, text: str, thread: int | None) -> None:
         try:
