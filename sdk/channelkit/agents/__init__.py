@@ -7,6 +7,7 @@ from channelkit.agents.base import (
     PermissionRequest,
     PermissionResolved,
     PermissionResponse,
+    PresentationEvent,
     SessionDied,
     ToolCallEvent,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "PermissionRequest",
     "PermissionResolved",
     "PermissionResponse",
+    "PresentationEvent",
     "Question",
     "QuestionCancelled",
     "QuestionError",
