@@ -91,3 +91,21 @@ def test_dingtalk_card_then_presentation_then_new_card(playground: Playground) -
         "/v1.0/robot/groupMessages/send"
     )
     assert [json.loads(c["body"]["msgParam"])["title"] for c in sends] == ["Deploy finished"]
+
+
+@pytest.mark.parametrize("platform", ["dingtalk", "feishu", "telegram"])
+def test_the_demo_agent_answers_present_with_a_rendered_presentation(platform: str) -> None:
+    with Playground(platform=platform, demo_delay=0) as pg:
+        pg.send("present")
+        emulator: Any = pg.emulator
+
+        def shown() -> str:
+            calls = [c["body"] for c in emulator.calls() if c["method"] in ("POST", "PUT")]
+            return json.dumps(calls, ensure_ascii=False)
+
+        wait_until(
+            lambda: "Deployment finished" in shown() and "new segment after it" in shown(),
+            what="the demo presentation and the text after it",
+        )
+        assert pg.channel.wait_idle(10)
+        assert "https://example.com/channelkit/docs" in shown()

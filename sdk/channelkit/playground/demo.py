@@ -2,6 +2,8 @@
 
 * any message: streams a short answer, asks a two-question form (one single-select, one
   multi-select) and continues in a new status card with the answers;
+* ``present``: a rich presentation (title, tone, text, context, divider, buttons)
+  between two pieces of text, rendered by the platform's renderer;
 * ``long``: streams for up to a minute so there is time to press Stop;
 * ``fail``: fails after a little text (the card ends as Failed).
 """
@@ -13,7 +15,25 @@ from collections.abc import Iterator
 
 from channelkit.agents.function import FunctionAgent, Question, QuestionError, Turn
 
-__all__ = ["DEMO_QUESTIONS", "DemoAgent", "demo_agent"]
+__all__ = ["DEMO_PRESENTATION", "DEMO_QUESTIONS", "DemoAgent", "demo_agent"]
+
+#: What ``present`` shows (the JSON form ``Turn.present`` accepts).
+DEMO_PRESENTATION = {
+    "title": "Deployment finished",
+    "tone": "success",
+    "blocks": [
+        {"type": "text", "text": "All **3** services are up and healthy."},
+        {"type": "context", "text": "channelkit demo - took 42 s"},
+        {"type": "divider"},
+        {
+            "type": "buttons",
+            "buttons": [
+                {"label": "Open docs", "url": "https://example.com/channelkit/docs"},
+                {"label": "Help", "command": "/help"},
+            ],
+        },
+    ],
+}
 
 DEMO_QUESTIONS = (
     Question(
@@ -69,6 +89,12 @@ class DemoAgent:
         command = text.lower()
         if command == "long":
             return self._long(turn)
+        if command == "present":
+            if not self._stream(turn, "Here is a presentation, rendered by the platform:"):
+                return None
+            turn.present(DEMO_PRESENTATION)
+            self._stream(turn, "And the text goes on in a new segment after it.")
+            return None
         if command == "fail":
             self._stream(turn, "Starting something that will fail...")
             raise RuntimeError("the demo agent failed on purpose")
