@@ -26,6 +26,7 @@ from channelkit.presentation import (
     PresentationCapabilities,
     SelectBlock,
 )
+from channelkit.presentation.text import truncate
 
 MATTERMOST_CALLBACK = "https://cb.test/mattermost"
 
@@ -255,14 +256,15 @@ def visible_text(platform: str, messages: list[dict[str, Any]]) -> str:
 def shown_labels(
     presentation: MessagePresentation, capabilities: PresentationCapabilities
 ) -> list[str]:
-    """Every button and option label as the channel may cut it, whitespace removed."""
+    """Every button and option label as the channel may cut it (at a grapheme
+    boundary), whitespace removed."""
     labels: list[str] = []
     actions, selects = capabilities.limits.actions, capabilities.limits.selects
     for block in presentation.blocks:
         if isinstance(block, ButtonsBlock):
-            labels += [b.label[: actions.max_label_length] for b in block.buttons]
+            labels += [truncate(b.label, actions.max_label_length) for b in block.buttons]
         elif isinstance(block, SelectBlock):
-            labels += [o.label[: selects.max_label_length] for o in block.options]
+            labels += [truncate(o.label, selects.max_label_length) for o in block.options]
     return ["".join(label.split()) for label in labels]
 
 

@@ -141,7 +141,7 @@ class FieldsSender:
 
     def render(
         self, presentation: MessagePresentation, *, text: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, Any]] | None:
         return self._sender.render(presentation, text=text)
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:

@@ -13,9 +13,16 @@ Order of operations (see docs/presentation.md):
    first ``max_options`` valid options (the rest are listed after the select).
    Unsupported kinds degrade: buttons/selects to lists, context to text, dividers
    are dropped.
-3. Text limits last: the title and authored text/context blocks are truncated, the
-   generated lists are split into several blocks (never losing a label). No code point
-   and no UTF-16 surrogate pair is ever split.
+3. Text limits last: the title is truncated; an authored text/context block longer
+   than ``max_length`` is split into several blocks (``continuation=True`` on the later
+   ones) up to ``max_message_length`` and cut past it (cut at ``max_length`` when no
+   message length is declared); the generated lists are split into several blocks
+   (never losing a label). Cuts fall on grapheme-cluster boundaries (no emoji sequence,
+   flag or combining mark is split; see :mod:`channelkit.presentation.text`).
+
+Link buttons keep their ``url`` only when it is an http(s) URL or one of the channel's
+declared ``link_schemes`` (:mod:`channelkit.presentation.links`); otherwise the link is
+dropped with a logged warning and the button reads as its plain label.
 
 The function is pure and deterministic, and ``adapt(adapt(p, c), c) == adapt(p, c)``.
 """
@@ -30,6 +37,7 @@ from channelkit.presentation.capabilities import (
     SelectLimits,
     TextLimits,
 )
+from channelkit.presentation.links import WEB_SCHEMES, is_safe_link, warn_unsafe_link
 from channelkit.presentation.model import (
     Block,
     Button,
@@ -47,18 +55,28 @@ from channelkit.presentation.text import measure, split_text, truncate
 __all__ = ["adapt", "button_fallback_label"]
 
 
-def button_fallback_label(button: Button) -> str:
+def button_fallback_label(button: Button, schemes: tuple[str, ...] = WEB_SCHEMES) -> str:
     """How a button reads in text: ``label``, ``label: url`` or ``label: `command` ``.
 
-    Callback values are never shown; a disabled button shows its label only.
+    Callback values are never shown; a disabled button shows its label only, and so
+    does a link whose scheme is not in ``schemes`` (see
+    :mod:`channelkit.presentation.links`).
     """
     if button.disabled:
         return button.label
-    if button.url is not None:
+    if button.url is not None and is_safe_link(button.url, schemes):
         return f"{button.label}: {button.url}"
     if button.command is not None:
         return f"{button.label}: `{button.command}`"
     return button.label
+
+
+def _listed_label(button: Button, schemes: tuple[str, ...]) -> str:
+    """The fallback label of a button that no channel control will show; a link that
+    may not be sent as a link is logged (it reads as the bare label)."""
+    if button.url is not None and not is_safe_link(button.url, schemes):
+        warn_unsafe_link(button.label, button.url)
+    return button_fallback_label(button, schemes)
 
 
 def _fits_bytes(value: str | None, limit: int | None) -> bool:
@@ -71,6 +89,10 @@ def _fits_bytes(value: str | None, limit: int | None) -> bool:
 
 def _adapt_button(button: Button, limits: ActionLimits) -> Button | None:
     """The button as the channel can show it, or None (it goes to the fallback list)."""
+    url = button.url
+    if url is not None and not is_safe_link(url, limits.link_schemes):
+        warn_unsafe_link(button.label, url)
+        url = None
     if button.disabled and not limits.supports_disabled:
         return None
     max_bytes = limits.max_value_bytes
@@ -81,21 +103,24 @@ def _adapt_button(button: Button, limits: ActionLimits) -> Button | None:
             value = None
         if not _fits_bytes(command, max_bytes):
             command = None
-    if button.url is None and value is None and command is None:
+    if not _fits_bytes(command, limits.max_command_bytes):
+        command = None
+    if url is None and value is None and command is None:
         return None
     label = button.label
     max_label = limits.max_label_length
     if max_label is not None and len(label) > max_label:
-        label = label[:max_label]
+        label = truncate(label, max_label)
     style = button.style if limits.supports_styles else None
     if (
         label is button.label
         and value is button.value
+        and url is button.url
         and command is button.command
         and style is button.style
     ):
         return button
-    return _new_button(label, value, button.url, command, style, button.priority, button.disabled)
+    return _new_button(label, value, url, command, style, button.priority, button.disabled)
 
 
 def _new_button(
@@ -127,7 +152,7 @@ def _adapt_option(option: SelectOption, limits: SelectLimits) -> SelectOption | 
     max_label = limits.max_label_length
     if max_label is None or len(option.label) <= max_label:
         return option
-    return SelectOption(option.label[:max_label], option.value)
+    return SelectOption(truncate(option.label, max_label), option.value)
 
 
 def _fallback_list(heading: str, labels: list[str]) -> _Fallback | None:
@@ -228,7 +253,9 @@ def adapt(
         if cls is ButtonsBlock:
             authored: tuple[Button, ...] = block.buttons  # type: ignore[union-attr]
             if not buttons_on:
-                fallback = _fallback_list("Actions", [button_fallback_label(b) for b in authored])
+                fallback = _fallback_list(
+                    "Actions", [_listed_label(b, action_limits.link_schemes) for b in authored]
+                )
                 if fallback is not None:
                     append(fallback)
                 continue
@@ -273,7 +300,7 @@ def adapt(
                 fallback = _fallback_list(
                     "Actions",
                     [
-                        button_fallback_label(b)
+                        button_fallback_label(b, action_limits.link_schemes)
                         for i, b in enumerate(authored)
                         if i not in kept_indexes
                     ],
@@ -297,7 +324,7 @@ def adapt(
                     and max_label is not None
                     and len(placeholder) > max_label
                 ):
-                    placeholder = placeholder[:max_label]
+                    placeholder = truncate(placeholder, max_label)
                 same = len(options) == len(select.options) and all(
                     a is b for a, b in zip(options, select.options, strict=True)
                 )
@@ -385,9 +412,18 @@ def _apply_text_limits(
             if measure(block.text, encoding) <= max_length:
                 out.append(block)
                 continue
-            text = truncate(block.text, max_length, encoding)
-            if text.strip():
-                out.append(block.__class__(text, block.continuation))
+            total = limits.max_message_length
+            if total is None or total <= max_length:
+                text = truncate(block.text, max_length, encoding)
+                if text.strip():
+                    out.append(block.__class__(text, block.continuation))
+                continue
+            # Split across several blocks (sections, bubbles) up to the message limit.
+            continuation = block.continuation
+            for fragment in split_text(truncate(block.text, total, encoding), max_length, encoding):
+                if fragment.strip():
+                    out.append(block.__class__(fragment, continuation))
+                    continuation = True
         else:
             out.append(block)
     return out

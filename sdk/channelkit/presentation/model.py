@@ -11,6 +11,7 @@ the package's JSON Schema (``schema.json``).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias, cast
@@ -51,11 +52,27 @@ BLOCK_TYPES: tuple[str, ...] = ("text", "context", "divider", "buttons", "select
 # --------------------------------------------------------------------------- helpers
 
 
+def _check_encodable(value: str, path: str) -> None:
+    """Reject a lone UTF-16 surrogate (``"\\ud83d"`` in JSON decodes to one): no platform
+    can encode it, and it would fail later as a UnicodeEncodeError deep in a renderer."""
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PresentationError(
+            f"contains a lone surrogate (U+{ord(value[exc.start]):04X}) at index {exc.start}; "
+            "send text as valid Unicode",
+            path,
+        ) from None
+
+
 def _require_text(value: object, path: str) -> None:
     if not isinstance(value, str):
         raise PresentationError(f"must be a string, got {type(value).__name__}", path)
     if not value.strip():
         raise PresentationError("must not be empty or whitespace-only", path)
+    _check_encodable(value, path)
 
 
 def _optional_text(value: object, path: str) -> str | None:
@@ -64,6 +81,7 @@ def _optional_text(value: object, path: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise PresentationError(f"must be a string, got {type(value).__name__}", path)
+    _check_encodable(value, path)
     value = value.strip()
     return value or None
 
@@ -114,8 +132,9 @@ class TextBlock:
     """A paragraph of body text (``{"type": "text", "text": ...}``).
 
     ``continuation`` is set by :func:`~channelkit.presentation.adapt` on the second and
-    later fragments of a generated fallback list that had to be split to fit a text
-    limit; the text fallback joins such a fragment to the previous one directly.
+    later fragments of a long text block or a generated fallback list that had to be
+    split to fit a text limit; the text fallback joins such a fragment to the previous
+    one directly.
     """
 
     text: str
@@ -564,19 +583,29 @@ class Delivery:
 @dataclass(frozen=True)
 class ReplyPayload:
     """What a reply carries: plain ``text``, a semantic ``presentation`` and ``delivery``
-    metadata. At least one of text and presentation is required."""
+    metadata. At least one of text and presentation is required.
+
+    ``allow_mass_mentions`` (default False) lets this one message notify a whole
+    channel or group: Slack ``<!channel>``/``<!here>``/``<!everyone>``/``<!subteam^…>``,
+    Discord ``@everyone``/``@here`` and role mentions, Mattermost ``@channel``/``@all``/
+    ``@here``. Without it, renderers neutralise those mentions (docs/presentation.md).
+    """
 
     text: str | None = None
     presentation: MessagePresentation | None = None
     delivery: Delivery | None = None
+    allow_mass_mentions: bool = False
 
     def __post_init__(self) -> None:
         if self.text is not None and not isinstance(self.text, str):
             raise PresentationError(f"must be a string, got {type(self.text).__name__}", "text")
+        if self.text is not None:
+            _check_encodable(self.text, "text")
         if self.presentation is not None and not isinstance(self.presentation, MessagePresentation):
             raise PresentationError("must be a MessagePresentation", "presentation")
         if self.delivery is not None and not isinstance(self.delivery, Delivery):
             raise PresentationError("must be a Delivery", "delivery")
+        _check_bool(self.allow_mass_mentions, "allow_mass_mentions")
         has_text = bool(self.text and self.text.strip())
         if not has_text and (self.presentation is None or self.presentation.is_empty):
             raise PresentationError("a reply needs text or a presentation", "text")
@@ -590,12 +619,15 @@ class ReplyPayload:
             out["presentation"] = self.presentation.to_dict()
         if self.delivery is not None:
             out["delivery"] = self.delivery.to_dict()
+        if self.allow_mass_mentions:
+            out["allow_mass_mentions"] = True
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReplyPayload:
         """Parse a reply payload. A legacy ``interactive`` object maps into presentation
-        (its blocks are appended after any ``presentation`` blocks)."""
+        (its blocks are appended after any ``presentation`` blocks) and warns once per
+        process with a :class:`DeprecationWarning`."""
         data = _as_mapping(data, "")
         text = data.get("text")
         if text is not None and not isinstance(text, str):
@@ -607,6 +639,7 @@ class ReplyPayload:
             except PresentationError as exc:
                 raise exc.under("presentation") from None
         if data.get("interactive") is not None:
+            _warn_interactive()
             legacy = presentation_from_interactive(data["interactive"])
             if legacy is not None:
                 if presentation is None:
@@ -623,7 +656,28 @@ class ReplyPayload:
                 delivery = Delivery.from_dict(data["delivery"])
             except PresentationError as exc:
                 raise exc.under("delivery") from None
-        return cls(text=text, presentation=presentation, delivery=delivery)
+        allow = data.get("allow_mass_mentions", False)
+        _check_bool(allow, "allow_mass_mentions")
+        return cls(
+            text=text, presentation=presentation, delivery=delivery, allow_mass_mentions=allow
+        )
+
+
+_interactive_warned = False
+
+
+def _warn_interactive() -> None:
+    """Warn about the legacy ``interactive`` input once per process."""
+    global _interactive_warned
+    if _interactive_warned:
+        return
+    _interactive_warned = True
+    warnings.warn(
+        "the 'interactive' reply field is deprecated; send 'presentation' instead "
+        "(docs/presentation.md)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
 
 
 # --------------------------------------------------------------------------- legacy interactive
@@ -651,13 +705,31 @@ def presentation_from_interactive(data: Mapping[str, Any]) -> MessagePresentatio
 
 def presentation_to_interactive(presentation: MessagePresentation) -> dict[str, Any] | None:
     """The legacy ``interactive`` view of a presentation, for old consumers: the title
-    and context become text blocks, dividers are dropped. None when nothing remains."""
+    and context become text blocks, dividers are dropped, command buttons also carry
+    the legacy typed ``action``. None when nothing remains.
+
+    ``presentation_from_interactive(presentation_to_interactive(p))`` keeps every
+    button's value, link and command."""
     blocks: list[dict[str, Any]] = []
     if presentation.title:
         blocks.append({"type": "text", "text": presentation.title})
     for block in presentation.blocks:
         if isinstance(block, TextBlock | ContextBlock):
             blocks.append({"type": "text", "text": block.text})
-        elif isinstance(block, ButtonsBlock | SelectBlock):
+        elif isinstance(block, ButtonsBlock):
+            blocks.append(
+                {"type": "buttons", "buttons": [_legacy_button(b) for b in block.buttons]}
+            )
+        elif isinstance(block, SelectBlock):
             blocks.append(block.to_dict())
     return {"blocks": blocks} if blocks else None
+
+
+def _legacy_button(button: Button) -> dict[str, Any]:
+    """A button in the legacy view: the canonical fields plus, for a command button, the
+    typed ``action: {"type": "command", "command": ...}`` that legacy consumers read (a
+    consumer that only knows ``value``/``action`` still gets the command, not nothing)."""
+    out = button.to_dict()
+    if button.command is not None:
+        out["action"] = {"type": "command", "command": button.command}
+    return out

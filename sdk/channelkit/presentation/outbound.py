@@ -11,13 +11,19 @@ registered per platform in a :class:`SenderRegistry`; :func:`deliver` runs the f
     -> sender.pin(target, first_message_id, notify=...)  # when delivery.pin asks
 
 A channel without a renderer (capabilities ``None`` or ``supported=False``) gets the
-plain-text fallback. Pinning never loses a message: an unsupported or failed pin is a
+plain-text fallback, and so does a presentation its renderer declines (``render``
+returns None): the fallback text is split to the channel's declared text limit
+(``limits.text.max_length`` in its encoding) and each piece rendered as text. A payload
+with ``allow_mass_mentions`` is rendered with ``allow_mass_mentions=True`` (the keyword
+is passed only then, so senders written before it keep working for other payloads).
+Pinning never loses a message: an unsupported or failed pin is a
 logged warning, or, with ``required=True``, a :class:`DeliveryPinError` raised after the
 message was sent, carrying its id.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -30,6 +36,7 @@ from channelkit.presentation.capabilities import DeliveryCapabilities, Presentat
 from channelkit.presentation.errors import DeliveryPinError
 from channelkit.presentation.fallback import render_fallback_text
 from channelkit.presentation.model import MessagePresentation, PinRequest, ReplyPayload
+from channelkit.presentation.rendering import split_nonblank
 
 __all__ = [
     "PIN_FAILED",
@@ -74,8 +81,14 @@ class PresentationSender(Protocol):
 
     def render(
         self, presentation: MessagePresentation, *, text: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Native message bodies for an adapted presentation, in send order."""
+    ) -> list[dict[str, Any]] | None:
+        """Native message bodies for an adapted presentation, in send order; None asks
+        for the text fallback instead.
+
+        A sender whose ``render`` also takes ``allow_mass_mentions: bool = False`` gets
+        ``allow_mass_mentions=True`` for a payload that opts in (it lets the text notify
+        a whole channel; off, the renderer neutralises such mentions). A sender without
+        that keyword is always rendered with mass mentions neutralised."""
         ...
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
@@ -101,8 +114,9 @@ class SenderBase:
 
     def render(
         self, presentation: MessagePresentation, *, text: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Native message bodies for an adapted presentation, in send order."""
+    ) -> list[dict[str, Any]] | None:
+        """Native message bodies for an adapted presentation, in send order (None: send
+        the text fallback). Subclasses may add ``allow_mass_mentions: bool = False``."""
         raise NotImplementedError
 
     def pin(self, target: str, message_id: str, *, notify: bool) -> None:
@@ -187,11 +201,61 @@ def render_for(
     """Adapt and render ``payload`` for ``sender`` without sending: (adapted, bodies)."""
     capabilities = sender.presentation_capabilities
     presentation = payload.presentation or MessagePresentation()
+    options = _mention_options(sender, payload)
     if capabilities is None or not capabilities.supported:
         text = render_fallback_text(presentation, payload.text)
-        return presentation, sender.render(MessagePresentation(), text=text) if text else []
+        return presentation, _render_text(sender, text, capabilities, options)
     adapted = adapt(presentation, capabilities)
-    return adapted, sender.render(adapted, text=payload.text)
+    bodies = sender.render(adapted, text=payload.text, **options)
+    if bodies is None:  # the renderer asks for the text fallback
+        text = render_fallback_text(adapted, payload.text)
+        bodies = _render_text(sender, text, capabilities, options)
+    return adapted, bodies
+
+
+def _mention_options(sender: PresentationSender, payload: ReplyPayload) -> dict[str, Any]:
+    """``{"allow_mass_mentions": True}`` when the payload opts in and the sender's
+    ``render`` takes the keyword; otherwise ``{}`` (mentions stay neutralised)."""
+    if not payload.allow_mass_mentions:
+        return {}
+    try:
+        parameters = inspect.signature(sender.render).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        parameters = {}  # type: ignore[assignment]
+    if "allow_mass_mentions" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    ):
+        return {"allow_mass_mentions": True}
+    logger.warning(
+        "allow_mass_mentions requested, but the sender's render cannot take it; "
+        "mass mentions stay neutralised",
+        extra={"platform": sender.platform},
+    )
+    return {}
+
+
+def _render_text(
+    sender: PresentationSender,
+    text: str,
+    capabilities: PresentationCapabilities | None,
+    options: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The text fallback as bodies: one text-only render per piece of the declared text
+    limit (the whole text when no limit is declared)."""
+    limits = capabilities.limits.text if capabilities is not None else None
+    if limits is None:
+        pieces = [text] if text.strip() else []
+    else:
+        pieces = split_nonblank(text, limits.max_length, limits.encoding)
+    bodies: list[dict[str, Any]] = []
+    for piece in pieces:
+        rendered = sender.render(MessagePresentation(), text=piece, **options)
+        if rendered is None:
+            raise ConfigurationError(
+                f"the {sender.platform} renderer returned None for plain text", "render"
+            )
+        bodies.extend(rendered)
+    return bodies
 
 
 def deliver(
@@ -255,6 +319,11 @@ def _pin(sender: PresentationSender, result: DeliveryResult, pin: PinRequest) ->
         if pin.required:
             return skip(f"Delivery pin is not supported by channel: {result.platform}")
         return skip(PIN_UNSUPPORTED)
+    if pin.notify and not sender.delivery_capabilities.pin_notify:
+        logger.debug(
+            "Pin notify ignored: the channel's pin has no notify switch",
+            extra={"pin": {**where, "message_id": message_id}},
+        )
     try:
         sender.pin(result.target, message_id, notify=pin.notify)
     except Exception as exc:
@@ -293,7 +362,7 @@ class FunctionSender:
         self,
         platform: str,
         *,
-        render: Callable[..., list[dict[str, Any]]],
+        render: Callable[..., list[dict[str, Any]] | None],
         send: Callable[[str, dict[str, Any]], str | None],
         pin: Callable[[str, str, bool], None] | None = None,
         presentation_capabilities: PresentationCapabilities | None = None,
@@ -326,10 +395,18 @@ class FunctionSender:
         return self._delivery_capabilities
 
     def render(
-        self, presentation: MessagePresentation, *, text: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Call the render function with the configured options."""
-        return self._render(presentation, text=text, **self._render_options)
+        self,
+        presentation: MessagePresentation,
+        *,
+        text: str | None = None,
+        allow_mass_mentions: bool = False,
+    ) -> list[dict[str, Any]] | None:
+        """Call the render function with the configured options (``allow_mass_mentions``
+        is passed on only when set)."""
+        options = dict(self._render_options)
+        if allow_mass_mentions:
+            options["allow_mass_mentions"] = True
+        return self._render(presentation, text=text, **options)
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
         """Call the send function."""

@@ -4,7 +4,9 @@ Card JSON 2.0: the title goes to the header (template colour by tone: danger red
 warning orange, success green, else blue), body elements in authored order: text ->
 ``markdown``, context -> grey ``markdown``, divider -> ``hr``, buttons -> ``button``
 elements (``open_url`` for http(s) links, ``callback`` with ``{"value": ...}`` or
-``{"command": ...}``). Selects read as a grey list. ``& < >`` in text are escaped.
+``{"command": ...}``). Selects read as a grey list. ``& < >`` in text are escaped, which
+also keeps ``<at id=all></at>`` (Feishu's notify-everyone) from being sent by text;
+``allow_mass_mentions`` does not lift that escaping.
 
 Size: Feishu limits a card message's request body to 30 KB (error 230025). Each card
 is kept within 28,000 bytes as its serialized ``content`` appears on the wire (escaped
@@ -37,6 +39,7 @@ from channelkit.presentation.fallback import (
     render_fallback_text,
     select_fallback_text,
 )
+from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -106,7 +109,7 @@ def _grey(text: str) -> list[dict[str, Any]]:
 def _button(button: Button) -> dict[str, Any] | None:
     """The button element, or None when it cannot be a button (its label moves to text)."""
     behaviors: list[dict[str, Any]] = []
-    if button.url is not None and button.url.lower().startswith(("https://", "http://")):
+    if button.url is not None and is_safe_link(button.url):
         behaviors.append({"type": "open_url", "default_url": button.url})
     payload = callback_payload(button)
     if payload is not None:
@@ -212,7 +215,12 @@ def render_cards(
     return [card for card, _ in _render(presentation, text)]
 
 
-def render(presentation: MessagePresentation, *, text: str | None = None) -> list[dict[str, Any]]:
+def render(
+    presentation: MessagePresentation,
+    *,
+    text: str | None = None,
+    allow_mass_mentions: bool = False,
+) -> list[dict[str, Any]]:
     """Render an adapted presentation to ``POST /open-apis/im/v1/messages`` bodies
     (without ``receive_id``)."""
     return [

@@ -39,10 +39,14 @@ class FeishuSender(SenderBase):
         self.receive_id_type = receive_id_type
 
     def render(
-        self, presentation: MessagePresentation, *, text: str | None = None
+        self,
+        presentation: MessagePresentation,
+        *,
+        text: str | None = None,
+        allow_mass_mentions: bool = False,
     ) -> list[dict[str, Any]]:
         """Interactive-card message bodies."""
-        return renderer.render(presentation, text=text)
+        return renderer.render(presentation, text=text, allow_mass_mentions=allow_mass_mentions)
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
         """Send one card; returns its ``message_id``."""

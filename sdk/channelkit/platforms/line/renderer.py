@@ -19,6 +19,11 @@ LINE's documented limits, and how every payload stays within them:
   counted here in UTF-16 units, which is never less than characters).
 - a ``uri`` action's link is at most 1,000 characters: a link button over that (by its
   escaped size) is not rendered as a button; it reads as ``- label: url`` in the body.
+  A link that is not http(s) (:mod:`channelkit.presentation.links`) reads as its label.
+- a text component is cut by ``adapt`` at 2,000 characters; a longer text block is
+  split into several components, up to 5,000 characters (one text message's worth).
+- LINE has no mention that notifies a whole group from text, so ``allow_mass_mentions``
+  changes nothing here.
 - a request carries at most 5 messages: each returned body is one push request of at
   most 5 messages, in order; the bubble is always the last message of the last body
   (so its quick reply shows). A sender pushes the bodies one after another; only the
@@ -42,6 +47,7 @@ from channelkit.presentation.fallback import (
     render_fallback_text,
     select_fallback_text,
 )
+from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -85,7 +91,12 @@ CAPABILITIES = PresentationCapabilities(
             max_label_length=MAX_QUICK_REPLY_LABEL,
             max_value_bytes=300,
         ),
-        text=TextLimits(max_length=2000, encoding="characters", markdown_dialect="plain"),
+        text=TextLimits(
+            max_length=2000,
+            encoding="characters",
+            markdown_dialect="plain",
+            max_message_length=MAX_TEXT_MESSAGE,
+        ),
     ),
 )
 DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=False)
@@ -108,8 +119,10 @@ def _action(button: Button) -> dict[str, Any]:
 
 
 def _native(button: Button) -> bool:
-    """A link button renders natively only when its link fits a ``uri`` action."""
-    return button.url is None or json_wire_size(button.url) - 2 <= MAX_URI
+    """A link button renders natively only when its link is safe and fits a ``uri``
+    action."""
+    url = button.url
+    return url is None or (json_wire_size(url) - 2 <= MAX_URI and is_safe_link(url))
 
 
 def _text(text: str, **extra: Any) -> dict[str, Any]:
@@ -202,7 +215,12 @@ def _footer_bound(footer: list[dict[str, Any]]) -> int:
     return total
 
 
-def render(presentation: MessagePresentation, *, text: str | None = None) -> list[dict[str, Any]]:
+def render(
+    presentation: MessagePresentation,
+    *,
+    text: str | None = None,
+    allow_mass_mentions: bool = False,
+) -> list[dict[str, Any]]:
     """Render an adapted presentation to request bodies (add ``to`` for push or
     ``replyToken`` for reply); each body is one request of at most 5 messages."""
     has_controls = any(isinstance(b, ButtonsBlock | SelectBlock) for b in presentation.blocks)

@@ -41,10 +41,14 @@ class LineSender(SenderBase):
         self.notification_disabled = notification_disabled
 
     def render(
-        self, presentation: MessagePresentation, *, text: str | None = None
+        self,
+        presentation: MessagePresentation,
+        *,
+        text: str | None = None,
+        allow_mass_mentions: bool = False,
     ) -> list[dict[str, Any]]:
         """Request bodies of at most five messages each."""
-        return renderer.render(presentation, text=text)
+        return renderer.render(presentation, text=text, allow_mass_mentions=allow_mass_mentions)
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
         """Push one request; returns the id of its first message."""

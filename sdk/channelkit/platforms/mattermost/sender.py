@@ -45,10 +45,19 @@ class MattermostSender(SenderBase):
         self.root_id = root_id
 
     def render(
-        self, presentation: MessagePresentation, *, text: str | None = None
+        self,
+        presentation: MessagePresentation,
+        *,
+        text: str | None = None,
+        allow_mass_mentions: bool = False,
     ) -> list[dict[str, Any]]:
         """Post bodies with interactive message actions."""
-        return renderer.render(presentation, text=text, callback_url=self.callback_url)
+        return renderer.render(
+            presentation,
+            text=text,
+            callback_url=self.callback_url,
+            allow_mass_mentions=allow_mass_mentions,
+        )
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
         """Create one post; returns its id."""

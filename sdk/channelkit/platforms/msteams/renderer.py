@@ -10,7 +10,10 @@ later 100 KB; connectors report ~28 KB). Every activity here is kept within 28,0
 of UTF-16-encoded JSON, the strictest of those; longer presentations continue in further
 cards. Text is cut into TextBlocks of at most 2,000 characters so any one element fits,
 and a button whose action alone is over 3,000 bytes (a huge callback value or URL) is
-not rendered as a button: its label reads as text (``- label`` / ``- label: url``).
+not rendered as a button: its label reads as text (``- label`` / ``- label: url``);
+so does a link that is not http(s) (:mod:`channelkit.presentation.links`). Teams only
+notifies for mentions declared in an activity's ``entities``, so text cannot
+mass-notify and ``allow_mass_mentions`` changes nothing here.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from channelkit.presentation.capabilities import (
     TextLimits,
 )
 from channelkit.presentation.fallback import buttons_fallback_text, select_fallback_text
+from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -73,7 +77,10 @@ def _action(button: Button) -> dict[str, Any]:
 
 
 def _native(button: Button) -> bool:
-    """Small enough to render as an action (a huge callback value or URL is not)."""
+    """A safe link, small enough to render as an action (a huge callback value or URL
+    is not)."""
+    if button.url is not None and not is_safe_link(button.url):
+        return False
     chars = len(button.label) + len(button.url or button.value or button.command or "")
     return 12 * chars + 200 <= MAX_ACTION_BYTES or (
         json_utf16_size(_action(button)) <= MAX_ACTION_BYTES
@@ -129,7 +136,12 @@ def _activity(body: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "message", "attachments": [{"contentType": CARD_CONTENT_TYPE, "content": card}]}
 
 
-def render(presentation: MessagePresentation, *, text: str | None = None) -> list[dict[str, Any]]:
+def render(
+    presentation: MessagePresentation,
+    *,
+    text: str | None = None,
+    allow_mass_mentions: bool = False,
+) -> list[dict[str, Any]]:
     """Render an adapted presentation to activities for
     ``POST {serviceUrl}/v3/conversations/{conversationId}/activities``."""
     elements = _elements(presentation, text)

@@ -38,10 +38,14 @@ class MsteamsSender(SenderBase):
         self.client = client
 
     def render(
-        self, presentation: MessagePresentation, *, text: str | None = None
+        self,
+        presentation: MessagePresentation,
+        *,
+        text: str | None = None,
+        allow_mass_mentions: bool = False,
     ) -> list[dict[str, Any]]:
         """Activities carrying an Adaptive Card."""
-        return renderer.render(presentation, text=text)
+        return renderer.render(presentation, text=text, allow_mass_mentions=allow_mass_mentions)
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
         """Send one activity; returns its id."""

@@ -12,11 +12,20 @@ Action ids: ``ck:button:<block>:<n>`` (callback ``value``), ``ck:command:<block>
 ``ck:select:<block>``. A link button whose URL is over Slack's 3,000 characters is not
 rendered as a button: it reads as ``- label: url`` in a section right after its row.
 Documented limits kept: 50 blocks per message, 3,000 characters per section or
-context text, 150 per header, 40,000 for the message ``text`` (cut to 3,000 here).
+context text, 150 per header, 40,000 for the message ``text`` (cut to 3,000 here). A
+text block longer than 3,000 characters is split by ``adapt`` into several sections, up
+to 40,000 characters (``max_message_length``).
+
+Mass mentions: unless the payload sets ``allow_mass_mentions``, every mrkdwn text (and
+the ``text`` fallback) has ``<!channel>``, ``<!here>``, ``<!everyone>``, ``<!group>`` and
+user-group mentions ``<!subteam^ID>`` escaped with Slack's documented entities
+(``&lt;!here&gt;``): they read as written and notify nobody. Links must be http(s)
+(:mod:`channelkit.presentation.links`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from channelkit.presentation.capabilities import (
@@ -28,6 +37,7 @@ from channelkit.presentation.capabilities import (
     TextLimits,
 )
 from channelkit.presentation.fallback import buttons_fallback_text, render_fallback_text
+from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -47,6 +57,7 @@ MAX_BLOCKS = 50
 MAX_SECTION_TEXT = 3000
 MAX_HEADER_TEXT = 150
 MAX_BUTTON_URL = 3000
+MAX_MESSAGE_TEXT = 40_000
 
 CAPABILITIES = PresentationCapabilities(
     buttons=True,
@@ -66,17 +77,31 @@ CAPABILITIES = PresentationCapabilities(
             encoding="characters",
             markdown_dialect="slack-mrkdwn",
             supports_edit=True,
+            max_message_length=MAX_MESSAGE_TEXT,
         ),
     ),
 )
 DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=True)
 
 _STYLES = {"primary": "primary", "success": "primary", "danger": "danger"}
+# Special mentions that notify many people: <!channel>, <!here>, <!everyone>, the legacy
+# <!group>, and user groups <!subteam^ID> / <!subteam^ID|@handle>.
+MASS_MENTION = re.compile(r"<!(?:channel|here|everyone|group|subteam\^)[^<>]*>", re.IGNORECASE)
+
+
+def escape_mass_mentions(text: str) -> str:
+    """``text`` with Slack's mass mentions escaped (``&lt;!here&gt;``): shown as
+    written, notifying nobody."""
+    if "<!" not in text:
+        return text
+    return MASS_MENTION.sub(lambda m: f"&lt;{m.group(0)[1:-1]}&gt;", text)
 
 
 def _native(button: Button) -> bool:
-    """A link button renders natively only when its URL fits (3,000 characters)."""
-    return button.url is None or len(button.url) <= MAX_BUTTON_URL
+    """A link button renders natively only when its URL is a safe link and fits
+    (3,000 characters)."""
+    url = button.url
+    return url is None or (len(url) <= MAX_BUTTON_URL and is_safe_link(url))
 
 
 def _plain(text: str) -> dict[str, Any]:
@@ -104,11 +129,18 @@ def _button(button: Button, block_index: int, number: int) -> dict[str, Any]:
     return out
 
 
-def _blocks(presentation: MessagePresentation, text: str | None) -> list[dict[str, Any]]:
+def _blocks(
+    presentation: MessagePresentation, text: str | None, allow_mass_mentions: bool
+) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
 
+    def mrkdwn(content: str) -> list[str]:
+        if not allow_mass_mentions:
+            content = escape_mass_mentions(content)
+        return split_text(content, MAX_SECTION_TEXT)
+
     def section(content: str) -> None:
-        for part in split_text(content, MAX_SECTION_TEXT):
+        for part in mrkdwn(content):
             blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": part}})
 
     if text is not None and text.strip():
@@ -122,7 +154,7 @@ def _blocks(presentation: MessagePresentation, text: str | None) -> list[dict[st
         if isinstance(block, TextBlock):
             section(block.text)
         elif isinstance(block, ContextBlock):
-            for part in split_text(block.text, MAX_SECTION_TEXT):
+            for part in mrkdwn(block.text):
                 blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": part}]})
         elif isinstance(block, DividerBlock):
             blocks.append({"type": "divider"})
@@ -163,11 +195,19 @@ def _blocks(presentation: MessagePresentation, text: str | None) -> list[dict[st
     return blocks
 
 
-def render(presentation: MessagePresentation, *, text: str | None = None) -> list[dict[str, Any]]:
+def render(
+    presentation: MessagePresentation,
+    *,
+    text: str | None = None,
+    allow_mass_mentions: bool = False,
+) -> list[dict[str, Any]]:
     """Render an adapted presentation (plus optional leading ``text``) to
     ``chat.postMessage`` bodies (without ``channel``)."""
-    blocks = _blocks(presentation, text)
-    summary = truncate_chars(render_fallback_text(presentation, text), MAX_SECTION_TEXT)
+    blocks = _blocks(presentation, text, allow_mass_mentions)
+    summary = render_fallback_text(presentation, text)
+    if not allow_mass_mentions:
+        summary = escape_mass_mentions(summary)
+    summary = truncate_chars(summary, MAX_SECTION_TEXT)
     if not blocks:
         return [{"text": summary}] if summary else []
     messages: list[dict[str, Any]] = []

@@ -39,10 +39,14 @@ class SlackSender(SenderBase):
         self.thread_ts = thread_ts
 
     def render(
-        self, presentation: MessagePresentation, *, text: str | None = None
+        self,
+        presentation: MessagePresentation,
+        *,
+        text: str | None = None,
+        allow_mass_mentions: bool = False,
     ) -> list[dict[str, Any]]:
         """Block Kit message bodies."""
-        return renderer.render(presentation, text=text)
+        return renderer.render(presentation, text=text, allow_mass_mentions=allow_mass_mentions)
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
         """Post one message; returns its ``ts``."""

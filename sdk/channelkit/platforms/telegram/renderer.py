@@ -4,8 +4,12 @@ The text is the full plain-text rendering (title, text, context, button and opti
 labels), sent without ``parse_mode``. Buttons and select options become an
 ``inline_keyboard``: one keyboard row per adapted buttons block (3 per row), select
 options in rows of 3. ``callback_data`` is the callback value, or ``tgcmd:<command>`` for
-a command; a button whose ``callback_data`` would exceed 64 UTF-8 bytes is left out
-(its label is in the text). Text longer than 4,096 UTF-16 units continues in further
+a command; the prefix counts in the 64-byte budget (commands may take 58 bytes:
+``max_command_bytes``), so ``adapt`` moves a longer command to the text
+(``- label: `command` ``) instead of the keyboard silently losing it. Link buttons may
+use ``https:``, ``http:`` and Telegram's own ``tg:`` links; any other link reads as its
+label. Telegram has no mention that notifies a whole group, so ``allow_mass_mentions``
+changes nothing here. Text longer than 4,096 UTF-16 units continues in further
 messages; the keyboard rides on the last one. The keyboard holds at most 100 buttons
 (Telegram rejects larger reply markups); any beyond are left out, their labels being in
 the text like every other label.
@@ -27,8 +31,10 @@ from channelkit.presentation.capabilities import (
     TextLimits,
 )
 from channelkit.presentation.fallback import render_fallback_text
+from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.model import Button, ButtonsBlock, MessagePresentation, SelectBlock
 from channelkit.presentation.rendering import split_nonblank
+from channelkit.presentation.text import measure
 
 __all__ = [
     "CAPABILITIES",
@@ -45,6 +51,7 @@ MAX_TEXT_UTF16 = 4096
 ROW_SIZE = 3
 COMMAND_PREFIX = "tgcmd:"
 MAX_KEYBOARD_BUTTONS = 100
+LINK_SCHEMES = ("https", "http", "tg")
 
 
 def capabilities(*, inline_buttons: bool = True) -> PresentationCapabilities:
@@ -60,7 +67,9 @@ def capabilities(*, inline_buttons: bool = True) -> PresentationCapabilities:
                 max_actions_per_row=ROW_SIZE,
                 max_label_length=64,
                 max_value_bytes=MAX_CALLBACK_DATA_BYTES,
+                max_command_bytes=MAX_CALLBACK_DATA_BYTES - len(COMMAND_PREFIX),
                 supports_styles=False,
+                link_schemes=LINK_SCHEMES,
             ),
             selects=SelectLimits(
                 max_options=100, max_label_length=64, max_value_bytes=MAX_CALLBACK_DATA_BYTES
@@ -71,15 +80,15 @@ def capabilities(*, inline_buttons: bool = True) -> PresentationCapabilities:
 
 
 CAPABILITIES = capabilities()
-DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=True)
+DELIVERY_CAPABILITIES = DeliveryCapabilities(pin=True, pin_notify=True)
 
 
 def _fits(data: str) -> bool:
-    return len(data.encode("utf-8")) <= MAX_CALLBACK_DATA_BYTES
+    return measure(data, "utf8-bytes") <= MAX_CALLBACK_DATA_BYTES
 
 
 def _button(button: Button) -> dict[str, Any] | None:
-    if button.url is not None:
+    if button.url is not None and is_safe_link(button.url, LINK_SCHEMES):
         return {"text": button.label, "url": button.url}
     data = f"{COMMAND_PREFIX}{button.command}" if button.command is not None else button.value
     if data is None or not _fits(data):
@@ -112,7 +121,12 @@ def inline_keyboard(presentation: MessagePresentation) -> list[list[dict[str, An
     return rows
 
 
-def render(presentation: MessagePresentation, *, text: str | None = None) -> list[dict[str, Any]]:
+def render(
+    presentation: MessagePresentation,
+    *,
+    text: str | None = None,
+    allow_mass_mentions: bool = False,
+) -> list[dict[str, Any]]:
     """Render an adapted presentation to ``sendMessage`` bodies (without ``chat_id``)."""
     body = render_fallback_text(presentation, text)
     if not body.strip():

@@ -43,10 +43,14 @@ class TelegramSender(SenderBase):
         return int(target) if target.lstrip("-").isdigit() else target
 
     def render(
-        self, presentation: MessagePresentation, *, text: str | None = None
+        self,
+        presentation: MessagePresentation,
+        *,
+        text: str | None = None,
+        allow_mass_mentions: bool = False,
     ) -> list[dict[str, Any]]:
         """``sendMessage`` bodies (text + inline keyboard)."""
-        return renderer.render(presentation, text=text)
+        return renderer.render(presentation, text=text, allow_mass_mentions=allow_mass_mentions)
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
         """Send one message; returns its ``message_id``."""
