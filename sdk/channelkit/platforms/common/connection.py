@@ -1,0 +1,227 @@
+"""Long connections: one thread per connection that connects, reads, ACKs and hands on.
+
+A bot without a public HTTPS address reaches its platform through a long connection
+(a WebSocket gateway, or long polling). Every such connection is a
+:class:`LongConnection`: one daemon thread runs :meth:`LongConnection.serve_once` (one
+connection's life: connect, then read frames, verify, ACK and hand slow work to the
+pool, exactly like a web handler), and when it returns or raises, waits a capped,
+jittered backoff and connects again, until :meth:`LongConnection.stop`. Nothing else
+waits on the connection thread: handlers ACK first and hand work on.
+
+Its :class:`ConnectionState` (connecting, connected, reconnecting with the attempt
+count and the last error, stopped) is what ``/healthz`` reports.
+
+A channel that owns connections exposes them as ``channel.connections`` (see
+:func:`connections_of`); :func:`start_connections` starts them and the channel's close
+stops them within its grace period.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from channelkit.runtime.clock import Clock, SystemClock
+
+__all__ = [
+    "Backoff",
+    "ConnectionState",
+    "LongConnection",
+    "connections_of",
+    "start_connections",
+    "stop_connections",
+]
+
+logger = logging.getLogger(__name__)
+
+Status = Literal["idle", "connecting", "connected", "reconnecting", "stopped"]
+
+
+@dataclass(frozen=True)
+class ConnectionState:
+    """A snapshot of one long connection, as ``/healthz`` reports it."""
+
+    name: str
+    status: Status
+    attempt: int = 0  # failed attempts since the last successful connection
+    last_error: str | None = None  # the exception type and a short reason, never a secret
+    since: float = 0.0  # wall-clock time (epoch seconds) of the last status change
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+
+class Backoff:
+    """Capped exponential backoff with equal jitter: ``d/2 + random() * d/2`` where
+    ``d = min(cap, base * 2**(n-1))`` for the n-th consecutive failure."""
+
+    def __init__(
+        self,
+        base: float = 0.5,
+        cap: float = 30.0,
+        *,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        if base < 0 or cap < 0:
+            raise ValueError("base and cap: must not be negative")
+        self.base = base
+        self.cap = cap
+        self._jitter = jitter
+        self.failures = 0
+
+    def next(self) -> float:
+        """The wait before the next attempt (counts one more failure)."""
+        self.failures += 1
+        ceiling = min(self.cap, self.base * (2.0 ** (self.failures - 1)))
+        return ceiling / 2 + self._jitter() * ceiling / 2
+
+    def reset(self) -> None:
+        """A connection succeeded: the next failure starts from ``base`` again."""
+        self.failures = 0
+
+
+class LongConnection:
+    """One long connection and its thread; subclasses implement :meth:`serve_once`.
+
+    ``wait(stop_event, seconds) -> bool`` waits out a backoff and returns True when the
+    connection was stopped meanwhile; the default is ``stop_event.wait(seconds)``. Tests
+    inject one that records the delay and returns at once (they never sleep for real).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        clock: Clock | None = None,
+        backoff: Backoff | None = None,
+        wait: Callable[[threading.Event, float], bool] | None = None,
+    ) -> None:
+        self.name = name
+        self._clock = clock if clock is not None else SystemClock()
+        self.backoff = backoff if backoff is not None else Backoff()
+        self._wait = wait if wait is not None else (lambda event, seconds: event.wait(seconds))
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._state = ConnectionState(name, "idle", since=self._clock.time())
+
+    # -- what subclasses implement ----------------------------------------------------
+    def serve_once(self) -> None:
+        """One connection's life: connect, call :meth:`connected` once it is up, read
+        until the peer or :meth:`stop` ends it. Return for a clean end (reconnect at
+        once, e.g. on a server's ``disconnect`` request); raise on a failure (reconnect
+        after a backoff)."""
+        raise NotImplementedError
+
+    def interrupt(self) -> None:
+        """Unblock a read in progress (close the socket); called by :meth:`stop`."""
+
+    # -- for subclasses ---------------------------------------------------------------
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` was called: end the read loop."""
+        return self._stop.is_set()
+
+    def connected(self) -> None:
+        """Mark the connection up (resets the backoff)."""
+        self.backoff.reset()
+        self._set("connected", attempt=0, last_error=None)
+
+    # -- lifecycle --------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the connection's thread (once; later calls do nothing)."""
+        with self._lock:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(
+                target=self._loop, name=f"channelkit-{self.name}", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop reading and reconnecting; True when the thread ended within ``timeout``."""
+        self._stop.set()
+        try:
+            self.interrupt()
+        except Exception:
+            logger.debug("%s: interrupt failed", self.name, exc_info=True)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            alive = thread.is_alive()
+        else:
+            alive = False
+        self._set("stopped")
+        return not alive
+
+    def state(self) -> ConnectionState:
+        """The current :class:`ConnectionState`."""
+        with self._lock:
+            return self._state
+
+    # -- the loop ---------------------------------------------------------------------
+    def _set(self, status: Status, **changes: Any) -> None:
+        with self._lock:
+            current = self._state
+            fields = {
+                "attempt": changes.get("attempt", current.attempt),
+                "last_error": changes.get("last_error", current.last_error),
+            }
+            self._state = ConnectionState(self.name, status, since=self._clock.time(), **fields)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._set("connecting")
+            try:
+                self.serve_once()
+            except Exception as exc:
+                if self._stop.is_set():
+                    break
+                reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+                attempt = self.state().attempt + 1
+                delay = self.backoff.next()
+                self._set("reconnecting", attempt=attempt, last_error=reason)
+                logger.warning(
+                    "%s: connection failed (%s); reconnecting in %.1f s (attempt %d)",
+                    self.name,
+                    type(exc).__name__,
+                    delay,
+                    attempt,
+                )
+                if self._wait(self._stop, delay):
+                    break
+                continue
+            if not self._stop.is_set():
+                self._set("reconnecting")  # a clean end: the peer asked for a reconnect
+        self._set("stopped")
+
+
+def connections_of(channel: object) -> Sequence[LongConnection]:
+    """The long connections a channel owns (``channel.connections``; empty if none)."""
+    found = getattr(channel, "connections", ())
+    return tuple(c for c in found if isinstance(c, LongConnection))
+
+
+def start_connections(channels: Iterable[object]) -> list[LongConnection]:
+    """Start every long connection of ``channels``; returns them."""
+    started: list[LongConnection] = []
+    for channel in channels:
+        for connection in connections_of(channel):
+            connection.start()
+            started.append(connection)
+    return started
+
+
+def stop_connections(connections: Iterable[LongConnection], timeout: float) -> bool:
+    """Stop ``connections`` (each within what is left of ``timeout``); True if all ended."""
+    clock = SystemClock()
+    deadline = clock.now() + timeout
+    ok = True
+    for connection in connections:
+        ok = connection.stop(max(0.0, deadline - clock.now())) and ok
+    return ok
