@@ -213,18 +213,26 @@ def render_for(
     return adapted, bodies
 
 
+def _accepts_keyword(function: Callable[..., Any], name: str) -> bool:
+    """Whether ``function`` takes the keyword argument ``name`` (or ``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # pragma: no cover - callables without a signature
+        return False
+    return name in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
 def _mention_options(sender: PresentationSender, payload: ReplyPayload) -> dict[str, Any]:
     """``{"allow_mass_mentions": True}`` when the payload opts in and the sender's
     ``render`` takes the keyword; otherwise ``{}`` (mentions stay neutralised)."""
     if not payload.allow_mass_mentions:
         return {}
-    try:
-        parameters = inspect.signature(sender.render).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        parameters = {}  # type: ignore[assignment]
-    if "allow_mass_mentions" in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    ):
+    render = sender.render
+    if isinstance(sender, FunctionSender):
+        render = sender._render
+    if _accepts_keyword(render, "allow_mass_mentions"):
         return {"allow_mass_mentions": True}
     logger.warning(
         "allow_mass_mentions requested, but the sender's render cannot take it; "
