@@ -5,6 +5,11 @@ that platform's documented payload limits and never loses a label."""
 
 from __future__ import annotations
 
+import json
+import re
+import unicodedata
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,6 +30,7 @@ from channelkit.presentation import (
     adapt,
     render_fallback_text,
 )
+from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.text import measure, truncate
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -264,3 +270,139 @@ def test_rendered_output_is_within_platform_limits_and_keeps_every_label(
     seen = visible_text(platform, messages)
     for label in shown_labels(p, capabilities):
         assert label in seen, (platform, label)
+
+
+# --------------------------------------------------------------------------- safety
+
+# Hostile agent content: mass mentions, unsafe and platform-specific links, shared
+# callback values, and grapheme clusters that a careless cut would split.
+CLUSTERS = [
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467",  # ZWJ sequence
+    "\U0001f44d\U0001f3fd",  # emoji modifier
+    "\U0001f1ef\U0001f1f5",  # flag (regional-indicator pair)
+    "1\ufe0f\u20e3",  # keycap
+    "e\u0301",  # combining mark
+    "\u2764\ufe0f",  # variation selector
+    "\u1100\u1161\u11a8",  # Hangul jamo
+]
+MENTIONS = ["<!channel>", "<!here>", "<!everyone>", "<!subteam^S1|@team>", "@channel", "@all"]
+UNSAFE_URLS = ["javascript:alert(1)", "data:text/html,boom", "/relative/x"]
+SAFE_URLS = ["https://x.test/a", "tg://resolve?domain=x"]
+atoms = st.sampled_from([*CLUSTERS, *MENTIONS, "@here", "a", "b ", "\n", "漢"])
+hostile_words = st.lists(atoms, min_size=1, max_size=12).map("".join).filter(str.strip)
+hostile_long = st.builds(lambda w, n: w * n, hostile_words, st.sampled_from([1, 1, 40, 250]))
+shared_value = st.sampled_from(["same", "same", "other", "x:y"])
+
+
+@st.composite
+def hostile_buttons(draw: Any) -> Button:
+    target = draw(st.sampled_from(["value", "url", "command", "value+url"]))
+    return Button(
+        label=draw(hostile_words),
+        value=draw(shared_value) if "value" in target else None,
+        url=draw(st.sampled_from(UNSAFE_URLS + SAFE_URLS)) if "url" in target else None,
+        command="/" + draw(shared_value) if target == "command" else None,
+    )
+
+
+hostile_blocks = st.one_of(
+    hostile_long.map(TextBlock),
+    hostile_long.map(ContextBlock),
+    st.lists(hostile_buttons(), min_size=1, max_size=6).map(lambda b: ButtonsBlock(tuple(b))),
+    st.lists(
+        st.builds(SelectOption, hostile_words, st.none() | shared_value), min_size=1, max_size=6
+    ).map(lambda o: SelectBlock(tuple(o), "Pick " + CLUSTERS[0])),
+)
+hostile_presentations = st.builds(
+    MessagePresentation,
+    title=st.none() | hostile_words,
+    blocks=st.lists(hostile_blocks, min_size=1, max_size=6).map(tuple),
+)
+
+_SLACK_MASS = re.compile(r"<!(?:channel|here|everyone|group|subteam)", re.IGNORECASE)
+_MATTERMOST_MASS = re.compile(r"(?<![\w.@\-])@(?:channel|all|here)(?![\w\-])", re.IGNORECASE)
+_LINK_KEYS = ("url", "uri", "default_url")
+
+
+def _walk(value: Any, key: str = "", parent: Any = None) -> Iterator[tuple[str, Any, Any]]:
+    """(key, value, the dict holding it) for every leaf."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "content" and isinstance(v, str) and v.startswith("{"):
+                v = json.loads(v)  # Feishu: the card travels serialized
+            yield from _walk(v, k, value)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _walk(item, key, parent)
+    else:
+        yield key, value, parent
+
+
+def _split_cluster(text: str) -> bool:
+    """A string that starts or ends inside one of CLUSTERS (the only clusters here)."""
+    if not text:
+        return False
+    first, last = ord(text[0]), ord(text[-1])
+    if unicodedata.category(text[0]) in ("Mn", "Me") or first in (0x200D, 0xFE0F, 0x1F3FD):
+        return True
+    if 0x1160 <= first <= 0x11FF or last == 0x200D or 0x1100 <= last <= 0x1160:
+        return True
+    return any(len(run) % 2 for run in re.findall("[\U0001f1e6-\U0001f1ff]+", text))
+
+
+def _ids(platform: str, message: dict[str, Any]) -> list[list[str]]:
+    """Groups of ids that the platform requires to be unique."""
+    pairs = [(k, v) for k, v, _ in _walk(message)]
+    if platform == "discord":
+        groups = [[v for k, v in pairs if k == "custom_id"]]
+        for item in _discord_selects(message):
+            groups.append([o["value"] for o in item["options"]])
+        return groups
+    if platform == "slack":
+        return [[v for k, v in pairs if k == "action_id"], [v for k, v in pairs if k == "block_id"]]
+    if platform == "mattermost":
+        return [[v for k, v in pairs if k == "id"]]
+    return []
+
+
+def _discord_selects(message: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = [c for c in message["components"][0]["components"] if c["type"] == 1]
+    return [item for row in rows for item in row["components"] if item["type"] == 3]
+
+
+SAFETY_SETTINGS = settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+@SAFETY_SETTINGS
+@given(p=hostile_presentations, text=st.none() | hostile_words)
+def test_rendered_output_is_safe_on_every_platform(
+    platform: str, p: MessagePresentation, text: str | None
+) -> None:
+    capabilities, render, check = PLATFORMS[platform]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        messages = render(adapt(p, capabilities), text=text)
+    check(messages)
+    wire = json.dumps(messages, ensure_ascii=False)
+    schemes = capabilities.limits.actions.link_schemes
+    for url in UNSAFE_URLS:
+        assert url not in wire, (platform, url)
+    for message in messages:
+        for key, value, parent in _walk(message):
+            if not isinstance(value, str):
+                continue
+            if key in _LINK_KEYS:
+                assert is_safe_link(value, schemes), (platform, value)
+            if platform == "slack" and (parent is message or parent.get("type") == "mrkdwn"):
+                assert not _SLACK_MASS.search(value), value  # plain_text never notifies
+            if platform == "mattermost" and key == "message":
+                assert not _MATTERMOST_MASS.search(value), value
+            if key not in ("custom_id", "value", "callback_data", "data", "action_id"):
+                assert not _split_cluster(value.strip()), (platform, key, value)
+        if platform == "discord":
+            assert message["allowed_mentions"] == {"parse": []}
+        for group in _ids(platform, message):
+            assert len(group) == len(set(group)), (platform, group)
