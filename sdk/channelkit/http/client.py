@@ -123,8 +123,10 @@ class BaseClient:
         Override single named servers, e.g. ``{"legacy": "http://127.0.0.1:9000"}``;
         ``"default"`` is ``servers[0]``.
     ``timeout``
-        Default ``(connect, read)`` timeout in seconds, ``(3.05, 10.0)`` unless given; each
-        method also takes ``timeout=`` for one call.
+        Default deadline in seconds: one number bounds each attempt as a whole (connect,
+        send and the whole answer, headers included), a ``(connect, total)`` pair also
+        bounds the connection; ``(3.05, 10.0)`` unless given. Token fetches get the same.
+        Each method also takes ``timeout=`` for one call.
     ``retry``
         A :class:`~channelkit.http.retry.RetryPolicy` (3 attempts by default).
     ``validate``

@@ -2,20 +2,36 @@
 
 The session is created once, its adapters mounted once with a connection pool sized to the
 worker count, and never mutated afterwards (headers and auth go on each request), which is
-what makes sharing it between pool threads safe. Every request carries an explicit
-``(connect, read)`` timeout; requests' exceptions become
+what makes sharing it between pool threads safe. requests' exceptions become
 :class:`~channelkit.errors.TransportError`. ``requests`` (and urllib3 under it) is imported
 when the first session is made, not when this module is imported.
+
+Every request carries an explicit ``(connect, total)`` timeout: ``connect`` bounds
+establishing the connection, ``total`` is the overall deadline of the whole exchange -
+connect, send, the status line, the headers and every byte of the body. A peer that
+trickles its answer (even its status line, one byte a second) fails at that deadline:
+the sessions made here read every answer through a socket reader whose timeout is the
+time left (:class:`_DeadlineResponse`); the body is also checked against the deadline
+between reads, which is all a ``requests.Session`` passed in from outside gets. A single
+number ``t`` means ``(min(3.05, t), t)``. The default is ``(3.05, 10.0)``: 10 s overall.
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from channelkit.errors import ConfigurationError, ConnectTimeout, ReadTimeout, TransportError
+from channelkit.errors import (
+    ChannelKitError,
+    ConfigurationError,
+    ConnectTimeout,
+    ReadTimeout,
+    TransportError,
+)
 from channelkit.http.redact import redact_url
 
 if TYPE_CHECKING:
@@ -30,6 +46,7 @@ __all__ = [
     "Transport",
     "make_session",
     "normalize_timeout",
+    "platform_timeout",
 ]
 
 logger = logging.getLogger(__name__)
@@ -40,24 +57,115 @@ DEFAULT_TIMEOUT: tuple[float, float] = (DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TI
 DEFAULT_POOL_SIZE = 10
 
 Timeout = float | tuple[float, float]
-"""A single number (both phases) or a ``(connect, read)`` pair, in seconds."""
+"""The overall deadline in seconds, or a ``(connect, total)`` pair (see the module
+docstring): ``total`` bounds the whole call, ``connect`` the connection within it."""
 
 
 def normalize_timeout(timeout: Timeout | None, default: tuple[float, float]) -> tuple[float, float]:
-    """Return an explicit ``(connect, read)`` pair; ``None`` means ``default``."""
+    """Return an explicit ``(connect, total)`` pair; ``None`` means ``default``.
+
+    A single number ``t`` is the overall deadline: ``(min(3.05, t), t)``."""
     if timeout is None:
         return default
     if isinstance(timeout, bool):
-        raise ConfigurationError("expected seconds or a (connect, read) pair", "timeout")
+        raise ConfigurationError("expected seconds or a (connect, total) pair", "timeout")
     if isinstance(timeout, int | float):
-        pair = (float(timeout), float(timeout))
+        pair = (min(DEFAULT_CONNECT_TIMEOUT, float(timeout)), float(timeout))
     elif isinstance(timeout, tuple) and len(timeout) == 2:
         pair = (float(timeout[0]), float(timeout[1]))
     else:
-        raise ConfigurationError("expected seconds or a (connect, read) pair", "timeout")
-    if pair[0] <= 0 or pair[1] <= 0:
+        raise ConfigurationError("expected seconds or a (connect, total) pair", "timeout")
+    if not (pair[0] > 0 and pair[1] > 0):
         raise ConfigurationError("timeouts must be positive (never unbounded)", "timeout")
     return pair
+
+
+def platform_timeout(seconds: float) -> tuple[float, float]:
+    """The ``(connect, total)`` pair for a platform's ``requestTimeout`` of ``seconds``."""
+    return normalize_timeout(float(seconds), DEFAULT_TIMEOUT)
+
+
+# -- the overall deadline below the status line -------------------------------------------
+
+#: the deadline (``time.monotonic()`` reading) of the request this thread is sending
+_deadline = threading.local()
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The socket reader of one answer: before each read the socket's timeout becomes
+    the time left before the deadline, so trickled bytes cannot stretch the call."""
+
+    def __init__(self, sock: Any, deadline: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)
+        self._deadline = deadline
+        self._idle = sock.gettimeout()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("overall deadline passed")
+        idle = self._idle
+        self._sock.settimeout(left if idle is None else min(idle, left))
+        result: int | None = self._raw.readinto(buffer)
+        return result
+
+    def close(self) -> None:
+        if not self.closed:
+            self._raw.close()
+        super().close()
+
+
+def _deadline_response_class() -> type:
+    import http.client
+
+    class _DeadlineResponse(http.client.HTTPResponse):
+        """``http.client``'s response reading through a :class:`_DeadlineReader` when the
+        sending thread set a deadline (see :meth:`Transport.request`)."""
+
+        def __init__(self, sock: Any, *args: Any, **kwargs: Any) -> None:
+            super().__init__(sock, *args, **kwargs)
+            deadline: float | None = getattr(_deadline, "value", None)
+            if deadline is not None:
+                self.fp.close()
+                self.fp = io.BufferedReader(_DeadlineReader(sock, deadline))
+
+    return _DeadlineResponse
+
+
+_POOLS: dict[str, type] = {}
+
+
+def _deadline_pools() -> dict[str, type]:
+    """urllib3 pool classes whose connections read answers under the deadline."""
+    if _POOLS:
+        return _POOLS
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    response_class = _deadline_response_class()
+
+    class _Connection(HTTPConnection):
+        pass
+
+    class _SecureConnection(HTTPSConnection):
+        pass
+
+    _Connection.response_class = response_class
+    _SecureConnection.response_class = response_class
+
+    class _Pool(HTTPConnectionPool):
+        ConnectionCls = _Connection
+
+    class _SecurePool(HTTPSConnectionPool):
+        ConnectionCls = _SecureConnection
+
+    _POOLS.update(http=_Pool, https=_SecurePool)
+    return _POOLS
 
 
 def make_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
@@ -70,8 +178,23 @@ def make_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
     import requests
     from requests.adapters import HTTPAdapter
 
+    pools = _deadline_pools()
+
+    class _DeadlineAdapter(HTTPAdapter):
+        """Every pool it makes (direct or through a proxy) reads under the deadline."""
+
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = dict(pools)
+
+        def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+            manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+            if not proxy.lower().startswith("socks"):
+                manager.pool_classes_by_scheme = dict(pools)
+            return manager
+
     session = requests.Session()
-    adapter = HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0)
+    adapter = _DeadlineAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     return session
@@ -123,7 +246,8 @@ class Transport:
         has_body: bool = False,
         form_body: Mapping[str, str] | None = None,
     ) -> requests.Response:
-        """Send the request and return the response, whatever its status.
+        """Send the request and return the response, whatever its status, within the
+        overall deadline ``timeout[1]`` (connecting within ``timeout[0]`` of it).
 
         ``json_body`` is sent as JSON when ``has_body`` is true; ``form_body`` (used by the
         OAuth token endpoints) as ``application/x-www-form-urlencoded``. Raises
@@ -131,11 +255,14 @@ class Transport:
         :class:`ReadTimeout` (both ``timeout=True`` and builtin ``TimeoutError``) on a timeout.
         """
         import requests
+        import urllib3
 
+        total = timeout[1]
+        connect = min(timeout[0], total)
         kwargs: dict[str, Any] = {
             "params": dict(params or {}),
             "headers": dict(headers or {}),
-            "timeout": timeout,
+            "timeout": (connect, total),
             "allow_redirects": False,
             "stream": True,  # the body is read below, under the overall deadline
         }
@@ -144,11 +271,20 @@ class Transport:
         elif form_body is not None:
             kwargs["data"] = dict(form_body)
         shown = redact_url(url)
-        # One deadline for the whole call (connect + send + every byte of the answer):
-        # the per-read timeout alone never trips against a peer that trickles bytes.
-        deadline = time.monotonic() + timeout[0] + timeout[1]
+        # One deadline for the whole call (connect + send + status line + headers + every
+        # byte of the answer): a per-read timeout alone never trips against a peer that
+        # trickles bytes. The answer's socket reader takes it from this thread.
+        deadline = time.monotonic() + total
+        overall = (
+            f"{method} {shown}: read timeout, no complete answer within the overall "
+            f"deadline of {total:g} s"
+        )
         try:
-            response = self.session.request(method, url, **kwargs)
+            _deadline.value = deadline
+            try:
+                response = self.session.request(method, url, **kwargs)
+            finally:
+                _deadline.value = None
             try:
                 chunks: list[bytes] = []
                 size = 0
@@ -156,10 +292,7 @@ class Transport:
                     chunks.append(piece)
                     size += len(piece)
                     if time.monotonic() > deadline:
-                        raise ReadTimeout(
-                            f"{method} {shown}: no complete answer within the overall "
-                            f"deadline of {timeout[0] + timeout[1]:g} s"
-                        )
+                        raise ReadTimeout(overall)
                     if size > MAX_RESPONSE_BYTES:
                         raise TransportError(
                             f"{method} {shown}: answer larger than {MAX_RESPONSE_BYTES} bytes"
@@ -169,11 +302,13 @@ class Transport:
                 response.close()
             return response
         except requests.ConnectTimeout:
-            message = f"{method} {shown}: connect timeout after {timeout[0]} s"
+            message = f"{method} {shown}: connect timeout after {connect:g} s"
             raise ConnectTimeout(message) from None
-        except requests.Timeout:
-            raise ReadTimeout(f"{method} {shown}: read timeout after {timeout[1]} s") from None
-        except requests.RequestException as exc:
+        except ChannelKitError:
+            raise
+        except (requests.Timeout, urllib3.exceptions.TimeoutError, TimeoutError):
+            raise ReadTimeout(overall) from None
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
             raise TransportError(f"{method} {shown}: {type(exc).__name__}") from None
 
     def close(self) -> None:

@@ -43,7 +43,7 @@ def test_create_group_status_card_exact_body(api, requests_mock):
     req = m.last_request
     assert req.headers["x-acs-dingtalk-access-token"] == "tok"
     assert req.headers["Content-Type"].startswith("application/json")
-    assert req.timeout == (10.0, 10.0)
+    assert req.timeout == (3.05, 10.0)  # connect within the 10 s overall deadline
     assert req.json() == {
         "cardTemplateId": STATUS_CARD_TEMPLATE_ID,
         "outTrackId": "status-1",

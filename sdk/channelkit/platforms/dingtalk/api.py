@@ -5,8 +5,9 @@
 sends, the eye reaction (``emotion/reply``, ``emotion/recall``) and session-webhook
 Markdown replies - so the rest of the adapter and its tests depend on this small surface.
 
-Every call has an explicit timeout (10 s), is attempted once (the presenter decides what
-a failure means; there is no background retry queue) and raises
+Every call has an overall deadline (``requestTimeout``, 10 s: connect, send and the
+whole answer), token fetches included (:meth:`CardApi.create`), is attempted once (the
+presenter decides what a failure means; there is no background retry queue) and raises
 :class:`~channelkit.errors.ChannelKitError` subclasses: ``TransportError`` for timeouts and
 connection failures, ``ApiError`` subclasses (``RateLimited``, ``ServerError``,
 ``AuthError``, ``BadRequest``...) for platform errors. A ``createAndDeliver`` answered 200
@@ -48,12 +49,13 @@ from channelkit.errors import (
     CardDeliveryError,
     ChannelKitError,
     ConfigurationError,
+    DeserializationError,
 )
-from channelkit.http.auth import TokenProvider
+from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
 from channelkit.http.errormap import ErrorSpec, map_error
 from channelkit.http.model import UNSET
 from channelkit.http.retry import RetryPolicy
-from channelkit.http.transport import Transport
+from channelkit.http.transport import Transport, platform_timeout
 
 __all__ = [
     "EYE_EMOTION",
@@ -178,7 +180,7 @@ class CardApi:
     ) -> None:
         self.robot_code = robot_code
         self.callback_route_key = callback_route_key
-        self._timeout = (float(timeout), float(timeout))
+        self._timeout = platform_timeout(timeout)
         self._transport = transport or Transport()
         if client is None:
             if token_provider is None:
@@ -198,6 +200,40 @@ class CardApi:
                 session=self._transport.session,
             )
         self._client = client
+
+    @classmethod
+    def create(
+        cls,
+        client_id: str,
+        client_secret: str,
+        *,
+        base_url: str = "https://api.dingtalk.com",
+        timeout: float = 10.0,
+        callback_route_key: str | None = None,
+        token_provider: TokenProvider | Callable[[], str] | None = None,
+    ) -> CardApi:
+        """The adapter's API from the app credentials: the access-token fetch shares the
+        calls' connection pool and their overall deadline ``timeout`` (``requestTimeout``)."""
+        transport = Transport()
+        provider = token_provider or DingTalkTokenProvider(
+            client_id,
+            client_secret,
+            base_url=base_url,
+            transport=transport,
+            timeout=platform_timeout(timeout),
+        )
+        return cls(
+            client_id,
+            provider,
+            base_url=base_url,
+            timeout=timeout,
+            transport=transport,
+            callback_route_key=callback_route_key,
+        )
+
+    def close(self) -> None:
+        """Release the connection pool (the token fetches' too)."""
+        self._transport.close()
 
     # -- Card OpenAPI ---------------------------------------------------------------------
     def create_and_deliver(
@@ -315,22 +351,28 @@ class CardApi:
         )
         try:
             parsed: Any = response.json() if response.content else None
-        except ValueError:
+        except (ValueError, RecursionError):
             parsed = None
         if response.status_code >= 300:
             error = map_error(
                 response.status_code, response.headers, parsed, _ERRORS, clock=time.time
             )
             raise error or ChannelKitError(f"session webhook failed: HTTP {response.status_code}")
-        if isinstance(parsed, Mapping):
-            errcode = parsed.get("errcode", 0)
-            if errcode not in (0, "0", None) or parsed.get("success") is False:
-                raise BadRequest(
-                    str(parsed.get("errmsg") or "session webhook rejected the message"),
-                    status=response.status_code,
-                    code=errcode,
-                    body=parsed,
-                )
+        # Success is the documented {"errcode": 0}; anything else (an error code, a body
+        # that is not that object, garbage, an empty body) is a failed call.
+        errcode = parsed.get("errcode") if isinstance(parsed, Mapping) else None
+        if errcode in (0, "0") and parsed.get("success") is not False:
+            return
+        if isinstance(parsed, Mapping) and errcode is not None:
+            raise BadRequest(
+                str(parsed.get("errmsg") or "session webhook rejected the message"),
+                status=response.status_code,
+                code=errcode,
+                body=parsed,
+            )
+        raise DeserializationError(
+            "errcode", (response.text or "")[:200], "session webhook answer is not {errcode: 0}"
+        )
 
     # -- reactions ------------------------------------------------------------------------
     def reply_emotion(self, open_msg_id: str, open_conversation_id: str) -> None:
