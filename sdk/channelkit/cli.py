@@ -16,12 +16,15 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import pkgutil
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import channelkit
 from channelkit.errors import ConfigurationError
@@ -115,11 +118,30 @@ def _pick_engine(preferred: str) -> str | None:
     return None
 
 
+def _bind_error(host: str, port: int, exc: OSError) -> ConfigurationError:
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return ConfigurationError(f"cannot listen on {host}:{port}: {reason}")
+
+
 def run_server(engine: str, app: Any, host: str, port: int, threads: int) -> None:
-    """Serve ``app`` with ``engine`` (``waitress`` or ``gunicorn``) until stopped."""
+    """Serve ``app`` with ``engine`` (``waitress`` or ``gunicorn``) until stopped.
+
+    The listening address is printed once the socket is bound (port 0: the port the
+    system chose). A bind failure raises :class:`ConfigurationError` (one line).
+    Returns when the server stops (SIGINT/SIGTERM arrive as ``KeyboardInterrupt``).
+    """
     if engine == "waitress":
         waitress = importlib.import_module("waitress")
-        waitress.serve(app, host=host, port=port, threads=threads)
+        try:
+            server = waitress.create_server(app, host=host, port=port, threads=threads)
+        except OSError as exc:
+            raise _bind_error(host, port, exc) from None
+        server.print_listen("channelkit serve: waitress listening on http://{}:{}")
+        sys.stdout.flush()
+        try:
+            server.run()
+        finally:
+            server.close()
         return
     base = importlib.import_module("gunicorn.app.base")
 
@@ -134,18 +156,91 @@ def run_server(engine: str, app: Any, host: str, port: int, threads: int) -> Non
         def load(self) -> Any:
             return app
 
+    print(f"channelkit serve: gunicorn on http://{host}:{port}", flush=True)
     _Gunicorn().run()
 
 
-def _cmd_serve(args: argparse.Namespace) -> int:
-    from channelkit.config import build_channels, load_config
-    from channelkit.web import MAX_BODY_BYTES, create_wsgi_app
+def _port(text: str) -> int:
+    """argparse type of ``--port``: an integer 0-65535."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number 0-65535, got {value}")
+    return value
+
+
+def _grace(text: str) -> float:
+    """argparse type of ``--grace``: seconds, more than 0 and at most 3600."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 < value <= 3600:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 3600, got {text}")
+    return value
+
+
+def _config_or_error(command: str, path: str) -> Any:
+    """The shared validation of ``check-config`` and ``serve``; prints the one-line
+    error and returns None when the file is invalid."""
+    from channelkit.config import validate_config_file
 
     try:
-        config = load_config(args.config)
+        return validate_config_file(path)
     except ConfigurationError as exc:
-        print(f"channelkit serve: invalid configuration: {exc}", file=sys.stderr)
+        print(f"channelkit {command}: invalid configuration: {exc}", file=sys.stderr)
+        return None
+
+
+def _summary(config: Any) -> str:
+    names = ", ".join(f"{c.name} ({c.platform})" for c in config.channels)
+    return f"{len(config.channels)} channel(s): {names}; agent: {config.agent.get('type')}"
+
+
+class _StopSignals:
+    """SIGTERM does what SIGINT does (``KeyboardInterrupt`` in the main thread) while
+    serving; once the shutdown has begun, a second signal exits at once (status 1)."""
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+        self.stopping = False
+
+    def _interrupt(self, signum: int, frame: Any) -> None:
+        if self.stopping:
+            print(
+                f"channelkit serve: second {signal.Signals(signum).name}: exiting now",
+                file=sys.stderr,
+                flush=True,
+            )
+            os._exit(1)
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(signum) is signal.SIG_IGN:
+                    continue  # e.g. SIGINT of a background job: keep ignoring it
+                self._previous[signum] = signal.signal(signum, self._interrupt)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from channelkit.config import DEFAULT_SHUTDOWN_GRACE_S, build_agent, build_channels
+    from channelkit.web import MAX_BODY_BYTES, create_wsgi_app
+    from channelkit.web.service import ChannelService
+
+    config = _config_or_error("serve", args.config)
+    if config is None:
         return 2
+    if args.check:
+        print(f"ok: {_summary(config)}")
+        return 0
     preferred = args.engine or str(config.server.get("engine", "auto"))
     engine = _pick_engine(preferred)
     if engine is None:
@@ -153,39 +248,50 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 3
     level = str(config.options.get("logLevel", "INFO"))
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        channels = build_channels(config)
-    except ConfigurationError as exc:
-        print(f"channelkit serve: invalid configuration: {exc}", file=sys.stderr)
-        return 2
-    app = create_wsgi_app(
-        channels, max_body_bytes=int(config.options.get("maxBodyBytes", MAX_BODY_BYTES))
+    grace = float(
+        args.grace
+        if args.grace is not None
+        else config.server.get("shutdownGraceS", DEFAULT_SHUTDOWN_GRACE_S)
     )
     host = args.host or str(config.server.get("host", "127.0.0.1"))
     port = args.port if args.port is not None else int(config.server.get("port", 8000))
     threads = int(config.server.get("threads", 8))
-    paths = ", ".join(path for path, _ in app.dispatcher.routes())
-    print(f"channelkit serve: {engine} on http://{host}:{port} ({paths})", flush=True)
-    try:
-        run_server(engine, app, host, port, threads)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for channel in channels:
-            channel.close()
-    return 0
+    service: ChannelService | None = None
+    status = 0
+    with _StopSignals() as signals:
+        try:
+            bridge = build_agent(config)
+            try:
+                service = ChannelService(build_channels(config, bridge), bridge=bridge)
+            except BaseException:
+                bridge.close()
+                raise
+            app = create_wsgi_app(
+                service.http_channels,
+                health=service.health,
+                max_body_bytes=int(config.options.get("maxBodyBytes", MAX_BODY_BYTES)),
+            )
+            paths = ", ".join(path for path, _ in app.dispatcher.routes())
+            print(f"channelkit serve: {_summary(config)}; routes: {paths}", flush=True)
+            service.start()
+            run_server(engine, app, host, port, threads)
+        except KeyboardInterrupt:
+            pass
+        except ConfigurationError as exc:
+            print(f"channelkit serve: {exc}", file=sys.stderr)
+            status = 2
+        finally:
+            signals.stopping = True
+            if service is not None and not service.shutdown(grace):
+                status = status or 1
+    return status
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
-    from channelkit.config import load_config
-
-    try:
-        config = load_config(args.config)
-    except ConfigurationError as exc:
-        print(f"invalid: {exc}", file=sys.stderr)
+    config = _config_or_error("check-config", args.config)
+    if config is None:
         return 2
-    names = ", ".join(f"{c.name} ({c.platform})" for c in config.channels)
-    print(f"ok: {len(config.channels)} channel(s): {names}; agent: {config.agent.get('type')}")
+    print(f"ok: {_summary(config)}")
     return 0
 
 
@@ -261,6 +367,8 @@ def _json_option(value: str, option: str) -> Any:
             text = Path(value[1:]).read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigurationError(f"{option}: cannot read {value[1:]}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigurationError(f"{option}: {value[1:]} is not UTF-8 text") from None
     try:
         return json.loads(text)
     except ValueError as exc:
@@ -442,8 +550,15 @@ def _add_message_commands(sub: Any) -> None:
     pins.set_defaults(func=_cmd_pins)
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="channelkit",
         description=(
             "channelkit: connect an AI agent's runs to IM platforms with native "
@@ -452,14 +567,14 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=channelkit.__version__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     info = sub.add_parser("info", help="print what channelkit has configured and installed")
     info.set_defaults(func=_cmd_info)
 
     play = sub.add_parser(
         "playground", help="run the local platform emulator, chat page and demo agent"
     )
-    play.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: free)")
+    play.add_argument("--port", type=_port, default=0, help="port on 127.0.0.1 (default: free)")
     play.add_argument("--host", default="127.0.0.1", help="address to listen on")
     play.add_argument(
         "--platform",
@@ -482,13 +597,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.set_defaults(func=_cmd_playground)
 
-    serve = sub.add_parser("serve", help="serve configured channels on a production WSGI server")
+    serve = sub.add_parser(
+        "serve",
+        help="serve configured channels on a production WSGI server",
+        description="Serve every configured channel in one process: webhook channels on a "
+        "production WSGI server, long-connection channels on their own threads, and "
+        "GET /healthz. SIGTERM and SIGINT close every channel within the grace period "
+        "(live runs cancelled, cards finalized, pending questions settled), then exit 0.",
+        epilog="exit status: 0 stopped cleanly; 1 the grace period ran out; 2 invalid "
+        "configuration or arguments; 3 no WSGI server installed.",
+    )
     serve.add_argument("--config", required=True, help="the JSON configuration file")
     serve.add_argument(
         "--host", default=None, help="listen address (default: server.host, else 127.0.0.1)"
     )
     serve.add_argument(
-        "--port", type=int, default=None, help="listen port (default: server.port, else 8000)"
+        "--port",
+        type=_port,
+        default=None,
+        help="listen port 0-65535, 0 for a free one (default: server.port, else 8000)",
     )
     serve.add_argument(
         "--engine",
@@ -496,9 +623,28 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="WSGI server (default: server.engine, else auto: waitress, then gunicorn)",
     )
+    serve.add_argument(
+        "--grace",
+        type=_grace,
+        default=None,
+        metavar="SECONDS",
+        help="how long SIGTERM/SIGINT wait for channels to close (default: "
+        "server.shutdownGraceS, else 10)",
+    )
+    serve.add_argument(
+        "--check",
+        action="store_true",
+        help="validate the configuration exactly as check-config does, then exit",
+    )
     serve.set_defaults(func=_cmd_serve)
 
-    check = sub.add_parser("check-config", help="validate a configuration file")
+    check = sub.add_parser(
+        "check-config",
+        help="validate a configuration file",
+        description="Validate a configuration file the way serve does: the schema, every "
+        "adapter setting (unknown keys too), the environment variables it references and "
+        "the agent's import. Errors name the JSON path.",
+    )
     check.add_argument("config", help="the JSON configuration file to validate")
     check.set_defaults(func=_cmd_check_config)
 
@@ -509,9 +655,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit status. Errors are one line on stderr, never a traceback
+    (set CHANNELKIT_DEBUG=1 to see the traceback of an unexpected error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.func(args))
+    name = f"channelkit {args.command}"
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
+    except ConfigurationError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if os.environ.get("CHANNELKIT_DEBUG"):
+            raise
+        reason = " ".join(str(exc).split())[:300]
+        print(f"{name}: failed: {type(exc).__name__}: {reason}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

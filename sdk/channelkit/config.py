@@ -27,7 +27,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,12 +40,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONFIG_SCHEMA",
+    "DEFAULT_SHUTDOWN_GRACE_S",
     "DeploymentConfig",
     "build_agent",
     "build_channels",
+    "check_agent",
     "load_config",
     "parse_config",
+    "validate_config_file",
 ]
+
+#: Seconds ``channelkit serve`` gives its channels to close after SIGTERM/SIGINT.
+DEFAULT_SHUTDOWN_GRACE_S = 10.0
 
 _SECRET: dict[str, Any] = {
     "oneOf": [
@@ -202,6 +208,13 @@ CONFIG_SCHEMA: dict[str, Any] = {
                 "port": {"type": "integer", "minimum": 0, "maximum": 65535},
                 "engine": {"enum": ["auto", "waitress", "gunicorn"]},
                 "threads": {"type": "integer", "minimum": 1, "maximum": 256},
+                "shutdownGraceS": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "maximum": 3600,
+                    "description": "seconds serve gives live runs, cards and connections "
+                    "to close after SIGTERM/SIGINT; default 10",
+                },
             },
             "additionalProperties": False,
         },
@@ -291,7 +304,12 @@ def _resolve_secret(value: Any, path: str, environ: Mapping[str, str]) -> str:
 def parse_config(
     document: Mapping[str, Any], *, environ: Mapping[str, str] | None = None
 ) -> DeploymentConfig:
-    """Validate a configuration document (already JSON-decoded) and resolve secrets."""
+    """Validate a configuration document (already JSON-decoded) and resolve secrets.
+
+    Beyond the schema, every channel's ``options`` go through its adapter's own parser
+    (the values ``build_channels`` would reject are rejected here) and a key the adapter
+    never reads is rejected as unknown, with its JSON path.
+    """
     env = os.environ if environ is None else environ
     import jsonschema  # loaded on first use, so importing channelkit stays cheap
 
@@ -320,31 +338,67 @@ def parse_config(
             key: _resolve_secret(value, f"agent.env.{key}", env)
             for key, value in agent["env"].items()
         }
-    return DeploymentConfig(
+    config = DeploymentConfig(
         channels=tuple(specs),
         agent=agent,
         options=dict(document.get("options", {})),
         server=dict(document.get("server", {})),
         raw=document,
     )
+    for spec in config.channels:
+        _channel_config(config, spec)
+        _check_platform_settings(spec)
+    return config
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def load_config(
     path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
 ) -> DeploymentConfig:
-    """Read, validate and resolve the JSON configuration file at ``path``."""
+    """Read, validate and resolve the JSON configuration file at ``path``.
+
+    Every problem (an unreadable or non-UTF-8 file, invalid JSON, a schema error, an
+    unknown or invalid adapter setting, an unset environment variable) is a
+    :class:`ConfigurationError` whose ``path`` names the JSON path (``$`` for the file).
+    """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        data = file.read_bytes()
     except OSError as exc:
-        raise ConfigurationError(f"cannot read {file}: {exc.strerror}", path="$") from None
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigurationError(f"cannot read {file}: {reason}", path="$") from None
     try:
-        document = json.loads(text)
-    except ValueError as exc:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(
+            f"{file} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})",
+            path="$",
+        ) from None
+    try:
+        document = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
         raise ConfigurationError(f"{file} is not valid JSON: {exc}", path="$") from None
     if not isinstance(document, Mapping):
         raise ConfigurationError("the document must be a JSON object", path="$")
     return parse_config(document, environ=environ)
+
+
+def validate_config_file(
+    path: str | os.PathLike[str], *, environ: Mapping[str, str] | None = None
+) -> DeploymentConfig:
+    """The one validation ``channelkit check-config`` and ``channelkit serve`` share.
+
+    :func:`load_config` (schema, secrets, every adapter setting, unknown keys) plus
+    :func:`check_agent` (the agent's ``function``/``factory`` imports). A file this
+    accepts is one ``serve`` starts with; anything it rejects, both commands reject with
+    the same message.
+    """
+    config = load_config(path, environ=environ)
+    check_agent(config)
+    return config
 
 
 # -- building -------------------------------------------------------------------------------
@@ -357,6 +411,30 @@ def _import(target: str, path: str) -> Any:
     except (ImportError, AttributeError) as exc:
         raise ConfigurationError(f"cannot import {target}: {exc}", path=path) from None
     return value
+
+
+def check_agent(config: DeploymentConfig) -> None:
+    """Raise :class:`ConfigurationError` (``agent.*``) when the agent section cannot work:
+    a ``function``/``factory`` that does not import or is not callable, an ``acp``
+    command that does not split. Nothing is started or called."""
+    spec = config.agent
+    kind = spec.get("type", "demo")
+    if kind in ("function", "factory"):
+        target = _import(str(spec[kind]), f"agent.{kind}")
+        if not callable(target):
+            raise ConfigurationError("must name a callable", path=f"agent.{kind}")
+    elif kind == "acp":
+        _acp_argv(spec["command"])
+
+
+def _acp_argv(command: Any) -> list[str]:
+    try:
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+    except ValueError as exc:
+        raise ConfigurationError(f"cannot split the command: {exc}", path="agent.command") from None
+    if not argv:
+        raise ConfigurationError("must name a command", path="agent.command")
+    return argv
 
 
 def build_agent(config: DeploymentConfig) -> AgentBridge:
@@ -382,10 +460,7 @@ def build_agent(config: DeploymentConfig) -> AgentBridge:
         return bridge
     from channelkit.agents.acp import AcpBridge
 
-    command = spec["command"]
-    argv = shlex.split(command) if isinstance(command, str) else list(command)
-    if not argv:
-        raise ConfigurationError("must name a command", path="agent.command")
+    argv = _acp_argv(spec["command"])
     env = None
     if "env" in spec:
         env = {**os.environ, **spec["env"]}
@@ -430,16 +505,127 @@ def _channel_config(config: DeploymentConfig, spec: ChannelSpec) -> Any:
         raise ConfigurationError(str(exc), path="options") from None
 
 
+_CREDENTIAL_KEYS = frozenset(
+    key for schema in _CREDENTIALS.values() for key in schema["properties"]
+)
+
+
+def _user_key(key: str, spec: ChannelSpec) -> tuple[str, str]:
+    """The section (``credentials``/``options``) and the spelling the user wrote of an
+    adapter field an error names (``typing_interval_s`` -> ``typingIntervalS``)."""
+    from channelkit.platforms.common.config import camel_case
+
+    for candidate in (key, camel_case(key)):
+        if candidate in spec.credentials:
+            return "credentials", candidate
+        if candidate in spec.options:
+            return "options", candidate
+    for candidate in (key, camel_case(key)):
+        if candidate in _CREDENTIAL_KEYS:
+            return "credentials", candidate
+    return "options", key
+
+
 def _platform_error(exc: ConfigurationError, spec: ChannelSpec) -> ConfigurationError:
     inner = exc.path or ""
     leaf = inner.split(".", 1)[1] if inner.startswith(f"{spec.platform}.") else inner
+    if leaf == spec.platform:
+        leaf = ""
     message = str(exc)
     if exc.path and message.startswith(f"{exc.path}: "):
         message = message[len(exc.path) + 2 :]
-    credential_keys = set(spec.credentials) | {"clientId", "clientSecret", "appId", "appSecret"}
-    section = "credentials" if leaf.split(".")[0] in credential_keys else "options"
-    path = f"channels[{spec.index}].{section}" + (f".{leaf}" if leaf else "")
+    head, dot, rest = leaf.partition(".")
+    section, head = _user_key(head, spec) if head else ("options", "")
+    path = f"channels[{spec.index}].{section}" + (f".{head}{dot}{rest}" if head else "")
     return ConfigurationError(message, path=path)
+
+
+class _ReadKeys(Mapping[str, Any]):
+    """A read-only view of a settings object that records every key a parser reads.
+
+    Nested objects are returned as views too. Iterating an object counts as reading all
+    of its keys (a parser that copies it takes everything).
+    """
+
+    def __init__(self, data: Mapping[str, Any], path: str, seen: set[str]) -> None:
+        self._data = data
+        self._path = path
+        self._seen = seen
+
+    def _child(self, key: object) -> str:
+        return f"{self._path}.{key}" if self._path else str(key)
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        child = self._child(key)
+        self._seen.add(child)
+        if isinstance(value, Mapping):
+            return _ReadKeys(value, child, self._seen)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        self._seen.add(self._child(key))
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        self._seen.add(self._child("*"))
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _unread(data: Mapping[str, Any], path: str, seen: set[str]) -> str | None:
+    """The first key of ``data`` (at ``path``) no parser read, else None."""
+    if (f"{path}.*" if path else "*") in seen:
+        return None
+    for key, value in data.items():
+        child = f"{path}.{key}" if path else str(key)
+        if child not in seen:
+            return child
+        if isinstance(value, Mapping) and any(p.startswith(child + ".") for p in seen):
+            deeper = _unread(value, child, seen)
+            if deeper is not None:
+                return deeper
+    return None
+
+
+def _platform_config(spec: ChannelSpec, seen: set[str] | None = None) -> Any:
+    """The adapter's config object for ``spec``; errors name the channel's JSON path.
+
+    With ``seen``, the adapter parses a recording view and every key it read is added.
+    """
+    data: dict[str, Any] = {**spec.options, **spec.credentials}
+
+    def view(mapping: dict[str, Any]) -> Mapping[str, Any]:
+        return mapping if seen is None else _ReadKeys(mapping, "", seen)
+
+    try:
+        if spec.platform == "dingtalk":
+            from channelkit.platforms.dingtalk import DingtalkConfig
+
+            return DingtalkConfig.from_dict(view({**data, "name": spec.name}))
+        if spec.platform == "feishu":
+            from channelkit.platforms.feishu import FeishuConfig
+
+            return FeishuConfig.from_dict(_snake(view(data)))
+        from channelkit.platforms.telegram import TelegramConfig
+
+        return TelegramConfig.from_dict(view({**data, "channelName": spec.name}))
+    except ConfigurationError as exc:
+        raise _platform_error(exc, spec) from None
+
+
+def _check_platform_settings(spec: ChannelSpec) -> None:
+    """Parse the channel's options as its adapter does; reject a key it never reads."""
+    seen: set[str] = set()
+    _platform_config(spec, seen)
+    unknown = _unread(spec.options, "", seen)
+    if unknown is not None:
+        raise ConfigurationError(
+            "unknown setting",
+            path=f"channels[{spec.index}].options.{unknown}",
+        )
 
 
 def _build_channel(
@@ -449,25 +635,26 @@ def _build_channel(
     executor_factory: Callable[[], Any] | None,
 ) -> Any:
     channel_config = _channel_config(config, spec)
+    platform_config = _platform_config(spec)
     executor = executor_factory() if executor_factory is not None else None
-    data: dict[str, Any] = {**spec.options, **spec.credentials}
     try:
         if spec.platform == "dingtalk":
-            from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
+            from channelkit.platforms.dingtalk import DingtalkChannel
 
-            dingtalk = DingtalkConfig.from_dict({**data, "name": spec.name})
             return DingtalkChannel(
-                dingtalk, bridge, channel_config=channel_config, executor=executor
+                platform_config, bridge, channel_config=channel_config, executor=executor
             )
         if spec.platform == "feishu":
-            from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+            from channelkit.platforms.feishu import FeishuChannel
 
-            feishu = FeishuConfig.from_dict(_snake(data))
-            return FeishuChannel(feishu, bridge, channel_config=channel_config, executor=executor)
-        from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
+            return FeishuChannel(
+                platform_config, bridge, channel_config=channel_config, executor=executor
+            )
+        from channelkit.platforms.telegram import TelegramChannel
 
-        telegram = TelegramConfig.from_dict({**data, "channelName": spec.name})
-        return TelegramChannel(telegram, bridge, channel_config=channel_config, executor=executor)
+        return TelegramChannel(
+            platform_config, bridge, channel_config=channel_config, executor=executor
+        )
     except ConfigurationError as exc:
         raise _platform_error(exc, spec) from None
 

@@ -18,7 +18,12 @@ VALID: dict[str, Any] = {
         {
             "platform": "dingtalk",
             "credentials": {"clientId": "ding-app", "clientSecret": {"env": "CK_TEST_SECRET"}},
-            "options": {"interactiveCards": {"enabled": True}, "model": "m1"},
+            "options": {
+                "interactiveCards": {"enabled": True},
+                "model": "m1",
+                "ingress": "http",
+                "cardCallbackRouteKey": "channelkit",
+            },
         }
     ],
     "agent": {"type": "function", "function": "channelkit_test_agent_mod:agent"},
@@ -147,7 +152,10 @@ def _write(tmp_path: Path, doc: Any) -> str:
 
 
 def test_serve_refuses_without_a_production_server(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    agent_module: None,
 ) -> None:
     monkeypatch.setenv("CK_TEST_SECRET", "s3cret")
     monkeypatch.setattr(cli, "_pick_engine", lambda preferred: None)
@@ -177,7 +185,7 @@ def test_serve_builds_the_app_and_closes_channels(
 
     monkeypatch.setattr(cli, "run_server", fake_run)
     assert cli.main(["serve", "--config", _write(tmp_path, VALID), "--port", "8123"]) == 0
-    assert seen["healthz"] == b'{"ok":true}' and seen["s"].startswith("200")
+    assert json.loads(seen["healthz"])["ok"] is True and seen["s"].startswith("200")
     assert (seen["engine"], seen["host"], seen["port"], seen["threads"]) == (
         "waitress",
         "127.0.0.1",
@@ -212,12 +220,8 @@ def test_the_documented_example_is_a_valid_configuration(monkeypatch: pytest.Mon
     page = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
     block = re.search(r"```json\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
     assert block is not None
-    for name in (
-        "DINGTALK_CLIENT_SECRET",
-        "DINGTALK_CARD_SECRET",
-        "TELEGRAM_BOT_TOKEN",
-        "TELEGRAM_WEBHOOK_SECRET",
-    ):
+    for name in ("DINGTALK_CLIENT_SECRET", "DINGTALK_CARD_SECRET", "TELEGRAM_WEBHOOK_SECRET"):
         monkeypatch.setenv(name, "x")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123456:ABC-def")  # adapter settings are checked
     config = parse_config(json.loads(block.group(1)))
     assert [c.platform for c in config.channels] == ["dingtalk", "telegram"]

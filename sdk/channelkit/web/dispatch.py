@@ -12,7 +12,7 @@ that went away) becomes :class:`UnreadableBody`, answered 400.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
 from channelkit.errors import BadContentLength, BodyTooLarge, UnreadableBody
@@ -37,7 +37,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-#: The built-in liveness endpoint (GET, answers ``{"ok": true}``).
+#: The built-in health endpoint (GET; ``{"ok": true}``, or a ``health`` report).
 HEALTHZ_PATH = "/healthz"
 
 
@@ -128,7 +128,10 @@ class IngressDispatcher:
 
     ``channels`` are adapters exposing ``ingress_routes()`` (or bare ``IngressRoute``
     objects). Two routes for the same path and method raise ``ValueError`` at
-    construction. ``healthz`` adds ``GET /healthz``.
+    construction. ``healthz`` adds ``GET /healthz``: ``{"ok": true}``, or with
+    ``health`` (a callable returning a document with ``ok``, e.g.
+    :func:`channelkit.web.health.health_report` of the channels) that document, 200 when
+    it is ok and 503 otherwise.
     """
 
     def __init__(
@@ -137,12 +140,18 @@ class IngressDispatcher:
         *,
         healthz: bool = True,
         max_body_bytes: int = MAX_BODY_BYTES,
+        health: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self.max_body_bytes = max_body_bytes
         self._table: dict[str, dict[str, IngressRoute]] = {}
         routes = collect_routes(channels)
         if healthz:
-            routes.append(IngressRoute(HEALTHZ_PATH, _healthz, methods=("GET",), name="healthz"))
+            handler: Callable[[IngressRequest], IngressResponse] = _healthz
+            if health is not None:
+                from channelkit.web.health import health_response
+
+                handler = health_response(health)
+            routes.append(IngressRoute(HEALTHZ_PATH, handler, methods=("GET",), name="healthz"))
         for route in routes:
             path = _normalize_path(route.path)
             by_method = self._table.setdefault(path, {})

@@ -12,7 +12,7 @@ example ``/dingtalk/robot`` and ``/dingtalk/card``) plus ``GET /healthz``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -176,15 +176,17 @@ def create_wsgi_app(
     healthz: bool = True,
     max_body_bytes: int = MAX_BODY_BYTES,
     fallback: WSGIApplication | None = None,
+    health: Callable[[], Mapping[str, Any]] | None = None,
 ) -> WSGIApp:
     """A WSGI application mounting every channel's ingress routes (plus ``/healthz``).
 
     Bodies are read once (Content-Length) and refused with 413 when larger than
     ``max_body_bytes`` (1 MiB) before anything more is read; unknown paths answer 404,
     wrong methods 405 with ``Allow``; a handler that raises answers 500. Signature
-    rejections (401/403) come from the adapters' handlers unchanged.
+    rejections (401/403) come from the adapters' handlers unchanged. ``health`` makes
+    ``/healthz`` answer a report (see :class:`IngressDispatcher`).
     """
     return WSGIApp(
-        IngressDispatcher(channels, healthz=healthz, max_body_bytes=max_body_bytes),
+        IngressDispatcher(channels, healthz=healthz, max_body_bytes=max_body_bytes, health=health),
         fallback=fallback,
     )
