@@ -57,6 +57,9 @@ setup(
         "dataclasses-json>=0.6.4",
         "jsonschema>=4.20",
         "cachetools>=5.3",
+        # DingTalk Stream mode (the default ingress): the client connection, and the
+        # playground emulator's gateway (synchronous API, websockets.sync.*).
+        "websockets>=13",
     ],
     extras_require={
         "flask": ["flask>=2.3"],

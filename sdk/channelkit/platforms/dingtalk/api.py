@@ -36,9 +36,11 @@ from channelkit.clients.dingtalk import (
     ImGroupOpenDeliverModel,
     ImOpenSpaceModel,
     ImRobotOpenDeliverModel,
+    OpenStreamConnectionRequest,
     OrgGroupSendRequest,
     RobotEmotionRequest,
     StreamingUpdateCardRequest,
+    StreamSubscription,
     TextEmotion,
     UpdateCardRequest,
 )
@@ -200,6 +202,26 @@ class CardApi:
                 session=self._transport.session,
             )
         self._client = client
+
+    # -- Stream mode ----------------------------------------------------------------------
+    def open_stream_connection(
+        self, client_secret: str, topics: Sequence[str], *, user_agent: str = "channelkit"
+    ) -> tuple[str, str]:
+        """``POST /v1.0/gateway/connections/open``: ``(endpoint, ticket)`` for a Stream
+        mode WebSocket receiving ``topics`` as ``CALLBACK`` frames (no access token; the
+        client id and secret authenticate the call)."""
+        body = OpenStreamConnectionRequest(
+            client_id=self.robot_code,
+            client_secret=client_secret,
+            subscriptions=[StreamSubscription(type="CALLBACK", topic=t) for t in topics],
+            ua=user_agent,
+            local_ip="127.0.0.1",
+        )
+        response = self._client.open_stream_connection(body=body, timeout=self._timeout)
+        endpoint, ticket = response.endpoint, response.ticket
+        if not isinstance(endpoint, str) or not endpoint or not isinstance(ticket, str):
+            raise ChannelKitError("the Stream gateway answered without an endpoint or ticket")
+        return endpoint, ticket
 
     @classmethod
     def create(
