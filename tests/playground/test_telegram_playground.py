@@ -22,7 +22,7 @@ SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 @pytest.fixture(scope="module")
 def playground() -> Iterator[Playground]:
-    with Playground(platform="telegram", demo_delay=0.01) as pg:
+    with Playground(platform="telegram", demo_delay=0.01, ingress="webhook") as pg:
         yield pg
 
 

@@ -1,11 +1,14 @@
-"""A Telegram Bot API emulator: ``/bot<token>/<method>`` and webhook Updates.
+"""A Telegram Bot API emulator: ``/bot<token>/<method>``, webhook and polled Updates.
 
 Methods follow ``openapi/telegram.json`` and the Bot API (JSON, form or query
 parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` or
 ``{"ok": false, "error_code": N, "description": "..."}``):
 
 * ``getMe``, ``setWebhook`` (the URL and ``secret_token`` user input is delivered to),
-  ``setMyCommands`` (the command menu);
+  ``deleteWebhook``, ``setMyCommands`` (the command menu);
+* ``getUpdates`` (long polling: ``offset`` confirms every lower ``update_id``,
+  ``timeout`` waits at most :data:`MAX_POLL_SECONDS` for the first update, ``limit``,
+  ``allowed_updates``; 409 Conflict while a webhook is set);
 * ``sendMessage`` (text 1-4,096 characters, inline keyboards with ``callback_data`` of
   1-64 bytes), ``editMessageText`` (no keyboard in the edit removes it; an identical edit
   is ``400 message is not modified``), ``deleteMessage``, ``pinChatMessage``;
@@ -13,8 +16,11 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
   Telegram clients do); ``answerCallbackQuery`` (once per tap; its text is shown as a
   toast on the tapped message).
 
-A wrong token is ``401 Unauthorized``. User messages and button taps go to the webhook as
-``Update`` objects with the ``X-Telegram-Bot-Api-Secret-Token`` header.
+A wrong token is ``401 Unauthorized``. User messages and button taps become ``Update``
+objects: POSTed to the webhook with the ``X-Telegram-Bot-Api-Secret-Token`` header while
+one is set, else queued for ``getUpdates`` (at most :data:`MAX_PENDING_UPDATES`).
+``GET /_emulator/callbacks`` records each delivery with its ``transport`` (``webhook`` or
+``polling``; a polled one also says whether ``getUpdates`` has ``fetched`` it).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import json
 import re
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -45,6 +51,11 @@ TYPING_SECONDS = 5.0
 MAX_TEXT = 4096
 MAX_CALLBACK_DATA = 64
 MAX_QUERIES = 1_000
+#: Longest ``getUpdates`` wait the emulator grants (seconds).
+MAX_POLL_SECONDS = 30.0
+#: Updates kept for ``getUpdates`` (oldest dropped).
+MAX_PENDING_UPDATES = 1_000
+_UPDATE_KINDS = ("message", "callback_query")
 #: ``callback_data`` of channelkit's question keyboards (``ck:<token>:<action>``): a
 #: message carrying such buttons is a question waiting for the person's tap.
 QUESTION_CALLBACK_PREFIX = "ck:"
@@ -192,9 +203,15 @@ class TelegramEmulator(EmulatorBase):
         self._webhook: dict[str, Any] | None = None
         self._commands: list[dict[str, str]] = []
         self._typing_action = ""
+        #: updates waiting for getUpdates (no webhook set), oldest first
+        self._pending: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_UPDATES)
+        self._allowed_updates: list[str] | None = None
+        self._waiting_polls = 0  # getUpdates calls waiting for an update right now
         self._methods: dict[str, Callable[[Mapping[str, Any]], HttpReply]] = {
             "getme": self._get_me,
             "setwebhook": self._set_webhook,
+            "deletewebhook": self._delete_webhook,
+            "getupdates": self._get_updates,
             "setmycommands": self._set_my_commands,
             "sendmessage": self._send_message,
             "editmessagetext": self._edit_message_text,
@@ -327,6 +344,66 @@ class TelegramEmulator(EmulatorBase):
             self._webhook = {"url": url, "secret_token": secret}
             self._touch()
         return HttpReply(200, {"ok": True, "result": True, "description": "Webhook was set"})
+
+    def _delete_webhook(self, params: Mapping[str, Any]) -> HttpReply:
+        with self._lock:
+            had = self._webhook is not None or bool(self.webhook_url)
+            self._webhook = None
+            self.webhook_url = ""  # updates now wait for getUpdates
+            if params.get("drop_pending_updates") in (True, "true", "True", "1"):
+                self._pending.clear()
+            self._touch()
+        said = "Webhook was deleted" if had else "Webhook is already deleted"
+        return HttpReply(200, {"ok": True, "result": True, "description": said})
+
+    def _get_updates(self, params: Mapping[str, Any]) -> HttpReply:
+        try:
+            offset = int(params.get("offset") or 0)
+            limit = int(params.get("limit") or 100)
+            timeout = float(params.get("timeout") or 0)
+        except (TypeError, ValueError):
+            return _bad("wrong parameter in request")
+        allowed = params.get("allowed_updates")
+        if isinstance(allowed, str):
+            try:
+                allowed = json.loads(allowed)
+            except ValueError:
+                return _bad("can't parse allowed updates")
+        deadline = time.monotonic() + max(0.0, min(timeout, MAX_POLL_SECONDS))
+        with self._changed:
+            if self._webhook is not None or self.webhook_url:
+                return _fail(
+                    409,
+                    "Conflict: can't use getUpdates method while webhook is active; use "
+                    "deleteWebhook to delete the webhook first",
+                )
+            if isinstance(allowed, list):
+                self._allowed_updates = [str(kind) for kind in allowed] or None
+            while True:
+                if offset < 0:
+                    found = list(self._pending)[offset:]
+                else:
+                    while self._pending and self._pending[0]["update_id"] < offset:
+                        self._pending.popleft()  # confirmed
+                    found = list(self._pending)
+                wanted = self._allowed_updates or _UPDATE_KINDS
+                found = [u for u in found if any(k in u for k in wanted)]
+                remaining = deadline - time.monotonic()
+                if found or remaining <= 0:
+                    break
+                self._waiting_polls += 1
+                try:
+                    self._changed.wait(remaining)
+                finally:
+                    self._waiting_polls -= 1
+            found = found[: max(1, min(limit, 100))]
+            ids = {u["update_id"] for u in found}
+            for entry in self._callbacks:
+                if entry.get("updateId") in ids:
+                    entry["fetched"] = True
+            if found:
+                self._touch()
+            return _ok(copy.deepcopy(found))
 
     def _set_my_commands(self, params: Mapping[str, Any]) -> HttpReply:
         commands = params.get("commands")
@@ -490,6 +567,7 @@ class TelegramEmulator(EmulatorBase):
             "views": {key: telegram_message_view(card) for key, card in self._cards.items()},
             "commands": list(self._commands),
             "webhook": {"url": self._webhook["url"]} if self._webhook else None,
+            "ingress": "webhook" if self._webhook or self.webhook_url else "polling",
         }
 
     def view(self, message_id: str) -> dict[str, Any] | None:
@@ -520,11 +598,51 @@ class TelegramEmulator(EmulatorBase):
 
     def _deliver_update(self, kind: str, update: Mapping[str, Any]) -> CallbackDelivery:
         url, secret = self._webhook_target()
+        if not url:
+            return self._queue_update(kind, update)
         headers = {"Content-Type": "application/json"}
         if secret:
             headers["X-Telegram-Bot-Api-Secret-Token"] = secret
         body = json.dumps(update, ensure_ascii=False).encode("utf-8")
-        return self._send_callback(kind, url, headers, body)
+        result = self.deliver(url, headers, body)
+        self._note_delivery(kind, "webhook", url, result, update["update_id"])
+        return result
+
+    def _queue_update(self, kind: str, update: Mapping[str, Any]) -> CallbackDelivery:
+        """No webhook: the update waits for ``getUpdates`` (which is woken up)."""
+        result = CallbackDelivery(status=200, body="queued for getUpdates")
+        with self._lock:
+            self._pending.append(dict(update))
+            self._note_delivery(kind, "polling", "getUpdates", result, update["update_id"])
+        return result
+
+    def _note_delivery(
+        self, kind: str, transport: str, url: str, result: CallbackDelivery, update_id: int
+    ) -> None:
+        with self._lock:
+            entry: dict[str, Any] = {
+                "seq": self._next_seq(),
+                "kind": kind,
+                "transport": transport,
+                "url": url,
+                "status": result.status,
+                "response": result.body[:2000],
+                "updateId": update_id,
+            }
+            if transport == "polling":
+                entry["fetched"] = False
+            self._callbacks.append(entry)
+            self._touch()
+
+    def waiting_polls(self) -> int:
+        """How many ``getUpdates`` calls are waiting for an update right now."""
+        with self._lock:
+            return self._waiting_polls
+
+    def pending_updates(self) -> list[dict[str, Any]]:
+        """The updates queued for ``getUpdates`` and not confirmed yet, oldest first."""
+        with self._lock:
+            return copy.deepcopy(list(self._pending))
 
     def _update_id(self) -> int:
         with self._lock:

@@ -102,6 +102,7 @@ class Round:
             api_base_url=BASE,
             bot_username="race_bot",
             group_policy="open",
+            ingress="webhook",
         )
         bridge = FunctionAgent(behaviour, question_timeout=600.0, scheduler=rt.scheduler)
         self.ch = TelegramChannel(

@@ -150,7 +150,7 @@ def test_mounting_an_unauthenticated_webhook_warns(secret, warned, caplog) -> No
     from channelkit.testing import ScriptedBridge
 
     channel = TelegramChannel(
-        TelegramConfig(bot_token=TOKEN, webhook_secret=secret), ScriptedBridge()
+        TelegramConfig(bot_token=TOKEN, webhook_secret=secret, ingress="webhook"), ScriptedBridge()
     )
     try:
         with caplog.at_level("WARNING", logger="channelkit.platforms.telegram.adapter"):

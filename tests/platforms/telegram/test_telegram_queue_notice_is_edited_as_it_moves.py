@@ -33,7 +33,9 @@ def test_the_queue_notice_is_one_message_edited_as_the_queue_moves(rt, mock):
         return ""
 
     ch = TelegramChannel(
-        TelegramConfig(bot_token=TOKEN, webhook_secret=SECRET, api_base_url=BASE),
+        TelegramConfig(
+            bot_token=TOKEN, webhook_secret=SECRET, api_base_url=BASE, ingress="webhook"
+        ),
         FunctionAgent(agent),
         channel_config=ChannelConfig(name="telegram", max_workers=8, max_concurrent_runs=1),
         api=TelegramApi(TOKEN, base_url=BASE, retry=RetryPolicy.never()),

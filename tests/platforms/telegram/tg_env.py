@@ -41,7 +41,9 @@ class Env:
         self.mock = mock
         self.bridge = bridge
         cfg.setdefault("bot_username", BOT_USERNAME)
-        config = TelegramConfig(bot_token=TOKEN, webhook_secret=SECRET, api_base_url=BASE, **cfg)
+        config = TelegramConfig(
+            bot_token=TOKEN, webhook_secret=SECRET, api_base_url=BASE, ingress="webhook", **cfg
+        )
         api = TelegramApi(TOKEN, base_url=BASE, retry=RetryPolicy.never())
         self.channel = RecordingTelegram(
             config,

@@ -24,10 +24,13 @@ notice, coalesced: :class:`~channelkit.core.queue_notices.QueueNotices`) and to
 Setup: :meth:`TelegramChannel.register_commands` registers the command menu
 (``setMyCommands``, including ``/cancel``) once at startup.
 
-Inbound: mount :meth:`TelegramChannel.ingress_routes` (``POST /telegram/webhook``,
-verified with ``X-Telegram-Bot-Api-Secret-Token``; the update's pool work starts from
-the response's ``after``, once the ACK was written), or feed updates from your own
-long-polling loop to :meth:`TelegramChannel.process_update`. ``/cancel``, ``/approve``,
+Inbound (``TelegramConfig.ingress``): ``"polling"`` (default) puts a ``getUpdates``
+long-polling runner in ``channel.connections`` (:mod:`channelkit.platforms.telegram.polling`;
+start it with ``start_connections([channel])``, ``close`` stops it); ``"webhook"``: mount
+:meth:`TelegramChannel.ingress_routes` (``POST /telegram/webhook``, verified with
+``X-Telegram-Bot-Api-Secret-Token``; the update's pool work starts from the response's
+``after``, once the ACK was written). Both take the same path,
+:meth:`TelegramChannel.receive_update`. ``/cancel``, ``/approve``,
 ``/approve-always`` and ``/deny`` are handled by :class:`~channelkit.core.ChannelBase`
 (``/cancel@yourbot`` works in groups); ``/start`` and ``/help`` answer locally.
 
@@ -58,6 +61,7 @@ from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ApiError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
+from channelkit.platforms.common.connection import LongConnection, stop_connections
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
 from channelkit.platforms.common.inbound import InboundOutcome, ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
@@ -73,8 +77,10 @@ from channelkit.platforms.telegram.ingress import (
     TgUpdate,
     parse_update,
 )
+from channelkit.platforms.telegram.ingress import receive_update as receive_decoded
 from channelkit.platforms.telegram.markdown import PARSE_MODE, is_entity_error, to_html
 from channelkit.platforms.telegram.output import SegmentOutput, final_parts, split_message
+from channelkit.platforms.telegram.polling import TelegramPolling
 from channelkit.platforms.telegram.questions import (
     MAX_MESSAGE_CHARS,
     TEXT_UNKNOWN,
@@ -95,6 +101,8 @@ logger = logging.getLogger(__name__)
 
 #: The webhook route :meth:`TelegramChannel.ingress_routes` exposes.
 WEBHOOK_PATH = "/telegram/webhook"
+#: Seconds ``close`` waits for the polling thread to end (its long poll is cut at once).
+CONNECTION_STOP_S = 5.0
 #: Seconds an ``update_id`` is remembered (at most 1,000 of them) to drop redeliveries.
 UPDATE_DEDUP_TTL = 3600.0
 
@@ -211,6 +219,12 @@ class TelegramChannel(ChannelBase):
         self.delivery = DeliveryChain(self.scheduler)
         #: delivered / retried / failed / uncertain final answers
         self.delivery_health = self.delivery.health
+        #: the getUpdates runner (``ingress="polling"``), else None
+        self.polling: TelegramPolling | None = None
+        if config.ingress == "polling":
+            self.polling = TelegramPolling(config, self.receive_update, clock=self.clock)
+        #: the long connections this channel owns (started by ``start_connections``)
+        self.connections: list[LongConnection] = [self.polling] if self.polling else []
 
     # -- setup ---------------------------------------------------------------------------
     def register_commands(
@@ -243,7 +257,10 @@ class TelegramChannel(ChannelBase):
         """``POST /telegram/webhook``: secret-token check, parse, dispatch, ACK.
 
         The update's pool work (runs, commands, answerCallbackQuery, responders) is in
-        the response's ``after``: it starts once the ACK was written."""
+        the response's ``after``: it starts once the ACK was written. None with
+        ``ingress="polling"`` (updates arrive through ``connections``)."""
+        if self.telegram_config.ingress != "webhook":
+            return []
         if not self.telegram_config.webhook_secret:
             logger.warning(
                 "[%s] the Telegram webhook is not authenticated: set webhook_secret (and pass "
@@ -253,6 +270,11 @@ class TelegramChannel(ChannelBase):
             )
         handler = TelegramWebhook(self.telegram_config.webhook_secret, self._webhook_dispatch)
         return [IngressRoute(WEBHOOK_PATH, handler, ("POST",), "telegram-webhook")]
+
+    def receive_update(self, data: Any) -> IngressResponse:
+        """One decoded ``Update`` from either ingress: parse, dedup, authorize, claim;
+        the answer a webhook would give (its ``after`` holds the pool hand-offs)."""
+        return receive_decoded(data, self._webhook_dispatch, transport=self.telegram_config.ingress)
 
     def dispatch_update(self, update: TgUpdate | Mapping[str, Any]) -> list[Callable[[], None]]:
         """The synchronous part of one ``Update``: parse, correlate, authorize, claim.
@@ -287,7 +309,7 @@ class TelegramChannel(ChannelBase):
         return outcome, after
 
     def process_update(self, update: TgUpdate | Mapping[str, Any]) -> None:
-        """Handle one ``Update`` from your own ``getUpdates`` loop (no ACK to wait for).
+        """Handle one ``Update`` you fetched yourself (no ACK to wait for).
 
         Runs synchronously and returns quickly: messages become runs or commands on the
         pool, button taps are claimed in memory and answered on the pool.
@@ -497,7 +519,8 @@ class TelegramChannel(ChannelBase):
         return request_id in self.pending_request_ids(session_id)
 
     def on_close(self) -> None:
-        """Stop every keep-alive, expire live questions, forget output state."""
+        """Stop polling, every keep-alive; expire live questions, forget output state."""
+        stop_connections(self.connections, CONNECTION_STOP_S)
         self.typing.close()
         self.queue_notices.close()
         self.questions.close()

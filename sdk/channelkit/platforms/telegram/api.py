@@ -16,7 +16,9 @@ from typing import Any
 from channelkit.clients.telegram import (
     AnswerCallbackQueryRequest,
     BotCommand,
+    DeleteWebhookRequest,
     EditMessageTextRequest,
+    GetUpdatesRequest,
     InlineKeyboardMarkup,
     SendChatActionRequest,
     SendMessageRequest,
@@ -36,7 +38,7 @@ _CONNECT_TIMEOUT_S = 3.05
 
 class TelegramApi:
     """``sendMessage``, ``editMessageText``, ``sendChatAction``, ``answerCallbackQuery``,
-    ``setMyCommands``.
+    ``setMyCommands``, ``getMe``, and for long polling ``deleteWebhook`` and ``getUpdates``.
 
     ``base_url`` is the Bot API root (``https://api.telegram.org``); ``client`` may be
     given instead (shared between adapters); ``retry`` overrides the client's policy.
@@ -157,3 +159,25 @@ class TelegramApi:
         if text:
             body.text = text
         self._client.answer_callback_query(body=body, timeout=self._timeout)
+
+    def delete_webhook(self) -> None:
+        """``deleteWebhook`` (pending updates are kept): ``getUpdates`` answers 409 Conflict
+        while a webhook is set."""
+        self._client.delete_webhook(body=DeleteWebhookRequest(), timeout=self._timeout)
+
+    def get_updates(
+        self,
+        offset: int | None,
+        timeout_s: int,
+        allowed_updates: Sequence[str],
+    ) -> list[dict[str, Any]]:
+        """``getUpdates``: the updates from ``offset`` on (every lower id is confirmed),
+        waiting up to ``timeout_s`` seconds for the first; the HTTP read timeout is that
+        plus the usual read timeout. Each update is the plain JSON object (parsed by
+        :func:`~channelkit.platforms.telegram.ingress.parse_update`, one at a time)."""
+        body = GetUpdatesRequest(timeout_=timeout_s, allowed_updates=list(allowed_updates))
+        if offset is not None:
+            body.offset = offset
+        timeout = (self._timeout[0], self._timeout[1] + timeout_s)
+        response = self._client.get_updates(body=body, timeout=timeout)
+        return [] if response.result is UNSET else list(response.result)

@@ -1,9 +1,10 @@
 """Configuration of the Telegram adapter.
 
-:class:`TelegramConfig` holds the Telegram-only settings: the bot token, the webhook
-secret, the typing keep-alive interval and the native-question options. It is validated
-on construction; every error is a :class:`~channelkit.errors.ConfigurationError` naming
-the offending field. Secrets never appear in ``repr``.
+:class:`TelegramConfig` holds the Telegram-only settings: the bot token, the ingress
+(long polling or webhook), the webhook secret, the typing keep-alive interval and the
+native-question options. It is validated on construction; every error is a
+:class:`~channelkit.errors.ConfigurationError` naming the offending field. Secrets never
+appear in ``repr``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,16 @@ from channelkit.platforms.common.config import (
 )
 from channelkit.platforms.telegram.groups import GROUP_POLICIES, USERNAME_RE
 
-__all__ = ["DEFAULT_API_BASE_URL", "TelegramConfig"]
+__all__ = ["DEFAULT_API_BASE_URL", "INGRESS_MODES", "TelegramConfig"]
 
 #: Production Bot API base URL (``https://api.telegram.org/bot<token>/<method>``).
 DEFAULT_API_BASE_URL = "https://api.telegram.org"
+
+#: How updates reach the channel: ``getUpdates`` long polling (the default: no public
+#: URL needed) or the ``/telegram/webhook`` route.
+INGRESS_MODES = ("polling", "webhook")
+#: Longest ``getUpdates`` timeout accepted (seconds).
+MAX_POLLING_TIMEOUT_S = 50
 
 _BOT_TOKEN_RE = re.compile(r"^[0-9]+:[A-Za-z0-9_-]+$")
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -37,6 +44,11 @@ class TelegramConfig:
     """Telegram adapter settings.
 
     ``bot_token``: the BotFather token (``123456:ABC...``).
+    ``ingress``: ``"polling"`` (default: the channel's ``connections`` long-poll
+    ``getUpdates``; no public URL needed) or ``"webhook"`` (mount
+    :meth:`TelegramChannel.ingress_routes` and call ``setWebhook``).
+    ``polling_timeout_s``: the ``getUpdates`` long-poll ``timeout`` (1-50 s; the HTTP
+    read timeout is this plus ``request_timeout_s``).
     ``webhook_secret``: the ``secret_token`` given to ``setWebhook``; when set, every
     webhook request must carry it in ``X-Telegram-Bot-Api-Secret-Token`` (1-256 chars
     of ``A-Z a-z 0-9 _ -``). When ``None`` the webhook accepts unsigned updates, which
@@ -66,6 +78,8 @@ class TelegramConfig:
     request_timeout_s: float = 10.0
     group_policy: str = "mention"
     bot_username: str | None = None
+    ingress: str = "polling"
+    polling_timeout_s: int = 25
 
     def __post_init__(self) -> None:
         if not isinstance(self.bot_token, str) or not _BOT_TOKEN_RE.match(self.bot_token):
@@ -79,6 +93,20 @@ class TelegramConfig:
             raise ConfigurationError(
                 "must be 1-256 characters of A-Z, a-z, 0-9, '_' or '-'",
                 path="telegram.webhook_secret",
+            )
+        if self.ingress not in INGRESS_MODES:
+            raise ConfigurationError(
+                f"must be one of {', '.join(repr(m) for m in INGRESS_MODES)}",
+                path="telegram.ingress",
+            )
+        if (
+            isinstance(self.polling_timeout_s, bool)
+            or not isinstance(self.polling_timeout_s, int)
+            or not 1 <= self.polling_timeout_s <= MAX_POLLING_TIMEOUT_S
+        ):
+            raise ConfigurationError(
+                f"must be whole seconds from 1 to {MAX_POLLING_TIMEOUT_S}",
+                path="telegram.polling_timeout_s",
             )
         check_non_empty(self.channel_name, "telegram.channel_name")
         check_http_url(self.api_base_url, "telegram.api_base_url")

@@ -1,4 +1,4 @@
-"""Telegram webhook ingress: secret verification and ``Update`` parsing.
+"""Telegram ingress: secret verification, ``Update`` parsing and one receive path.
 
 Telegram POSTs one JSON ``Update`` per request to the webhook URL. When the webhook was
 registered with ``secret_token``, every request carries it in the
@@ -8,11 +8,16 @@ constant time. :func:`parse_update` turns the JSON into the small typed records 
 64-bit chat ids are safe). Parsing never trusts field types: a wrong type raises
 :class:`UpdateParseError` naming the field path.
 
-:class:`TelegramWebhook` is the framework-neutral handler behind the adapter's
-``/telegram/webhook`` route: it verifies, parses and dispatches synchronously (the
-dispatcher only mutates in-memory state and returns the hand-offs of network work to
-the pool), then answers 200 with those hand-offs in ``IngressResponse.after``, so they
-start once the ACK was written. It never raises into the web framework.
+:func:`receive_update` is the transport-neutral half both ingresses share: parse one
+decoded ``Update`` and dispatch it synchronously (the dispatcher only mutates in-memory
+state: dedup by ``update_id``, authorization, claims; it returns the hand-offs of network
+work to the pool), answering what a webhook would: 400 for an update that does not
+parse, 503 when the channel is closed, else 200 with the hand-offs in
+``IngressResponse.after``. :class:`TelegramWebhook` (the ``/telegram/webhook`` route)
+verifies the secret and decodes the body, then calls it and starts the hand-offs once
+the ACK was written; the long-polling runner
+(:mod:`channelkit.platforms.telegram.polling`) calls it for each update of a
+``getUpdates`` batch and starts the hand-offs at once. Neither raises.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ __all__ = [
     "TgUser",
     "UpdateParseError",
     "parse_update",
+    "receive_update",
     "verify_secret_token",
 ]
 
@@ -233,6 +239,33 @@ def parse_update(data: Any) -> TgUpdate:
     )
 
 
+Dispatch = Callable[[TgUpdate], IngressResponse | Iterable[Callable[[], None]] | None]
+"""A dispatcher: the update's hand-offs, or the whole answer (e.g. 503 when closed)."""
+
+
+def receive_update(data: Any, dispatch: Dispatch, *, transport: str = "webhook") -> IngressResponse:
+    """Parse one decoded ``Update`` and dispatch it; the answer a webhook would give.
+
+    400 when ``data`` is not an ``Update`` (logged); ``dispatch``'s own
+    :class:`IngressResponse` when it returns one (e.g. 503 from a closed channel); else
+    200 with the hand-offs in ``after`` (also when ``dispatch`` raised: the error is
+    logged, and a redelivery would not help).
+    """
+    try:
+        update = parse_update(data)
+    except UpdateParseError as exc:
+        logger.warning("telegram %s update rejected: %s", transport, exc)
+        return IngressResponse.json(400, {"ok": False, "error": str(exc)})
+    after: IngressResponse | Iterable[Callable[[], None]] | None = None
+    try:
+        after = dispatch(update)
+    except Exception:
+        logger.exception("telegram update %s dispatch failed", update.update_id)
+    if isinstance(after, IngressResponse):
+        return after
+    return IngressResponse.json(200, {}, after=after or ())
+
+
 class TelegramWebhook:
     """The ``/telegram/webhook`` handler: verify, parse, dispatch, ACK.
 
@@ -247,7 +280,7 @@ class TelegramWebhook:
     def __init__(
         self,
         secret: str | None,
-        dispatch: Callable[[TgUpdate], IngressResponse | Iterable[Callable[[], None]] | None],
+        dispatch: Dispatch,
     ) -> None:
         self._secret = secret
         self._dispatch = dispatch
@@ -264,16 +297,4 @@ class TelegramWebhook:
         except ValueError as exc:
             logger.warning("telegram webhook rejected: body is not JSON (%s)", type(exc).__name__)
             return IngressResponse.json(400, {"ok": False, "error": "invalid JSON"})
-        try:
-            update = parse_update(data)
-        except UpdateParseError as exc:
-            logger.warning("telegram webhook rejected: %s", exc)
-            return IngressResponse.json(400, {"ok": False, "error": str(exc)})
-        after: IngressResponse | Iterable[Callable[[], None]] | None = None
-        try:
-            after = self._dispatch(update)
-        except Exception:
-            logger.exception("telegram update %s dispatch failed", update.update_id)
-        if isinstance(after, IngressResponse):
-            return after
-        return IngressResponse.json(200, {}, after=after or ())
+        return receive_update(data, self._dispatch)
