@@ -59,6 +59,10 @@ TG_TOKEN = "123:tg-bot-token"
 TG_SECRET = "tg-hook-secret"
 TG_BASE = "http://tg.test"
 PLATFORM_HOSTS = {urlsplit(FS_BASE).netloc, urlsplit(TG_BASE).netloc}
+#: HTTP callbacks (where the config offers a choice of ingress, Stream mode is the default)
+HTTP_INGRESS = {"ingress": "http"} if "ingress" in DingtalkConfig.__dataclass_fields__ else {}
+#: the webhook (where the config offers a choice of ingress, long polling is the default)
+WEBHOOK_INGRESS = {"ingress": "webhook"} if "ingress" in TelegramConfig.__dataclass_fields__ else {}
 
 ROUTES = (
     "/dingtalk/robot",
@@ -186,7 +190,9 @@ def stack() -> Iterator[Stack]:
             client_id="ding-robot",
             client_secret=DING_SECRET,
             card_callback_secret=DING_CARD_SECRET,
+            card_callback_route_key="channelkit-test",
             interactive_cards={},
+            **HTTP_INGRESS,
         ),
         bridges["ding"],
         api=ding_api,
@@ -220,6 +226,7 @@ def stack() -> Iterator[Stack]:
             bot_token=TG_TOKEN,
             webhook_secret=TG_SECRET,
             api_base_url=TG_BASE,
+            **WEBHOOK_INGRESS,
             bot_username="ck_bot",
         ),
         bridges["tg"],
@@ -573,3 +580,10 @@ def test_valid_requests_run_after_the_ack_and_their_replays_change_nothing(stack
     assert stack.state() == accepted
     assert [text for _, text in stack.bridges["ding"].prompts] == ["hello"]
     _assert_clean(stack)
+    # each refusal is logged with its reason, never with the header values
+    refusals = [r.getMessage() for r in stack.logs.records if "already used" in r.getMessage()]
+    assert len(refusals) == 5  # DingTalk robot x2, card, Feishu events, card
+    assert sum("DingTalk robot" in m for m in refusals) == 2
+    signatures = [h[k] for _, h, _ in requests_ for k in h if "sign" in k.lower()]
+    logged = "\n".join(r.getMessage() for r in stack.logs.records)
+    assert signatures and not any(sig in logged for sig in signatures)

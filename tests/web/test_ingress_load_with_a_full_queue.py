@@ -36,6 +36,8 @@ STEP_S = 0.006  # 10,000 messages x 6 ms = 60 s of platform time
 MAX_RUNNING = 8
 MAX_QUEUED = 16
 SECRET = "ding-app-secret"
+#: HTTP callbacks (where the config offers a choice of ingress, Stream mode is the default)
+HTTP_INGRESS = {"ingress": "http"} if "ingress" in DingtalkConfig.__dataclass_fields__ else {}
 
 
 class WaveAgent:
@@ -77,6 +79,7 @@ def setup() -> Iterator[tuple[Runtime, DingtalkChannel, FakeDingtalkApi, WaveAge
             client_id="ding-robot",
             client_secret=SECRET,
             interactive_cards={"enabled": False},  # replies and notices as Markdown
+            **HTTP_INGRESS,
         ),
         agent,  # type: ignore[arg-type]
         api=api,

@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,8 @@ from urllib.parse import urlsplit
 
 from channelkit.ingress import loads_json
 from channelkit.platforms.common.replay import ReplayGuard
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CARD_SIGNATURE_HEADER",
@@ -109,20 +112,27 @@ def _check(
     replay: ReplayGuard | None = None,
     kind: str = "",
 ) -> int | None:
+    # Rejections are logged with the reason only, never with the header values.
     if not isinstance(timestamp, str) or not isinstance(signature, str):
-        return 401
+        return _rejected(kind, 401, "signature headers missing")
     if not timestamp or not signature:
-        return 401
+        return _rejected(kind, 401, "signature headers empty")
     ts = _timestamp_seconds(timestamp)
     if ts is None or abs(now - ts) > max_skew:
-        return 403
+        return _rejected(kind, 403, "timestamp malformed or outside the allowed skew")
     expected: str = expected_fn(timestamp)
     given = signature.strip()
     if not hmac.compare_digest(expected.encode("ascii"), given.encode("ascii", "replace")):
-        return 403
+        return _rejected(kind, 403, "bad signature")
     if replay is not None and not replay.admit((kind, given), ts + max_skew):
-        return 403  # a second use of the same signature
+        # a replay, or a second genuine request signed in the same millisecond
+        return _rejected(kind, 403, "signature already used")
     return None
+
+
+def _rejected(kind: str, status: int, reason: str) -> int:
+    logger.warning("DingTalk %s callback rejected (%d): %s", kind or "signed", status, reason)
+    return status
 
 
 def check_robot_signature(
