@@ -145,7 +145,7 @@ class PollingConnection(LongConnection):
             first = True
             while not self.stopping:
                 self.poll_once()
-                if first:
+                if first and not self.stopping:
                     self.connected()
                     first = False
         except RateLimited as exc:

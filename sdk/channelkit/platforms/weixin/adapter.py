@@ -15,12 +15,13 @@ ignored (see :mod:`channelkit.platforms.weixin.indicators`). While a text permis
 prompt waits for the person, typing is off; it is switched on again once the request
 is no longer pending (checked every second on the scheduler) and the run goes on.
 
-Ingress: there is no webhook in scope. iLink delivers messages by long polling
-(``POST /ilink/bot/getupdates``), which the caller runs; hand every received
-``WeixinMessage`` to :meth:`WeixinChannel.handle_weixin_message` (or build an
-:class:`~channelkit.core.InboundMessage` yourself and call ``handle_inbound``, after
-:meth:`WeixinChannel.remember_context_token`). The latest ``context_token`` per user is
-kept (bounded, 1,000 users) because ``sendmessage`` and ``getconfig`` need it.
+Ingress (``WeixinConfig.ingress``, ``"polling"`` only): iLink delivers messages by long
+polling (``POST /ilink/bot/getupdates``). The channel's ``connections`` hold the runner
+(:mod:`channelkit.platforms.weixin.polling`; start it with
+``start_connections([channel])``, ``close`` stops it), which hands every received
+``WeixinMessage`` to :meth:`WeixinChannel.handle_weixin_message`, once per message id.
+The latest ``context_token`` per user is kept (bounded, 1,000 users) because
+``sendmessage`` and ``getconfig`` need it.
 """
 
 from __future__ import annotations
@@ -44,12 +45,14 @@ from channelkit.core import (
     RunHandle,
 )
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.common.connection import LongConnection, stop_connections
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import hand_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.platforms.weixin.config import WeixinConfig
 from channelkit.platforms.weixin.indicators import WeixinTyping
+from channelkit.platforms.weixin.polling import WeixinPolling
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 __all__ = [
@@ -66,6 +69,8 @@ logger = logging.getLogger(__name__)
 MAX_TEXT_CHARS = 4000
 #: Seconds between checks whether a permission request typing paused for was answered.
 WAIT_POLL_S = 1.0
+#: Seconds ``close`` waits for the polling thread to end (its long poll is cut at once).
+CONNECTION_STOP_S = 5.0
 #: What the person sees when their run fails (the agent could not start, failed before
 #: any output, or died mid-run).
 TEXT_FAILED = "Failed, please retry."
@@ -181,6 +186,10 @@ class WeixinChannel(ChannelBase):
         self.delivery = DeliveryChain(self.scheduler)
         #: delivered / retried / failed / uncertain final answers
         self.delivery_health = self.delivery.health
+        #: the getupdates runner (iLink's only ingress)
+        self.polling = WeixinPolling(config, self.handle_weixin_message, clock=self.clock)
+        #: the long connections this channel owns (started by ``start_connections``)
+        self.connections: list[LongConnection] = [self.polling]
 
     # -- inbound -------------------------------------------------------------------------
     def remember_context_token(self, user_id: str, context_token: str | None) -> None:
@@ -298,6 +307,7 @@ class WeixinChannel(ChannelBase):
 
     def on_close(self) -> None:
         """Forget typing state (runs were already cancelled by ``close``); pending
-        final-answer retries are reported failed."""
+        final-answer retries are reported failed; polling stops."""
+        stop_connections(self.connections, CONNECTION_STOP_S)
         self.typing.close()
         self.delivery.close()

@@ -1,6 +1,7 @@
 """The iLink bot calls the Weixin adapter makes, in one small wrapper.
 
-Endpoints (unofficial protocol, as used by qwen-code): ``POST /ilink/bot/getconfig``
+Endpoints (unofficial protocol, as used by qwen-code): ``POST /ilink/bot/getupdates``
+(long polling for new messages), ``POST /ilink/bot/getconfig``
 (typing ticket), ``POST /ilink/bot/sendtyping`` (status 1 typing / 2 cancel) and
 ``POST /ilink/bot/sendmessage``. :class:`WeixinApi` is built on the generated
 :class:`~channelkit.clients.weixin.WeixinClient`, which sends the fixed iLink headers
@@ -21,6 +22,8 @@ import uuid
 from channelkit.clients.weixin import (
     BaseInfo,
     GetConfigRequest,
+    GetUpdatesRequest,
+    GetUpdatesResponse,
     MessageItem,
     SendMessageRequest,
     SendTypingRequest,
@@ -47,7 +50,7 @@ def _uin() -> str:
 
 
 class WeixinApi:
-    """``getconfig``, ``sendtyping`` and ``sendmessage`` on the iLink bot API."""
+    """``getupdates``, ``getconfig``, ``sendtyping`` and ``sendmessage`` on the iLink bot API."""
 
     def __init__(
         self,
@@ -114,4 +117,12 @@ class WeixinApi:
             body=SendMessageRequest(msg=msg, base_info=self._base_info()),
             x_wechat_uin=_uin(),
             timeout=self._timeout,
+        )
+
+    def get_updates(self, cursor: str, timeout_s: float) -> GetUpdatesResponse:
+        """``getupdates`` from ``cursor`` (``get_updates_buf``; empty at first), waiting up
+        to ``timeout_s`` seconds for the answer (a :class:`ReadTimeout` then)."""
+        body = GetUpdatesRequest(get_updates_buf=cursor, base_info=self._base_info())
+        return self._client.get_updates(
+            body=body, x_wechat_uin=_uin(), timeout=(self._timeout[0], timeout_s)
         )

@@ -18,12 +18,14 @@ from channelkit.platforms.common.config import (
     settings_kwargs,
 )
 
-__all__ = ["DEFAULT_BASE_URL", "DEFAULT_CHANNEL_VERSION", "WeixinConfig"]
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_CHANNEL_VERSION", "INGRESS_MODES", "WeixinConfig"]
 
 #: Production iLink base URL (the login response's ``baseurl`` may override it).
 DEFAULT_BASE_URL = "https://ilinkai.weixin.qq.com"
 #: ``base_info.channel_version`` sent with every call (pinned; the protocol is unofficial).
 DEFAULT_CHANNEL_VERSION = "2.1.3"
+#: How messages reach the channel: iLink offers ``getupdates`` long polling only.
+INGRESS_MODES = ("polling",)
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,11 @@ class WeixinConfig:
     ``typing``: send typing indicators (getconfig + sendtyping).
     ``ticket_ttl_s``: how long a typing ticket is cached per user.
     ``request_timeout_s``: read timeout of every iLink call.
+    ``ingress``: ``"polling"``, the only ingress iLink offers (the channel's
+    ``connections`` long-poll ``getupdates``).
+    ``polling_timeout_s``: how long a ``getupdates`` long poll may take before the client
+    gives up on it (an empty poll, not an error) until the server announces its own
+    ``longpolling_timeout_ms``; at most 120 s.
     """
 
     bot_token: str = field(repr=False)
@@ -45,6 +52,8 @@ class WeixinConfig:
     typing: bool = True
     ticket_ttl_s: float = 3600.0
     request_timeout_s: float = 10.0
+    ingress: str = "polling"
+    polling_timeout_s: float = 35.0
 
     def __post_init__(self) -> None:
         check_non_empty(self.bot_token, "weixin.bot_token")
@@ -60,6 +69,12 @@ class WeixinConfig:
             raise ConfigurationError("must be a boolean", path="weixin.typing")
         check_positive_seconds(self.ticket_ttl_s, "weixin.ticket_ttl_s")
         check_positive_seconds(self.request_timeout_s, "weixin.request_timeout_s")
+        if self.ingress not in INGRESS_MODES:
+            raise ConfigurationError(
+                "must be 'polling' (iLink delivers messages by long polling only)",
+                path="weixin.ingress",
+            )
+        check_positive_seconds(self.polling_timeout_s, "weixin.polling_timeout_s", maximum=120.0)
 
     @property
     def client_version(self) -> int:

@@ -1,0 +1,156 @@
+"""Weixin long polling: iLink ``getupdates`` on one thread, owned by the channel.
+
+iLink delivers messages only by long polling, so every :class:`WeixinChannel` holds one
+:class:`WeixinPolling` in ``connections`` (start it with ``start_connections([channel])``;
+the channel's ``close`` stops it). It calls ``POST /ilink/bot/getupdates`` with the
+``get_updates_buf`` cursor of the previous answer (empty at first) again and again; the
+server holds a call until messages arrive or ``longpolling_timeout_ms`` passes (a client
+read timeout is an empty poll, not an error).
+
+Each user message takes the channel's inbound path
+(:meth:`WeixinChannel.handle_weixin_message`: parse, remember the ``context_token``,
+hand the run or command to the pool), at most once per ``message_id`` (a redelivered
+message is ignored), and the cursor moves on only after the whole batch was handed on.
+The polling thread never waits on a run.
+
+Failures (HTTP errors, transient ``errcode`` -1 / 45011, a dropped connection, a body
+that is not JSON) back off with the capped, jittered
+:class:`~channelkit.platforms.common.connection.Backoff`. ``errcode`` -14 means the
+session expired: polling stops with one error log, and the bot must log in again (a
+new ``bot_token``); retrying would not help.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from channelkit.clients.weixin import WeixinClient
+from channelkit.errors import AuthError, RateLimited, ReadTimeout, ServerError
+from channelkit.http import RetryPolicy
+from channelkit.http.model import UNSET
+from channelkit.platforms.common.connection import Backoff
+from channelkit.platforms.common.longpoll import InterruptibleSession, PollingConnection
+from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.weixin.api import WeixinApi
+from channelkit.runtime.clock import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from channelkit.platforms.weixin.config import WeixinConfig
+
+__all__ = ["MESSAGE_DEDUP_TTL", "SESSION_EXPIRED", "WeixinPolling"]
+
+logger = logging.getLogger(__name__)
+
+#: ``errcode`` (or ``ret``) of an expired session: log in again, do not retry.
+SESSION_EXPIRED = -14
+#: ``errcode`` values worth a retry after a backoff (transient, rate limit).
+_RATE_LIMITED = 45011
+#: Seconds a ``message_id`` is remembered to drop redeliveries.
+MESSAGE_DEDUP_TTL = 3600.0
+#: Added to the server's ``longpolling_timeout_ms`` for the client's read timeout.
+_READ_MARGIN_S = 5.0
+
+
+def _message_key(message: Any) -> str | None:
+    if not isinstance(message, Mapping):
+        return None
+    for field in ("message_id", "seq"):
+        value = message.get(field)
+        if isinstance(value, str | int) and not isinstance(value, bool) and value != "":
+            return f"{field}:{value}"
+    return None
+
+
+class WeixinPolling(PollingConnection):
+    """``getupdates`` with the cursor until stopped (or the session expires).
+
+    ``handle(message)`` is the channel's inbound path for one ``WeixinMessage``
+    (:meth:`WeixinChannel.handle_weixin_message`). ``api`` replaces the iLink wrapper (by
+    default one on its own :class:`InterruptibleSession`, without client-side retries:
+    the connection's backoff retries); ``wait`` replaces the backoff wait (tests).
+    """
+
+    def __init__(
+        self,
+        config: WeixinConfig,
+        handle: Callable[[Mapping[str, Any]], object],
+        *,
+        api: WeixinApi | None = None,
+        session: InterruptibleSession | None = None,
+        clock: Clock | None = None,
+        backoff: Backoff | None = None,
+        wait: Callable[[threading.Event, float], bool] | None = None,
+    ) -> None:
+        session = session if session is not None else InterruptibleSession()
+        super().__init__(
+            f"{config.channel_name}-polling", session, clock=clock, backoff=backoff, wait=wait
+        )
+        self.api = api or WeixinApi(
+            config.bot_token,
+            base_url=config.base_url,
+            channel_version=config.channel_version,
+            timeout_s=config.request_timeout_s,
+            client=WeixinClient(
+                token=config.bot_token,
+                base_url=config.base_url,
+                session=session.session,
+                retry=RetryPolicy.never(),
+                max_workers=1,
+            ),
+        )
+        self._handle = handle
+        #: ``get_updates_buf`` of the last batch handed on (empty: from the start)
+        self.cursor = ""
+        #: the client's read timeout of the next poll
+        self.read_timeout_s = config.polling_timeout_s
+        self._seen = ReplayGuard((clock or SystemClock()).time, ttl=MESSAGE_DEDUP_TTL)
+        #: True once iLink reported the session expired (polling stopped)
+        self.expired = False
+
+    def poll_once(self) -> None:
+        try:
+            response = self.api.get_updates(self.cursor, self.read_timeout_s)
+        except ReadTimeout:
+            return  # the long poll ended without messages
+        except AuthError as exc:
+            if str(exc.code) == str(SESSION_EXPIRED):
+                self._session_expired()
+                return
+            raise
+        errcode = response.errcode if response.errcode is not UNSET else 0
+        if errcode == SESSION_EXPIRED:
+            self._session_expired()
+            return
+        if errcode == _RATE_LIMITED:
+            raise RateLimited("weixin getupdates: rate limited", status=200, code=errcode)
+        if errcode:
+            reason = response.errmsg if isinstance(response.errmsg, str) else "failed"
+            raise ServerError(f"weixin getupdates: {reason}", status=200, code=errcode)
+        for message in response.msgs if response.msgs is not UNSET else []:
+            if self.stopping:
+                return  # the cursor stays: the next start fetches the rest again
+            key = _message_key(message)
+            if key is not None and not self._seen.first(key):
+                logger.info("%s: message %s already handled; ignored", self.name, key)
+                continue
+            self._handle(message)
+        cursor = response.get_updates_buf
+        if isinstance(cursor, str) and cursor:
+            self.cursor = cursor
+        hold_ms = response.longpolling_timeout_ms
+        if isinstance(hold_ms, int) and not isinstance(hold_ms, bool) and hold_ms > 0:
+            self.read_timeout_s = hold_ms / 1000.0 + _READ_MARGIN_S
+
+    def _session_expired(self) -> None:
+        self.expired = True
+        logger.error(
+            "%s: the iLink session expired (errcode %d); polling stopped. Log the bot in "
+            "again and configure the new bot_token.",
+            self.name,
+            SESSION_EXPIRED,
+        )
+        self.stop()
+        self._set("stopped", last_error=f"session expired (errcode {SESSION_EXPIRED})")
