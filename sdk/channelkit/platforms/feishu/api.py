@@ -3,9 +3,9 @@
 :class:`FeishuApi` wraps the generated :class:`channelkit.clients.feishu.FeishuClient`
 (tenant token from :class:`channelkit.http.auth.FeishuTokenProvider`, retries, error
 mapping) and exposes only what the adapter needs, with plain arguments and results.
-Every call passes an explicit ``(connect, read)`` timeout (read 10 s). CardKit calls
-carry ``uuid = "<card_id>-<sequence>"`` so a transport-level retry of the same write is
-de-duplicated by Feishu instead of failing the strictly increasing sequence. Message
+Every call has an overall deadline (``(connect, total)``, 10 s in all by default).
+CardKit calls carry ``uuid = "<card_id>-<sequence>"`` so a transport-level retry of the
+same write is de-duplicated by Feishu instead of failing the strictly increasing sequence. Message
 sends take an optional ``uuid`` (Feishu keeps one message per ``uuid`` for an hour), which
 the final-answer delivery chain sets so a retry after an unknown outcome cannot show the
 answer twice.
@@ -35,12 +35,13 @@ from channelkit.clients.feishu import (
 from channelkit.errors import DeserializationError
 from channelkit.http.model import UNSET
 from channelkit.http.retry import RetryPolicy
+from channelkit.http.transport import platform_timeout
 
 __all__ = ["API_TIMEOUT", "FeishuApi"]
 
 logger = logging.getLogger(__name__)
 
-#: ``(connect, read)`` seconds for every call.
+#: ``(connect, total)`` seconds for every call: 10 s overall.
 API_TIMEOUT = (3.05, 10.0)
 
 
@@ -64,17 +65,22 @@ class FeishuApi:
         base_url: str | None = None,
         retry: RetryPolicy | None = None,
         max_workers: int = 8,
+        timeout: float | None = None,
     ) -> FeishuApi:
-        """Build the generated client with app credentials (tenant token provider)."""
+        """Build the generated client with app credentials (tenant token provider).
+
+        ``timeout`` (``requestTimeout``, seconds) is the overall deadline of every call,
+        the tenant token fetch included; 10 s by default."""
+        deadline = API_TIMEOUT if timeout is None else platform_timeout(timeout)
         client = FeishuClient(
             app_id=app_id,
             app_secret=app_secret,
             base_url=base_url or None,
-            timeout=API_TIMEOUT,
+            timeout=deadline,
             retry=retry,
             max_workers=max_workers,
         )
-        return cls(client)
+        return cls(client, timeout=deadline)
 
     @property
     def client(self) -> FeishuClient:

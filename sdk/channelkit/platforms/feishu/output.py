@@ -349,7 +349,16 @@ class OutputCardPresenter:
                 except Exception as exc:
                     logger.warning("CardKit finalization failed (%s); trying PATCH", exc)
             self._limiter.try_acquire(card.message_id, force=True)
-            self._api.patch_card(card.message_id, body)
+            try:
+                self._api.patch_card(card.message_id, body)
+            except Exception as exc:
+                # the card cannot show the final text: send it as text, never lose it
+                logger.warning("output card PATCH failed (%s); sending text", type(exc).__name__)
+                target = DeliveryTarget(
+                    self._channel_name, card.chat_id, card.run_id, card.owner_id or None
+                )
+                text_path = self._text_path(card.chat_id, self._plain(text, state))
+                self.delivery.deliver([(text_path,)], target)
         except Exception:
             logger.exception("output card finalization failed (state %s)", state)
 
