@@ -17,6 +17,10 @@ TEST_REQUIRES = [
 #: The WSGI server the docs and `channelkit serve` use.
 SERVE_REQUIRES = ["waitress>=3.0"]
 
+#: Feishu's long connection (``"ingress": "websocket"``): its frames are protobuf
+#: messages. An extra, because Feishu's default ingress is HTTP callbacks.
+FEISHU_WS_REQUIRES = ["protobuf>=5.26"]
+
 REPOSITORY = "https://github.com/channelkit/channelkit"
 DOCUMENTATION = "https://channelkit.github.io/channelkit/"
 
@@ -66,8 +70,10 @@ setup(
         "django": ["django>=4.2"],
         "acp": [],
         "serve": SERVE_REQUIRES,
-        "test": TEST_REQUIRES + ["flask>=2.3", "django>=4.2"],
+        "feishu-ws": FEISHU_WS_REQUIRES,
+        "test": TEST_REQUIRES + FEISHU_WS_REQUIRES + ["flask>=2.3", "django>=4.2"],
         "dev": TEST_REQUIRES
+        + FEISHU_WS_REQUIRES
         + [
             "flask>=2.3",
             "django>=4.2",
@@ -77,6 +83,7 @@ setup(
             "types-requests",
             "types-jsonschema",
             "types-cachetools",
+            "types-protobuf",
         ],
     },
     entry_points={"console_scripts": ["channelkit=channelkit.cli:main"]},
