@@ -16,6 +16,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias, cast
 
+from channelkit.presentation._fields import (
+    check_bool as _check_bool,
+)
+from channelkit.presentation._fields import (
+    check_encodable as _check_encodable,
+)
+from channelkit.presentation._fields import (
+    check_fields as _check_fields,
+)
+from channelkit.presentation._fields import (
+    optional_text as _optional_text,
+)
+from channelkit.presentation._fields import (
+    present_text as _present_text,
+)
+from channelkit.presentation._fields import (
+    require_text as _require_text,
+)
 from channelkit.presentation.errors import PresentationError
 
 __all__ = [
@@ -52,40 +70,6 @@ BLOCK_TYPES: tuple[str, ...] = ("text", "context", "divider", "buttons", "select
 # --------------------------------------------------------------------------- helpers
 
 
-def _check_encodable(value: str, path: str) -> None:
-    """Reject a lone UTF-16 surrogate (``"\\ud83d"`` in JSON decodes to one): no platform
-    can encode it, and it would fail later as a UnicodeEncodeError deep in a renderer."""
-    if value.isascii():
-        return
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise PresentationError(
-            f"contains a lone surrogate (U+{ord(value[exc.start]):04X}) at index {exc.start}; "
-            "send text as valid Unicode",
-            path,
-        ) from None
-
-
-def _require_text(value: object, path: str) -> None:
-    if not isinstance(value, str):
-        raise PresentationError(f"must be a string, got {type(value).__name__}", path)
-    if not value.strip():
-        raise PresentationError("must not be empty or whitespace-only", path)
-    _check_encodable(value, path)
-
-
-def _optional_text(value: object, path: str) -> str | None:
-    """Trim an optional string; empty becomes None; a non-string is an error."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise PresentationError(f"must be a string, got {type(value).__name__}", path)
-    _check_encodable(value, path)
-    value = value.strip()
-    return value or None
-
-
 def _check_choice(value: object, choices: Sequence[str], path: str) -> None:
     if value is not None and value not in choices:
         raise PresentationError(f"must be one of {', '.join(choices)}; got {value!r}", path)
@@ -100,11 +84,6 @@ def _lower_choice(value: object, choices: Sequence[str], path: str) -> str | Non
     return text
 
 
-def _check_bool(value: object, path: str) -> None:
-    if not isinstance(value, bool):
-        raise PresentationError(f"must be a boolean, got {type(value).__name__}", path)
-
-
 def _as_mapping(value: object, path: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise PresentationError(f"must be an object, got {type(value).__name__}", path)
@@ -115,6 +94,20 @@ def _as_list(value: object, path: str) -> Sequence[Any]:
     if not isinstance(value, list | tuple):
         raise PresentationError(f"must be an array, got {type(value).__name__}", path)
     return value
+
+
+_BUTTON_FIELDS = frozenset(
+    {"label", "text", "value", "callback_data", "callbackData", "url", "command", "action"}
+    | {"style", "priority", "disabled"}
+)
+_OPTION_FIELDS = frozenset({"label", "text", "value", "action"})
+_BLOCK_FIELDS = {
+    "text": frozenset({"type", "text", "continuation"}),
+    "context": frozenset({"type", "text", "continuation"}),
+    "divider": frozenset({"type"}),
+    "buttons": frozenset({"type", "buttons"}),
+    "select": frozenset({"type", "options", "placeholder"}),
+}
 
 
 def _first_present(data: Mapping[str, Any], *keys: str) -> Any:
@@ -241,17 +234,27 @@ class Button:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Button:
+    def from_dict(cls, data: Mapping[str, Any], *, strict: bool = True) -> Button:
         """Normalize a JSON button (aliases: ``text`` for label, ``callback_data``/
-        ``callbackData`` for value, ``action: {type, command|value}``)."""
+        ``callbackData`` for value, ``action: {type, command|value}``). ``strict``
+        (default) rejects unknown and null fields and blank targets, as the JSON Schema
+        does; the legacy ``interactive`` input is read with ``strict=False``."""
         data = _as_mapping(data, "")
+        if strict:
+            _check_fields(data, _BUTTON_FIELDS)
         label = _optional_text(_first_present(data, "label", "text"), "label")
         if label is None:
             raise PresentationError("a button needs a non-empty label", "label")
-        value = _optional_text(
-            _first_present(data, "value", "callback_data", "callbackData"), "value"
-        )
-        command = _optional_text(data.get("command"), "command")
+        if strict:
+            value = _present_text(data, "value", "callback_data", "callbackData")
+            command = _present_text(data, "command")
+            url = _present_text(data, "url")
+        else:
+            value = _optional_text(
+                _first_present(data, "value", "callback_data", "callbackData"), "value"
+            )
+            command = _optional_text(data.get("command"), "command")
+            url = _optional_text(data.get("url"), "url")
         action = data.get("action")
         if action is not None:
             kind, action_value = _parse_action(action, "action")
@@ -259,7 +262,6 @@ class Button:
                 command = action_value
             elif kind == "callback" and value is None:
                 value = action_value
-        url = _optional_text(data.get("url"), "url")
         if value is None and url is None and command is None:
             raise PresentationError("a button needs a value, url or command", "value")
         style = _lower_choice(data.get("style"), BUTTON_STYLES, "style")
@@ -317,13 +319,18 @@ class SelectOption:
         return {"label": self.label, "value": self.value}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SelectOption:
+    def from_dict(cls, data: Mapping[str, Any], *, strict: bool = True) -> SelectOption:
         """Normalize a JSON option (``text`` alias for label, ``action`` for value)."""
         data = _as_mapping(data, "")
+        if strict:
+            _check_fields(data, _OPTION_FIELDS)
         label = _optional_text(_first_present(data, "label", "text"), "label")
         if label is None:
             raise PresentationError("an option needs a non-empty label", "label")
-        value = _optional_text(data.get("value"), "value")
+        if strict:
+            value = _present_text(data, "value")
+        else:
+            value = _optional_text(data.get("value"), "value")
         if value is None and data.get("action") is not None:
             value = _parse_action(data["action"], "action")[1]
         return cls(label=label, value=value)
@@ -387,7 +394,7 @@ _BLOCK_CLASSES = (TextBlock, ContextBlock, DividerBlock, ButtonsBlock, SelectBlo
 
 
 def block_from_dict(
-    data: Mapping[str, Any], *, allowed: Sequence[str] = BLOCK_TYPES
+    data: Mapping[str, Any], *, allowed: Sequence[str] = BLOCK_TYPES, strict: bool = True
 ) -> Block | None:
     """Normalize one JSON block. Returns None for an empty block (whitespace-only text,
     a buttons block with no buttons, a select with no options), which callers drop."""
@@ -400,7 +407,17 @@ def block_from_dict(
         raise PresentationError(
             f"unknown block type {raw_type!r}; expected one of {', '.join(allowed)}", "type"
         )
+    if strict:
+        _check_fields(data, _BLOCK_FIELDS[kind])
+        if kind in ("text", "context") and "text" not in data:
+            raise PresentationError("is required", "text")
+        if kind == "buttons" and "buttons" not in data:
+            raise PresentationError("is required", "buttons")
+        if kind == "select" and "options" not in data:
+            raise PresentationError("is required", "options")
     if kind in ("text", "context"):
+        if strict:
+            _check_bool(data.get("continuation", False), "continuation")
         text = _optional_text(data.get("text"), "text")
         if text is None:
             return None
@@ -417,7 +434,7 @@ def block_from_dict(
             _as_list(raw_buttons if raw_buttons is not None else [], "buttons")
         ):
             try:
-                buttons.append(Button.from_dict(raw))
+                buttons.append(Button.from_dict(raw, strict=strict))
             except PresentationError as exc:
                 raise exc.under(f"buttons[{index}]") from None
         return ButtonsBlock(tuple(buttons)) if buttons else None
@@ -427,7 +444,7 @@ def block_from_dict(
         _as_list(raw_options if raw_options is not None else [], "options")
     ):
         try:
-            options.append(SelectOption.from_dict(raw))
+            options.append(SelectOption.from_dict(raw, strict=strict))
         except PresentationError as exc:
             raise exc.under(f"options[{index}]") from None
     if not options:
@@ -492,6 +509,7 @@ class MessagePresentation:
         rejected.
         """
         data = _as_mapping(data, "")
+        _check_fields(data, frozenset({"title", "tone", "blocks"}))
         title = _optional_text(data.get("title"), "title")
         tone = _lower_choice(data.get("tone"), TONES, "tone")
         raw_blocks = data.get("blocks")
@@ -563,10 +581,15 @@ class Delivery:
     def from_dict(cls, data: Mapping[str, Any]) -> Delivery:
         """Parse ``{"pin": bool | {"enabled", "notify"?, "required"?}}``."""
         data = _as_mapping(data, "")
+        _check_fields(data, frozenset({"pin"}))
         pin = data.get("pin", False)
-        if pin is None or isinstance(pin, bool):
-            return cls(pin=bool(pin))
+        if isinstance(pin, bool):
+            return cls(pin=pin)
         raw = _as_mapping(pin, "pin")
+        try:
+            _check_fields(raw, frozenset({"enabled", "notify", "required"}))
+        except PresentationError as exc:
+            raise exc.under("pin") from None
         values: dict[str, bool] = {}
         for key, default in (("enabled", None), ("notify", False), ("required", False)):
             value = raw.get(key, default)
@@ -629,6 +652,10 @@ class ReplyPayload:
         (its blocks are appended after any ``presentation`` blocks) and warns once per
         process with a :class:`DeprecationWarning`."""
         data = _as_mapping(data, "")
+        _check_fields(
+            data,
+            frozenset({"text", "presentation", "delivery", "interactive", "allow_mass_mentions"}),
+        )
         text = data.get("text")
         if text is not None and not isinstance(text, str):
             raise PresentationError(f"must be a string, got {type(text).__name__}", "text")
@@ -695,7 +722,7 @@ def presentation_from_interactive(data: Mapping[str, Any]) -> MessagePresentatio
         _as_list(raw_blocks if raw_blocks is not None else [], "interactive.blocks")
     ):
         try:
-            block = block_from_dict(raw, allowed=_INTERACTIVE_TYPES)
+            block = block_from_dict(raw, allowed=_INTERACTIVE_TYPES, strict=False)
         except PresentationError as exc:
             raise exc.under(f"interactive.blocks[{index}]") from None
         if block is not None:

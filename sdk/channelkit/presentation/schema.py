@@ -71,9 +71,36 @@ def _path(parts: Iterable[Any]) -> str:
     return out
 
 
+def _emptiness(error: ValidationError) -> str | None:
+    """For the "needs some content" rule of a presentation or reply payload (its
+    top-level ``if``/``then``), the field ``from_dict`` names (``blocks`` or ``text``);
+    None for any other error (block-level rules sit under ``allOf``)."""
+    schema_path = list(error.relative_schema_path)
+    if "then" not in schema_path:
+        return None
+    index = len(schema_path) - 1 - schema_path[::-1].index("then")
+    if index > 0 and schema_path[index - 1] != "presentation":
+        return None
+    rest = schema_path[index + 1 :]
+    if rest[:1] == ["required"]:
+        missing: Any = error.validator_value
+        field = missing[0] if missing else None
+    elif rest[:1] == ["properties"] and len(rest) > 1:
+        field = rest[1]
+    else:
+        return None
+    return field if field in ("blocks", "text") else None
+
+
 def _message(error: ValidationError) -> tuple[str, str]:
     """A readable message and the path of the field it is about."""
     path = list(error.absolute_path)
+    empty = _emptiness(error)
+    if empty is not None:
+        where = _path(path if path[-1:] == [empty] else [*path, empty])
+        if empty == "blocks":
+            return "a presentation needs a title or at least one block", where
+        return "a reply needs text or a presentation", where
     validator: Any = error.validator
     instance: Any = error.instance
     expected: Any = error.validator_value
@@ -109,6 +136,8 @@ def validate_json(data: Any, definition: str = "replyPayload") -> None:
     errors = list(validator.iter_errors(data))
     if not errors:
         return
+    # A missing-content error is reported only when nothing more specific is wrong.
+    errors = [e for e in errors if _emptiness(e) is None] or errors
     import jsonschema
 
     error = jsonschema.exceptions.best_match(errors)

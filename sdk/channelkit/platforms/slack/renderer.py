@@ -87,6 +87,7 @@ _STYLES = {"primary": "primary", "success": "primary", "danger": "danger"}
 # Special mentions that notify many people: <!channel>, <!here>, <!everyone>, the legacy
 # <!group>, and user groups <!subteam^ID> / <!subteam^ID|@handle>.
 MASS_MENTION = re.compile(r"<!(?:channel|here|everyone|group|subteam\^)[^<>]*>", re.IGNORECASE)
+_MASS_MENTION_START = re.compile(r"<!(?=channel|here|everyone|group|subteam)", re.IGNORECASE)
 
 
 def escape_mass_mentions(text: str) -> str:
@@ -94,7 +95,8 @@ def escape_mass_mentions(text: str) -> str:
     written, notifying nobody."""
     if "<!" not in text:
         return text
-    return MASS_MENTION.sub(lambda m: f"&lt;{m.group(0)[1:-1]}&gt;", text)
+    text = MASS_MENTION.sub(lambda m: f"&lt;{m.group(0)[1:-1]}&gt;", text)
+    return _MASS_MENTION_START.sub("&lt;!", text)  # an unclosed one (text cut mid-way)
 
 
 def _native(button: Button) -> bool:
