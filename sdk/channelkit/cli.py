@@ -89,6 +89,7 @@ def _cmd_playground(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             demo_delay=args.delay,
+            ingress=args.ingress,
             **_feishu_options(args),
         )
     except ConfigurationError as exc:
@@ -136,8 +137,12 @@ def run_server(engine: str, app: Any, host: str, port: int, threads: int) -> Non
             server = waitress.create_server(app, host=host, port=port, threads=threads)
         except OSError as exc:
             raise _bind_error(host, port, exc) from None
-        server.print_listen("channelkit serve: waitress listening on http://{}:{}")
-        sys.stdout.flush()
+        listen = getattr(server, "effective_listen", None) or [
+            (server.effective_host, server.effective_port)
+        ]
+        for address, bound in listen:
+            shown = f"[{address}]" if ":" in str(address) else address
+            print(f"channelkit serve: waitress listening on http://{shown}:{bound}", flush=True)
         try:
             server.run()
         finally:
@@ -581,6 +586,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="dingtalk",
         choices=["dingtalk", "feishu", "telegram"],
         help="platform to emulate (default: dingtalk)",
+    )
+    play.add_argument(
+        "--ingress",
+        default=None,
+        metavar="MODE",
+        help="how the channel receives, where the platform offers a choice: telegram "
+        "polling (default) or webhook",
     )
     play.add_argument(
         "--feishu-encrypt-key",
