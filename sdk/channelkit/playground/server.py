@@ -8,6 +8,7 @@ docs/deployment.md).
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 import socketserver
 import threading
@@ -25,6 +26,10 @@ __all__ = ["EmulatorServer", "LocalServer", "free_port"]
 logger = logging.getLogger(__name__)
 
 WSGIApplication = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -96,9 +101,27 @@ class LocalServer:
         return self
 
     def serve_forever(self, app: WSGIApplication) -> None:
-        """Serve ``app`` on the calling thread until interrupted."""
-        self._slot.app = app
-        self._server.serve_forever(poll_interval=0.5)
+        """Serve ``app`` until interrupted: Ctrl+C (SIGINT) or SIGTERM raise
+        ``KeyboardInterrupt`` here, on the calling (main) thread.
+
+        The server itself runs on its daemon thread and keeps answering until
+        :meth:`stop`, so shutdown work that calls back into it (the playground's channel
+        finalizing its cards on the emulator this server hosts) is answered at once
+        instead of waiting for a request timeout.
+        """
+        self.start(app)
+        thread = self._thread
+        restore: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    restore[int(signum)] = signal.signal(signum, _interrupt)
+        try:
+            while thread is not None and thread.is_alive():
+                thread.join(0.5)  # wakes for signals; returns when stop() ends the server
+        finally:
+            for number, handler in restore.items():
+                signal.signal(number, handler)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop serving and close the socket."""

@@ -1,0 +1,57 @@
+"""``channelkit playground``: Ctrl+C (SIGINT) - and SIGTERM - exit within 2 s, with
+status 0 and no traceback, even while a run streams or a question waits for an answer.
+A real playground process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from channelkit.testing import wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "web"))
+from serve_process import CommandProcess
+
+
+def _views(url: str) -> list[dict[str, Any]]:
+    state = requests.get(f"{url}/_emulator/state", timeout=10).json()
+    return [state["views"][e["card"]] for e in state["timeline"] if e["kind"] == "card"]
+
+
+@pytest.mark.parametrize(
+    ("text", "signum", "waiting"),
+    [
+        ("long", signal.SIGINT, "status"),
+        ("hello", signal.SIGINT, "question"),
+        ("long", signal.SIGTERM, "status"),
+    ],
+    ids=["SIGINT-live-run", "SIGINT-pending-question", "SIGTERM-live-run"],
+)
+def test_a_stop_signal_exits_within_two_seconds(text: str, signum: int, waiting: str) -> None:
+    playground = CommandProcess(["playground", "--port", "0", "--delay", "0.2"])
+    try:
+        url = playground.wait_for_line(r"Open (http://127\.0\.0\.1:\d+)/").group(1)
+        sent = requests.post(f"{url}/_emulator/send", json={"text": text}, timeout=10)
+        assert sent.status_code == 200, sent.text
+        wait_until(
+            lambda: any(
+                v["kind"] == waiting and v["state"] in ("streaming", "pending", "running")
+                for v in _views(url)
+            ),
+            30.0,
+            what=f"a live {waiting} card",
+        )
+        started = time.monotonic()
+        playground.signal(signum)
+        code = playground.wait(timeout=30)
+        elapsed = time.monotonic() - started
+        assert code == 0, (playground.stdout, playground.stderr)
+        assert elapsed < 2.0, elapsed
+        assert "Traceback" not in "".join(playground.stderr), playground.stderr
+    finally:
+        playground.kill()
