@@ -8,12 +8,15 @@
         pg.emulator.calls()           # every API call the SDK made
 
     Playground(platform="feishu")     # or "telegram"
+    Playground(platform="telegram", ingress="webhook")  # default: getUpdates polling
     Playground(clock=FakeClock(...))  # timers (question expiry, flushes) on a fake clock
 
 One HTTP server serves everything: the channel's ingress (``/dingtalk/robot``,
 ``/dingtalk/card``; ``/feishu/events``, ``/feishu/card``; ``/telegram/webhook``), the
 emulated platform API the SDK's clients call (``/v1.0/...``, ``/open-apis/...``,
 ``/bot<token>/...``), the emulator controls (``/_emulator/...``) and the page (``/``).
+Telegram's channel long-polls ``getUpdates`` on the emulator by default; with
+``ingress="webhook"`` the emulator POSTs updates to ``/telegram/webhook`` instead.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 from channelkit.agents.base import AgentBridge
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.common.connection import start_connections
 from channelkit.playground.demo import demo_agent
 from channelkit.playground.dingtalk import DingtalkEmulator
 from channelkit.playground.emulator import CallbackDelivery, EmulatorBase
@@ -35,12 +39,16 @@ from channelkit.playground.telegram import TelegramEmulator
 from channelkit.runtime.clock import Clock
 from channelkit.web import create_wsgi_app
 
-__all__ = ["PLATFORMS", "Playground"]
+__all__ = ["INGRESS", "PLATFORMS", "Playground"]
 
 logger = logging.getLogger(__name__)
 
 #: Platforms the playground can emulate.
 PLATFORMS = ("dingtalk", "feishu", "telegram")
+#: The ingress modes a platform's channel offers, its default first.
+INGRESS: dict[str, tuple[str, ...]] = {
+    "telegram": ("polling", "webhook"),
+}
 
 _APP_KEY = "playground-app"
 _APP_SECRET = "playground-secret"
@@ -73,7 +81,8 @@ class Playground:
     :class:`~channelkit.runtime.FakeClock` whose wall time starts at the real time,
     timers (question expiry, card flushes, typing keep-alive) fire only when the test
     advances it. ``feishu_encrypt_key`` (Feishu only; None = plain callbacks) encrypts
-    and signs the emulator's callbacks.
+    and signs the emulator's callbacks. ``ingress``: how the channel receives (see
+    :data:`INGRESS`; None = the platform's default).
     """
 
     def __init__(
@@ -87,11 +96,19 @@ class Playground:
         model: str | None = None,
         clock: Clock | None = None,
         feishu_encrypt_key: str | None = _FEISHU_ENCRYPT_KEY,
+        ingress: str | None = None,
     ) -> None:
         if platform not in PLATFORMS:
             raise ConfigurationError(
                 f"must be one of {', '.join(PLATFORMS)} (got {platform!r})", path="platform"
             )
+        modes = INGRESS.get(platform, ())
+        if ingress is not None and ingress not in modes:
+            raise ConfigurationError(
+                f"{platform} offers {', '.join(modes) or 'no choice'} (got {ingress!r})",
+                path="ingress",
+            )
+        self.ingress = ingress if ingress is not None else (modes[0] if modes else None)
         self.platform = platform
         self._server = LocalServer(host, port)
         self.url = self._server.url
@@ -172,9 +189,10 @@ class Playground:
         from channelkit.core import ChannelConfig
         from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
 
+        webhook = self.ingress == "webhook"
         emulator = TelegramEmulator(
             bot_token=_TELEGRAM_TOKEN,
-            webhook_url=f"{self.url}/telegram/webhook",
+            webhook_url=f"{self.url}/telegram/webhook" if webhook else "",
             secret_token=_TELEGRAM_SECRET,
         )
         emulator.base_url = self.url
@@ -182,6 +200,7 @@ class Playground:
             bot_token=_TELEGRAM_TOKEN,
             webhook_secret=_TELEGRAM_SECRET,
             api_base_url=self.url,
+            ingress=self.ingress or "polling",
         )
         self.emulator = emulator
         self.channel = TelegramChannel(
@@ -192,16 +211,21 @@ class Playground:
         )
 
     def _setup_platform(self) -> None:
-        """What a deployment does once at startup: Telegram's setWebhook and command menu."""
-        if self.platform != "telegram":
-            return
-        try:
-            self.channel.api.client.set_webhook(
-                body={"url": f"{self.url}/telegram/webhook", "secret_token": _TELEGRAM_SECRET}
-            )
-            self.channel.register_commands()
-        except Exception:
-            logger.exception("registering the Telegram webhook with the emulator failed")
+        """What a deployment does once at startup: Telegram's setWebhook (or start polling)
+        and command menu; then the channel's long connections (Telegram's polling)."""
+        if self.platform == "telegram":
+            try:
+                if self.ingress == "webhook":
+                    self.channel.api.client.set_webhook(
+                        body={
+                            "url": f"{self.url}/telegram/webhook",
+                            "secret_token": _TELEGRAM_SECRET,
+                        }
+                    )
+                self.channel.register_commands()
+            except Exception:
+                logger.exception("registering the Telegram bot with the emulator failed")
+        start_connections([self.channel])
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> Playground:
