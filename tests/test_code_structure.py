@@ -56,8 +56,9 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "common": ANY,
     "dingtalk": frozenset({"markdown.py"}),  # image-marker sanitizing for cards and Markdown
     "feishu": frozenset({"crypto.py", "cards.py"}),  # event decryption; card JSON builder
-    "telegram": frozenset({"groups.py", "indicators.py", "markdown.py"}),  # + Markdown -> HTML
-    "weixin": frozenset({"indicators.py"}),
+    # + Markdown -> HTML; getUpdates long polling
+    "telegram": frozenset({"groups.py", "indicators.py", "markdown.py", "polling.py"}),
+    "weixin": frozenset({"indicators.py", "polling.py"}),  # + getupdates long polling
 }
 
 MAX_LINES = 800
