@@ -15,6 +15,12 @@ recorded in ``server.requests``.
 2. the request whose last message is that tool's result streams a continuation that
    quotes the answers the agent reported back;
 3. anything else (title generation, side queries without tools) gets a short text.
+
+A reply can *stall*: with ``ScriptedReply(hold=threading.Event())`` the stream stops after
+its first text chunk and stays open until the event is set (or the server stops), so the
+agent's turn is in flight for as long as a test needs (e.g. to kill the agent mid-run).
+``server.wait_holding(since)`` blocks until more than ``since`` streams were held
+(``server.streams_held`` counts them).
 """
 
 from __future__ import annotations
@@ -80,6 +86,8 @@ class ScriptedReply:
 
     chunks: Sequence[str] = ()
     tool_call: ToolCall | None = None
+    #: when given, the stream stops after the first text chunk until this is set
+    hold: threading.Event | None = None
 
 
 Responder = Callable[[Mapping[str, Any]], ScriptedReply]
@@ -213,11 +221,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         owner = self.server.owner
-        for event in owner.chunk_events(reply, model):
-            self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+        try:
+            for index, event in enumerate(owner.chunk_events(reply, model)):
+                self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+                self.wfile.flush()
+                if index == 1 and reply.hold is not None:  # after the first text chunk
+                    owner.hold_stream(reply.hold)
+            self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+        except OSError:  # the agent went away mid-stream (e.g. it was killed)
+            self.close_connection = True
 
 
 class _Server(ThreadingHTTPServer):
@@ -238,6 +251,9 @@ class ScriptedOpenAIServer:
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self._seq = 0
+        self._holds: list[threading.Event] = []
+        self._holding = threading.Condition(self._lock)
+        self._held = 0
 
     @property
     def port(self) -> int:
@@ -259,6 +275,7 @@ class ScriptedOpenAIServer:
         return self
 
     def stop(self) -> None:
+        self.release_holds()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -278,6 +295,37 @@ class ScriptedOpenAIServer:
             self.requests.append(body)
             self._seq += 1
         return self.responder(body)
+
+    def hold_stream(self, hold: threading.Event) -> None:
+        """Block a streaming handler until ``hold`` is set (called by the handler)."""
+        with self._lock:
+            self._holds.append(hold)
+            self._held += 1
+            self._holding.notify_all()
+        try:
+            hold.wait()
+        finally:
+            with self._lock:
+                self._holds.remove(hold)
+
+    def release_holds(self) -> None:
+        """Let every stalled stream go on (a stream whose agent died just ends)."""
+        with self._lock:
+            holds = list(self._holds)
+        for hold in holds:
+            hold.set()
+
+    @property
+    def streams_held(self) -> int:
+        """How many streams were put on hold so far."""
+        with self._lock:
+            return self._held
+
+    def wait_holding(self, timeout: float, since: int = 0) -> bool:
+        """True once more than ``since`` streams were put on hold (False after
+        ``timeout`` seconds)."""
+        with self._holding:
+            return self._holding.wait_for(lambda: self._held > since, timeout)
 
     def chat_requests_with_tools(self) -> list[dict[str, Any]]:
         with self._lock:
