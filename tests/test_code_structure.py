@@ -54,7 +54,8 @@ ROOMS = frozenset(
 ANY = None  # the package is exempt from the room names
 PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "common": ANY,
-    "dingtalk": frozenset({"markdown.py"}),  # image-marker sanitizing for cards and Markdown
+    # image-marker sanitizing for cards and Markdown; the Stream mode connection
+    "dingtalk": frozenset({"markdown.py", "stream.py"}),
     "feishu": frozenset({"crypto.py", "cards.py"}),  # event decryption; card JSON builder
     # + Markdown -> HTML; getUpdates long polling
     "telegram": frozenset({"groups.py", "indicators.py", "markdown.py", "polling.py"}),

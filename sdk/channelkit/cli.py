@@ -591,8 +591,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--ingress",
         default=None,
         metavar="MODE",
-        help="how the channel receives, where the platform offers a choice: telegram "
-        "polling (default) or webhook",
+        help="how the channel receives, where the platform offers a choice: dingtalk "
+        "stream (default: Stream mode, no callback URL) or http; telegram polling (default) "
+        "or webhook",
     )
     play.add_argument(
         "--feishu-encrypt-key",

@@ -47,6 +47,7 @@ def make_channel(api_base_url: str, executor: Any = None) -> DingtalkChannel:
             "apiBaseUrl": api_base_url,
             "model": "test-model",
             "interactiveCards": {"enabled": True},
+            "ingress": "http",
         }
     )
     agent = FunctionAgent(conversation_agent, question_timeout=30)

@@ -9,6 +9,7 @@
 
     Playground(platform="feishu")     # or "telegram"
     Playground(platform="telegram", ingress="webhook")  # default: getUpdates polling
+    Playground(ingress="http")        # DingTalk HTTP callbacks (default: Stream mode)
     Playground(clock=FakeClock(...))  # timers (question expiry, flushes) on a fake clock
 
 One HTTP server serves everything: the channel's ingress (``/dingtalk/robot``,
@@ -17,6 +18,10 @@ emulated platform API the SDK's clients call (``/v1.0/...``, ``/open-apis/...``,
 ``/bot<token>/...``), the emulator controls (``/_emulator/...``) and the page (``/``).
 Telegram's channel long-polls ``getUpdates`` on the emulator by default; with
 ``ingress="webhook"`` the emulator POSTs updates to ``/telegram/webhook`` instead.
+DingTalk's channel connects in Stream mode by default: its connection opens a WebSocket
+to the emulator's gateway (another port on 127.0.0.1) and user messages and card actions
+arrive as frames; with ``ingress="http"`` they are signed POSTs to ``/dingtalk/robot``
+and ``/dingtalk/card``.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ logger = logging.getLogger(__name__)
 PLATFORMS = ("dingtalk", "feishu", "telegram")
 #: The ingress modes a platform's channel offers, its default first.
 INGRESS: dict[str, tuple[str, ...]] = {
+    "dingtalk": ("stream", "http"),
+    "feishu": ("http", "websocket"),
     "telegram": ("polling", "webhook"),
 }
 
@@ -127,13 +134,13 @@ class Playground:
         elif platform == "telegram":
             self._build_telegram(model)
         else:
-            self._build_dingtalk(model)
+            self._build_dingtalk(model, self.ingress)
         # the channel's own word on waiting requests (a text permission prompt has no card)
         self.emulator.request_pending = lambda: bool(self.channel.pending_request_ids())
         self.app = create_wsgi_app([self.channel], fallback=self.emulator)
         self._started = False
 
-    def _build_dingtalk(self, model: str | None) -> None:
+    def _build_dingtalk(self, model: str | None, ingress: str | None) -> None:
         from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
 
         emulator = DingtalkEmulator(
@@ -142,19 +149,20 @@ class Playground:
             api_secret=_CARD_SECRET,
             robot_callback_url=f"{self.url}/dingtalk/robot",
             card_callback_url=f"{self.url}/dingtalk/card",
+            ingress=ingress,
         )
         emulator.base_url = self.url
-        config = DingtalkConfig.from_dict(
-            {
-                "clientId": _APP_KEY,
-                "clientSecret": _APP_SECRET,
-                "cardCallbackSecret": _CARD_SECRET,
-                "cardCallbackRouteKey": _ROUTE_KEY,
-                "apiBaseUrl": self.url,
-                "model": model,
-                "interactiveCards": {"enabled": True},
-            }
-        )
+        options: dict[str, Any] = {
+            "clientId": _APP_KEY,
+            "clientSecret": _APP_SECRET,
+            "apiBaseUrl": self.url,
+            "model": model,
+            "interactiveCards": {"enabled": True},
+            "ingress": ingress,
+        }
+        if ingress == "http":
+            options.update({"cardCallbackSecret": _CARD_SECRET, "cardCallbackRouteKey": _ROUTE_KEY})
+        config = DingtalkConfig.from_dict(options)
         self.emulator = emulator
         self.channel = DingtalkChannel(config, self.agent, clock=self.clock)
 
@@ -169,6 +177,7 @@ class Playground:
             encrypt_key=encrypt_key,
             events_url=f"{self.url}/feishu/events",
             card_url=f"{self.url}/feishu/card",
+            ingress=self.ingress,
         )
         emulator.base_url = self.url
         config = FeishuConfig(
@@ -179,6 +188,7 @@ class Playground:
             language="en",
             base_url=self.url,
             title="channelkit demo",
+            ingress="websocket" if self.ingress == "websocket" else "http",
         )
         self.emulator = emulator
         self.channel = FeishuChannel(
@@ -265,6 +275,7 @@ class Playground:
                     close()
                 except Exception:
                     logger.exception("closing the playground agent failed")
+        self.emulator.close()
         self._server.stop()
 
     def __enter__(self) -> Playground:

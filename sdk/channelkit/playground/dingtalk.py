@@ -12,11 +12,16 @@ Paths and bodies follow ``openapi/dingtalk.json``:
   session webhooks (``POST /robot/sendBySession``) add bot messages;
   ``POST /v1.0/robot/emotion/reply|recall`` add and remove reactions.
 
-User input goes back to the SDK as the platform would send it: a robot message to the
-robot callback URL signed with ``timestamp``/``sign`` headers, and card actions to the
-registered card callback URL signed with ``x-ddpaas-signature-timestamp`` /
-``x-ddpaas-signature``. The signatures are computed here from DingTalk's documented
-algorithm, independently of the adapter's verification code.
+User input goes back to the SDK as the platform would send it. In Stream mode (the bot
+called ``POST /v1.0/gateway/connections/open``, no token: see
+:mod:`channelkit.playground.stream_gateway`) robot messages are ``CALLBACK`` frames on
+the bot's WebSocket, and so are the actions on cards created with ``callbackType:
+"STREAM"``. Otherwise a robot message goes to the robot callback URL signed with
+``timestamp``/``sign`` headers, and card actions to the registered card callback URL
+signed with ``x-ddpaas-signature-timestamp`` / ``x-ddpaas-signature``. The signatures are
+computed here from DingTalk's documented algorithm, independently of the adapter's
+verification code. ``GET /_emulator/callbacks`` names the transport of each delivery
+(``stream`` or ``http``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,11 @@ from channelkit.playground.emulator import (
     EmulatorBase,
     HttpReply,
 )
+from channelkit.playground.stream_gateway import StreamGateway
+
+#: Stream topics (DingTalk's names) of robot messages and card callbacks.
+ROBOT_TOPIC = "/v1.0/im/bot/messages/get"
+CARD_TOPIC = "/v1.0/card/instances/callback"
 
 __all__ = [
     "QUESTION_TEMPLATE_ID",
@@ -89,7 +99,11 @@ class DingtalkEmulator(EmulatorBase):
     registration matches the card's ``callbackRouteKey``. ``api_secret`` signs card
     callbacks (None: unsigned, as when no apiSecret was registered). ``deliver``
     replaces the HTTP POST to the SDK (tests route it into a Flask or Django test
-    client).
+    client). ``ingress`` is the app's message receiving mode: ``"stream"`` (robot
+    messages are frames on the bot's Stream connection, waiting for it to connect),
+    ``"http"`` (signed POSTs to ``robot_callback_url``) or None (Stream once a bot
+    opened a Stream connection, HTTP before). Card actions follow each card's
+    ``callbackType``.
     """
 
     platform = "dingtalk"
@@ -106,8 +120,12 @@ class DingtalkEmulator(EmulatorBase):
         user_name: str = "You",
         conversation_id: str = "cid-playground",
         deliver: Deliver | None = None,
+        ingress: str | None = None,
     ) -> None:
         super().__init__(deliver=deliver)
+        if ingress not in (None, "stream", "http"):
+            raise ValueError('ingress: must be "stream", "http" or None')
+        self.ingress = ingress
         self.app_key = app_key
         self.app_secret = app_secret
         self.api_secret = api_secret
@@ -119,6 +137,8 @@ class DingtalkEmulator(EmulatorBase):
         self._routes: dict[str, dict[str, Any]] = {}
         self._reactions: dict[str, list[str]] = {}
         self._sessions: dict[str, str] = {}
+        #: the Stream mode gateway (its WebSocket server starts with the first open)
+        self.stream = StreamGateway(app_key)
 
     # -- tokens ---------------------------------------------------------------------------
     def _new_token(self) -> str:
@@ -150,6 +170,8 @@ class DingtalkEmulator(EmulatorBase):
             )
         if path == "/robot/sendBySession" and method == "POST":
             return self._session_webhook(query, data)
+        if path == "/v1.0/gateway/connections/open" and method == "POST":
+            return self._open_stream(data)
         routes = {
             ("POST", "/v1.0/card/instances/createAndDeliver"): self._create_and_deliver,
             ("PUT", "/v1.0/card/streaming"): self._streaming,
@@ -177,6 +199,40 @@ class DingtalkEmulator(EmulatorBase):
         if data.get("appKey") != self.app_key or data.get("appSecret") != self.app_secret:
             return _error(400, "invalidClientIdOrSecret", "invalid appKey or appSecret")
         return HttpReply(200, {"accessToken": self._new_token(), "expireIn": TOKEN_LIFETIME})
+
+    def _open_stream(self, data: Any) -> HttpReply:
+        if not isinstance(data, Mapping) or not data.get("clientId"):
+            return _error(400, "MissingParameter", "clientId and clientSecret are required")
+        if data.get("clientId") != self.app_key or data.get("clientSecret") != self.app_secret:
+            return _error(400, "invalidClientIdOrSecret", "invalid clientId or clientSecret")
+        subscriptions = data.get("subscriptions")
+        if not isinstance(subscriptions, list) or not subscriptions:
+            return _error(400, "MissingParameter", "subscriptions are required")
+        topics = [
+            str(s["topic"])
+            for s in subscriptions
+            if isinstance(s, Mapping) and isinstance(s.get("topic"), str)
+        ]
+        endpoint, ticket = self.stream.open(topics)
+        return HttpReply(200, {"endpoint": endpoint, "ticket": ticket})
+
+    def _deliver_frame(self, kind: str, topic: str, payload: Mapping[str, Any]) -> CallbackDelivery:
+        message_id, ack = self.stream.deliver(topic, payload)
+        if ack is None:
+            result = CallbackDelivery(status=0, body="no ACK within the timeout")
+        else:
+            result = CallbackDelivery(status=ack.code, body=ack.data)
+        self._record_callback(kind, "stream", result, topic=topic, messageId=message_id)
+        return result
+
+    def _by_stream(self, topic: str) -> bool:
+        if self.ingress is not None:
+            return self.ingress == "stream"
+        return self.stream.subscribed(topic)
+
+    def close(self) -> None:
+        """Stop the Stream gateway."""
+        self.stream.close()
 
     def _create_and_deliver(self, data: Mapping[str, Any]) -> HttpReply:
         for field in ("cardTemplateId", "outTrackId", "openSpaceId"):
@@ -431,7 +487,8 @@ class DingtalkEmulator(EmulatorBase):
 
     # -- user input -> signed callbacks ------------------------------------------------------
     def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
-        """The person types ``text``: a signed robot callback goes to the SDK.
+        """The person types ``text``: a ``CALLBACK`` frame when the bot connects by
+        Stream, else a signed robot callback, goes to the SDK.
 
         Returns the message id and the SDK's answer.
         """
@@ -464,6 +521,8 @@ class DingtalkEmulator(EmulatorBase):
             "sessionWebhook": f"{self.base_url}/robot/sendBySession?session={session}",
             "sessionWebhookExpiredTime": now_ms + 90 * 60 * 1000,
         }
+        if self._by_stream(ROBOT_TOPIC):  # the bot connects by Stream
+            return msg_id, self._deliver_frame("robot", ROBOT_TOPIC, payload)
         timestamp = str(now_ms)
         headers = {
             "Content-Type": "application/json; charset=utf-8",
@@ -492,7 +551,9 @@ class DingtalkEmulator(EmulatorBase):
     ) -> CallbackDelivery:
         """The person clicks on a card: ``stop``, ``submit`` (with ``form``) or ``cancel``.
 
-        A signed card callback (``actionCallback``) goes to the SDK; returns its answer.
+        The card callback (``actionCallback``) goes to the SDK as a ``CALLBACK`` frame
+        for a ``STREAM`` card of a bot connected by Stream, else signed over HTTP;
+        returns the SDK's answer (the ACK's code and data for a frame).
         """
         card = self.card(card_id)
         if card is None:
@@ -519,6 +580,8 @@ class DingtalkEmulator(EmulatorBase):
                 ensure_ascii=False,
             ),
         }
+        if card.get("callbackType") == "STREAM" and self._by_stream(CARD_TOPIC):
+            return self._deliver_frame("card", CARD_TOPIC, payload)
         url, secret = self._card_callback_target(card)
         headers = {"Content-Type": "application/json; charset=utf-8"}
         if secret:

@@ -3,8 +3,10 @@
 An emulator is a WSGI application that answers a platform's OpenAPI paths (so channelkit's
 generated clients make real HTTP calls to it), records every call, keeps the state a
 person would see (messages, cards, reactions, typing) and sends user input back to the
-SDK as properly signed platform callbacks. ``GET /_emulator/calls`` returns the recorded
-calls and ``GET /_emulator/state`` the visible state; both are bounded.
+SDK as properly signed platform callbacks (or frames on a long connection).
+``GET /_emulator/calls`` returns the recorded calls, ``GET /_emulator/callbacks`` the
+deliveries to the SDK (each with its ``transport``) and ``GET /_emulator/state`` the
+visible state; all are bounded.
 
 The base also holds what the platforms' APIs have in common: access tokens (issued for a
 lifetime, checked on every call, revoked for tests), JSON bodies parsed before a platform
@@ -72,6 +74,8 @@ _SECRET_KEYS = frozenset(
         "secret_token",
         "encrypt_key",
         "verification_token",
+        "clientsecret",
+        "ticket",
     }
 )
 
@@ -335,18 +339,29 @@ class EmulatorBase:
         self, kind: str, url: str, headers: Mapping[str, str], body: bytes
     ) -> CallbackDelivery:
         result = self.deliver(url, headers, body)
+        self._record_callback(kind, "http", result, url=url)
+        return result
+
+    def _record_callback(
+        self, kind: str, transport: str, result: CallbackDelivery, **details: Any
+    ) -> None:
+        """Record one delivery to the SDK: its ``transport`` (``http``, or a long
+        connection such as ``stream``) and the SDK's answer."""
         with self._lock:
             self._callbacks.append(
                 {
                     "seq": self._next_seq(),
                     "kind": kind,
-                    "url": url,
+                    "transport": transport,
+                    **details,
                     "status": result.status,
                     "response": result.body[:2000],
                 }
             )
             self._touch()
-        return result
+
+    def close(self) -> None:
+        """Release what the emulator started (servers, threads); the WSGI app stays."""
 
     def _set_toast(self, card_id: str, kind: str, text: str) -> None:
         """Show a short notice (a platform toast / callback answer) on a card."""

@@ -179,7 +179,8 @@ class EmulatorServer:
         return self.server.url
 
     def close(self) -> None:
-        """Stop the server."""
+        """Stop the server (and what the emulator started, e.g. DingTalk's gateway)."""
+        self.emulator.close()
         self.server.stop()
 
     def __enter__(self) -> EmulatorServer:

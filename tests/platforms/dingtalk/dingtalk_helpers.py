@@ -394,6 +394,8 @@ class AdapterHarness:
             block_streaming=block_streaming,
             interactive_cards={} if cards is None else cards,
             card_callback_secret=secret,
+            ingress="http",
+            card_callback_route_key="channelkit",
         )
         self.channel = DingtalkChannel(
             self.config,

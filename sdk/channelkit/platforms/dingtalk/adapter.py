@@ -1,11 +1,16 @@
 """``DingtalkChannel``: the DingTalk adapter (robot messages, status and question cards).
 
-Ingress (mount with ``channelkit.web``): ``POST /dingtalk/robot`` (robot messages, HTTP
-mode, ``timestamp``/``sign`` checked) and ``POST /dingtalk/card`` (card actions, HTTP
-mode, ``x-ddpaas-signature`` checked when ``card_callback_secret`` is set). Both handlers
-verify, parse, correlate, authorize and claim synchronously and return the ACK; the work
-that goes to the pool (the agent run, responders, Card OpenAPI writes, notices) is in
-the response's ``after`` and starts only once the ACK was written.
+Ingress, by ``config.ingress``: ``"stream"`` (the default) is the Stream mode connection
+:attr:`DingtalkChannel.stream` (:mod:`.stream`; listed in ``connections``, started with
+:func:`~channelkit.platforms.common.connection.start_connections` or ``stream.start()``,
+stopped by :meth:`close`); ``"http"`` mounts ``POST /dingtalk/robot`` (robot messages,
+``timestamp``/``sign`` checked) and ``POST /dingtalk/card`` (card actions,
+``x-ddpaas-signature`` checked when ``card_callback_secret`` is set) with
+``channelkit.web``. Both transports go through the same :meth:`dispatch_robot_message` /
+:meth:`dispatch_card_callback`, which parse, correlate, authorize and claim
+synchronously and return the ACK; the work that goes to the pool (the agent run,
+responders, Card OpenAPI writes, notices) is in the response's ``after`` and starts only
+once the ACK was written.
 
 Behaviour:
 
@@ -57,6 +62,7 @@ from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
@@ -76,6 +82,7 @@ from channelkit.platforms.dingtalk.ingress import (
 )
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.platforms.dingtalk.questions import CallbackResult
+from channelkit.platforms.dingtalk.stream import TOPICS, DingtalkStream
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 __all__ = [
@@ -161,7 +168,9 @@ class DingtalkChannel(ChannelBase):
     channel_config=None, executor=None, scheduler=None, clock=None)``. ``api`` replaces
     the :class:`CardApi` built from ``config`` (tests, emulator); ``channel_config`` is
     the shared :class:`ChannelConfig` (built from ``config`` when omitted; its
-    ``permission_timeout`` is the host permission lifetime).
+    ``permission_timeout`` is the host permission lifetime). ``stream_options`` go to the
+    :class:`~channelkit.platforms.dingtalk.stream.DingtalkStream` (``backoff``, ``wait``,
+    keepalive) in Stream mode.
     """
 
     def __init__(
@@ -177,6 +186,7 @@ class DingtalkChannel(ChannelBase):
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
         registry: StateRegistry | None = None,
+        stream_options: Mapping[str, Any] | None = None,
     ) -> None:
         if channel_config is None:
             channel_config = ChannelConfig(
@@ -202,9 +212,21 @@ class DingtalkChannel(ChannelBase):
                 provider,
                 base_url=config.api_base_url,
                 timeout=config.request_timeout_s,
-                callback_route_key=config.card_callback_route_key,
+                # cards ask for the callbacks the ingress receives: HTTP under the
+                # route key, else STREAM
+                callback_route_key=None if config.stream else config.card_callback_route_key,
             )
         self.api = api
+        #: the Stream mode connection (None with ``"ingress": "http"``)
+        self.stream: DingtalkStream | None = None
+        if config.stream:
+            self.stream = DingtalkStream(
+                self,
+                lambda: self.api.open_stream_connection(config.client_secret, TOPICS),
+                name=f"{config.name}-stream",
+                clock=self.clock,
+                **dict(stream_options or {}),
+            )
         #: every piece of cross-callback state (owners, routes, cards, claims, tombstones)
         self.registry: StateRegistry = (
             registry if registry is not None else MemoryStateRegistry(self.clock)
@@ -259,13 +281,22 @@ class DingtalkChannel(ChannelBase):
     # Ingress
     # =================================================================================
 
+    @property
+    def connections(self) -> tuple[LongConnection, ...]:
+        """The long connections this channel owns: the Stream connection in Stream mode."""
+        return (self.stream,) if self.stream is not None else ()
+
     def ingress_routes(self) -> list[IngressRoute]:
-        """``POST /dingtalk/robot`` and ``POST /dingtalk/card`` for the web layer.
+        """``POST /dingtalk/robot`` and ``POST /dingtalk/card`` for the web layer with
+        ``"ingress": "http"``; none in Stream mode (nothing would call them, and an
+        unused card route would be one more way in).
 
         Logs a warning when card callbacks will be accepted unsigned (interactive cards
         on, no ``cardCallbackSecret``): anyone who can reach the URL and knows a card's
         ``outTrackId`` could then act as its owner.
         """
+        if self.stream is not None:
+            return []
         if self.presenter is not None and not self.dingtalk.card_callback_secret:
             logger.warning(
                 "[%s] DingTalk card callbacks are not authenticated: set cardCallbackSecret "
@@ -282,9 +313,7 @@ class DingtalkChannel(ChannelBase):
         """Verify (``timestamp``/``sign``, <= 1 h skew), parse and dispatch a robot message.
 
         401 missing signature headers, 403 bad signature or skew, 400 malformed JSON,
-        503 when the channel is closed, else 200 ``{"success": true}`` whose ``after``
-        starts the run (or the command; a full queue is acknowledged too: core tells the
-        person it is busy). See :mod:`channelkit.platforms.common.inbound`. Never raises.
+        then :meth:`dispatch_robot_message`. Never raises.
         """
         try:
             payload, rejection = self._verified_json(
@@ -292,6 +321,22 @@ class DingtalkChannel(ChannelBase):
             )
             if rejection is not None:
                 return rejection
+        except Exception:
+            logger.exception("[%s] robot callback failed", self.name)
+            return IngressResponse.json(500, {"success": False})
+        return self.dispatch_robot_message(payload)
+
+    def dispatch_robot_message(self, payload: Any) -> IngressResponse:
+        """Parse, dedup (``msgId``) and dispatch an authenticated robot message.
+
+        The transport-neutral part both ingresses share: the HTTP handler calls it once
+        the signature checked out, the Stream connection for each robot ``CALLBACK``
+        frame (the connection is authenticated by its ticket). 503 when the channel is
+        closed, else 200 ``{"success": true}`` whose ``after`` starts the run (or the
+        command; a full queue is acknowledged too: core tells the person it is busy).
+        See :mod:`channelkit.platforms.common.inbound`. Never raises.
+        """
+        try:
             message = parse_robot_message(payload)
             if message is None:
                 return IngressResponse.json(200, {"success": True})
@@ -319,7 +364,7 @@ class DingtalkChannel(ChannelBase):
                 return IngressResponse.json(ack_status(outcome), {"success": False})
             return IngressResponse.json(200, {"success": True}, after=after)
         except Exception:
-            logger.exception("[%s] robot callback failed", self.name)
+            logger.exception("[%s] robot message failed", self.name)
             return IngressResponse.json(500, {"success": False})
 
     def record_inbound(self, message: Any) -> None:
@@ -337,19 +382,30 @@ class DingtalkChannel(ChannelBase):
         )
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
-        """Verify, parse, correlate, authorize and claim a card action; ACK at once.
-
-        401/403 bad signature (when ``card_callback_secret`` is set), 400 malformed JSON;
-        everything else (unknown card, duplicate, stale, foreign user) is acknowledged
-        with 200 ``{}`` after its synchronous checks. Responders, card writes and notices
-        are handed to the pool by the response's ``after``. Never raises.
-        """
+        """Verify a card action (``x-ddpaas-signature`` when ``card_callback_secret`` is
+        set: 401/403; 400 malformed JSON), then :meth:`dispatch_card_callback`. Never
+        raises."""
         try:
             payload, rejection = self._verified_json(
                 request, check_card_signature, self.dingtalk.card_callback_secret
             )
             if rejection is not None:
                 return rejection
+        except Exception:
+            logger.exception("[%s] card callback failed", self.name)
+            return IngressResponse(200, _CARD_ACK)
+        return self.dispatch_card_callback(payload)
+
+    def dispatch_card_callback(self, payload: Any) -> IngressResponse:
+        """Parse, correlate, authorize and claim an authenticated card action; ACK at once.
+
+        Shared by the HTTP handler and the Stream connection (card ``CALLBACK`` frames).
+        Everything (unknown card, duplicate, stale, foreign user) is acknowledged with
+        200 ``{}`` (the card callback response) after its synchronous checks. Responders,
+        card writes and notices are handed to the pool by the response's ``after``.
+        Never raises.
+        """
+        try:
             result = self.route_card_callback(payload)
             return IngressResponse(200, _CARD_ACK, after=self._deferred_callback(result))
         except Exception:
@@ -638,8 +694,10 @@ class DingtalkChannel(ChannelBase):
         return UserInputPresentationResult(result)
 
     def on_close(self) -> None:
-        """Finalize live cards as cancelled; pending final-answer retries are reported
-        failed."""
+        """Stop the Stream connection; finalize live cards as cancelled; pending
+        final-answer retries are reported failed."""
+        if self.stream is not None:
+            self.stream.stop(timeout=5.0)
         self.queue_notices.close()
         if self.presenter is not None:
             self.presenter.close()

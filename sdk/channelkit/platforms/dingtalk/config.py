@@ -9,6 +9,12 @@ Only this adapter reads ``interactiveCards``; it is parsed and validated here::
 Omitting ``interactiveCards`` leaves cards off; an object (even ``{}``) turns them on
 with both card types enabled. Invalid values raise
 :class:`~channelkit.errors.ConfigurationError` whose ``path`` names the field.
+
+``ingress`` picks how DingTalk reaches the bot: ``"stream"`` (the default: an outbound
+Stream mode WebSocket, no public URL; cards ask for ``STREAM`` callbacks) or ``"http"``
+(robot and card callbacks POSTed to the app's ``/dingtalk/robot`` and ``/dingtalk/card``;
+cards ask for ``HTTP`` callbacks under ``cardCallbackRouteKey``, which is then required
+whenever interactive cards are on).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from channelkit.platforms.common.config import secret_repr
 __all__ = [
     "DEFAULT_HOST_PERMISSION_TIMEOUT_MS",
     "DEFAULT_QUESTION_TIMEOUT_MS",
+    "INGRESS_MODES",
     "MAX_TIMEOUT_MS",
     "DingtalkConfig",
     "InteractiveCardConfig",
@@ -38,6 +45,8 @@ DEFAULT_QUESTION_TIMEOUT_MS = 270_000
 DEFAULT_HOST_PERMISSION_TIMEOUT_MS = 300_000
 #: Timeouts above this are clamped.
 MAX_TIMEOUT_MS = 2_147_483_647
+#: How DingTalk reaches the bot (``ingress``); the first is the default.
+INGRESS_MODES = ("stream", "http")
 
 
 @dataclass(frozen=True)
@@ -139,10 +148,13 @@ class DingtalkConfig:
     ``card_callback_secret`` (the ``apiSecret`` given when the card callback URL was
     registered) verifies card callbacks - when it is None card callbacks are not
     signature-checked; ``card_callback_route_key`` is the ``callbackRouteKey`` registered
-    for the ``/dingtalk/card`` URL (cards ask for HTTP callbacks when it is set, Stream
-    otherwise). ``model`` is shown on status cards. ``block_streaming`` True
-    disables status cards only. ``host_permission_timeout_ms`` is how long the agent host
-    keeps a permission request open; question cards live at most that long.
+    for the ``/dingtalk/card`` URL. ``ingress`` is ``"stream"`` (default: a Stream mode
+    connection; cards ask for ``STREAM`` callbacks and the route key is not used) or
+    ``"http"`` (the web routes; cards ask for ``HTTP`` callbacks under the route key,
+    required when interactive cards are on). ``model`` is shown on status cards.
+    ``block_streaming`` True disables status cards only. ``host_permission_timeout_ms`` is
+    how long the agent host keeps a permission request open; question cards live at
+    most that long.
     """
 
     client_id: str
@@ -157,6 +169,7 @@ class DingtalkConfig:
     api_base_url: str = "https://api.dingtalk.com"
     robot_max_skew_seconds: float = 3600.0
     request_timeout: float = 10.0
+    ingress: str = INGRESS_MODES[0]
 
     # Python speaks seconds, with an ``_s`` suffix; the constructor keeps the field
     # names above (the platform's own units) for compatibility.
@@ -204,8 +217,32 @@ class DingtalkConfig:
             or self.host_permission_timeout_ms <= 0
         ):
             raise ConfigurationError("must be a positive integer", path="hostPermissionTimeoutMs")
+        if self.ingress not in INGRESS_MODES:
+            raise ConfigurationError(
+                f'must be "stream" or "http" (got {self.ingress!r})', path="ingress"
+            )
+        route_key = self.card_callback_route_key
+        if route_key is not None and (not isinstance(route_key, str) or not route_key.strip()):
+            raise ConfigurationError("must be a non-empty string", path="cardCallbackRouteKey")
+        if self.ingress == "http" and self.interactive_cards.enabled and not route_key:
+            # HTTP card callbacks reach the app only under a registered route key
+            raise ConfigurationError(
+                'is required with "ingress": "http" when interactiveCards are on (the '
+                "callbackRouteKey registered for the /dingtalk/card URL)",
+                path="cardCallbackRouteKey",
+            )
 
     # -- derived switches ---------------------------------------------------------------
+    @property
+    def stream(self) -> bool:
+        """Stream mode: DingTalk reaches the bot over the outbound WebSocket."""
+        return self.ingress == "stream"
+
+    @property
+    def card_callback_type(self) -> str:
+        """The ``callbackType`` cards are created with: ``STREAM`` or ``HTTP``."""
+        return "STREAM" if self.stream else "HTTP"
+
     @property
     def status_cards_enabled(self) -> bool:
         """Status cards are on: cards enabled, status card enabled, block streaming off."""
@@ -272,4 +309,5 @@ class DingtalkConfig:
                 default=DEFAULT_HOST_PERMISSION_TIMEOUT_MS,
             ),
             api_base_url=pick("apiBaseUrl", "api_base_url", default="https://api.dingtalk.com"),
+            ingress=pick("ingress", default=INGRESS_MODES[0]),
         )
