@@ -25,8 +25,10 @@ Environment: ``FAKE_ACP_MODE`` = ``exit-on-start`` (exit 5 at once), ``no-init-r
 ``FAKE_ACP_INIT_GATE`` = a path: ``initialize`` is answered only once it exists;
 ``FAKE_ACP_HISTORY`` = a directory: the agent advertises ``loadSession``, keeps each
 session's prompts there (so they survive the process) and answers ``session/load`` for a
-session it knows (an error otherwise); the turn ``history`` streams ``history=<earlier
-prompts joined by ,>``.
+session it knows (an error otherwise), replaying the conversation first as ACP agents
+do: each earlier prompt as a ``user_message_chunk`` and an ``agent_message_chunk``
+``(replayed) <prompt>``, then ``fake-acp: replayed N turns`` on stderr; the turn
+``history`` streams ``history=<earlier prompts joined by ,>``.
 """
 
 from __future__ import annotations
@@ -296,7 +298,8 @@ def handle(message: dict[str, Any]) -> None:
     elif method == "session/load" and _history_dir is not None:
         session_id = params.get("sessionId", "")
         if os.path.exists(_history_file(session_id)):
-            for earlier in _history(session_id):  # the agent replays the conversation
+            earlier_turns = _history(session_id)
+            for earlier in earlier_turns:  # the agent replays the conversation
                 update(
                     session_id,
                     {
@@ -304,6 +307,9 @@ def handle(message: dict[str, Any]) -> None:
                         "content": {"type": "text", "text": earlier},
                     },
                 )
+                chunk(session_id, f"(replayed) {earlier}")
+            sys.stderr.write(f"fake-acp: replayed {len(earlier_turns)} turns\n")
+            sys.stderr.flush()
             send({"jsonrpc": "2.0", "id": rpc_id, "result": {}})
         else:
             send({"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32002, "message": "gone"}})
