@@ -56,7 +56,8 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "common": ANY,
     # image-marker sanitizing for cards and Markdown; the Stream mode connection
     "dingtalk": frozenset({"markdown.py", "stream.py"}),
-    "feishu": frozenset({"crypto.py", "cards.py"}),  # event decryption; card JSON builder
+    # event decryption; card JSON builder; the long connection (WebSocket event delivery)
+    "feishu": frozenset({"crypto.py", "cards.py", "longconn.py"}),
     # + Markdown -> HTML; getUpdates long polling
     "telegram": frozenset({"groups.py", "indicators.py", "markdown.py", "polling.py"}),
     "weixin": frozenset({"indicators.py", "polling.py"}),  # + getupdates long polling

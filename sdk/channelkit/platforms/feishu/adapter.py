@@ -18,19 +18,25 @@ questions              native form card (``forms.enabled``), else the text promp
                        and added again once the request was answered
 =====================  ===============================================================
 
-Ingress: ``ingress_routes()`` returns ``POST /feishu/events`` (message events) and
-``POST /feishu/card`` (card actions). Both verify synchronously (token, signature,
-decryption, freshness - see :mod:`channelkit.platforms.feishu.ingress`), answer the
-URL-verification challenge, claim what must be claimed, and return the ACK at once;
-the hand-offs of agent runs, responders, cancellation and card writes to the pool are
-in the response's ``after`` and start only once the ACK was written.
+Ingress, by ``config.ingress``: ``"http"`` (the default) mounts ``POST /feishu/events``
+(message events) and ``POST /feishu/card`` (card actions) with ``channelkit.web``; both
+verify synchronously (token, signature, decryption, freshness - see
+:mod:`channelkit.platforms.feishu.ingress`) and answer the URL-verification challenge.
+``"websocket"`` is the long connection :attr:`FeishuChannel.long_connection`
+(:mod:`.longconn`; listed in ``connections``, started with
+:func:`~channelkit.platforms.common.connection.start_connections`, stopped by
+:meth:`close`), authenticated by the app secret, and mounts no routes. Both transports
+go through the same :meth:`FeishuChannel.dispatch_event` /
+:meth:`FeishuChannel.dispatch_card_action`, which claim what must be claimed and return
+the ACK at once; the hand-offs of agent runs, responders, cancellation and card writes
+to the pool are in the response's ``after`` and start only once the ACK was written.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +56,7 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.delivery import DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
@@ -62,9 +69,11 @@ from channelkit.platforms.feishu.ingress import (
     CardAction,
     FeishuIngressVerifier,
     IngressRejected,
+    VerifiedCallback,
     parse_card_action,
     parse_message_event,
 )
+from channelkit.platforms.feishu.longconn import FeishuLongConnection, request_endpoint
 from channelkit.platforms.feishu.output import OutputCardPresenter
 from channelkit.platforms.feishu.questions import QuestionPresenter
 from channelkit.runtime import KeyedSerialQueue, Scheduler, WorkerPool
@@ -112,6 +121,9 @@ class FeishuChannel(ChannelBase):
     scheduler=None, clock=None)``. ``channel_config`` is the shared
     :class:`~channelkit.core.ChannelConfig` (default ``ChannelConfig(name="feishu")``);
     ``api`` replaces the :class:`FeishuApi` built from the app credentials.
+    ``long_connection_options`` go to the
+    :class:`~channelkit.platforms.feishu.longconn.FeishuLongConnection` with
+    ``ingress="websocket"`` (``open_endpoint``, ``backoff``, ``wait``, ``poll_s``).
     """
 
     def __init__(
@@ -126,6 +138,7 @@ class FeishuChannel(ChannelBase):
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
         registry: StateRegistry | None = None,
+        long_connection_options: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             channel_config or ChannelConfig(name="feishu"),
@@ -194,6 +207,18 @@ class FeishuChannel(ChannelBase):
         self._streamed_runs = self.registry.map("feishu-streamed-runs")
         #: run id -> (message id, waiting requests) of runs whose reaction is paused
         self._paused = self.registry.map("feishu-paused-reactions")
+        #: the long connection (None with ``"ingress": "http"``)
+        self.long_connection: FeishuLongConnection | None = None
+        if config.ingress == "websocket":
+            options: dict[str, Any] = {
+                "open_endpoint": lambda: request_endpoint(
+                    config.base_url, config.app_id, config.app_secret
+                ),
+                "name": f"{self.name}-ws",
+                "clock": self.clock,
+                **dict(long_connection_options or {}),
+            }
+            self.long_connection = FeishuLongConnection(self, **options)
 
     # =================================================================================
     # Output
@@ -428,7 +453,10 @@ class FeishuChannel(ChannelBase):
     # =================================================================================
 
     def on_close(self) -> None:
-        """Finalize live cards and forms, then release the API client."""
+        """Stop the long connection, finalize live cards and forms, then release the API
+        client."""
+        if self.long_connection is not None:
+            self.long_connection.stop(timeout=5.0)
         self.output.close_all("cancelled", wait=5.0)
         self.questions.close()
         self.pool.wait_idle(5.0)  # bounded: let queued card projections finish
@@ -440,8 +468,16 @@ class FeishuChannel(ChannelBase):
     # Ingress
     # =================================================================================
 
+    @property
+    def connections(self) -> tuple[LongConnection, ...]:
+        """The long connections this channel owns: the long connection in websocket mode."""
+        return (self.long_connection,) if self.long_connection is not None else ()
+
     def ingress_routes(self) -> list[IngressRoute]:
-        """``POST /feishu/events`` and ``POST /feishu/card``."""
+        """``POST /feishu/events`` and ``POST /feishu/card`` with ``"ingress": "http"``;
+        none in websocket mode (nothing would call them)."""
+        if self.long_connection is not None:
+            return []
         return [
             IngressRoute(EVENTS_PATH, self.handle_event_request, ("POST",), "feishu-events"),
             IngressRoute(CARD_PATH, self.handle_card_request, ("POST",), "feishu-card"),
@@ -465,10 +501,11 @@ class FeishuChannel(ChannelBase):
         what: str,
         route: Callable[[Any], IngressResponse],
     ) -> IngressResponse:
-        """The shared opening of both callbacks: verify, answer the URL challenge, route.
+        """The HTTP opening of both callbacks: verify, answer the URL challenge, then the
+        transport-neutral ``route`` (which never raises).
 
-        Rejections pass through as the verifier answers them; a failure in ``route``
-        is logged and ACKed (a Feishu retry would not help).
+        Rejections pass through as the verifier answers them; a failure is logged and
+        ACKed (a Feishu retry would not help).
         """
         try:
             verified = self._verify(request)
@@ -476,18 +513,32 @@ class FeishuChannel(ChannelBase):
                 return verified
             if verified.kind == "challenge":
                 return IngressResponse.json(200, {"challenge": verified.challenge})
-            return route(verified)
         except Exception:
             logger.exception("Feishu %s handler failed", what)
             return IngressResponse.json(200, {})
+        return route(verified.payload)
 
     def handle_event_request(self, request: IngressRequest) -> IngressResponse:
         """The event callback: challenge, then ``im.message.receive_v1`` -> a run.
 
         The run is started by the response's ``after`` (after the ACK)."""
-        return self._handle(request, "event", self._route_event)
+        return self._handle(request, "event", self.dispatch_event)
 
-    def _route_event(self, verified: Any) -> IngressResponse:
+    def dispatch_event(self, payload: Any) -> IngressResponse:
+        """Route an authenticated event body (``im.message.receive_v1`` -> a run,
+        ``card.action.trigger`` -> :meth:`dispatch_card_action`); dedup by event id.
+
+        The transport-neutral part both ingresses share: the HTTP handler calls it once
+        the callback checked out, the long connection for each ``event`` frame (the
+        connection is authenticated). 503 when the channel is closed, else 200 whose
+        ``after`` starts the run. Never raises."""
+        try:
+            return self._route_event(VerifiedCallback(kind="event", payload=payload))
+        except Exception:
+            logger.exception("Feishu event handler failed")
+            return IngressResponse.json(200, {})
+
+    def _route_event(self, verified: VerifiedCallback) -> IngressResponse:
         after: list[Callable[[], None]] = []
         status = 200
         if verified.event_type == MESSAGE_EVENT and self._first_delivery(verified.event_id):
@@ -522,10 +573,20 @@ class FeishuChannel(ChannelBase):
             return 200
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
-        """The card action callback: Stop, form Submit and Cancel.
+        """The card action callback: Stop, form Submit and Cancel, presentation buttons.
 
         Claimed in the handler; cancellation and responders start from ``after``."""
-        return self._handle(request, "card", lambda verified: self._card_response(verified.payload))
+        return self._handle(request, "card", self.dispatch_card_action)
+
+    def dispatch_card_action(self, payload: Any) -> IngressResponse:
+        """Correlate, authorize and claim an authenticated card action; the body is the
+        card callback's answer (toast, card). Shared by the HTTP handler and the long
+        connection (``card`` frames). Never raises."""
+        try:
+            return self._card_response(payload)
+        except Exception:
+            logger.exception("Feishu card handler failed")
+            return IngressResponse.json(200, {})
 
     def _card_response(self, payload: Any) -> IngressResponse:
         action = parse_card_action(payload)
@@ -538,7 +599,29 @@ class FeishuChannel(ChannelBase):
             result = self.questions.handle_action(action)
             work = () if result.execute is None else (result.execute,)
             return IngressResponse.json(200, result.body, after=work)
+        if not action.action:
+            return self._presentation_click(action, payload)
         return IngressResponse.json(200, {})
+
+    def _presentation_click(self, action: CardAction, payload: Any) -> IngressResponse:
+        """A presentation button (:mod:`.renderer`: ``{"command": ...}`` or ``{"value":
+        ...}``): its command or value reaches the channel as a message the clicking
+        person typed in the card's chat (a command runs as a command). A redelivered
+        callback (same ``header.event_id``) is ignored; 503 when the channel is closed."""
+        raw = action.value.get("command", action.value.get("value"))
+        who, chat = action.operator_open_id, action.open_chat_id
+        if not isinstance(raw, str) or not raw.strip() or who is None or chat is None:
+            return IngressResponse.json(200, {})
+        header = payload.get("header") if isinstance(payload, dict) else None
+        event_id = header.get("event_id") if isinstance(header, dict) else None
+        if isinstance(event_id, str) and not self._first_delivery(event_id):
+            return IngressResponse.json(200, {})
+        inbound = InboundMessage(channel_name=self.name, chat_id=chat, sender_id=who, text=raw)
+        after: list[Callable[[], None]] = []
+        status = ack_status(deliver_inbound(self, inbound, defer=after))
+        if status != 200 and isinstance(event_id, str):
+            self._events_seen.forget(event_id)  # a redelivery may be served
+        return IngressResponse.json(status, {}, after=after)
 
     # -- Stop ---------------------------------------------------------------------------
 

@@ -4,6 +4,12 @@
 :class:`~channelkit.errors.ConfigurationError` names the offending field path
 (``feishu.language``, ``feishu.forms.timeout_ms``). :meth:`FeishuConfig.from_dict`
 parses a plain mapping (JSON/YAML) with the same checks and rejects unknown keys.
+
+``ingress`` picks how Feishu reaches the bot, and must match the app's subscription mode
+in the Feishu console: ``"http"`` (the default: events and card actions POSTed to the
+app's ``/feishu/events`` and ``/feishu/card``; ``verification_token`` required) or
+``"websocket"`` (the long connection the bot opens, no public URL; needs the
+``feishu-ws`` extra; no verification token or encrypt key is used).
 """
 
 from __future__ import annotations
@@ -20,10 +26,12 @@ from channelkit.platforms.common.config import (
     settings_kwargs,
 )
 
-__all__ = ["LANGUAGES", "FeishuConfig", "FeishuFormsConfig", "Language"]
+__all__ = ["INGRESS_MODES", "LANGUAGES", "FeishuConfig", "FeishuFormsConfig", "Language"]
 
 Language = Literal["zh", "en", "de"]
 LANGUAGES: tuple[str, ...] = ("zh", "en", "de")
+#: How Feishu reaches the bot (``ingress``); the first is the default.
+INGRESS_MODES: tuple[str, ...] = ("http", "websocket")
 
 #: Default question-card lifetime (design: 270 s, below the host permission lifetime).
 DEFAULT_QUESTION_TIMEOUT_MS = 270_000
@@ -55,14 +63,15 @@ class FeishuConfig:
     """Everything the Feishu adapter needs.
 
     ``app_id``/``app_secret`` obtain the tenant access token. ``verification_token`` is
-    compared with every callback's token; ``encrypt_key`` (optional) turns on body
-    decryption and ``X-Lark-Signature`` verification. ``language`` selects the card
-    strings (``zh`` default, ``en``, ``de``).
+    compared with every callback's token (required with ``ingress="http"``);
+    ``encrypt_key`` (optional) turns on body decryption and ``X-Lark-Signature``
+    verification. ``language`` selects the card strings (``zh`` default, ``en``, ``de``).
+    ``ingress``: ``"http"`` (default, callbacks) or ``"websocket"`` (the long connection).
     """
 
     app_id: str
     app_secret: str = field(repr=False)
-    verification_token: str = field(repr=False)
+    verification_token: str = field(default="", repr=False)
     encrypt_key: str | None = field(default=None, repr=False)
     language: Language = "zh"
     forms: FeishuFormsConfig = field(default_factory=FeishuFormsConfig)
@@ -75,6 +84,8 @@ class FeishuConfig:
     max_clock_skew_s: float = 300.0
     #: Card header title (``None`` uses the language's default).
     title: str | None = None
+    #: ``"http"`` (callbacks to the app's URLs) or ``"websocket"`` (the long connection).
+    ingress: Literal["http", "websocket"] = "http"
 
     def __post_init__(self) -> None:
         _validate(self, "feishu")
@@ -92,7 +103,11 @@ class FeishuConfig:
             cls,
             data,
             path,
-            required=("app_id", "app_secret", "verification_token"),
+            required=(
+                ("app_id", "app_secret", "verification_token")
+                if not isinstance(data, Mapping) or data.get("ingress", "http") == "http"
+                else ("app_id", "app_secret")  # websocket (or a bad ingress, named below)
+            ),
             camel=False,
         )
         forms = values.get("forms")
@@ -143,7 +158,12 @@ def _validate_forms(forms: FeishuFormsConfig, path: str) -> None:
 def _validate(cfg: FeishuConfig, path: str) -> None:
     _require_str(cfg.app_id, f"{path}.app_id")
     _require_str(cfg.app_secret, f"{path}.app_secret")
-    _require_str(cfg.verification_token, f"{path}.verification_token")
+    if cfg.ingress not in INGRESS_MODES:
+        raise ConfigurationError(
+            f"must be one of {', '.join(INGRESS_MODES)} (got {cfg.ingress!r})", f"{path}.ingress"
+        )
+    if cfg.ingress == "http" or cfg.verification_token:
+        _require_str(cfg.verification_token, f"{path}.verification_token")
     if cfg.encrypt_key is not None:
         _require_str(cfg.encrypt_key, f"{path}.encrypt_key")
     if cfg.language not in LANGUAGES:

@@ -222,6 +222,8 @@ class FeishuIngressVerifier:
         return sent
 
     def _check_token(self, payload: Mapping[str, Any]) -> None:
+        if not self._token:  # none configured (long connection mode): nothing matches
+            raise IngressRejected(401, "bad verification token")
         token: Any = None
         header = payload.get("header")
         if isinstance(header, Mapping):

@@ -1,9 +1,13 @@
 """User input as Feishu delivers it: message events and card action callbacks.
 
-The person's messages go to ``events_url`` as ``im.message.receive_v1`` events and their
-clicks to ``card_url`` as ``card.action.trigger`` callbacks (schema 2.0 envelopes carrying
-the verification token, sealed by :func:`~channelkit.playground.feishu.crypto.seal`). The
-SDK's answer to a card callback (a toast, a replacement card) is applied to the card.
+The person's messages are ``im.message.receive_v1`` events and their clicks
+``card.action.trigger`` callbacks (schema 2.0 envelopes carrying the verification token).
+When the bot holds a long connection (or the emulator's ``ingress`` is ``"websocket"``)
+both are data frames on it, in plain JSON (:mod:`.gateway`); otherwise events go to
+``events_url`` and clicks to ``card_url``, sealed by
+:func:`~channelkit.playground.feishu.crypto.seal`. The SDK's answer to a card callback (a
+toast, a replacement card: the HTTP body, or the ACK's ``data``) is applied to the card.
+``GET /_emulator/callbacks`` names each delivery's transport (``websocket`` or ``http``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from channelkit.playground.feishu.chat import (
     FeishuChat,
     button_value,
     card_elements,
+    tap_data,
     text_of,
     walk,
 )
@@ -101,8 +106,8 @@ class FeishuCallbacks(FeishuChat):
                 "content": content,
             },
         }
-        headers, body = self.seal(self._envelope("im.message.receive_v1", event))
-        return msg_id, self._send_callback("event", self.events_url, headers, body)
+        envelope = self._envelope("im.message.receive_v1", event)
+        return msg_id, self._deliver_callback("event", self.events_url, envelope)
 
     def card_action(
         self,
@@ -114,7 +119,9 @@ class FeishuCallbacks(FeishuChat):
     ) -> CallbackDelivery:
         """The person clicks a button on a card: ``stop``, ``submit`` (with ``form``:
         answer key -> option value or label, or a list for multi-select; ``<key>_other``
-        -> text) or ``cancel``. A ``card.action.trigger`` callback goes to the SDK; the
+        -> text) or ``cancel``; on a presentation, ``tap`` with ``form={"data": ...}``
+        (the view's keyboard ``data``) or ``{"text": label}``, or ``action`` set to the
+        label, value or command. A ``card.action.trigger`` callback goes to the SDK; the
         toast it answers is shown on the card."""
         with self._lock:
             card = self._cards.get(card_id)
@@ -126,7 +133,7 @@ class FeishuCallbacks(FeishuChat):
             raise ValueError(f"card {card_id} was never sent to the chat")
         wanted = _BUTTON_ACTIONS.get(action, action)
         elements = card_elements(card_json)
-        found = _find_button(elements, wanted)
+        found = _find_button(elements, wanted) or _find_tapped(elements, action, form or {})
         if found is None:
             raise ValueError(f"action: the card has no {action!r} button")
         button, value, form_element = found
@@ -146,9 +153,29 @@ class FeishuCallbacks(FeishuChat):
             "host": "im_message",
             "context": {"open_message_id": message_id, "open_chat_id": self.chat_id},
         }
-        headers, body = self.seal(self._envelope("card.action.trigger", event))
-        result = self._send_callback("card", self.card_url, headers, body)
+        envelope = self._envelope("card.action.trigger", event)
+        result = self._deliver_callback("card", self.card_url, envelope)
         self._apply_card_response(card_id, result)
+        return result
+
+    def _by_websocket(self) -> bool:
+        if self.ingress is not None:
+            return self.ingress == "websocket"
+        return self.gateway.connected
+
+    def _deliver_callback(
+        self, kind: str, url: str, envelope: Mapping[str, Any]
+    ) -> CallbackDelivery:
+        """Deliver on the long connection (see the module docstring) or over HTTP."""
+        if not self._by_websocket():
+            headers, body = self.seal(envelope)
+            return self._send_callback(kind, url, headers, body)
+        message_id, ack = self.gateway.deliver(envelope)
+        if ack is None:
+            result = CallbackDelivery(status=0, body="no ACK within the timeout")
+        else:
+            result = CallbackDelivery(status=ack.code, body=ack.data or "{}")
+        self._record_callback(kind, "websocket", result, messageId=message_id)
         return result
 
     def _apply_card_response(self, card_id: str, result: CallbackDelivery) -> None:
@@ -194,6 +221,27 @@ def _find_button(
         )
         if nested is not None:
             return nested
+    return None
+
+
+def _find_tapped(
+    elements: list[Any], action: str, form: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], None] | None:
+    """A presentation button (outside forms) the person taps: by ``form`` ``data`` /
+    ``text`` for ``tap``, else by label, value or command equal to ``action``."""
+    for element in walk(elements):
+        if element.get("tag") == "form":
+            continue
+        value = button_value(element) if element.get("tag") == "button" else None
+        if not value or "action" in value:  # channelkit's own Stop / form buttons
+            continue
+        label = text_of(element.get("text"))
+        if action == "tap":
+            hit = form.get("data") == tap_data(value) or form.get("text") == label
+        else:
+            hit = action in (label, value.get("value"), value.get("command"))
+        if hit:
+            return element, value, None
     return None
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from channelkit.playground.emulator import MAX_CARDS, Deliver, EmulatorBase, HttpReply
+from channelkit.playground.feishu.gateway import FeishuGateway
 
 __all__ = ["FeishuChat", "feishu_card_view"]
 
@@ -114,6 +115,37 @@ def button_value(element: Mapping[str, Any]) -> dict[str, Any] | None:
                 return dict(value) if isinstance(value, Mapping) else {"value": value}
     value = element.get("value")
     return dict(value) if isinstance(value, Mapping) else None
+
+
+def tap_data(value: Mapping[str, Any]) -> str:
+    """How the page names a card button's callback value when it taps it (compact JSON)."""
+    return json.dumps(dict(value), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _link(element: Mapping[str, Any]) -> str | None:
+    for behavior in element.get("behaviors") or []:
+        if isinstance(behavior, Mapping) and behavior.get("type") == "open_url":
+            url = behavior.get("default_url")
+            return url if isinstance(url, str) else None
+    return None
+
+
+def presentation_keyboard(elements: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The buttons of a card outside forms, as the page's keyboard (one row): ``data``
+    is :func:`tap_data` of a callback value (None for a link-only button), ``url``."""
+    row = []
+    for element in elements:
+        if element.get("tag") != "button":
+            continue
+        value = button_value(element)
+        row.append(
+            {
+                "text": text_of(element.get("text")),
+                "data": tap_data(value) if value else None,
+                "url": _link(element),
+            }
+        )
+    return [row] if row else []
 
 
 def classify(card: Mapping[str, Any]) -> str:
@@ -251,6 +283,10 @@ def feishu_card_view(card: Mapping[str, Any]) -> dict[str, Any]:
         str(e.get("content", "")) for e in elements if e.get("tag") in ("markdown", "div")
     )
     view.update({"state": "shown", "content": text or json.dumps(dict(body), ensure_ascii=False)})
+    keyboard = presentation_keyboard(elements)  # a presentation's buttons: tap to click
+    if keyboard:
+        view["keyboard"] = keyboard
+        view["actions"] = ["tap"] if any(b["data"] for b in keyboard[0]) else []
     return view
 
 
@@ -279,8 +315,17 @@ class FeishuChat(EmulatorBase):
         chat_id: str = "oc_playground",
         tenant_key: str = "playground-tenant",
         deliver: Deliver | None = None,
+        ingress: str | None = None,
     ) -> None:
         super().__init__(deliver=deliver)
+        if ingress not in (None, "websocket", "http"):
+            raise ValueError('ingress: must be "websocket", "http" or None')
+        #: how user input reaches the SDK: "websocket", "http", or None (the long
+        #: connection while the bot holds one, HTTP callbacks otherwise)
+        self.ingress = ingress
+        #: the long-connection gateway (its WebSocket server starts with the first
+        #: endpoint call)
+        self.gateway = FeishuGateway(app_id, app_secret)
         self.app_id = app_id
         self.app_secret = app_secret
         self.verification_token = verification_token
@@ -343,6 +388,8 @@ class FeishuChat(EmulatorBase):
                 if items
             },
             "views": {key: feishu_card_view(card) for key, card in self._cards.items()},
+            # how user input reaches the SDK now: "websocket" or "http"
+            "ingress": self.ingress or ("websocket" if self.gateway.connected else "http"),
         }
 
     def reactions(self, msg_id: str) -> list[str]:

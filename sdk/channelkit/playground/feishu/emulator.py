@@ -8,8 +8,11 @@
   messages (raw card JSON or a CardKit entity ``{"type":"card","data":{"card_id"}}``,
   sent at most once); PATCH needs ``config.update_multi`` on an interactive message;
 * ``POST|GET /open-apis/im/v1/messages/{id}/reactions``, ``DELETE .../{reaction_id}``;
-  ``POST /open-apis/im/v1/pins``, ``DELETE /open-apis/im/v1/pins/{id}``;
-* CardKit paths are answered by :class:`~channelkit.playground.feishu.cardkit.FeishuCardKit`.
+  ``POST /open-apis/im/v1/pins``, ``DELETE /open-apis/im/v1/pins/{id}``,
+  ``GET /open-apis/im/v1/pins?chat_id=...`` (newest pin first, paged);
+* CardKit paths are answered by :class:`~channelkit.playground.feishu.cardkit.FeishuCardKit`;
+* ``POST /callback/ws/endpoint`` (``AppID``/``AppSecret``) answers a long-connection URL
+  of the gateway (:mod:`channelkit.playground.feishu.gateway`).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ __all__ = [
 ]
 
 TOKEN_PATH = "/open-apis/auth/v3/tenant_access_token/internal"
+#: The long connection's endpoint call.
+ENDPOINT_PATH = "/callback/ws/endpoint"
 TOKEN_LIFETIME = 7200
 #: A token with less than this many seconds left is replaced on the next request.
 TOKEN_RENEW_BELOW = 1800
@@ -53,7 +58,9 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
     ``events_url`` receives message events and ``card_url`` card actions (the app's
     event and card callback URLs). ``encrypt_key`` encrypts and signs both (None: plain
     JSON carrying only the verification token). ``deliver`` replaces the HTTP POST to the
-    SDK.
+    SDK. ``ingress``: ``"websocket"`` (user input as frames on the bot's long connection,
+    waiting for it to connect), ``"http"`` (callbacks to the URLs) or None (the long
+    connection while the bot holds one, HTTP otherwise).
     """
 
     @cached_property
@@ -80,6 +87,7 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
             ),
             ("POST", re.compile(r"^/open-apis/im/v1/pins$"), self._pin),
             ("DELETE", re.compile(r"^/open-apis/im/v1/pins/([^/]+)$"), self._unpin),
+            ("GET", re.compile(r"^/open-apis/im/v1/pins$"), self._list_pins),
             ("POST", re.compile(r"^/open-apis/cardkit/v1/cards$"), self._create_card),
             ("PUT", re.compile(r"^/open-apis/cardkit/v1/cards/([^/]+)$"), self._update_card),
             (
@@ -93,6 +101,10 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
                 self._card_settings,
             ),
         ]
+
+    def close(self) -> None:
+        """Stop the long-connection gateway."""
+        self.gateway.close()
 
     # -- tokens ---------------------------------------------------------------------------
     def _tenant_token(self, data: Any) -> HttpReply:
@@ -123,6 +135,9 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
         headers: Mapping[str, str],
         data: Any,
     ) -> HttpReply | None:
+        if path == ENDPOINT_PATH and method == "POST":
+            status, answer = self.gateway.endpoint(data)
+            return HttpReply(status, answer)
         if not path.startswith("/open-apis/"):
             return None
         if path == TOKEN_PATH:
@@ -384,6 +399,27 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
             self._pins[str(msg_id)] = pin
             self._set_flag(str(msg_id), "pinned", True)
         return ok({"pin": dict(pin)})
+
+    def _list_pins(self, query: Mapping[str, str], data: Mapping[str, Any]) -> HttpReply:
+        chat_id = query.get("chat_id")
+        if not chat_id:
+            return error(400, 99992402, "field validation failed: chat_id is required")
+        if chat_id != self.chat_id:
+            return error(400, 232011, "The operator or the bot is not in the chat.")
+        try:
+            size = max(1, min(50, int(query.get("page_size") or 20)))
+            start = int(query.get("page_token") or 0)
+        except ValueError:
+            return error(400, 99992402, "field validation failed: page_size / page_token")
+        with self._lock:
+            items = [dict(p) for p in self._pins.values() if p["chat_id"] == chat_id]
+        items.reverse()  # newest pin first
+        page = items[start : start + size]
+        more = start + size < len(items)
+        result: dict[str, Any] = {"items": page, "has_more": more}
+        if more:
+            result["page_token"] = str(start + size)
+        return ok(result)
 
     def _unpin(self, query: Mapping[str, str], data: Mapping[str, Any], msg_id: str) -> HttpReply:
         with self._lock:
