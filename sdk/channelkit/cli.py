@@ -593,7 +593,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODE",
         help="how the channel receives, where the platform offers a choice: dingtalk "
         "stream (default: Stream mode, no callback URL) or http; telegram polling (default) "
-        "or webhook",
+        "or webhook; feishu http (default) or websocket (the long connection)",
     )
     play.add_argument(
         "--feishu-encrypt-key",
