@@ -111,3 +111,20 @@ def test_without_a_verification_token_no_callback_is_accepted() -> None:
     for payload in (challenge(token=""), message_event(token="")):
         with pytest.raises(IngressRejected):
             verifier.verify(request(payload))
+
+
+def test_a_deployment_needs_the_verification_token_only_for_http() -> None:
+    from channelkit.config import parse_config
+
+    def document(options: dict[str, Any]) -> dict[str, Any]:
+        credentials = {"appId": "a", "appSecret": "s"}
+        channel = {"platform": "feishu", "credentials": credentials, "options": options}
+        return {"channels": [channel], "agent": {"type": "demo"}}
+
+    parse_config(document({"ingress": "websocket"}))
+    with pytest.raises(ConfigurationError) as info:
+        parse_config(document({}))
+    assert info.value.path == "channels[0].credentials.verificationToken"
+    with pytest.raises(ConfigurationError) as info:
+        parse_config(document({"ingress": "ws"}))
+    assert info.value.path == "channels[0].options.ingress"
