@@ -120,6 +120,8 @@ IDEMPOTENT_POSTS: dict[tuple[str, str], str] = {
     ("telegram", "sendChatAction"): "refreshes a status that expires after 5 s",
     ("telegram", "answerCallbackQuery"): "only stops the button's progress indicator",
     ("telegram", "pinChatMessage"): "a pinned message stays pinned",
+    ("telegram", "unpinChatMessage"): "an unpinned message stays unpinned",
+    ("telegram", "getChat"): "read-only",
     ("telegram", "setWebhook"): "sets the same webhook configuration",
     ("telegram", "setMyCommands"): "replaces the scope's command menu with the same list",
     ("telegram", "getMe"): "read-only",

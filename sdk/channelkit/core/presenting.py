@@ -14,6 +14,15 @@
   A presentation a run sends to a conversation other than its own carries a context
   block naming where it came from (presentation content, never a native parameter).
 
+Pins: :meth:`~ChannelPresentations.pin_message`,
+:meth:`~ChannelPresentations.unpin_message` and
+:meth:`~ChannelPresentations.pinned_messages` ask the channel's sender, which declares
+what it can do in ``delivery_capabilities`` (``pin``, ``unpin``, ``list_pins``); where
+it cannot they raise ``NotImplementedError`` naming the platform.
+
+Mass mentions: a payload with ``allow_mass_mentions`` is rendered with the keyword by a
+platform sender that takes it, through the channel's :class:`FieldsSender` too.
+
 ``send_presentation`` waits on the network: call it from a pool thread or a script,
 never from a web handler.
 """
@@ -140,8 +149,20 @@ class FieldsSender:
         return self._sender.delivery_capabilities
 
     def render(
-        self, presentation: MessagePresentation, *, text: str | None = None
+        self,
+        presentation: MessagePresentation,
+        *,
+        text: str | None = None,
+        allow_mass_mentions: bool = False,
     ) -> list[dict[str, Any]] | None:
+        """The wrapped sender's render; ``allow_mass_mentions`` is passed on (only when
+        set, and only to a render that takes it: otherwise mentions stay neutralised)."""
+        if allow_mass_mentions:
+            from channelkit.presentation.outbound import _mention_options
+
+            opted_in = ReplyPayload(text="-", allow_mass_mentions=True)  # the flag only
+            options = _mention_options(self._sender, opted_in)
+            return self._sender.render(presentation, text=text, **options)
         return self._sender.render(presentation, text=text)
 
     def send(self, target: str, message: dict[str, Any]) -> str | None:
@@ -151,10 +172,25 @@ class FieldsSender:
         self._sender.pin(target, message_id, notify=notify)
 
     def unpin(self, target: str, message_id: str) -> None:
-        unpin = getattr(self._sender, "unpin", None)
-        if not callable(unpin):
-            raise NotImplementedError(f"{self.platform} cannot unpin messages")
-        unpin(target, message_id)
+        """The wrapped sender's ``unpin`` (NotImplementedError where it has none)."""
+        _capable(self._sender, "unpin", "unpin messages")(target, message_id)
+
+    def pins(self, target: str) -> list[str]:
+        """The wrapped sender's ``pins`` (NotImplementedError where it has none)."""
+        return list(_capable(self._sender, "pins", "list pinned messages")(target))
+
+
+def _capable(sender: Any, method: str, what: str) -> Any:
+    """``sender.<method>`` when the sender declares it (``delivery_capabilities.unpin`` /
+    ``list_pins``) and has it; else NotImplementedError naming the platform."""
+    flag = {"unpin": "unpin", "pins": "list_pins"}[method]
+    declared = getattr(getattr(sender, "delivery_capabilities", None), flag, False) is True
+    function = getattr(sender, method, None)
+    if isinstance(sender, FieldsSender):
+        declared = True  # the wrapped sender decides
+    if not declared or not callable(function):
+        raise NotImplementedError(f"{sender.platform} cannot {what}")
+    return function
 
 
 class ChannelPresentations:
@@ -263,24 +299,21 @@ class ChannelPresentations:
     def unpin_message(
         self, target: SessionTarget | str, message_id: str, *, thread_id: str | None = None
     ) -> None:
-        """Unpin a message; NotImplementedError where the channel cannot."""
+        """Unpin a message; NotImplementedError where the channel cannot (its sender
+        does not declare ``delivery_capabilities.unpin``)."""
         where = self._as_target(target, thread_id)
         sender = self._sender(where, False)
-        unpin = getattr(sender, "unpin", None)
-        if not callable(unpin):
-            raise NotImplementedError(f"{sender.platform} cannot unpin messages")
-        unpin(where.chat_id, message_id)
+        _capable(sender, "unpin", "unpin messages")(where.chat_id, message_id)
 
     def pinned_messages(
         self, target: SessionTarget | str, *, thread_id: str | None = None
     ) -> list[str]:
         """Ids of the pinned messages of a conversation; NotImplementedError where the
-        channel cannot list them."""
+        channel cannot list them (its sender does not declare
+        ``delivery_capabilities.list_pins``). Telegram lists only the most recent pin."""
         where = self._as_target(target, thread_id)
         sender = self._sender(where, False)
-        pins = getattr(sender, "pins", None)
-        if not callable(pins):
-            raise NotImplementedError(f"{sender.platform} cannot list pinned messages")
+        pins = _capable(sender, "pins", "list pinned messages")
         return [str(message_id) for message_id in pins(where.chat_id)]
 
     # -- the run's presentation event -------------------------------------------------------

@@ -11,7 +11,9 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
   ``allowed_updates``; 409 Conflict while a webhook is set);
 * ``sendMessage`` (text 1-4,096 characters, inline keyboards with ``callback_data`` of
   1-64 bytes), ``editMessageText`` (no keyboard in the edit removes it; an identical edit
-  is ``400 message is not modified``), ``deleteMessage``, ``pinChatMessage``;
+  is ``400 message is not modified``), ``deleteMessage``, ``pinChatMessage``,
+  ``unpinChatMessage`` (the given message, else the most recent pin) and ``getChat``
+  (``pinned_message``: the most recently pinned message still pinned);
 * ``sendChatAction`` (``typing`` is shown for 5 s, or until the bot's next message, as
   Telegram clients do); ``answerCallbackQuery`` (once per tap; its text is shown as a
   toast on the tapped message).
@@ -219,7 +221,10 @@ class TelegramEmulator(EmulatorBase):
             "sendchataction": self._send_chat_action,
             "answercallbackquery": self._answer_callback_query,
             "pinchatmessage": self._pin_chat_message,
+            "unpinchatmessage": self._unpin_chat_message,
+            "getchat": self._get_chat,
         }
+        self._pin_order: list[str] = []  # pinned message ids, oldest pin first
 
     # -- API ------------------------------------------------------------------------------
     def handle_api(
@@ -556,8 +561,40 @@ class TelegramEmulator(EmulatorBase):
             if card is None or card.get("deleted"):
                 return _bad("message to pin not found")
             card["pinned"] = True
+            key = str(message_id)
+            self._pin_order = [k for k in self._pin_order if k != key] + [key]
             self._touch()
         return _ok(True)
+
+    def _unpin_chat_message(self, params: Mapping[str, Any]) -> HttpReply:
+        problem = self._chat_problem(params)
+        if problem is not None:
+            return problem
+        given = params.get("message_id") not in (None, "")
+        message_id = self._message_id(params)
+        with self._lock:
+            if given and message_id is None:
+                return _bad("wrong parameter message_id in request")
+            key = str(message_id) if given else (self._pin_order or [""])[-1]
+            card = self._cards.get(key)
+            if card is None or card.get("deleted"):
+                return _bad("message to unpin not found")
+            # like Telegram: unpinning a message that is not pinned is not an error
+            card["pinned"] = False
+            self._pin_order = [k for k in self._pin_order if k != key]
+            self._touch()
+        return _ok(True)
+
+    def _get_chat(self, params: Mapping[str, Any]) -> HttpReply:
+        problem = self._chat_problem(params)
+        if problem is not None:
+            return problem
+        with self._lock:
+            chat: dict[str, Any] = {**self._chat(), "accent_color_id": 0, "max_reaction_count": 11}
+            live = [k for k in self._pin_order if not self._cards.get(k, {}).get("deleted")]
+            if live and live[-1] in self._cards:
+                chat["pinned_message"] = self._message_json(self._cards[live[-1]])
+        return _ok(chat)
 
     # -- visible state ----------------------------------------------------------------------
     def extra_state(self) -> dict[str, Any]:

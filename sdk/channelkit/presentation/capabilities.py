@@ -234,10 +234,14 @@ class DeliveryCapabilities:
     """What a channel can do with a delivered message: ``pin`` it, and whether its pin
     call can notify members (``pin_notify``: Telegram's ``disable_notification``). Where
     ``pin_notify`` is False a :class:`~channelkit.presentation.model.PinRequest`'s
-    ``notify`` is ignored (logged at debug level): the platform has no such switch."""
+    ``notify`` is ignored (logged at debug level): the platform has no such switch.
+    ``unpin`` and ``list_pins``: the sender also has ``unpin(target, message_id)`` and
+    ``pins(target)`` (the ids of the chat's pinned messages)."""
 
     pin: bool = False
     pin_notify: bool = False
+    unpin: bool = False
+    list_pins: bool = False
 
     def __post_init__(self) -> None:
-        _check_flags(self, "", ("pin", "pin_notify"))
+        _check_flags(self, "", ("pin", "pin_notify", "unpin", "list_pins"))

@@ -15,6 +15,7 @@ The target is a Telegram chat id. Platform errors propagate as
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from channelkit.platforms.telegram import renderer
@@ -29,10 +30,12 @@ __all__ = ["TelegramSender"]
 
 class TelegramSender(SenderBase):
     """``sendMessage`` + ``pinChatMessage`` (``notify`` maps to not
-    ``disable_notification``). ``inline_buttons=False`` sends text only."""
+    ``disable_notification``), ``unpinChatMessage`` and ``getChat`` (whose
+    ``pinned_message`` is the chat's most recent pin: :meth:`pins` lists that one).
+    ``inline_buttons=False`` sends text only."""
 
     platform = "telegram"
-    delivery_capabilities = renderer.DELIVERY_CAPABILITIES
+    delivery_capabilities = replace(renderer.DELIVERY_CAPABILITIES, unpin=True, list_pins=True)
 
     def __init__(self, client: TelegramClient, *, inline_buttons: bool = True) -> None:
         self.client = client
@@ -67,3 +70,19 @@ class TelegramSender(SenderBase):
                 "disable_notification": not notify,
             }
         )
+
+    def unpin(self, target: str, message_id: str) -> None:
+        """``unpinChatMessage`` for the message."""
+        self.client.unpin_chat_message(
+            body={"chat_id": self._chat(target), "message_id": int(message_id)}
+        )
+
+    def pins(self, target: str) -> list[str]:
+        """The chat's most recently pinned message (``getChat``'s ``pinned_message``):
+        the Bot API shows no older pins. Empty when nothing is pinned."""
+        response = self.client.get_chat(body={"chat_id": self._chat(target)})
+        pinned = getattr(response.result, "pinned_message", None)
+        message_id = getattr(pinned, "message_id", None)
+        if isinstance(message_id, int) and not isinstance(message_id, bool):
+            return [str(message_id)]
+        return []
