@@ -60,7 +60,7 @@ from channelkit.core.commands import parse_command
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ChannelKitError
-from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
+from channelkit.http.auth import TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
@@ -204,12 +204,11 @@ class DingtalkChannel(ChannelBase):
         )
         self.dingtalk = config
         if api is None:
-            provider = token_provider or DingTalkTokenProvider(
-                config.client_id, config.client_secret, base_url=config.api_base_url
-            )
-            api = CardApi(
+            # the token fetch shares the calls' pool and overall deadline (requestTimeout)
+            api = CardApi.create(
                 config.client_id,
-                provider,
+                config.client_secret,
+                token_provider=token_provider,
                 base_url=config.api_base_url,
                 timeout=config.request_timeout_s,
                 # cards ask for the callbacks the ingress receives: HTTP under the
