@@ -3,7 +3,8 @@
 * any message: streams a short answer, asks a two-question form (one single-select, one
   multi-select) and continues in a new status card with the answers;
 * ``present``: a rich presentation (title, tone, text, context, divider, buttons)
-  between two pieces of text, rendered by the platform's renderer;
+  between two pieces of text, rendered by the platform's renderer; its "Say hello"
+  button comes back as the message ``hello from a button``, "Help" as ``/help``;
 * ``long``: streams for up to a minute so there is time to press Stop;
 * ``fail``: fails after a little text (the card ends as Failed).
 """
@@ -29,6 +30,7 @@ DEMO_PRESENTATION = {
             "type": "buttons",
             "buttons": [
                 {"label": "Open docs", "url": "https://example.com/channelkit/docs"},
+                {"label": "Say hello", "value": "hello from a button"},
                 {"label": "Help", "command": "/help"},
             ],
         },

@@ -76,6 +76,7 @@ from channelkit.platforms.telegram.ingress import (
     TgMessage,
     TgUpdate,
     parse_update,
+    presentation_tap,
 )
 from channelkit.platforms.telegram.ingress import receive_update as receive_decoded
 from channelkit.platforms.telegram.markdown import PARSE_MODE, is_entity_error, to_html
@@ -320,23 +321,35 @@ class TelegramChannel(ChannelBase):
     def _handle_callback(self, query: TgCallbackQuery, after: list[Callable[[], None]]) -> None:
         if self.questions.handle_callback(query, after=after):
             return
-        # Not one of ours: still answer it so the client's spinner stops.
         query_id = query.id
+        tap = presentation_tap(query)
+        if tap is not None:
+            # A presentation button: the person "typed" its value (or command) here.
+            after.append(lambda: self.pool.post(self._answer_quietly, query_id, None))
+            self._handle_message(tap, after, tapped=True)
+            return
+        # Not one of ours: still answer it so the client's spinner stops.
         after.append(lambda: self.pool.post(self._answer_quietly, query_id, TEXT_UNKNOWN))
 
-    def _answer_quietly(self, query_id: str, text: str) -> None:
+    def _answer_quietly(self, query_id: str, text: str | None) -> None:
         try:
             self.api.answer_callback_query(query_id, text)
         except Exception as exc:
             logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
 
     def _handle_message(
-        self, message: TgMessage, after: list[Callable[[], None]]
+        self, message: TgMessage, after: list[Callable[[], None]], *, tapped: bool = False
     ) -> InboundOutcome:
+        """A person's message (``tapped``: a presentation button's value, addressed to the
+        bot by the tap itself, so only ``group_policy="disabled"`` drops it in groups)."""
         sender = message.from_user
         if sender is None or sender.is_bot or message.text is None:
             return "accepted"  # service messages, channel posts, media without text
-        text = self.groups.admit(message)
+        if tapped:
+            private = message.chat.type == "private"
+            text = message.text if private or self.groups.policy != "disabled" else None
+        else:
+            text = self.groups.admit(message)
         if text is None:
             return "accepted"  # a group message not addressed to the bot (group_policy)
         thread = message.message_thread_id if message.is_topic_message else None
@@ -352,7 +365,7 @@ class TelegramChannel(ChannelBase):
             chat_id=str(message.chat.id),
             sender_id=str(sender.id),
             text=text,
-            message_id=str(message.message_id),
+            message_id=None if tapped else str(message.message_id),
             thread_id=str(thread) if thread is not None else None,
             is_group=message.chat.type != "private",
             sender_name=sender.first_name or sender.username,

@@ -30,6 +30,7 @@ from typing import Any
 
 from channelkit.errors import UpdateParseError
 from channelkit.ingress import Headers, IngressRequest, IngressResponse, loads_json
+from channelkit.platforms.telegram.renderer import COMMAND_PREFIX
 
 __all__ = [
     "SECRET_HEADER",
@@ -41,6 +42,7 @@ __all__ = [
     "TgUser",
     "UpdateParseError",
     "parse_update",
+    "presentation_tap",
     "receive_update",
     "verify_secret_token",
 ]
@@ -215,6 +217,32 @@ def _callback_query(value: Any, path: str) -> TgCallbackQuery:
         data=_str(obj, "data", path),
         message=_message(message, f"{path}.message") if message is not None else None,
         inline_message_id=_str(obj, "inline_message_id", path),
+    )
+
+
+def presentation_tap(query: TgCallbackQuery) -> TgMessage | None:
+    """The message a tap on a presentation button stands for: the button's value (a
+    command button's ``tgcmd:<command>`` decodes to ``<command>``) typed by the person
+    who tapped, in the tapped message's chat and topic. None when the tap carries no
+    text or no message (a button of an inline message), or the tapper is a bot.
+
+    The caller tells question keyboards (``ck:``) apart first: anything else that a bot
+    message's inline keyboard carries is a presentation button."""
+    data = query.data
+    message = query.message
+    if data is None or message is None or query.from_user.is_bot:
+        return None
+    text = data[len(COMMAND_PREFIX) :] if data.startswith(COMMAND_PREFIX) else data
+    if not text.strip():
+        return None
+    return TgMessage(
+        message_id=message.message_id,
+        chat=message.chat,
+        date=message.date,
+        from_user=query.from_user,
+        text=text,
+        message_thread_id=message.message_thread_id,
+        is_topic_message=message.is_topic_message,
     )
 
 

@@ -207,11 +207,48 @@
     card.querySelector(".cancel-btn").hidden = !open;
   }
 
+  // Buttons under a message or card: a callback button sends a tap (the platform's
+  // callback_query or card action), a link button opens its http(s) link.
+  function renderKeyboard(kb, view) {
+    kb.innerHTML = "";
+    (view.keyboard || []).forEach(function (row) {
+      var line = el("div", "kb-row");
+      row.forEach(function (b) {
+        var btn;
+        if (b.data) {
+          btn = el("button", "kb-btn", b.text);
+          btn.type = "button";
+          btn.dataset.data = b.data;
+          btn.addEventListener("click", function () { action(view.id, "tap", { data: b.data }); });
+        } else if (b.url && /^https?:\/\//i.test(b.url)) {
+          btn = el("a", "kb-btn kb-link", b.text);
+          btn.href = b.url;
+          btn.target = "_blank";
+          btn.rel = "noopener noreferrer";
+        } else {
+          btn = el("button", "kb-btn", b.text);
+          btn.type = "button";
+          btn.disabled = true;
+        }
+        line.appendChild(btn);
+      });
+      kb.appendChild(line);
+    });
+  }
+
   function renderCustom(card, view) {
+    var key = JSON.stringify([view.content || "", view.keyboard || []]);
+    if (card.dataset.custom === key) return;
+    card.dataset.custom = key;
     card.innerHTML = "";
     var body = el("div", "card-body");
     body.appendChild(el("pre", "card-content", view.content || ""));
     card.appendChild(body);
+    if (view.keyboard && view.keyboard.length) {
+      var kb = el("div", "keyboard");
+      renderKeyboard(kb, view);
+      card.appendChild(kb);
+    }
   }
 
   // A chat message with an optional inline keyboard (Telegram): edited in place.
@@ -230,22 +267,7 @@
     var kb = card.querySelector(".keyboard");
     if (card.dataset.kb !== kbKey) {
       card.dataset.kb = kbKey;
-      kb.innerHTML = "";
-      (view.keyboard || []).forEach(function (row) {
-        var line = el("div", "kb-row");
-        row.forEach(function (b) {
-          var btn = el("button", "kb-btn", b.text);
-          btn.type = "button";
-          if (b.data) {
-            btn.dataset.data = b.data;
-            btn.addEventListener("click", function () { action(view.id, "tap", { data: b.data }); });
-          } else {
-            btn.disabled = true;
-          }
-          line.appendChild(btn);
-        });
-        kb.appendChild(line);
-      });
+      renderKeyboard(kb, view);
     }
     var meta = [];
     if (view.edited) meta.push("edited");
