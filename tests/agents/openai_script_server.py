@@ -19,8 +19,8 @@ recorded in ``server.requests``.
 A reply can *stall*: with ``ScriptedReply(hold=threading.Event())`` the stream stops after
 its first text chunk and stays open until the event is set (or the server stops), so the
 agent's turn is in flight for as long as a test needs (e.g. to kill the agent mid-run).
-``server.wait_holding(since)`` blocks until more than ``since`` streams were held
-(``server.streams_held`` counts them).
+``server.wait_holding(timeout, match)`` blocks until the stream of a request ``match``
+accepts is on hold.
 """
 
 from __future__ import annotations
@@ -209,11 +209,11 @@ class _Handler(BaseHTTPRequestHandler):
         reply = owner.record_and_reply(body)
         model = body.get("model") or owner.model
         if body.get("stream"):
-            self._stream(reply, model)
+            self._stream(body, reply, model)
         else:
             self._send_json(200, owner.completion(reply, model))
 
-    def _stream(self, reply: ScriptedReply, model: str) -> None:
+    def _stream(self, body: Mapping[str, Any], reply: ScriptedReply, model: str) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -226,7 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
                 self.wfile.flush()
                 if index == 1 and reply.hold is not None:  # after the first text chunk
-                    owner.hold_stream(reply.hold)
+                    owner.hold_stream(reply.hold, body)
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except OSError:  # the agent went away mid-stream (e.g. it was killed)
@@ -253,7 +253,7 @@ class ScriptedOpenAIServer:
         self._seq = 0
         self._holds: list[threading.Event] = []
         self._holding = threading.Condition(self._lock)
-        self._held = 0
+        self._held: list[Mapping[str, Any]] = []  # the requests whose streams were held
 
     @property
     def port(self) -> int:
@@ -296,11 +296,11 @@ class ScriptedOpenAIServer:
             self._seq += 1
         return self.responder(body)
 
-    def hold_stream(self, hold: threading.Event) -> None:
+    def hold_stream(self, hold: threading.Event, body: Mapping[str, Any]) -> None:
         """Block a streaming handler until ``hold`` is set (called by the handler)."""
         with self._lock:
             self._holds.append(hold)
-            self._held += 1
+            self._held.append(body)
             self._holding.notify_all()
         try:
             hold.wait()
@@ -315,17 +315,13 @@ class ScriptedOpenAIServer:
         for hold in holds:
             hold.set()
 
-    @property
-    def streams_held(self) -> int:
-        """How many streams were put on hold so far."""
-        with self._lock:
-            return self._held
-
-    def wait_holding(self, timeout: float, since: int = 0) -> bool:
-        """True once more than ``since`` streams were put on hold (False after
-        ``timeout`` seconds)."""
+    def wait_holding(
+        self, timeout: float, match: Callable[[Mapping[str, Any]], bool] = lambda body: True
+    ) -> bool:
+        """True once the stream answering a request ``match`` accepts was put on hold
+        (False after ``timeout`` seconds)."""
         with self._holding:
-            return self._holding.wait_for(lambda: self._held > since, timeout)
+            return self._holding.wait_for(lambda: any(map(match, self._held)), timeout)
 
     def chat_requests_with_tools(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -194,13 +194,13 @@ def test_killing_qwen_mid_run_shows_a_failure_and_the_next_message_continues(
         def diagnostics() -> str:
             return f"chat: {_views(pg)}; agent stderr: {agent.stderr_tail()[-10:]}"
 
-        held = model_server.streams_held
         remember = f"Remember the word {word}."
         _, ack = pg.send(remember)
         assert ack.status == 200, ack
-        assert model_server.wait_holding(
-            TIMEOUT, since=held
-        ), f"the turn never reached the model; {diagnostics()}"
+        in_flight = model_server.wait_holding(
+            TIMEOUT, lambda body: remember in _text(last_message(body))
+        )
+        assert in_flight, f"the turn never reached the model; {diagnostics()}"
         # the turn is in flight; once the agent stored the prompt, kill it
         _wait(lambda: _recorded(qwen_home, remember), "the stored prompt", diagnostics)
         caps = agent.agent_info.get("agentCapabilities") or {}
