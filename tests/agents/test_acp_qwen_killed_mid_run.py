@@ -1,10 +1,12 @@
 """The real Qwen Code CLI is killed while a turn is in flight, on each emulated platform.
 
 The scripted model stalls the turn (its stream stays open after a first chunk), the test
-kills the agent's whole process group with SIGKILL, and then:
+kills the agent's whole process group with SIGKILL once Qwen Code stored the prompt (it
+writes its conversations in the background; only a stored turn can be loaded), then:
 
-* the person sees a failure in the chat: DingTalk a Failed status card, Feishu the
-  failed label on the card, Telegram the "Failed, please retry." message;
+* the person sees a failure in the chat: DingTalk a Failed status card (or, when no
+  card was open yet, a "Failed, please retry." Markdown message), Feishu the failed
+  label on the card, Telegram the "Failed, please retry." message;
 * the next message continues the conversation: the bridge restores it with
   ``session/load`` (Qwen Code advertises ``loadSession``), so the model sees the earlier
   turn and its answer, which quotes it, reaches the chat; no "started over" notice.
