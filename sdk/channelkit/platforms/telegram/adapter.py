@@ -32,7 +32,10 @@ start it with ``start_connections([channel])``, ``close`` stops it); ``"webhook"
 ``after``, once the ACK was written). Both take the same path,
 :meth:`TelegramChannel.receive_update`. ``/cancel``, ``/approve``,
 ``/approve-always`` and ``/deny`` are handled by :class:`~channelkit.core.ChannelBase`
-(``/cancel@yourbot`` works in groups); ``/start`` and ``/help`` answer locally.
+(``/cancel@yourbot`` works in groups); ``/start`` and ``/help`` answer locally. A tap on
+a presentation button (not a question keyboard) is answered and handled as the tapper
+typing the button's value or command in that chat
+(:func:`~channelkit.platforms.telegram.ingress.presentation_tap`).
 
 Groups: ``group_policy`` (default ``"mention"``) lets only messages addressed to the bot
 through, the mention removed (:mod:`channelkit.platforms.telegram.groups`); give
