@@ -39,6 +39,7 @@ The modules that raise these errors re-export them, so
           │    ├── AgentProcessError
           │    ├── AcpRequestError
           │    └── AcpTimeoutError (+ TimeoutError)
+          ├── StateStoreUnavailable                   the shared state store (Redis) is unreachable
           ├── IngressRejected                         a Feishu callback failed verification
           ├── RequestBodyRejected                     a request body refused before any handler
           │    ├── BodyTooLarge                       larger than the limit (413)
@@ -88,6 +89,7 @@ __all__ = [
     "RequestBodyRejected",
     "SchedulerClosed",
     "ServerError",
+    "StateStoreUnavailable",
     "TransportError",
     "UnreadableBody",
     "UpdateParseError",
@@ -322,6 +324,15 @@ class AcpTimeoutError(AcpError, TimeoutError):
         self.method = method
         self.timeout = timeout
         super().__init__(f"{method}: no answer from the agent within {timeout:g} s")
+
+
+class StateStoreUnavailable(ChannelKitError):
+    """The shared state store cannot be reached (connection refused, reset or timed out).
+
+    Every :class:`~channelkit.state.redis.RedisStore` method raises it instead of a raw
+    redis-py exception; the message never carries the URL's password. The store
+    reconnects by itself once the server answers again.
+    """
 
 
 class RequestBodyRejected(ChannelKitError):

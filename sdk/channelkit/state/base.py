@@ -1,0 +1,176 @@
+"""The state store protocol and the helpers every store shares.
+
+A :class:`StateStore` holds the state that several processes serving one bot must
+agree on: one-shot claims (a callback handled once, whichever process received it),
+first-delivery markers, tombstones, small records and FIFO queues between processes.
+Values are JSON-able dicts; keys are strings. The store prefixes every key with its
+``namespace`` (e.g. the bot's name), so two bots can share one Redis.
+
+Two implementations: :class:`~channelkit.state.memory.MemoryStore` (one process, the
+default) and :class:`~channelkit.state.redis.RedisStore` (many processes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+import socket
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
+
+from channelkit.errors import ConfigurationError
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "StateStore",
+    "check_key",
+    "check_namespace",
+    "check_ttl",
+    "decode",
+    "encode",
+    "new_instance_id",
+    "redact_url",
+]
+
+#: The namespace of a store built without one (a single bot).
+DEFAULT_NAMESPACE = "channelkit"
+
+# No ':' (the separator of the stored key layout), no whitespace, no glob characters.
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """Shared state of one bot. Every method is thread-safe.
+
+    ``namespace`` prefixes every key and queue; ``instance_id`` names this process
+    (``hostname-pid-random``), set when the store is built. A store that cannot reach
+    its backend raises :class:`~channelkit.errors.StateStoreUnavailable`.
+    """
+
+    namespace: str
+    instance_id: str
+
+    def put(self, key: str, value: Mapping[str, Any], *, ttl_s: float | None = None) -> None:
+        """Store ``value`` under ``key`` (replacing any value); ``ttl_s`` None: no expiry."""
+        ...
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The value under ``key``, or None when absent or expired."""
+        ...
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; True when a value was there."""
+        ...
+
+    def add(self, key: str, value: Mapping[str, Any], *, ttl_s: float | None = None) -> bool:
+        """Atomically store ``value`` only if ``key`` is absent; True when this call won.
+
+        One-shot claims, first delivery, tombstones (Redis ``SET NX PX``).
+        """
+        ...
+
+    def replace(
+        self,
+        key: str,
+        expected: Mapping[str, Any],
+        value: Mapping[str, Any] | None,
+        *,
+        ttl_s: float | None = None,
+    ) -> bool:
+        """Atomic compare-and-set on the whole stored value.
+
+        When the stored value equals ``expected`` (as JSON), store ``value`` (with
+        ``ttl_s``; None: no expiry) or delete the key when ``value`` is None, and return
+        True; otherwise change nothing and return False.
+        """
+        ...
+
+    def push(self, queue: str, message: Mapping[str, Any]) -> None:
+        """Append ``message`` to the FIFO ``queue``."""
+        ...
+
+    def pop(self, queue: str, timeout_s: float) -> dict[str, Any] | None:
+        """Take the oldest message of ``queue``, waiting up to ``timeout_s``; None on timeout."""
+        ...
+
+    def scan(self, prefix: str, limit: int = 1000) -> list[str]:
+        """Up to ``limit`` keys (namespace stripped) starting with ``prefix``."""
+        ...
+
+    def ping(self) -> None:
+        """Raise :class:`~channelkit.errors.StateStoreUnavailable` if the backend is down."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; idempotent."""
+        ...
+
+
+def new_instance_id() -> str:
+    """``hostname-pid-random``: unique per process (and per store object)."""
+    host = socket.gethostname() or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def check_namespace(namespace: object) -> str:
+    if not isinstance(namespace, str) or not _NAMESPACE.match(namespace):
+        raise ConfigurationError(
+            "must be 1-128 characters of letters, digits, '_', '.' or '-'", "namespace"
+        )
+    return namespace
+
+
+def check_key(key: object, what: str = "key") -> str:
+    if not isinstance(key, str) or not key:
+        raise ConfigurationError("must be a non-empty string", what)
+    return key
+
+
+def check_ttl(ttl_s: float | None) -> float | None:
+    if ttl_s is None:
+        return None
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float):
+        raise ConfigurationError("must be a number of seconds or None", "ttl_s")
+    if not math.isfinite(ttl_s) or ttl_s <= 0:
+        raise ConfigurationError("must be > 0", "ttl_s")
+    return float(ttl_s)
+
+
+def encode(value: Mapping[str, Any], what: str = "value") -> str:
+    """The canonical JSON of ``value`` (sorted keys, compact): equal dicts, equal text."""
+    if not isinstance(value, Mapping):
+        raise ConfigurationError("must be a mapping", what)
+    try:
+        return json.dumps(dict(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigurationError(f"is not JSON-able ({exc})", what) from None
+
+
+def decode(text: str | bytes) -> dict[str, Any]:
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        raise ValueError("stored value is not a JSON object")
+    return value
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``: safe to log."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        user = parts.username or ""
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = f"{user}:***@{host}"
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    except ValueError:
+        return "<unparsable url>"

@@ -1,0 +1,184 @@
+"""The in-process state store: one process, today's single-process behaviour.
+
+Thread-safe (one lock), TTLs on the injected clock, bounded: past ``maxsize`` keys the
+oldest written key goes (and a queue past ``maxsize`` messages drops its oldest). Values
+are kept as canonical JSON, so a caller never shares a mutable dict with the store and
+the semantics (what compares equal in :meth:`MemoryStore.replace`, what is JSON-able)
+are the same as :class:`~channelkit.state.redis.RedisStore`'s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Mapping
+from typing import Any
+
+from channelkit.errors import ConfigurationError
+from channelkit.runtime.clock import Clock, SystemClock
+from channelkit.state.base import (
+    DEFAULT_NAMESPACE,
+    check_key,
+    check_namespace,
+    check_ttl,
+    decode,
+    encode,
+    new_instance_id,
+)
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """A :class:`~channelkit.state.base.StateStore` held in this process's memory."""
+
+    def __init__(
+        self,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        clock: Clock | None = None,
+        maxsize: int = 100_000,
+    ) -> None:
+        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
+            raise ConfigurationError("must be an integer >= 1", "maxsize")
+        self.namespace = check_namespace(namespace)
+        self.instance_id = new_instance_id()
+        self.maxsize = maxsize
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        # key -> (canonical JSON, expiry on the clock or None); insertion = write order
+        self._data: OrderedDict[str, tuple[str, float | None]] = OrderedDict()
+        self._queues: dict[str, deque[str]] = {}
+        self._closed = False
+
+    # -- keys -------------------------------------------------------------------------
+
+    def _live(self, key: str, now: float) -> str | None:
+        """The stored text under ``key`` if it has not expired (caller holds the lock)."""
+        entry = self._data.get(key)
+        if entry is None:
+            return None
+        text, expires = entry
+        if expires is not None and now >= expires:
+            del self._data[key]
+            return None
+        return text
+
+    def _store(self, key: str, text: str, ttl_s: float | None, now: float) -> None:
+        self._data[key] = (text, None if ttl_s is None else now + ttl_s)
+        self._data.move_to_end(key)
+        while len(self._data) > self.maxsize:
+            self._data.popitem(last=False)
+
+    def put(self, key: str, value: Mapping[str, Any], *, ttl_s: float | None = None) -> None:
+        check_key(key)
+        ttl = check_ttl(ttl_s)
+        text = encode(value)
+        with self._lock:
+            self._store(key, text, ttl, self._clock.now())
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        check_key(key)
+        with self._lock:
+            text = self._live(key, self._clock.now())
+        return None if text is None else decode(text)
+
+    def delete(self, key: str) -> bool:
+        check_key(key)
+        with self._lock:
+            present = self._live(key, self._clock.now()) is not None
+            if present:
+                del self._data[key]
+            return present
+
+    def add(self, key: str, value: Mapping[str, Any], *, ttl_s: float | None = None) -> bool:
+        check_key(key)
+        ttl = check_ttl(ttl_s)
+        text = encode(value)
+        with self._lock:
+            now = self._clock.now()
+            if self._live(key, now) is not None:
+                return False
+            self._store(key, text, ttl, now)
+            return True
+
+    def replace(
+        self,
+        key: str,
+        expected: Mapping[str, Any],
+        value: Mapping[str, Any] | None,
+        *,
+        ttl_s: float | None = None,
+    ) -> bool:
+        check_key(key)
+        ttl = check_ttl(ttl_s)
+        want = encode(expected, "expected")
+        text = None if value is None else encode(value)
+        with self._lock:
+            now = self._clock.now()
+            if self._live(key, now) != want:
+                return False
+            if text is None:
+                del self._data[key]
+            else:
+                self._store(key, text, ttl, now)
+            return True
+
+    def scan(self, prefix: str, limit: int = 1000) -> list[str]:
+        if not isinstance(prefix, str):
+            raise ConfigurationError("must be a string", "prefix")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError("must be an integer >= 1", "limit")
+        found: list[str] = []
+        with self._lock:
+            now = self._clock.now()
+            for key in [k for k in self._data if k.startswith(prefix)]:
+                if self._live(key, now) is not None:
+                    found.append(key)
+        found.sort()
+        return found[:limit]
+
+    # -- queues -------------------------------------------------------------------------
+
+    def push(self, queue: str, message: Mapping[str, Any]) -> None:
+        check_key(queue, "queue")
+        text = encode(message, "message")
+        with self._ready:
+            items = self._queues.setdefault(queue, deque())
+            items.append(text)
+            while len(items) > self.maxsize:
+                items.popleft()
+            self._ready.notify_all()
+
+    def pop(self, queue: str, timeout_s: float) -> dict[str, Any] | None:
+        """Wait (real time, at most ``timeout_s``) for the oldest message of ``queue``."""
+        check_key(queue, "queue")
+        deadline = time.monotonic() + max(0.0, float(timeout_s))
+        with self._ready:
+            while True:
+                items = self._queues.get(queue)
+                if items:
+                    text = items.popleft()
+                    if not items:
+                        del self._queues[queue]
+                    return decode(text)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed:
+                    return None
+                self._ready.wait(remaining)
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def ping(self) -> None:
+        return None
+
+    def close(self) -> None:
+        """Wake every waiting :meth:`pop` (they return None); the data stays readable."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify_all()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore(namespace={self.namespace!r}, instance_id={self.instance_id!r})"

@@ -1,0 +1,237 @@
+"""The Redis state store: every process of a bot shares one Redis.
+
+Layout: the value under ``key`` is the canonical JSON string at ``<namespace>:k:<key>``
+(``SET``, ``SET NX PX``, a Lua compare-and-set); the queue ``q`` is the list
+``<namespace>:q:<q>`` (``RPUSH``/``BLPOP``). Every call is one round trip.
+
+A lost Redis fails fast: short socket timeouts, no client-side retries, and every
+redis-py error becomes :class:`~channelkit.errors.StateStoreUnavailable` (the message
+never carries the URL's password). The connection pool drops dead connections and
+connects again on the next call, so the same store object works as soon as Redis is back.
+
+redis-py is the ``redis`` extra: ``pip install 'channelkit[redis]'``.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from channelkit.errors import ConfigurationError, StateStoreUnavailable
+from channelkit.runtime.clock import Clock, SystemClock
+from channelkit.state.base import (
+    DEFAULT_NAMESPACE,
+    check_key,
+    check_namespace,
+    check_ttl,
+    decode,
+    encode,
+    new_instance_id,
+    redact_url,
+)
+
+try:
+    import redis as _redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+except ImportError as _missing:  # pragma: no cover - exercised only without the extra
+    raise ImportError("RedisStore needs redis-py: pip install 'channelkit[redis]'") from _missing
+
+__all__ = ["RedisStore"]
+
+T = TypeVar("T")
+
+# KEYS[1] the key; ARGV[1] the expected JSON; ARGV[2] "set" or "del"; ARGV[3] the new
+# JSON; ARGV[4] the TTL in milliseconds ("" for none).
+_REPLACE = """
+local current = redis.call('GET', KEYS[1])
+if current ~= ARGV[1] then return 0 end
+if ARGV[2] == 'del' then
+  redis.call('DEL', KEYS[1])
+elseif ARGV[4] == '' then
+  redis.call('SET', KEYS[1], ARGV[3])
+else
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+end
+return 1
+"""
+
+_GLOB_SPECIAL = frozenset("*?[]\\")
+
+
+def _ms(ttl_s: float) -> int:
+    return max(1, round(ttl_s * 1000))
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + ch if ch in _GLOB_SPECIAL else ch for ch in text)
+
+
+class RedisStore:
+    """A :class:`~channelkit.state.base.StateStore` in Redis (redis-py, pooled)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        namespace: str = DEFAULT_NAMESPACE,
+        socket_timeout_s: float = 1.0,
+        clock: Clock | None = None,
+    ) -> None:
+        if not isinstance(url, str) or not url:
+            raise ConfigurationError("must be a redis:// URL", "url")
+        if isinstance(socket_timeout_s, bool) or not 0 < socket_timeout_s <= 60:
+            raise ConfigurationError("must be in (0, 60]", "socket_timeout_s")
+        self.namespace = check_namespace(namespace)
+        self.instance_id = new_instance_id()
+        self.url = redact_url(url)  # never the password
+        self.socket_timeout_s = float(socket_timeout_s)
+        # TTLs live in Redis (server time); the clock is kept for the protocol's sake.
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        self._keys = f"{self.namespace}:k:"
+        self._queues = f"{self.namespace}:q:"
+        common: dict[str, Any] = {
+            "socket_connect_timeout": self.socket_timeout_s,
+            "retry": Retry(NoBackoff(), 0),  # fail fast: the caller decides what to retry
+            "health_check_interval": 0,
+            "socket_keepalive": True,
+        }
+        try:
+            pool = _redis.ConnectionPool.from_url(
+                url, socket_timeout=self.socket_timeout_s, **common
+            )
+            # Blocking pops wait server-side in slices of ``_slice_s``; their socket
+            # timeout leaves room for the slice plus a normal reply.
+            self._slice_s = self.socket_timeout_s
+            blocking = _redis.ConnectionPool.from_url(
+                url, socket_timeout=2 * self.socket_timeout_s + 0.5, **common
+            )
+        except ValueError as exc:
+            raise ConfigurationError(f"invalid Redis URL ({exc})", "url") from None
+        self._client = _redis.Redis(connection_pool=pool)
+        self._blocking = _redis.Redis(connection_pool=blocking)
+        self._replace = self._client.register_script(_REPLACE)
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except (_redis.ConnectionError, _redis.TimeoutError, OSError) as exc:
+            raise StateStoreUnavailable(
+                f"state store unreachable ({what}): Redis at {self.url}: {_reason(exc)}"
+            ) from None
+        except _redis.RedisError as exc:
+            raise StateStoreUnavailable(
+                f"state store failed ({what}): Redis at {self.url}: {_reason(exc)}"
+            ) from None
+
+    def _key(self, key: str) -> str:
+        return self._keys + check_key(key)
+
+    # -- keys -------------------------------------------------------------------------
+
+    def put(self, key: str, value: Mapping[str, Any], *, ttl_s: float | None = None) -> None:
+        name, ttl, text = self._key(key), check_ttl(ttl_s), encode(value)
+        px = None if ttl is None else _ms(ttl)
+        self._call("put", lambda: self._client.set(name, text, px=px))
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        name = self._key(key)
+        raw = self._call("get", lambda: self._client.get(name))
+        return None if raw is None else decode(raw)
+
+    def delete(self, key: str) -> bool:
+        name = self._key(key)
+        return bool(self._call("delete", lambda: self._client.delete(name)))
+
+    def add(self, key: str, value: Mapping[str, Any], *, ttl_s: float | None = None) -> bool:
+        name, ttl, text = self._key(key), check_ttl(ttl_s), encode(value)
+        px = None if ttl is None else _ms(ttl)
+        return bool(self._call("add", lambda: self._client.set(name, text, nx=True, px=px)))
+
+    def replace(
+        self,
+        key: str,
+        expected: Mapping[str, Any],
+        value: Mapping[str, Any] | None,
+        *,
+        ttl_s: float | None = None,
+    ) -> bool:
+        name, ttl = self._key(key), check_ttl(ttl_s)
+        want = encode(expected, "expected")
+        args = [want, "del", "", ""]
+        if value is not None:
+            args = [want, "set", encode(value), "" if ttl is None else str(_ms(ttl))]
+        return bool(self._call("replace", lambda: self._replace(keys=[name], args=args)))
+
+    def scan(self, prefix: str, limit: int = 1000) -> list[str]:
+        if not isinstance(prefix, str):
+            raise ConfigurationError("must be a string", "prefix")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigurationError("must be an integer >= 1", "limit")
+        pattern = _glob_escape(self._keys + prefix) + "*"
+        strip = len(self._keys)
+
+        def run() -> list[str]:
+            found: set[str] = set()
+            cursor: int = 0
+            while True:
+                cursor, batch = self._client.scan(cursor, match=pattern, count=1000)
+                for raw in batch:
+                    found.add(raw.decode("utf-8") if isinstance(raw, bytes) else str(raw))
+                if cursor == 0 or len(found) >= limit:
+                    break
+            return sorted(k[strip:] for k in found)[:limit]
+
+        return self._call("scan", run)
+
+    # -- queues -----------------------------------------------------------------------
+
+    def push(self, queue: str, message: Mapping[str, Any]) -> None:
+        name = self._queues + check_key(queue, "queue")
+        text = encode(message, "message")
+        self._call("push", lambda: self._client.rpush(name, text))
+
+    def pop(self, queue: str, timeout_s: float) -> dict[str, Any] | None:
+        """``BLPOP`` in slices of at most the socket timeout, up to ``timeout_s``."""
+        name = self._queues + check_key(queue, "queue")
+        remaining = max(0.0, float(timeout_s))
+        deadline = time.monotonic() + remaining
+
+        def take(wait: float) -> Any:
+            if wait < 0.01:  # BLPOP's 0 means "forever": never send it
+                raw = self._client.lpop(name)
+                return None if raw is None else (name, raw)
+            return self._blocking.blpop([name], timeout=wait)
+
+        while True:
+            wait = round(min(remaining, self._slice_s), 3)
+            got = self._call("pop", functools.partial(take, wait))
+            if got is not None:
+                return decode(got[1])
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def ping(self) -> None:
+        self._call("ping", self._client.ping)
+
+    def close(self) -> None:
+        self._client.connection_pool.disconnect()
+        self._blocking.connection_pool.disconnect()
+
+    def __repr__(self) -> str:
+        return (
+            f"RedisStore({self.url!r}, namespace={self.namespace!r}, "
+            f"instance_id={self.instance_id!r})"
+        )
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
