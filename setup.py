@@ -22,6 +22,10 @@ SERVE_REQUIRES = ["waitress>=3.0"]
 #: An extra, because Feishu's default ingress is HTTP callbacks.
 FEISHU_WS_REQUIRES = ["protobuf>=5.26"]
 
+#: Several processes serving one bot share their state in Redis (channelkit.state's
+#: RedisStore). An extra, because one process keeps its state in memory.
+REDIS_REQUIRES = ["redis>=5"]
+
 REPOSITORY = "https://github.com/channelkit/channelkit"
 DOCUMENTATION = "https://channelkit.github.io/channelkit/"
 
@@ -72,9 +76,14 @@ setup(
         "acp": [],
         "serve": SERVE_REQUIRES,
         "feishu-ws": FEISHU_WS_REQUIRES,
-        "test": TEST_REQUIRES + FEISHU_WS_REQUIRES + ["flask>=2.3", "django>=4.2"],
+        "redis": REDIS_REQUIRES,
+        "test": TEST_REQUIRES
+        + FEISHU_WS_REQUIRES
+        + REDIS_REQUIRES
+        + ["flask>=2.3", "django>=4.2"],
         "dev": TEST_REQUIRES
         + FEISHU_WS_REQUIRES
+        + REDIS_REQUIRES
         + [
             "flask>=2.3",
             "django>=4.2",

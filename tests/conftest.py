@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -27,3 +32,105 @@ def acme(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     from codegen.sandbox import load_generated
 
     return load_generated(FIXTURE_SPEC, tmp_path_factory.mktemp("generated"))
+
+
+class RedisServer:
+    """A throwaway ``redis-server`` on 127.0.0.1 (no persistence), for the whole session.
+
+    ``url`` stays the same across :meth:`stop` / :meth:`start`, so a test can take Redis
+    away and bring it back under a store it built. A test that stops it restarts it
+    before it ends (``try``/``finally``): the server is shared by the whole session.
+    """
+
+    host = "127.0.0.1"
+
+    def __init__(self, executable: str, port: int, workdir: Path) -> None:
+        self.executable = executable
+        self.port = port
+        self.workdir = workdir
+        self.url = f"redis://{self.host}:{port}/0"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, timeout_s: float = 10.0) -> None:
+        """Start the server (no-op when running) and wait until it answers PING."""
+        if self.running:
+            return
+        self._process = subprocess.Popen(
+            [
+                self.executable,
+                "--port", str(self.port),
+                "--bind", self.host,
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", str(self.workdir),
+                "--protected-mode", "yes",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout_s
+        while not self._answers():
+            if self._process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with {self._process.returncode}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"redis-server did not answer on port {self.port}")
+            time.sleep(0.02)  # polling a starting process, not waiting for a timer
+
+    def stop(self) -> None:
+        """Stop the server (no-op when stopped); its clients see their connections close."""
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+    def _answers(self) -> bool:
+        try:
+            with socket.create_connection((self.host, self.port), timeout=0.5) as sock:
+                sock.sendall(b"PING\r\n")
+                return sock.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A local redis-server for the session: ``url``, ``stop()``, ``start()``, ``running``.
+
+    Skips with a clear reason only when ``redis-server`` is not installed. Tests share
+    the server: use a namespace of your own (e.g. from ``uuid4``) rather than flushing,
+    and restart it in a ``finally`` after stopping it.
+    """
+    executable = shutil.which("redis-server")
+    if executable is None:
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    workdir = tmp_path_factory.mktemp("redis")
+    last: Exception | None = None
+    for _ in range(3):  # another process may take the free port before redis binds it
+        server = RedisServer(executable, _free_port(), workdir)
+        try:
+            server.start()
+        except RuntimeError as exc:
+            last = exc
+            continue
+        try:
+            yield server
+        finally:
+            server.stop()
+        return
+    raise RuntimeError(f"could not start redis-server: {last}")
