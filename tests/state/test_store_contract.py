@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from channelkit.errors import ConfigurationError
 from channelkit.runtime.clock import FakeClock
 from channelkit.state import MemoryStore, StateStore
