@@ -1,27 +1,36 @@
 """``channelkit serve`` as a service: SIGTERM (like SIGINT) cancels the live run, the
 DingTalk status card ends cancelled on the platform, and the process exits 0 within
-the grace period. A real ``serve`` process, a real DingTalk emulator, 127.0.0.1 only."""
+the grace period. A real ``serve`` process, a real DingTalk emulator, 127.0.0.1 only.
+
+With ``"ingress": "http"`` the emulator posts the user's message to the serve process;
+with ``"ingress": "stream"`` (no public URL) the serve process holds a Stream connection
+to the emulator's gateway, receives the message as a CALLBACK frame, and the shutdown
+closes that connection with a close frame (code 1000) before the process exits."""
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
 from channelkit.playground import EmulatorServer
 from channelkit.testing import wait_until
-from serve_process import CommandProcess
+from dingtalk_serve import (
+    APP_KEY,
+    APP_SECRET,
+    CARD_SECRET,
+    WAIT,
+    StreamCloses,
+    emulator_callbacks,
+    healthz,
+    start_serve,
+    status_cards,
+    stream_connections,
+)
 
-APP_KEY = "ding-serve-app"
-APP_SECRET = "ding-serve-secret"
-CARD_SECRET = "ding-serve-card-secret"
 GRACE_S = 8.0
-HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture()
@@ -33,68 +42,39 @@ def emulator() -> Iterator[EmulatorServer]:
         server.close()
 
 
-def _config(tmp_path: Path, api_base_url: str) -> str:
-    doc = {
-        "channels": [
-            {
-                "platform": "dingtalk",
-                "credentials": {
-                    "clientId": APP_KEY,
-                    "clientSecret": APP_SECRET,
-                    "cardCallbackSecret": CARD_SECRET,
-                },
-                "options": {
-                    "ingress": "http",
-                    "cardCallbackRouteKey": "channelkit-serve-test",
-                    "apiBaseUrl": api_base_url,
-                    "interactiveCards": {"enabled": True},
-                },
-            }
-        ],
-        "agent": {"type": "function", "function": "slow_serve_agent:agent"},
-        "options": {"logLevel": "WARNING"},
-        "server": {"host": "127.0.0.1", "port": 0, "engine": "waitress"},
-    }
-    path = tmp_path / "channelkit.json"
-    path.write_text(json.dumps(doc), encoding="utf-8")
-    return str(path)
-
-
-def _status_cards(emulator: EmulatorServer) -> list[dict[str, Any]]:
-    state = emulator.emulator.state()
-    views = [state["views"][e["card"]] for e in state["timeline"] if e["kind"] == "card"]
-    return [v for v in views if v["kind"] == "status"]
-
-
-def _start_serve(tmp_path: Path, emulator: EmulatorServer) -> tuple[CommandProcess, str]:
-    serve = CommandProcess(
-        ["serve", "--config", _config(tmp_path, emulator.url), "--grace", str(GRACE_S)],
-        pythonpath=[HERE],
-    )
-    found = serve.wait_for_line(r"listening on (http://127\.0\.0\.1:\d+)")
-    url = found.group(1)
-    emulator.emulator.robot_callback_url = f"{url}/dingtalk/robot"
-    emulator.emulator.card_callback_url = f"{url}/dingtalk/card"
-    return serve, url
-
-
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    ("ingress", "signum"),
+    [("http", signal.SIGTERM), ("http", signal.SIGINT), ("stream", signal.SIGTERM)],
+    ids=["http-SIGTERM", "http-SIGINT", "stream-SIGTERM"],
+)
 def test_a_stop_signal_cancels_the_live_run_and_exits_zero_within_the_grace_period(
-    signum: int, tmp_path: Path, emulator: EmulatorServer
+    ingress: str, signum: int, tmp_path: Path, emulator: EmulatorServer
 ) -> None:
     pytest.importorskip("waitress")
-    serve, url = _start_serve(tmp_path, emulator)
+    closes = StreamCloses(emulator) if ingress == "stream" else None
+    serve, url = start_serve(tmp_path, emulator, ingress, GRACE_S)
     try:
-        health = requests.get(f"{url}/healthz", timeout=10)
-        assert health.status_code == 200 and health.json()["ok"] is True
+        if ingress == "stream":
+            (connection,) = wait_until(
+                lambda: [c for c in stream_connections(url) if c["status"] == "connected"],
+                WAIT,
+                0.05,
+                what="/healthz to report the Stream connection connected",
+            )
+            assert connection["attempt"] == 0 and connection["last_error"] is None
+            assert emulator.emulator.stream.connected
+        status, report = healthz(url)
+        assert status == 200 and report["ok"] is True, report
         _, ack = emulator.emulator.send_user_message("please take your time")
         assert ack.status == 200, ack
+        (robot,) = [c for c in emulator_callbacks(emulator) if c["kind"] == "robot"]
+        assert robot["transport"] == ingress and robot["status"] == 200, robot
         wait_until(
-            lambda: any("Working on it." in c["content"] for c in _status_cards(emulator)),
-            30.0,
+            lambda: any("Working on it." in c["content"] for c in status_cards(emulator)),
+            WAIT,
             what="the live run's status card streaming",
         )
-        (card,) = _status_cards(emulator)
+        (card,) = status_cards(emulator)
         assert card["state"] not in ("cancelled", "completed"), card
         started = time.monotonic()
         serve.signal(signum)
@@ -102,8 +82,19 @@ def test_a_stop_signal_cancels_the_live_run_and_exits_zero_within_the_grace_peri
         elapsed = time.monotonic() - started
         assert code == 0, (serve.stdout, serve.stderr)
         assert elapsed < GRACE_S, elapsed
-        (final,) = _status_cards(emulator)
+        (final,) = status_cards(emulator)
         assert final["state"] == "cancelled", final
         assert "Traceback" not in "".join(serve.stderr), serve.stderr
+        if closes is not None:
+            # the one Stream connection was closed by the shutdown with a close frame
+            # (1000), not dropped with the process (1006), and the gateway saw it end
+            codes = wait_until(
+                lambda: [c for c in closes.codes() if c is not None],
+                WAIT,
+                what="the gateway to see the Stream connection closed",
+            )
+            assert codes == [1000] and closes.codes() == [1000], closes.codes()
+            assert not emulator.emulator.stream.connected
+            assert emulator.emulator.stream.counts["connections"] == 1
     finally:
         serve.kill()
