@@ -54,8 +54,9 @@ ROOMS = frozenset(
 ANY = None  # the package is exempt from the room names
 PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "common": ANY,
-    # image-marker sanitizing for cards and Markdown; the Stream mode connection
-    "dingtalk": frozenset({"markdown.py", "stream.py"}),
+    # image-marker sanitizing for cards and Markdown; the Stream mode connection; the
+    # store-backed records, routed callbacks and recovery of several processes
+    "dingtalk": frozenset({"cluster.py", "markdown.py", "stream.py"}),
     # event decryption; card JSON builder; the long connection (WebSocket event delivery)
     "feishu": frozenset({"crypto.py", "cards.py", "longconn.py"}),
     # + Markdown -> HTML; getUpdates long polling

@@ -31,7 +31,12 @@ Behaviour:
   "Starting now." when the run starts (its own status card follows); with status cards
   off (or unavailable for the chat) the notice is one Markdown message;
 * card actions are owner-only: a foreign user is acknowledged and gets one notice per
-  card through the outbound group (or direct) message path, never into agent context.
+  card through the outbound group (or direct) message path, never into agent context;
+* with a ``store`` (a :class:`~channelkit.state.StateStore` shared by several
+  processes serving the bot) run and card records, claims and tombstones live in the
+  store: a card action reaching any instance is claimed once and applied by the
+  instance that owns the run, and the cards of a dead instance are finalized by a
+  survivor (:mod:`.cluster`).
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge
 from channelkit.core import (
@@ -62,9 +67,11 @@ from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.platforms.common.cluster import Cluster, ClusterOptions
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
+from channelkit.platforms.common.observed_registry import ObservedStateRegistry
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.dingtalk.api import (
@@ -73,6 +80,7 @@ from channelkit.platforms.dingtalk.api import (
     CardTarget,
     log_card_error,
 )
+from channelkit.platforms.dingtalk.cluster import DingtalkCluster
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
     check_card_signature,
@@ -84,6 +92,9 @@ from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.platforms.dingtalk.questions import CallbackResult
 from channelkit.platforms.dingtalk.stream import TOPICS, DingtalkStream
 from channelkit.runtime import Clock, Scheduler, WorkerPool
+
+if TYPE_CHECKING:
+    from channelkit.state import StateStore
 
 __all__ = [
     "CARD_PATH",
@@ -187,6 +198,8 @@ class DingtalkChannel(ChannelBase):
         clock: Clock | None = None,
         registry: StateRegistry | None = None,
         stream_options: Mapping[str, Any] | None = None,
+        store: StateStore | None = None,
+        cluster_options: ClusterOptions | Mapping[str, Any] | None = None,
     ) -> None:
         if channel_config is None:
             channel_config = ChannelConfig(
@@ -230,6 +243,15 @@ class DingtalkChannel(ChannelBase):
         self.registry: StateRegistry = (
             registry if registry is not None else MemoryStateRegistry(self.clock)
         )
+        #: several processes, one bot (None without a state store)
+        self.cluster: DingtalkCluster | None = None
+        if store is not None:
+            self.cluster = self._cluster(
+                store,
+                cluster_options,
+                model=config.model or channel_config.model or agent_label(bridge),
+            )
+            self.registry = ObservedStateRegistry(self.registry, self.cluster)
         self._owners = self.registry.map("dingtalk-owners")
         # A signed robot request stays acceptable for the whole skew window on both
         # sides of its timestamp: remember its msgId that long so a replay is ignored.
@@ -261,6 +283,48 @@ class DingtalkChannel(ChannelBase):
         self.queue_notices: QueueNotices[str] = QueueNotices(
             self, show=self._show_queue_notice, edit=self._edit_queue_notice
         )
+        if self.cluster is not None:
+            self.cluster.presenter = self.presenter
+            self.cluster.cluster.start()
+
+    def _cluster(
+        self,
+        store: StateStore,
+        options: ClusterOptions | Mapping[str, Any] | None,
+        *,
+        model: str | None,
+    ) -> DingtalkCluster:
+        """The store-backed routing and recovery (:mod:`.cluster`) of this instance."""
+        if not isinstance(options, ClusterOptions):
+            options = ClusterOptions.from_mapping(options)
+        holder: list[DingtalkCluster] = []
+        cluster = Cluster(
+            store,
+            channel=self.name,
+            clock=self.clock,
+            scheduler=self.scheduler,
+            submit=self.pool.post,
+            apply=lambda message: holder[0].apply(message),
+            sweep=lambda first: holder[0].sweep(first),
+            options=options,
+        )
+        holder.append(
+            DingtalkCluster(
+                cluster,
+                api=self.api,
+                clock=self.clock,
+                submit=self.pool.post,
+                notify=self._notify_owner,
+                model=model,
+            )
+        )
+        return holder[0]
+
+    def _notify_owner(self, chat_id: str, owner: str, is_group: bool, text: str) -> None:
+        if is_group:
+            self.api.send_group_markdown(chat_id, _title(text), text)
+        else:
+            self.api.send_direct_markdown([owner], _title(text), text)
 
     def question_lifetime(self) -> float:
         """Seconds a question card stays answerable (before the margin below).
@@ -443,6 +507,8 @@ class DingtalkChannel(ChannelBase):
         if callback is None or self.presenter is None:
             return CallbackResult.ignored()
         try:
+            if self.cluster is not None:
+                return self.cluster.route(callback)
             return self.presenter.route_callback(callback)
         except Exception:
             logger.exception("[%s] card callback routing failed", self.name)
@@ -697,6 +763,8 @@ class DingtalkChannel(ChannelBase):
         final-answer retries are reported failed."""
         if self.stream is not None:
             self.stream.stop(timeout=5.0)
+        if self.cluster is not None:
+            self.cluster.cluster.stop(timeout=5.0)
         self.queue_notices.close()
         if self.presenter is not None:
             self.presenter.close()

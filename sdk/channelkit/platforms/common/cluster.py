@@ -1,0 +1,251 @@
+"""Several processes, one bot: instance leases, the forwarding inbox and store outages.
+
+Every channel built with a :class:`~channelkit.state.StateStore` is one *instance* of
+its bot. :class:`Cluster` is the platform-neutral machinery an adapter uses for that:
+
+* **identity**: :attr:`Cluster.instance_id` is the store's ``instance_id`` plus a
+  per-channel suffix (two channels sharing one store object are two instances), and
+  :attr:`Cluster.name` the configured ``instanceName`` (stable across restarts), if any;
+* **lease**: the key ``<channel>:lease:<instance_id>`` is written with a TTL of
+  ``lease_expiry_s`` (30 s) and renewed every ``lease_renew_s`` (5 s) by a timer on the
+  channel's scheduler (the renewal itself runs on the pool). An instance whose lease key
+  is gone is dead: a survivor recovers its records (:meth:`Cluster.alive`);
+* **sweep**: after each renewal (and once at start) the adapter's ``sweep(first)``
+  runs on the pool: it finalizes what dead instances left (``first`` is True at start,
+  when records of this instance's previous incarnation are recovered too);
+* **inbox**: a claimed card action received by an instance that does not own the run
+  is pushed to ``inbox:<owner instance_id>`` (after the ACK). One daemon thread per
+  instance pops its inbox and hands every message to ``apply`` (which must not wait on
+  a run: it posts the work to the pool);
+* **outages**: every store error goes through :meth:`Cluster.unavailable`, which logs
+  one error per outage; the first success afterwards logs that the store is back.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from channelkit.errors import ChannelKitError, StateStoreUnavailable
+from channelkit.runtime.clock import Clock
+
+if TYPE_CHECKING:
+    from channelkit.runtime.scheduler import Scheduler, TimerHandle
+    from channelkit.state import StateStore
+
+__all__ = ["Cluster", "ClusterOptions"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """``instanceName``, ``leaseRenewS`` (5), ``leaseExpiryS`` (30), ``claimTtlS``
+    (3,600: how long a one-shot claim key lives), ``tombstoneTtlS`` (600)."""
+
+    instance_name: str | None = None
+    lease_renew_s: float = 5.0
+    lease_expiry_s: float = 30.0
+    claim_ttl_s: float = 3600.0
+    tombstone_ttl_s: float = 600.0
+    poll_s: float = 1.0  # the inbox pop's wait (the consumer's stop latency)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any] | None) -> ClusterOptions:
+        raw = raw or {}
+        name = raw.get("instanceName")
+        return cls(
+            instance_name=str(name) if name else None,
+            lease_renew_s=float(raw.get("leaseRenewS", 5.0)),
+            lease_expiry_s=float(raw.get("leaseExpiryS", 30.0)),
+            claim_ttl_s=float(raw.get("claimTtlS", 3600.0)),
+            tombstone_ttl_s=float(raw.get("tombstoneTtlS", 600.0)),
+        )
+
+
+class Cluster:
+    """One instance of a bot; see the module docstring."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        *,
+        channel: str,
+        clock: Clock,
+        scheduler: Scheduler,
+        submit: Callable[[Callable[[], Any]], Any],
+        apply: Callable[[dict[str, Any]], None],
+        sweep: Callable[[bool], None],
+        options: ClusterOptions | None = None,
+    ) -> None:
+        self.store = store
+        self.options = options or ClusterOptions()
+        self.channel = channel
+        self.instance_id = f"{store.instance_id}.{secrets.token_hex(3)}"
+        self.name = self.options.instance_name
+        self._clock = clock
+        self._scheduler = scheduler
+        self._submit = submit
+        self._apply = apply
+        self._sweep = sweep
+        self._stop = threading.Event()
+        self._down = False
+        self._down_lock = threading.Lock()
+        self._timer: TimerHandle | None = None
+        self._thread: threading.Thread | None = None
+        #: store errors seen (diagnostics, tests)
+        self.outages = 0
+
+    # -- keys ---------------------------------------------------------------------------
+    def key(self, *parts: str) -> str:
+        """``<channel>:<part>:<part>...``: the channel's own key space in the store."""
+        return ":".join((self.channel, *parts))
+
+    def inbox(self, instance_id: str) -> str:
+        return f"inbox:{instance_id}"
+
+    # -- outages ------------------------------------------------------------------------
+    def unavailable(self, what: str, exc: BaseException) -> None:
+        """Note a store failure: one error logged per outage."""
+        with self._down_lock:
+            first, self._down = not self._down, True
+            self.outages += 1
+        if first:
+            logger.error(
+                "[%s] state store unavailable (%s): card actions are refused until it is "
+                "back: %s",
+                self.channel,
+                what,
+                exc,
+            )
+
+    def reachable(self) -> None:
+        """Note a store success (ends an outage)."""
+        if self._down:
+            with self._down_lock:
+                was, self._down = self._down, False
+            if was:
+                logger.warning("[%s] state store reachable again", self.channel)
+
+    @property
+    def down(self) -> bool:
+        return self._down
+
+    def call(self, what: str, fn: Callable[[], Any]) -> Any:
+        """``fn()`` against the store; None (logged once per outage) when it fails."""
+        try:
+            result = fn()
+        except (StateStoreUnavailable, ChannelKitError, OSError) as exc:
+            self.unavailable(what, exc)
+            return None
+        self.reachable()
+        return result
+
+    # -- lease ---------------------------------------------------------------------------
+    def lease_key(self, instance_id: str) -> str:
+        return self.key("lease", instance_id)
+
+    def alive(self, instance_id: str) -> bool:
+        """True while ``instance_id`` holds its lease (raises when the store is down)."""
+        if instance_id == self.instance_id:
+            return True
+        return self.store.get(self.lease_key(instance_id)) is not None
+
+    def renew(self) -> bool:
+        """Write this instance's lease; False when the store is down."""
+        value = {"instance": self.instance_id, "name": self.name or "", "at": self._clock.time()}
+        ttl = self.options.lease_expiry_s
+        key = self.lease_key(self.instance_id)
+
+        def put() -> bool:
+            self.store.put(key, value, ttl_s=ttl)
+            return True
+
+        return self.call("lease", put) is True
+
+    def start(self) -> None:
+        """Take the lease, recover what a previous incarnation left, start the inbox
+        consumer and the renewal timer."""
+        self.renew()
+        self._submit(lambda: self._run_sweep(True))
+        self._thread = threading.Thread(
+            target=self._consume, name=f"{self.channel}-inbox", daemon=True
+        )
+        self._thread.start()
+        self._schedule()
+
+    def _schedule(self) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            self._timer = self._scheduler.call_later(self.options.lease_renew_s, self._tick)
+        except RuntimeError:  # the scheduler stopped: the channel is closing
+            self._timer = None
+
+    def _tick(self) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            self._submit(self._renew_and_sweep)
+        except RuntimeError:
+            return
+        self._schedule()
+
+    def _renew_and_sweep(self) -> None:
+        if self._stop.is_set():
+            return
+        if self.renew():
+            self._run_sweep(False)
+
+    def _run_sweep(self, first: bool) -> None:
+        try:
+            self._sweep(first)
+        except (StateStoreUnavailable, OSError) as exc:
+            self.unavailable("recovery", exc)
+        except Exception:
+            logger.exception("[%s] recovery sweep failed", self.channel)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop renewing and consuming (the lease then expires on its own)."""
+        self._stop.set()
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    # -- inbox ---------------------------------------------------------------------------
+    def forward(self, instance_id: str, message: Mapping[str, Any]) -> bool:
+        """Push ``message`` to the inbox of ``instance_id``; False when the store is down."""
+        inbox = self.inbox(instance_id)
+
+        def push() -> bool:
+            self.store.push(inbox, message)
+            return True
+
+        return self.call("forward", push) is True
+
+    def _consume(self) -> None:
+        inbox = self.inbox(self.instance_id)
+        wait = 0.05
+        while not self._stop.is_set():
+            try:
+                message = self.store.pop(inbox, self.options.poll_s)
+            except Exception as exc:
+                self.unavailable("inbox", exc)
+                self._stop.wait(wait)  # a real wait: the store is down, nothing to do
+                wait = min(2.0, wait * 2)
+                continue
+            wait = 0.05
+            self.reachable()
+            if message is None:
+                continue
+            try:
+                self._apply(message)
+            except Exception:
+                logger.exception("[%s] forwarded action failed", self.channel)

@@ -1,0 +1,361 @@
+"""DingTalk across several processes: run and card records, routed callbacks, recovery.
+
+With a state store (see :mod:`channelkit.platforms.common.cluster`) each instance
+mirrors into the store, in order on the run's projection queue (so a card's record is
+there before the card is delivered):
+
+* ``<channel>:run:<run id>``: instance, owner, session, chat of a live run;
+* ``<channel>:card:<outTrackId>``: kind (status / question), run, request id, owner,
+  chat, instance and, for a question card, its form (keys, option labels);
+* ``<channel>:tomb:<outTrackId>``: the terminal state of an ended card (TTL 10 min).
+
+A card callback, on whichever instance it arrives, is correlated and authorized from
+the card record, then claimed with one atomic ``add`` of ``<channel>:claim:<track>``:
+exactly one instance wins. The instance that owns the run applies the action at once
+(its local presenter takes its own claim too); another instance ACKs and, after the
+ACK, pushes the claimed action to the owner's inbox, whose consumer applies it exactly
+like a local callback. A foreign user gets one notice per card across instances
+(``<channel>:notice:<track>:<user>``). A card without a store record (written while
+the store was down) is handled by the instance that holds it, as without a store.
+
+When the store cannot be reached a callback is acknowledged and changes nothing (one
+error logged per outage); runs go on and their answers are delivered as usual.
+
+Recovery: an instance finalizes the cards of every instance whose lease expired (and,
+at start-up, of its own previous incarnation by ``instanceName``): a status card ends
+``Failed`` with :data:`INTERRUPTED_TEXT`, a question card ends ``expired``, a tombstone
+is written and the run's owner is told once. ``<channel>:recover:<track>`` and
+``<channel>:told:<run>`` make each step happen once across survivors.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from channelkit.errors import ChannelKitError
+from channelkit.platforms.common.cluster import Cluster
+from channelkit.platforms.dingtalk.api import CardTarget
+from channelkit.platforms.dingtalk.ingress import CardCallback
+from channelkit.platforms.dingtalk.markdown import option_label
+from channelkit.platforms.dingtalk.output import (
+    STOP_ACTION_ID,
+    DingtalkPresenter,
+    final_param_map,
+    status_line,
+)
+from channelkit.platforms.dingtalk.questions import (
+    CallbackResult,
+    FormSpec,
+    terminal_param_map,
+)
+
+if TYPE_CHECKING:
+    from channelkit.platforms.dingtalk.api import CardApi
+    from channelkit.runtime.clock import Clock
+
+__all__ = ["INTERRUPTED_TEXT", "INTERRUPTED_TITLE", "DingtalkCluster"]
+
+logger = logging.getLogger(__name__)
+
+#: A status card of a run whose instance died ends Failed with this text; the owner is
+#: told the same once.
+INTERRUPTED_TEXT = "Interrupted, please retry."
+INTERRUPTED_TITLE = "Interrupted"
+
+_RUNS = "dingtalk-runs"
+_STATUS = "dingtalk-status"
+_QUESTIONS = "dingtalk-questions"
+
+
+@dataclass(frozen=True)
+class _StoredQuestion:
+    """A question card's form, rebuilt from its store record (:class:`FormSpec` input)."""
+
+    answer_key: str
+    header: str
+    question: str
+    options: tuple[str, ...]
+    multi_select: bool
+
+
+def _form(card: dict[str, Any]) -> FormSpec:
+    return FormSpec(
+        [
+            _StoredQuestion(
+                str(q["key"]), "", "", tuple(str(o) for o in q["options"]), bool(q["multi"])
+            )
+            for q in card.get("questions", ())
+        ]
+    )
+
+
+class DingtalkCluster:
+    """The DingTalk side of one instance; see the module docstring.
+
+    Doubles as the :class:`~channelkit.platforms.common.observed_registry.RegistryObserver`
+    of the presenter's registry. ``notify(chat_id, owner, is_group, text)`` sends a
+    Markdown message; ``submit`` hands work to the pool.
+    """
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        api: CardApi,
+        clock: Clock,
+        submit: Callable[[Callable[[], Any]], Any],
+        notify: Callable[[str, str, bool, str], None],
+        model: str | None,
+    ) -> None:
+        self.cluster = cluster
+        self.store = cluster.store
+        self._api = api
+        self._clock = clock
+        self._submit = submit
+        self._notify = notify
+        self._model = model
+        self.presenter: DingtalkPresenter | None = None
+        self._lock = threading.Lock()
+        self._queues: dict[str, Any] = {}  # outTrackId -> the run's projection queue
+
+    # -- records (observer; called under registry locks: queue only) --------------------
+    def added(self, kind: str, key: Hashable, record: Any, index: dict[str, Hashable]) -> None:
+        c = self.cluster
+        base = {"instance": c.instance_id, "name": c.name or "", "at": self._clock.time()}
+        if kind == _RUNS:
+            value = {
+                **base,
+                "run": record.run_id,
+                "session": record.session_id,
+                "owner": record.owner_key,
+                "chat": record.chat_id,
+                "group": record.is_group,
+            }
+            self._write(record.queue, c.key("run", record.run_id), value)
+            return
+        if kind not in (_STATUS, _QUESTIONS):
+            return
+        value = {
+            **base,
+            "kind": "status" if kind == _STATUS else "question",
+            "run": record.run_id,
+            "session": record.session_id,
+            "owner": record.owner_key,
+            "chat": record.chat_id,
+            "target": record.target.chat_id,
+            "group": record.target.is_group,
+        }
+        if kind == _QUESTIONS:
+            value["request"] = record.request_id
+            value["questions"] = [
+                {
+                    "key": q.answer_key,
+                    "options": [option_label(o) for o in q.options],
+                    "multi": bool(q.multi_select),
+                }
+                for q in record.questions
+            ]
+        with self._lock:
+            self._queues[record.out_track_id] = record.queue
+        self._write(record.queue, c.key("card", record.out_track_id), value)
+
+    def removed(self, kind: str, key: Hashable, record: Any) -> None:
+        if kind == _RUNS:
+            run_key = self.cluster.key("run", record.run_id)
+            job = lambda: self.cluster.call("run record", lambda: self._del(run_key))  # noqa: E731
+            record.queue.enqueue(job)
+
+    def buried(self, kind: str, key: Hashable, tombstone: Any) -> None:
+        if kind not in (_STATUS, _QUESTIONS):
+            return
+        track = str(key)
+        with self._lock:
+            queue = self._queues.pop(track, None)
+        job = lambda: self.cluster.call("tombstone", lambda: self._bury(track, tombstone.state))  # noqa: E731
+        if queue is not None:
+            queue.enqueue(job)
+        else:
+            self._submit(job)
+
+    def _write(self, queue: Any, key: str, value: dict[str, Any]) -> None:
+        queue.enqueue(lambda: self.cluster.call("record", lambda: self.store.put(key, value)))
+
+    def _del(self, key: str) -> bool:
+        return self.store.delete(key)
+
+    def _bury(self, track: str, state: str) -> None:
+        c = self.cluster
+        ttl = c.options.tombstone_ttl_s
+        self.store.put(c.key("tomb", track), {"state": state}, ttl_s=ttl)
+        self.store.delete(c.key("card", track))
+
+    # -- callbacks (web thread) -----------------------------------------------------------
+    def route(self, callback: CardCallback) -> CallbackResult:
+        """Correlate, authorize and claim ``callback`` from the store (see module doc)."""
+        presenter = self.presenter
+        assert presenter is not None
+        c = self.cluster
+        track, actor = callback.out_track_id, callback.actor_id
+        try:
+            card = self.store.get(c.key("card", track))
+            if card is None:
+                c.reachable()
+                return presenter.route_callback(callback)  # a local-only card, or none
+            target = CardTarget(str(card["target"]), bool(card["group"]))
+            if actor != card["owner"]:
+                notice = c.key("notice", track, actor)
+                if not self.store.add(notice, {"at": 1}, ttl_s=c.options.tombstone_ttl_s):
+                    return CallbackResult.ignored()
+                return CallbackResult("forbidden", actor, target)
+            if not self._valid(card, callback):
+                return CallbackResult.ignored(actor)
+            claim = c.key("claim", track)
+            won = self.store.add(claim, {"by": c.instance_id}, ttl_s=c.options.claim_ttl_s)
+        except Exception as exc:
+            c.unavailable("card action claim", exc)  # fail closed: ACK, change nothing
+            return CallbackResult.ignored()
+        c.reachable()
+        if not won:
+            return CallbackResult.ignored(actor)
+        owner = str(card["instance"])
+        if owner == c.instance_id:
+            return self._local(callback, claim)
+        message = {
+            "type": "card_action",
+            "track": track,
+            "action": callback.action_id,
+            "actor": actor,
+            "form": dict(callback.form_data),
+            "business": callback.has_business_payload,
+            "cancel": callback.is_cancel,
+            "claim": claim,
+        }
+
+        def forward() -> None:
+            if not c.forward(owner, message):
+                c.call("claim release", lambda: self._del(claim))
+
+        return CallbackResult("accepted", actor, target, forward)
+
+    def _valid(self, card: dict[str, Any], callback: CardCallback) -> bool:
+        if card.get("kind") == "status":
+            return callback.action_id == STOP_ACTION_ID
+        if callback.action_id == STOP_ACTION_ID or not callback.has_business_payload:
+            return False
+        if callback.is_cancel or callback.action_id == "cancel":
+            return True
+        if callback.action_id not in ("submit", card.get("request")):
+            return False
+        return _form(card).parse(callback.form_data) is not None
+
+    def _local(self, callback: CardCallback, claim: str) -> CallbackResult:
+        """Apply a claimed action on the owner (its local presenter claims again)."""
+        presenter = self.presenter
+        assert presenter is not None
+        result = presenter.route_callback(callback)
+        if result.kind != "accepted" or result.execute is None:
+            return result
+        execute = result.execute
+        if callback.action_id != STOP_ACTION_ID:
+            return result
+
+        def stop() -> None:
+            execute()
+            # a Stop whose cancellation failed on a still-current run is retryable
+            status = presenter.status
+            record = status.by_track(callback.out_track_id) if status is not None else None
+            if record is not None and not record.terminal and not record.stop_claim.claimed:
+                self.cluster.call("claim release", lambda: self._del(claim))
+
+        return CallbackResult(result.kind, result.actor_id, result.target, stop)
+
+    def apply(self, message: dict[str, Any]) -> None:
+        """A forwarded, already claimed action (the inbox consumer): handed to the pool."""
+        if message.get("type") != "card_action":
+            return
+        callback = CardCallback(
+            out_track_id=str(message["track"]),
+            action_id=str(message["action"]),
+            actor_id=str(message["actor"]),
+            form_data=dict(message.get("form") or {}),
+            has_business_payload=bool(message.get("business")),
+            is_cancel=bool(message.get("cancel")),
+        )
+        result = self._local(callback, str(message["claim"]))
+        if result.kind == "accepted" and result.execute is not None:
+            execute = result.execute
+
+            def run() -> None:
+                try:
+                    execute()
+                except Exception:
+                    logger.exception("forwarded card action failed")
+
+            self._submit(run)
+
+    # -- recovery (pool) ----------------------------------------------------------------
+    def sweep(self, first: bool) -> None:
+        """Finalize what dead instances (and, when ``first``, this instance's previous
+        incarnation) left behind."""
+        c = self.cluster
+        dead: dict[str, bool] = {}
+
+        def gone(record: dict[str, Any]) -> bool:
+            instance = str(record.get("instance", ""))
+            if instance == c.instance_id:
+                return False
+            if first and c.name and record.get("name") == c.name:
+                return True
+            if instance not in dead:
+                dead[instance] = not c.alive(instance)
+            return dead[instance]
+
+        for key in self.store.scan(c.key("card", "")):
+            card = self.store.get(key)
+            if card is None or not gone(card):
+                continue
+            track = key.rsplit(":", 1)[1]
+            ttl = c.options.tombstone_ttl_s
+            if not self.store.add(c.key("recover", track), {"by": c.instance_id}, ttl_s=ttl):
+                continue
+            state = self._finalize(track, card)
+            self._bury(track, state)
+            self._tell(card)
+        for key in self.store.scan(c.key("run", "")):
+            run = self.store.get(key)
+            if run is not None and gone(run):
+                self._tell(run)
+                self.store.delete(key)
+        c.reachable()
+
+    def _finalize(self, track: str, card: dict[str, Any]) -> str:
+        try:
+            if card.get("kind") == "question":
+                self._api.update_instance(track, terminal_param_map("expired"))
+                return "expired"
+            try:
+                self._api.stream(track, "content", "", finalize=True, is_error=True)
+            except ChannelKitError:
+                logger.debug("interrupted status card %s: stream close failed", track)
+            elapsed = self._clock.time() - float(card.get("at", self._clock.time()))
+            line = status_line("Failed", self._model, elapsed)
+            self._api.update_instance(track, final_param_map(INTERRUPTED_TEXT, line))
+        except ChannelKitError as exc:
+            logger.warning("finalizing interrupted card %s failed: %s", track, exc)
+        return "Failed"
+
+    def _tell(self, record: dict[str, Any]) -> None:
+        c = self.cluster
+        told = c.key("told", str(record.get("run")))
+        if not self.store.add(told, {"by": c.instance_id}, ttl_s=c.options.tombstone_ttl_s):
+            return
+        try:
+            self._notify(
+                str(record["chat"]), str(record["owner"]), bool(record["group"]), INTERRUPTED_TEXT
+            )
+        except Exception:
+            logger.exception("interrupted-run notice failed")
