@@ -44,7 +44,9 @@ __all__ = [
     "DeploymentConfig",
     "build_agent",
     "build_channels",
+    "build_state_store",
     "check_agent",
+    "check_state",
     "load_config",
     "parse_config",
     "validate_config_file",
@@ -219,6 +221,27 @@ CONFIG_SCHEMA: dict[str, Any] = {
             },
             "additionalProperties": False,
         },
+        "state": {
+            "type": "object",
+            "description": "shared state of the processes serving this bot; absent: in memory",
+            "properties": {
+                "redis": {
+                    "type": "object",
+                    "properties": {
+                        "url": _SECRET,
+                        "namespace": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$"},
+                        "socketTimeoutSeconds": {
+                            "type": "number",
+                            "exclusiveMinimum": 0,
+                            "maximum": 60,
+                        },
+                    },
+                    "required": ["url"],
+                    "additionalProperties": False,
+                },
+            },
+            "additionalProperties": False,
+        },
     },
     "required": ["channels"],
     "additionalProperties": False,
@@ -245,6 +268,8 @@ class DeploymentConfig:
     options: Mapping[str, Any]
     server: Mapping[str, Any]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    #: the ``state`` section, secrets resolved (the Redis URL may hold a password)
+    state: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 def _json_path(parts: Iterable[Any]) -> str:
@@ -339,12 +364,14 @@ def parse_config(
             key: _resolve_secret(value, f"agent.env.{key}", env)
             for key, value in agent["env"].items()
         }
+    state = _resolve_state(document.get("state") or {}, env)
     config = DeploymentConfig(
         channels=tuple(specs),
         agent=agent,
         options=dict(document.get("options", {})),
         server=dict(document.get("server", {})),
         raw=document,
+        state=state,
     )
     for spec in config.channels:
         _channel_config(config, spec)
@@ -399,7 +426,48 @@ def validate_config_file(
     """
     config = load_config(path, environ=environ)
     check_agent(config)
+    check_state(config)
     return config
+
+
+def _resolve_state(section: Mapping[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    if "redis" not in section:
+        return {}
+    redis = dict(section["redis"])
+    redis["url"] = url = _resolve_secret(redis["url"], "state.redis.url", env)
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigurationError("must be a redis://, rediss:// or unix:// URL", "state.redis.url")
+    return {"redis": redis}
+
+
+def build_state_store(config: DeploymentConfig, *, clock: Any = None) -> Any:
+    """The :class:`~channelkit.state.StateStore` of the ``state`` section: a RedisStore
+    when ``state.redis`` is set, else a MemoryStore. The namespace is
+    ``state.redis.namespace``, else the first channel's name (the bot's name)."""
+    from channelkit.state import open_store
+
+    return open_store(config.state, namespace=config.channels[0].name, clock=clock)
+
+
+def check_state(config: DeploymentConfig) -> None:
+    """With ``state.redis``, reach Redis once (PING): an unreachable Redis is one
+    :class:`ConfigurationError` at ``state.redis.url`` (password never shown)."""
+    if "redis" not in config.state:
+        return
+    try:
+        store = build_state_store(config)
+    except ImportError as exc:
+        raise ConfigurationError(str(exc), "state.redis") from None
+    from channelkit.errors import StateStoreUnavailable
+
+    try:
+        store.ping()
+    except StateStoreUnavailable as exc:
+        raise ConfigurationError(
+            f"the process refuses to start: {exc}", "state.redis.url"
+        ) from None
+    finally:
+        store.close()
 
 
 # -- building -------------------------------------------------------------------------------
