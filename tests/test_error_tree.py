@@ -171,21 +171,25 @@ class _TimingOutSession(requests.Session):
 
 
 @pytest.mark.parametrize(
-    ("raised", "expected", "phase", "seconds"),
+    ("raised", "expected", "message"),
     [
-        (requests.ConnectTimeout("boom"), ConnectTimeout, "connect", 1.5),
-        (requests.ReadTimeout("boom"), ReadTimeout, "read", 7.0),
+        (requests.ConnectTimeout("boom"), ConnectTimeout, "connect timeout after 1.5 s"),
+        (
+            requests.ReadTimeout("boom"),
+            ReadTimeout,
+            "read timeout, no complete answer within the overall deadline of 7 s",
+        ),
     ],
 )
 def test_transport_raises_the_phase_specific_timeout(
-    raised: requests.RequestException, expected: type[TransportError], phase: str, seconds: float
+    raised: requests.RequestException, expected: type[TransportError], message: str
 ) -> None:
     transport = Transport(_TimingOutSession(raised))
     with pytest.raises(expected) as info:
         transport.request("GET", "https://example.invalid/x", timeout=(1.5, 7.0))
     assert info.value.timeout is True
     assert isinstance(info.value, TimeoutError)
-    assert str(info.value) == f"GET https://example.invalid/x: {phase} timeout after {seconds} s"
+    assert str(info.value) == f"GET https://example.invalid/x: {message}"
 
 
 def test_other_request_failures_stay_plain_transport_errors() -> None:
