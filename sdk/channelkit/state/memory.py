@@ -131,12 +131,13 @@ class MemoryStore:
             raise ConfigurationError("must be a string", "prefix")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ConfigurationError("must be an integer >= 1", "limit")
+        with self._lock:
+            keys = list(self._data)  # a C-speed copy: the filtering runs outside the lock
+        candidates = [k for k in keys if k.startswith(prefix)]
         found: list[str] = []
         with self._lock:
             now = self._clock.now()
-            for key in [k for k in self._data if k.startswith(prefix)]:
-                if self._live(key, now) is not None:
-                    found.append(key)
+            found = [k for k in candidates if self._live(k, now) is not None]
         found.sort()
         return found[:limit]
 
