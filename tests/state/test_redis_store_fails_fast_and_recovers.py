@@ -105,9 +105,15 @@ def test_a_pop_waiting_when_redis_goes_away_fails_at_once_not_at_its_timeout(
         except BaseException as exc:  # surfaced below
             outcome.append(exc)
 
+    raw = redis.Redis.from_url(server.url)
+    blocked = int(raw.info("clients")["blocked_clients"])
     thread = threading.Thread(target=wait)
     thread.start()
-    time.sleep(0.2)  # let the BLPOP reach the server (no timer is being waited for)
+    deadline = time.monotonic() + 10
+    while int(raw.info("clients")["blocked_clients"]) <= blocked:  # the BLPOP is waiting
+        assert time.monotonic() < deadline, "the pop never reached Redis"
+        time.sleep(0.01)
+    raw.close()
     stopped = time.monotonic()
     server.stop()
     thread.join(FAST_S + 5)

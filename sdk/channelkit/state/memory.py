@@ -134,7 +134,6 @@ class MemoryStore:
         with self._lock:
             keys = list(self._data)  # a C-speed copy: the filtering runs outside the lock
         candidates = [k for k in keys if k.startswith(prefix)]
-        found: list[str] = []
         with self._lock:
             now = self._clock.now()
             found = [k for k in candidates if self._live(k, now) is not None]
