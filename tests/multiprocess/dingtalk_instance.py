@@ -1,0 +1,68 @@
+"""One DingTalk instance of a bot in its own process, for the multi-process tests.
+
+``python dingtalk_instance.py EMULATOR_URL REDIS_URL NAMESPACE LOG_FILE`` serves
+``"ingress": "http"`` on 127.0.0.1 (a free port, printed as ``PORT <n>``), with a
+RedisStore and a short lease (1 s renew / 3 s expiry). The scripted agent: ``ask``
+asks one question and answers ``Answer: <region>`` (each answer it receives is
+appended to LOG_FILE, one line); ``hold`` streams text and runs until cancelled.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+from channelkit.agents.function import FunctionAgent, Question, Turn
+from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
+from channelkit.playground.server import LocalServer
+from channelkit.state import open_store
+from channelkit.web.wsgi import create_wsgi_app
+
+APP_KEY = "ding-test-app"
+APP_SECRET = "ding-test-secret"
+CARD_SECRET = "ding-card-secret"
+
+
+def main() -> None:
+    emulator, redis_url, namespace, log_file = sys.argv[1:5]
+    lock = threading.Lock()
+
+    def agent(turn: Turn) -> str:
+        if turn.text.startswith("hold"):
+            turn.say("Working on it")
+            while not turn.cancelled:
+                threading.Event().wait(0.05)  # a long-running tool call
+            return "stopped"
+        answers = turn.ask([Question("Which region?", ["Beijing", "Shanghai"], header="Region")])
+        with lock, open(log_file, "a", encoding="utf-8") as log:
+            log.write(f"{answers['0']}\n")
+        return f"Answer: {answers['0']}"
+
+    config = DingtalkConfig.from_dict(
+        {
+            "clientId": APP_KEY,
+            "clientSecret": APP_SECRET,
+            "cardCallbackSecret": CARD_SECRET,
+            "cardCallbackRouteKey": "channelkit-test",
+            "apiBaseUrl": emulator,
+            "model": "test-model",
+            "interactiveCards": {"enabled": True},
+            "ingress": "http",
+        }
+    )
+    store = open_store({"redis": {"url": redis_url}, "namespace": namespace})
+    channel = DingtalkChannel(
+        config,
+        FunctionAgent(agent, question_timeout=60),
+        store=store,
+        cluster_options={"leaseRenewS": 1.0, "leaseExpiryS": 3.0},
+    )
+    server = LocalServer().start(create_wsgi_app([channel]))
+    print("PORT", server.url.rsplit(":", 1)[1], channel.cluster.cluster.instance_id, flush=True)
+    sys.stdin.read()  # until the test closes stdin (or kills the process)
+    channel.close(timeout=5)
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()
