@@ -14,6 +14,9 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
   is ``400 message is not modified``), ``deleteMessage``, ``pinChatMessage``,
   ``unpinChatMessage`` (the given message, else the most recent pin) and ``getChat``
   (``pinned_message``: the most recently pinned message still pinned);
+* ``sendMessageDraft`` (private chat; ``draft_id`` non-zero, text 0-4,096 characters,
+  empty: the "Thinking..." placeholder): the chat view shows the draft, replaced by the
+  bot's next ``sendMessage`` (:mod:`channelkit.playground.telegram_drafts`);
 * ``sendChatAction`` (``typing`` is shown for 5 s, or until the bot's next message, as
   Telegram clients do); ``answerCallbackQuery`` (once per tap; its text is shown as a
   toast on the tapped message).
@@ -45,6 +48,7 @@ from channelkit.playground.emulator import (
     HttpReply,
     parse_json_body,
 )
+from channelkit.playground.telegram_drafts import DraftChat
 
 __all__ = ["TYPING_SECONDS", "TelegramEmulator", "telegram_message_view"]
 
@@ -168,7 +172,7 @@ def telegram_message_view(card: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class TelegramEmulator(EmulatorBase):
+class TelegramEmulator(DraftChat, EmulatorBase):
     """The emulated Bot API for one bot and one person in a private chat.
 
     ``webhook_url`` / ``secret_token`` are where and how updates are delivered until the
@@ -205,6 +209,7 @@ class TelegramEmulator(EmulatorBase):
         self._webhook: dict[str, Any] | None = None
         self._commands: list[dict[str, str]] = []
         self._typing_action = ""
+        self._init_drafts()  # sendMessageDraft (telegram_drafts.py)
         #: updates waiting for getUpdates (no webhook set), oldest first
         self._pending: deque[dict[str, Any]] = deque(maxlen=MAX_PENDING_UPDATES)
         self._allowed_updates: list[str] | None = None
@@ -216,6 +221,7 @@ class TelegramEmulator(EmulatorBase):
             "getupdates": self._get_updates,
             "setmycommands": self._set_my_commands,
             "sendmessage": self._send_message,
+            "sendmessagedraft": self._send_message_draft,
             "editmessagetext": self._edit_message_text,
             "deletemessage": self._delete_message,
             "sendchataction": self._send_chat_action,
@@ -462,6 +468,7 @@ class TelegramEmulator(EmulatorBase):
             self._put_card(key, card)
             self._add_timeline({"kind": "card", "from": "bot", "card": key, "msgId": key})
             self._typing_until = 0.0  # a message from the bot clears its chat action
+            self._clear_draft_locked()  # ... and replaces its draft
             result = self._message_json(card)
         return _ok(result)
 
@@ -601,6 +608,7 @@ class TelegramEmulator(EmulatorBase):
         return {
             "reactions": {},
             "typingAction": self._typing_action if self._typing_until > time.time() else "",
+            "draft": self._live_draft(),
             "views": {key: telegram_message_view(card) for key, card in self._cards.items()},
             "commands": list(self._commands),
             "webhook": {"url": self._webhook["url"]} if self._webhook else None,

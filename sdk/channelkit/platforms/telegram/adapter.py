@@ -83,7 +83,13 @@ from channelkit.platforms.telegram.ingress import (
 )
 from channelkit.platforms.telegram.ingress import receive_update as receive_decoded
 from channelkit.platforms.telegram.markdown import PARSE_MODE, is_entity_error, to_html
-from channelkit.platforms.telegram.output import SegmentOutput, final_parts, split_message
+from channelkit.platforms.telegram.output import (
+    LiveStreams,
+    SegmentOutput,
+    StreamCalls,
+    final_parts,
+    split_message,
+)
 from channelkit.platforms.telegram.polling import TelegramPolling
 from channelkit.platforms.telegram.questions import (
     MAX_MESSAGE_CHARS,
@@ -210,6 +216,8 @@ class TelegramChannel(ChannelBase):
         self.output = SegmentOutput(
             lambda chat_id, text, thread_id: self.send_reply(chat_id, text, thread_id=thread_id),
             clock=self.clock,
+            streams=self._live_streams(config),
+            send_part=self._part_sender,
         )
         #: queue notices edited in place as the run moves up (editMessageText)
         self.queue_notices: QueueNotices[tuple[str, int]] = QueueNotices(
@@ -229,6 +237,42 @@ class TelegramChannel(ChannelBase):
             self.polling = TelegramPolling(config, self.receive_update, clock=self.clock)
         #: the long connections this channel owns (started by ``start_connections``)
         self.connections: list[LongConnection] = [self.polling] if self.polling else []
+
+    def _live_streams(self, config: TelegramConfig) -> LiveStreams | None:
+        """Live output of open segments (``streaming``), None when ``"off"``."""
+        if config.streaming == "off":
+            return None
+        api = self.api
+        calls = StreamCalls(
+            draft=lambda chat, draft_id, text, thread: api.send_message_draft(
+                chat, draft_id, text, message_thread_id=thread
+            ),
+            post=lambda chat, text, thread: api.send_message(chat, text, message_thread_id=thread),
+            edit=lambda chat, mid, text, mode: api.edit_message_text(
+                chat, mid, text, parse_mode=mode
+            ),
+        )
+        return LiveStreams(
+            calls,
+            clock=self.clock,
+            scheduler=self.scheduler,
+            submit=lambda run_id, fn: self.lanes.post(("telegram-stream", run_id), fn),
+            deliver=lambda parts, target: self.delivery.deliver(parts, target),
+            mode=config.streaming,
+            interval=config.stream_interval_s,
+            channel_name=self.name,
+        )
+
+    def _part_sender(self, chat_id: str, thread_id: str | None) -> Any:
+        """``send(part, parse_mode)``: one ``sendMessage`` in the chat (and topic)."""
+        thread = _thread_int(thread_id)
+
+        def send(part: str, parse_mode: str | None) -> object:
+            return self.api.send_message(
+                chat_id, part, message_thread_id=thread, parse_mode=parse_mode
+            )
+
+        return send
 
     # -- setup ---------------------------------------------------------------------------
     def register_commands(
@@ -491,20 +535,17 @@ class TelegramChannel(ChannelBase):
             thread_id = session_target.thread_id if session_target else None
             run_id, owner_id, due = self.active_run_id(session_id), None, text
         else:
-            due = self.output.final_text(segment, text)
-            if not due.strip():
-                return
             thread_id, run_id = segment.target.thread_id, segment.run_id
             owner_id = segment.owner.id
-        thread = _thread_int(thread_id)
-
-        def send(part: str, parse_mode: str | None) -> object:
-            return self.api.send_message(
-                chat_id, part, message_thread_id=thread, parse_mode=parse_mode
-            )
-
+        send = self._part_sender(chat_id, thread_id)
+        if segment is None:
+            parts = final_parts(due, send)
+        else:  # over the streamed message when there is one (editMessageText first)
+            parts = self.output.final_answer(segment, text, send)
+            if not parts:
+                return
         target = DeliveryTarget(self.name, chat_id, run_id, owner_id)
-        self.delivery.deliver(final_parts(due, send), target).raise_if_refused()
+        self.delivery.deliver(parts, target).raise_if_refused()
 
     def present_user_input_request(
         self, context: UserInputRequestContext

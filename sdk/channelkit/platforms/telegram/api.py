@@ -21,6 +21,7 @@ from channelkit.clients.telegram import (
     GetUpdatesRequest,
     InlineKeyboardMarkup,
     SendChatActionRequest,
+    SendMessageDraftRequest,
     SendMessageRequest,
     SetMyCommandsRequest,
     TelegramClient,
@@ -37,8 +38,9 @@ _CONNECT_TIMEOUT_S = 3.05
 
 
 class TelegramApi:
-    """``sendMessage``, ``editMessageText``, ``sendChatAction``, ``answerCallbackQuery``,
-    ``setMyCommands``, ``getMe``, and for long polling ``deleteWebhook`` and ``getUpdates``.
+    """``sendMessage``, ``sendMessageDraft``, ``editMessageText``, ``sendChatAction``,
+    ``answerCallbackQuery``, ``setMyCommands``, ``getMe``, and for long polling
+    ``deleteWebhook`` and ``getUpdates``.
 
     ``base_url`` is the Bot API root (``https://api.telegram.org``); ``client`` may be
     given instead (shared between adapters); ``retry`` overrides the client's policy.
@@ -99,12 +101,15 @@ class TelegramApi:
         text: str,
         *,
         reply_markup: dict[str, Any] | None = None,
+        parse_mode: str | None = None,
     ) -> None:
         """``editMessageText``; without ``reply_markup`` the inline keyboard is removed.
 
         "message is not modified" is treated as success.
         """
         body = EditMessageTextRequest(chat_id=chat_id, message_id=message_id, text=text)
+        if parse_mode is not None:
+            body.parse_mode = parse_mode
         if reply_markup is not None:
             body.reply_markup = InlineKeyboardMarkup.from_dict(reply_markup)
         try:
@@ -113,6 +118,25 @@ class TelegramApi:
             if "message is not modified" in str(exc):
                 return
             raise
+
+    def send_message_draft(
+        self,
+        chat_id: int | str,
+        draft_id: int,
+        text: str,
+        *,
+        message_thread_id: int | None = None,
+        parse_mode: str | None = None,
+    ) -> None:
+        """``sendMessageDraft``: show (or replace) the draft ``draft_id`` (non-zero) of a
+        private chat; an empty ``text`` shows Telegram's thinking placeholder. The draft is
+        an ephemeral preview: the finished text must still be sent with ``sendMessage``."""
+        body = SendMessageDraftRequest(chat_id=chat_id, draft_id=draft_id, text=text)
+        if message_thread_id is not None:
+            body.message_thread_id = message_thread_id
+        if parse_mode is not None:
+            body.parse_mode = parse_mode
+        self._client.send_message_draft(body=body, timeout=self._timeout)
 
     def send_chat_action(
         self, chat_id: int | str, action: str = "typing", *, message_thread_id: int | None = None

@@ -24,7 +24,7 @@ from channelkit.platforms.common.config import (
 )
 from channelkit.platforms.telegram.groups import GROUP_POLICIES, USERNAME_RE
 
-__all__ = ["DEFAULT_API_BASE_URL", "INGRESS_MODES", "TelegramConfig"]
+__all__ = ["DEFAULT_API_BASE_URL", "INGRESS_MODES", "STREAMING_MODES", "TelegramConfig"]
 
 #: Production Bot API base URL (``https://api.telegram.org/bot<token>/<method>``).
 DEFAULT_API_BASE_URL = "https://api.telegram.org"
@@ -32,6 +32,8 @@ DEFAULT_API_BASE_URL = "https://api.telegram.org"
 #: How updates reach the channel: ``getUpdates`` long polling (the default: no public
 #: URL needed) or the ``/telegram/webhook`` route.
 INGRESS_MODES = ("polling", "webhook")
+#: How a run's text is shown while it streams (``TelegramConfig.streaming``).
+STREAMING_MODES = ("draft", "edit", "off")
 #: Longest ``getUpdates`` timeout accepted (seconds).
 MAX_POLLING_TIMEOUT_S = 50
 
@@ -66,6 +68,12 @@ class TelegramConfig:
     :mod:`channelkit.platforms.telegram.groups`.
     ``bot_username``: the bot's username (with or without ``@``) for mention detection;
     when ``None``, :meth:`TelegramChannel.fetch_identity` can learn it with ``getMe``.
+    ``streaming``: how the live output segment is shown while the agent writes:
+    ``"draft"`` (default; ``sendMessageDraft`` in private chats, post-and-edit in groups,
+    where drafts do not exist), ``"edit"`` (post-and-edit everywhere) or ``"off"`` (each
+    segment is sent once it ends); see :mod:`channelkit.platforms.telegram.output`.
+    ``stream_interval_s``: minimum seconds between two streamed snapshots of a segment
+    (0.5 s by default; edits are further limited to one per second per chat).
     """
 
     bot_token: str = field(repr=False)
@@ -80,6 +88,8 @@ class TelegramConfig:
     bot_username: str | None = None
     ingress: str = "polling"
     polling_timeout_s: int = 25
+    streaming: str = "draft"
+    stream_interval_s: float = 0.5
 
     def __post_init__(self) -> None:
         if not isinstance(self.bot_token, str) or not _BOT_TOKEN_RE.match(self.bot_token):
@@ -108,6 +118,12 @@ class TelegramConfig:
                 f"must be whole seconds from 1 to {MAX_POLLING_TIMEOUT_S}",
                 path="telegram.polling_timeout_s",
             )
+        if self.streaming not in STREAMING_MODES:
+            raise ConfigurationError(
+                f"must be one of {', '.join(repr(m) for m in STREAMING_MODES)}",
+                path="telegram.streaming",
+            )
+        check_positive_seconds(self.stream_interval_s, "telegram.stream_interval_s", maximum=60.0)
         check_non_empty(self.channel_name, "telegram.channel_name")
         check_http_url(self.api_base_url, "telegram.api_base_url")
         check_positive_seconds(self.typing_interval_s, "telegram.typing_interval_s", maximum=5.0)

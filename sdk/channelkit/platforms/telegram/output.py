@@ -25,25 +25,63 @@ with the formatted (Telegram HTML) path first and plain text second.
 State is per run, in a bounded map (1,000 runs), removed at the run's terminal
 lifecycle event. Each segment keeps at most 20,000 characters (the newest, behind the
 truncation marker); so does the unsent text of failed flushes.
+
+Streaming (``TelegramConfig.streaming``, :class:`LiveStreams`): while a segment is open
+its text is also shown live, through one
+:class:`~channelkit.platforms.common.SnapshotWriter` per segment (one call in flight, one
+replaceable pending snapshot, ``stream_interval_s`` - 0.5 s - between calls; the calls run
+on the run's own stream lane, so appending never waits for the network):
+
+* **draft** (private chats): an empty ``sendMessageDraft`` when the segment opens (the
+  thinking placeholder), then the text so far (plain, its last 4,096 characters) under one
+  non-zero ``draft_id`` per segment. The segment's text is then sent with ``sendMessage``
+  exactly as without streaming (the draft is only a preview). A draft Telegram *rejects*
+  (4xx: drafts unavailable for the bot or chat) switches the segment, and later segments of
+  that chat, to post-and-edit; any other failure stops streaming the segment, and the
+  final ``sendMessage`` delivers its text.
+* **edit** (groups, or ``streaming="edit"``): the first snapshot is posted with
+  ``sendMessage``, later ones ``editMessageText`` it - at most one edit per second per chat
+  (:class:`ChatEditLimiter`, shared by every segment of the chat); a 429's
+  ``retry_after`` holds the chat's next edit at least that long (a timer on the scheduler,
+  never a sleeping worker). When the segment ends, its final text (formatted) replaces the
+  streamed message by one last edit through the delivery chain (the limiter's wait is a
+  scheduled retry); what does not fit 4,096 characters follows as new messages. A failed
+  edit falls back to ``sendMessage`` of the part (the edit definitely failed: no
+  duplicate). A cancelled segment's message keeps its text with :data:`CANCELLED_MARKER`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import secrets
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from channelkit.core import OutputSegmentContext
-from channelkit.platforms.common import MAX_VISIBLE_CHARS, StreamedText, bound_text
-from channelkit.platforms.common.delivery import DeliveryPath
+from channelkit.errors import ApiError, RateLimited
+from channelkit.platforms.common import (
+    MAX_VISIBLE_CHARS,
+    SnapshotWriter,
+    StreamedText,
+    bound_text,
+)
+from channelkit.platforms.common.delivery import DeliveryPath, DeliveryTarget
+from channelkit.platforms.common.types import Scheduler, TimerHandle
 from channelkit.platforms.telegram.markdown import PARSE_MODE, to_html
 from channelkit.platforms.telegram.questions import MAX_MESSAGE_CHARS
 from channelkit.runtime import BoundedMap, Clock
 
 __all__ = [
     "CANCELLED_MARKER",
+    "EDIT_INTERVAL",
     "MAX_OUTPUT_RUNS",
+    "ChatEditLimiter",
+    "LiveStreams",
     "SegmentOutput",
+    "StreamCalls",
     "final_parts",
     "split_message",
 ]
@@ -105,13 +143,340 @@ def final_parts(
     return parts
 
 
+#: Minimum seconds between two edits of messages in one chat (Telegram: about one a second).
+EDIT_INTERVAL = 1.0
+#: Chats whose edit times (and drafts-unavailable marks) are remembered at once.
+MAX_CHATS = 1_000
+#: Seconds a chat waits after a 429 without ``retry_after``.
+DEFAULT_RETRY_AFTER = 1.0
+#: Seconds the end of a segment waits for its streamed call in flight.
+FINISH_TIMEOUT = 10.0
+
+#: ``deliver(parts, target)``: hand parts to the channel's delivery chain.
+Deliver = Callable[[Sequence[Sequence[DeliveryPath]], DeliveryTarget], object]
+
+
+@dataclass(frozen=True)
+class StreamCalls:
+    """The Bot API calls a live segment makes (the adapter binds them to its api).
+
+    ``draft(chat_id, draft_id, text, thread)``: ``sendMessageDraft``;
+    ``post(chat_id, text, thread) -> message_id``: ``sendMessage`` (plain);
+    ``edit(chat_id, message_id, text, parse_mode)``: ``editMessageText``.
+    """
+
+    draft: Callable[[str, int, str, int | None], object]
+    post: Callable[[str, str, int | None], int]
+    edit: Callable[[str, int, str, str | None], object]
+
+
+class ChatEditLimiter:
+    """At most one edit per ``interval`` seconds per chat, and no edit before a 429's
+    ``retry_after`` ran out (thread-safe, bounded to ``max_chats``)."""
+
+    def __init__(
+        self, clock: Clock, *, interval: float = EDIT_INTERVAL, max_chats: int = MAX_CHATS
+    ) -> None:
+        self._clock = clock
+        self._interval = interval
+        self._max = max_chats
+        self._lock = threading.Lock()
+        self._next: dict[str, float] = {}  # chat -> earliest time of its next edit
+
+    def reserve(self, chat_id: str) -> float:
+        """0.0 when an edit of ``chat_id`` may go now (the slot is taken), else the
+        seconds to wait."""
+        now = self._clock.now()
+        with self._lock:
+            due = self._next.get(chat_id, now)
+            if due > now:
+                return due - now
+            self._set_locked(chat_id, now + self._interval)
+            return 0.0
+
+    def penalize(self, chat_id: str, seconds: float) -> None:
+        """A 429: no edit of ``chat_id`` for ``seconds``."""
+        until = self._clock.now() + max(0.0, seconds)
+        with self._lock:
+            self._set_locked(chat_id, max(self._next.get(chat_id, until), until))
+
+    def _set_locked(self, chat_id: str, due: float) -> None:
+        self._next.pop(chat_id, None)
+        self._next[chat_id] = due  # most recent last
+        while len(self._next) > self._max:
+            self._next.pop(next(iter(self._next)))
+
+
+def _rejected(exc: BaseException) -> bool:
+    """Telegram refused the method for this bot or chat (4xx other than 429)."""
+    return (
+        isinstance(exc, ApiError)
+        and not isinstance(exc, RateLimited)
+        and not exc.retryable
+        and 400 <= exc.status < 500
+    )
+
+
+def _thread(thread_id: str | None) -> int | None:
+    try:
+        return int(thread_id) if thread_id else None
+    except ValueError:
+        return None
+
+
+class LiveStream:
+    """One segment shown while it streams (a draft or a posted message); see the module
+    docstring. Its platform calls run one at a time on the run's stream lane."""
+
+    def __init__(self, streams: LiveStreams, segment: OutputSegmentContext, mode: str) -> None:
+        self._streams = streams
+        self.segment = segment
+        self.chat_id = segment.target.chat_id
+        self.thread = _thread(segment.target.thread_id)
+        self.mode = mode  # "draft" | "edit"
+        self.draft_id = secrets.randbelow(2**31 - 1) + 1  # non-zero, stable for the segment
+        self.message_id: int | None = None  # the posted message (edit mode)
+        self.shown: str | None = None  # the text of the last write Telegram accepted
+        self.failed = False
+        self._closed = False
+        self._lock = threading.RLock()  # the writer (swapped on a rejected draft), appends
+        self._io = threading.Lock()  # held during each platform call
+        self._wake: TimerHandle | None = None
+        self.writer = self._new_writer(ready=mode == "edit")
+
+    @property
+    def posted(self) -> bool:
+        """True when a streamed message exists that the final text should replace."""
+        return self.mode == "edit" and self.message_id is not None
+
+    def _new_writer(self, *, ready: bool) -> SnapshotWriter:
+        s = self._streams
+        return SnapshotWriter(
+            self._write,
+            clock=s.clock,
+            scheduler=s.scheduler,
+            submit=partial(s.submit, self.segment.run_id),
+            min_interval=s.interval,
+            ready=ready,
+            on_error=self._on_error,
+        )
+
+    def open(self) -> None:
+        """Draft mode: queue the thinking placeholder (an empty draft), then stream."""
+        if self.mode == "draft":
+            self._streams.submit(self.segment.run_id, self._placeholder)
+
+    def append(self, chunk: str) -> None:
+        with self._lock:
+            self.writer.append(chunk)
+
+    def finish(self, timeout: float = FINISH_TIMEOUT) -> None:
+        """No more streamed calls: cancel the timers and wait for the call in flight."""
+        with self._lock:
+            self._closed = True
+            writer, wake, self._wake = self.writer, self._wake, None
+        if wake is not None:
+            wake.cancel()
+        writer.finalize(timeout)
+        with self._io:  # a placeholder in flight ends first
+            pass
+
+    def abandon(self) -> None:
+        with self._lock:
+            self._closed = True
+            wake, self._wake = self._wake, None
+            self.writer.close()
+        if wake is not None:
+            wake.cancel()
+
+    # -- on the stream lane --------------------------------------------------------------
+    def _placeholder(self) -> None:
+        error: Exception | None = None
+        with self._io:
+            if self._closed:
+                return
+            try:
+                self._streams.calls.draft(self.chat_id, self.draft_id, "", self.thread)
+            except Exception as exc:
+                error = exc
+        if error is not None:
+            self._on_error(error)
+        with self._lock:
+            writer = self.writer
+        writer.start(mark_written=False)  # the text follows at once
+
+    def _write(self, snapshot: str) -> None:
+        calls = self._streams.calls
+        with self._io:
+            if self._closed:
+                return
+            try:
+                if self.mode == "draft":
+                    text = snapshot[-MAX_MESSAGE_CHARS:]
+                    calls.draft(self.chat_id, self.draft_id, text, self.thread)
+                    self.shown = text
+                    return
+                text = split_message(snapshot)[0]
+                if not text.strip() or text == self.shown:
+                    return
+                if self.message_id is None:
+                    self.message_id = calls.post(self.chat_id, text, self.thread)
+                    self.shown = text
+                    return
+                wait = self._streams.limiter.reserve(self.chat_id)
+                if wait > 0:
+                    self._defer(wait)
+                    return
+                calls.edit(self.chat_id, self.message_id, text, None)
+                self.shown = text
+            except RateLimited as exc:
+                wait = exc.retry_after if exc.retry_after is not None else DEFAULT_RETRY_AFTER
+                if self.mode == "edit":
+                    self._streams.limiter.penalize(self.chat_id, wait)
+                self._defer(wait)
+
+    def _defer(self, wait: float) -> None:
+        """Write the newest text again in ``wait`` seconds (one timer at most)."""
+        with self._lock:
+            if self._closed or self._wake is not None:
+                return
+            self._wake = self._streams.scheduler.call_later(wait, self._repend)
+
+    def _repend(self) -> None:
+        with self._lock:
+            self._wake = None
+            if not self._closed:
+                self.writer.replace(self.writer.content)
+
+    def _on_error(self, exc: BaseException) -> None:
+        chat_drafts_rejected = self.mode == "draft" and _rejected(exc)
+        logger.warning(
+            "telegram: streaming %s of a segment failed (%s); %s",
+            self.mode,
+            type(exc).__name__,
+            "switching to post-and-edit"
+            if chat_drafts_rejected
+            else "its text goes out with the segment's final message",
+        )
+        if not chat_drafts_rejected:
+            with self._lock:
+                self.failed = True
+                self.writer.close()
+            return
+        self._streams.drafts_rejected(self.chat_id)
+        with self._lock:
+            if self._closed:
+                return
+            old = self.writer
+            old.close()
+            self.mode = "edit"
+            self.writer = self._new_writer(ready=True)
+            self.writer.replace(old.content)
+
+
+class LiveStreams:
+    """Opens a :class:`LiveStream` per segment (``mode``: ``TelegramConfig.streaming``,
+    not ``"off"``) and builds the final delivery of a streamed segment.
+
+    ``submit(run_id, fn)`` queues ``fn`` on the run's stream lane (one at a time, in
+    order); ``deliver(parts, target)`` hands parts to the channel's delivery chain.
+    """
+
+    def __init__(
+        self,
+        calls: StreamCalls,
+        *,
+        clock: Clock,
+        scheduler: Scheduler,
+        submit: Callable[[Hashable, Callable[[], Any]], object],
+        deliver: Deliver,
+        mode: str = "draft",
+        interval: float = 0.5,
+        channel_name: str = "telegram",
+    ) -> None:
+        self.calls = calls
+        self.clock = clock
+        self.scheduler = scheduler
+        self.submit = submit
+        self.deliver = deliver
+        self.mode = mode
+        self.interval = interval
+        self.channel_name = channel_name
+        self.limiter = ChatEditLimiter(clock)
+        self._lock = threading.Lock()
+        self._no_drafts: dict[str, None] = {}  # chats whose drafts Telegram rejected
+
+    def drafts_rejected(self, chat_id: str) -> None:
+        with self._lock:
+            self._no_drafts[chat_id] = None
+            while len(self._no_drafts) > MAX_CHATS:
+                self._no_drafts.pop(next(iter(self._no_drafts)))
+
+    def open(self, segment: OutputSegmentContext) -> LiveStream:
+        with self._lock:
+            drafts = segment.target.chat_id not in self._no_drafts
+        private = not segment.target.is_group
+        mode = "draft" if self.mode == "draft" and private and drafts else "edit"
+        stream = LiveStream(self, segment, mode)
+        stream.open()
+        return stream
+
+    def replace(self, stream: LiveStream, text: str, send: SendPart) -> None:
+        """Deliver ``text`` (due at the segment's end) over ``stream``'s posted message:
+        the first part replaces it (formatted edit, plain edit, then formatted / plain
+        ``sendMessage``), the rest follows as new messages."""
+        target = stream.segment.target
+        owner = stream.segment.owner.id
+        parts = self.replace_parts(stream, text, send)
+        job = DeliveryTarget(self.channel_name, target.chat_id, stream.segment.run_id, owner)
+        self.deliver(parts, job)
+
+    def replace_parts(
+        self, stream: LiveStream, text: str, send: SendPart
+    ) -> list[tuple[DeliveryPath, ...]]:
+        """The delivery parts of :meth:`replace` (the edit paths first)."""
+        parts = final_parts(text, send)
+        first = split_message(text or " ")[0]
+        formatted = to_html(first)
+        edits: list[DeliveryPath] = []
+        if formatted != first and len(formatted) <= MAX_MESSAGE_CHARS:
+            edits.append(self._edit_path(stream, formatted, PARSE_MODE))
+        edits.append(self._edit_path(stream, first, None))
+        parts[0] = (*edits, *parts[0])
+        return parts
+
+    def _edit_path(self, stream: LiveStream, text: str, parse_mode: str | None) -> DeliveryPath:
+        def edit() -> None:
+            if parse_mode is None and text == stream.shown:
+                return  # already shown as it is
+            message_id = stream.message_id
+            if message_id is None:
+                raise ApiError("telegram: no streamed message to edit", status=400)
+            wait = self.limiter.reserve(stream.chat_id)
+            if wait > 0:
+                raise RateLimited(
+                    "telegram: one edit per second per chat", status=429, retry_after=wait
+                )
+            try:
+                self.calls.edit(stream.chat_id, message_id, text, parse_mode)
+            except RateLimited as exc:
+                wait = exc.retry_after if exc.retry_after is not None else DEFAULT_RETRY_AFTER
+                self.limiter.penalize(stream.chat_id, wait)
+                raise
+            stream.shown = text
+
+        name = "editMessageText HTML" if parse_mode else "editMessageText plain"
+        return DeliveryPath(name, edit, idempotent=True)
+
+
 class _RunOutput:
     """One run's output state; touched only from the run's lane (one hook at a time)."""
 
-    __slots__ = ("closed", "segment_id", "streamed", "text", "unsent")
+    __slots__ = ("closed", "segment_id", "stream", "streamed", "text", "unsent")
 
     def __init__(self) -> None:
         self.segment_id: str | None = None
+        self.stream: LiveStream | None = None  # the open segment shown live (streaming)
         self.text = ""  # the open segment's visible text (bounded)
         self.streamed = StreamedText()  # every chunk of the run
         self.closed = StreamedText()  # checkpoint: the chunks of the closed segments
@@ -133,6 +498,8 @@ class SegmentOutput:
     ``send(chat_id, text, thread_id)`` sends one message (the adapter's
     ``send_message``; every ``text`` given fits one message). All methods are called
     from the run's hooks, on the run's lane; a different run may run concurrently.
+    ``streams`` shows each open segment live (None: ``streaming="off"``); ``send_part``
+    (``(chat_id, thread_id) -> SendPart``) makes the ``sendMessage`` fallback of an edit.
     """
 
     def __init__(
@@ -143,8 +510,12 @@ class SegmentOutput:
         max_runs: int = MAX_OUTPUT_RUNS,
         max_chars: int = MAX_VISIBLE_CHARS,
         message_chars: int = MAX_MESSAGE_CHARS,
+        streams: LiveStreams | None = None,
+        send_part: Callable[[str, str | None], SendPart] | None = None,
     ) -> None:
         self._send = send
+        self.streams = streams
+        self._send_part = send_part
         self._max_chars = max_chars
         self._message_chars = message_chars
         self._runs: BoundedMap[str, _RunOutput] = BoundedMap(max_runs, clock=clock)
@@ -160,12 +531,17 @@ class SegmentOutput:
             return
         state = self._runs.setdefault(segment.run_id, _RunOutput)
         if state.segment_id != segment.segment_id:
+            self._end_stream(state)
             if state.text:
                 # A segment that never ended here: keep its text for the next send.
                 state.unsent = bound_text(state.close_segment(), self._max_chars)
             state.segment_id = segment.segment_id
+            if self.streams is not None:
+                state.stream = self.streams.open(segment)
         state.streamed.add(chunk)
         state.text = bound_text(state.text + chunk, self._max_chars)
+        if state.stream is not None:
+            state.stream.append(chunk)
 
     def segment_ended(self, segment: OutputSegmentContext, reason: str) -> None:
         """Send the segment's text (``response_boundary`` / ``input_requested`` /
@@ -174,13 +550,14 @@ class SegmentOutput:
         state = self._runs.get(segment.run_id)
         if state is None:
             return
+        stream = self._end_stream(state)
         if reason == "cancelled":
             due = state.close_segment()
             if due.strip():
                 target = segment.target
-                self._send_all(
-                    target.chat_id, f"{due.rstrip()}\n\n{CANCELLED_MARKER}", target.thread_id
-                )
+                text = f"{due.rstrip()}\n\n{CANCELLED_MARKER}"
+                if not self._replace(stream, text):
+                    self._send_all(target.chat_id, text, target.thread_id)
             return
         if reason not in _FLUSH_REASONS:
             state.text = ""
@@ -189,6 +566,8 @@ class SegmentOutput:
             return
         due = state.close_segment()
         target = segment.target
+        if due.strip() and self._replace(stream, due):
+            return
         left = self._send_all(target.chat_id, due, target.thread_id)
         if left:
             state.unsent = bound_text(left, self._max_chars)
@@ -205,6 +584,7 @@ class SegmentOutput:
         state = self._runs.get(segment.run_id)
         if state is None:
             return text
+        self._end_stream(state)
         rest = state.closed.after_prefix(text)
         if rest is None:
             rest = state.text if state.text else text
@@ -215,6 +595,22 @@ class SegmentOutput:
         state.closed = state.streamed.copy()
         return due
 
+    def final_answer(
+        self, segment: OutputSegmentContext, text: str, send: SendPart
+    ) -> list[tuple[DeliveryPath, ...]]:
+        """The delivery parts of what the run's final ``text`` still has to show
+        (:meth:`final_text`; ``[]`` when nothing): over the segment's streamed message
+        when it has one (edit first, :meth:`LiveStreams.replace_parts`), else new
+        messages (:func:`final_parts`)."""
+        state = self._runs.get(segment.run_id)
+        stream = state.stream if state is not None else None
+        due = self.final_text(segment, text)
+        if not due.strip():
+            return []
+        if stream is not None and stream.posted and self.streams is not None:
+            return self.streams.replace_parts(stream, due, send)
+        return final_parts(due, send)
+
     def send_final(self, chat_id: str, text: str, thread_id: str | None) -> None:
         """Send ``text`` (from :meth:`final_text`) in order; raises when a send fails."""
         if not text.strip():
@@ -224,11 +620,32 @@ class SegmentOutput:
 
     def discard(self, run_id: str) -> None:
         """Forget a run (its terminal lifecycle event)."""
-        self._runs.pop(run_id)
+        state = self._runs.pop(run_id)
+        if state is not None and state.stream is not None:
+            state.stream.abandon()
 
     def close(self) -> None:
         """Forget every run."""
+        for run_id in list(self._runs.keys()):
+            self.discard(run_id)
         self._runs.clear()
+
+    def _end_stream(self, state: _RunOutput) -> LiveStream | None:
+        """Stop the open segment's live output (waits for its call in flight)."""
+        stream, state.stream = state.stream, None
+        if stream is not None:
+            stream.finish()
+        return stream
+
+    def _replace(self, stream: LiveStream | None, text: str) -> bool:
+        """Deliver ``text`` over ``stream``'s posted message; False when it has none."""
+        if stream is None or not stream.posted or self.streams is None:
+            return False
+        if self._send_part is None:
+            return False
+        target = stream.segment.target
+        self.streams.replace(stream, text, self._send_part(target.chat_id, target.thread_id))
+        return True
 
     def _send_all(self, chat_id: str, text: str, thread_id: str | None) -> str:
         """Send ``text`` in parts; returns what could not be sent (``""`` when all was)."""

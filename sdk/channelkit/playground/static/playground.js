@@ -4,6 +4,7 @@
 
   var chat = document.getElementById("chat");
   var typing = document.getElementById("typing");
+  var draftEl = document.getElementById("draft");
   var form = document.getElementById("composer-form");
   var input = document.getElementById("composer");
   var platformEl = document.getElementById("platform");
@@ -326,9 +327,15 @@
     });
     document.body.dataset.waiting = waiting ? "1" : "0";
     typing.hidden = waiting || !(running || state.typing);
+    // Telegram's sendMessageDraft: the bot's message as it is being written.
+    if (draftEl) {
+      draftEl.hidden = !state.draft;
+      if (state.draft) renderText(draftEl, state.draft.text || "Thinking\u2026");
+      draftEl.dataset.placeholder = state.draft && !state.draft.text ? "1" : "0";
+    }
     // Telegram's typing status lasts 5 s, and an answered request may change nothing
     // else the page sees at once: poll sooner so either can lapse.
-    pollWait = state.typing || state.requestPending ? 1 : 8;
+    pollWait = state.typing || state.draft || state.requestPending ? 1 : 8;
     (state.timeline || []).forEach(function (entry) {
       var row = rendered[entry.seq];
       if (!row) return;
