@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge
+from channelkit.cluster_config import LEASE_SCHEMA, check_lease_options, cluster_kwargs
 from channelkit.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -239,6 +240,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
                     "required": ["url"],
                     "additionalProperties": False,
                 },
+                **LEASE_SCHEMA,
             },
             "additionalProperties": False,
         },
@@ -365,6 +367,7 @@ def parse_config(
             for key, value in agent["env"].items()
         }
     state = _resolve_state(document.get("state") or {}, env)
+    check_lease_options(document.get("state") or {})
     config = DeploymentConfig(
         channels=tuple(specs),
         agent=agent,
@@ -711,7 +714,11 @@ def _build_channel(
             from channelkit.platforms.dingtalk import DingtalkChannel
 
             return DingtalkChannel(
-                platform_config, bridge, channel_config=channel_config, executor=executor
+                platform_config,
+                bridge,
+                channel_config=channel_config,
+                executor=executor,
+                **cluster_kwargs(config, spec.platform),  # state.redis: the shared store
             )
         if spec.platform == "feishu":
             from channelkit.platforms.feishu import FeishuChannel

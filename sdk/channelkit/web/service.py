@@ -121,6 +121,14 @@ class ChannelService:
             [(str(getattr(ch, "name", i)), closer(ch)) for i, ch in enumerate(self.channels)],
             deadline,
         )
+        from channelkit.cluster_config import close_store
+
+        def store_closer(channel: Any) -> Callable[[], object]:
+            return lambda: close_store(channel)
+
+        late += _run_bounded(  # the shared stores (state.redis), once their channels closed
+            [(f"store-{i}", store_closer(ch)) for i, ch in enumerate(self.channels)], deadline
+        )
         close = getattr(self.bridge, "close", None)
         if callable(close):
             late += _run_bounded([("agent", close)], deadline)

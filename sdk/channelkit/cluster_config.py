@@ -1,0 +1,127 @@
+"""The ``state`` section as the channels of ``load_config`` / ``channelkit serve`` use it.
+
+With ``state.redis`` every DingTalk channel built from the configuration gets a
+:class:`~channelkit.state.RedisStore` (card callbacks routed to the instance that owns
+the run, leases, recovery: :mod:`channelkit.platforms.dingtalk.cluster`). The lease
+settings sit beside ``redis``::
+
+    "state": {
+      "redis": {"url": {"env": "REDIS_URL"}},
+      "leaseRenewSeconds": 5,      # how often an instance renews its lease
+      "leaseExpirySeconds": 30,    # silence after which the others take over its cards
+      "instanceName": "bot-a"      # a stable name: a restart recovers its own cards
+    }
+
+``channelkit serve --workers N`` starts N processes of one configuration; worker ``i``
+reads its index from :data:`WORKER_ENV` and names itself ``<instanceName>-w<i>`` (when
+an ``instanceName`` is set), so each restarted worker recovers what it left behind.
+Without ``state.redis`` nothing changes: one process, state in memory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from channelkit.errors import ConfigurationError
+
+__all__ = [
+    "LEASE_SCHEMA",
+    "WORKER_ENV",
+    "check_lease_options",
+    "cluster_kwargs",
+    "has_shared_store",
+    "lease_options",
+]
+
+#: ``channelkit serve --workers N`` sets it to the worker's index (0..N-1) in each child.
+WORKER_ENV = "CHANNELKIT_SERVE_WORKER"
+
+#: The JSON Schema properties this module adds to the ``state`` section.
+LEASE_SCHEMA: dict[str, Any] = {
+    "leaseRenewSeconds": {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "maximum": 3600,
+        "description": "how often an instance renews its lease (default 5)",
+    },
+    "leaseExpirySeconds": {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "maximum": 86400,
+        "description": "an instance silent this long is presumed dead: the others "
+        "finalize its cards (default 30; more than leaseRenewSeconds)",
+    },
+    "instanceName": {
+        "type": "string",
+        "pattern": "^[A-Za-z0-9_.-]{1,64}$",
+        "description": "a stable name for this instance: at start-up it finalizes the "
+        "cards its previous incarnation left",
+    },
+}
+
+_DEFAULT_RENEW = 5.0
+_DEFAULT_EXPIRY = 30.0
+
+
+def _state(config: Any) -> Mapping[str, Any]:
+    raw = getattr(config, "raw", None) or {}
+    section = raw.get("state") if isinstance(raw, Mapping) else None
+    return section if isinstance(section, Mapping) else {}
+
+
+def has_shared_store(config: Any) -> bool:
+    """True when the configuration names a store every process shares (``state.redis``)."""
+    return "redis" in (getattr(config, "state", None) or {})
+
+
+def check_lease_options(state: Mapping[str, Any]) -> None:
+    """Reject lease settings the schema cannot: renewal must come before expiry."""
+    renew = float(state.get("leaseRenewSeconds", _DEFAULT_RENEW))
+    expiry = float(state.get("leaseExpirySeconds", _DEFAULT_EXPIRY))
+    if renew >= expiry:
+        path = (
+            "state.leaseExpirySeconds"
+            if "leaseExpirySeconds" in state
+            else ("state.leaseRenewSeconds")
+        )
+        raise ConfigurationError(
+            f"leaseExpirySeconds ({expiry:g}) must be more than leaseRenewSeconds ({renew:g})",
+            path,
+        )
+
+
+def lease_options(config: Any, *, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The ``cluster_options`` mapping of a DingTalk channel (``ClusterOptions`` keys)."""
+    state = _state(config)
+    check_lease_options(state)
+    env = os.environ if environ is None else environ
+    options: dict[str, Any] = {
+        "leaseRenewS": float(state.get("leaseRenewSeconds", _DEFAULT_RENEW)),
+        "leaseExpiryS": float(state.get("leaseExpirySeconds", _DEFAULT_EXPIRY)),
+    }
+    name = state.get("instanceName")
+    worker = env.get(WORKER_ENV, "")
+    if name:
+        options["instanceName"] = f"{name}-w{worker}" if worker.isdigit() else str(name)
+    return options
+
+
+def cluster_kwargs(config: Any, platform: str) -> dict[str, Any]:
+    """Extra keyword arguments of the ``platform`` channel: ``store`` and
+    ``cluster_options`` for DingTalk when ``state.redis`` is set, else none."""
+    if platform != "dingtalk" or not has_shared_store(config):
+        return {}
+    from channelkit.config import build_state_store
+
+    return {"store": build_state_store(config), "cluster_options": lease_options(config)}
+
+
+def close_store(channel: Any) -> None:
+    """Close the store a channel built by :func:`cluster_kwargs` holds (idempotent)."""
+    cluster = getattr(channel, "cluster", None)
+    store = getattr(getattr(cluster, "cluster", None), "store", None)
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()
