@@ -1,11 +1,12 @@
 """``TelegramChannel``: typing keep-alive, native inline-keyboard questions, webhook.
 
 Capabilities: Telegram implements *native input*
-(inline-keyboard questions, :mod:`channelkit.platforms.telegram.questions`) *without
-streaming output*: the agent's text is sent as messages (split at 4,096 characters, its
-Markdown as Telegram HTML with a plain-text retry, :mod:`channelkit.platforms.telegram.markdown`),
-one output segment at a time (:mod:`channelkit.platforms.telegram.output`): a segment that
-ends with ``response_boundary`` or ``input_requested`` is sent at once, so the text
+(inline-keyboard questions, :mod:`channelkit.platforms.telegram.questions`); the open
+segment streams (``streaming``: drafts in private chats, post-and-edit in groups,
+:mod:`channelkit.platforms.telegram.output`) and the agent's text is sent as messages
+(split at 4,096 characters, its Markdown as Telegram HTML with a plain-text retry,
+:mod:`channelkit.platforms.telegram.markdown`), one output segment at a time: a segment
+that ends with ``response_boundary`` or ``input_requested`` is sent at once, so the text
 written before a question arrives before the question's messages; the final response
 sends only what was not sent yet; a cancelled segment sends its text so far with a
 cancelled marker. Command replies and prompts stay plain text.

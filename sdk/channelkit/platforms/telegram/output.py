@@ -171,8 +171,8 @@ class StreamCalls:
 
 
 class ChatEditLimiter:
-    """At most one edit per ``interval`` seconds per chat, and no edit before a 429's
-    ``retry_after`` ran out (thread-safe, bounded to ``max_chats``)."""
+    """At most one edit per ``interval`` seconds per chat, slots granted in the order
+    asked, none before a 429's ``retry_after`` ran out (thread-safe, ``max_chats``)."""
 
     def __init__(
         self, clock: Clock, *, interval: float = EDIT_INTERVAL, max_chats: int = MAX_CHATS
@@ -181,30 +181,46 @@ class ChatEditLimiter:
         self._interval = interval
         self._max = max_chats
         self._lock = threading.Lock()
-        self._next: dict[str, float] = {}  # chat -> earliest time of its next edit
+        # chat -> [next free slot, 429 hold end, last edit]
+        self._chats: dict[str, list[float]] = {}
 
     def reserve(self, chat_id: str) -> float:
-        """0.0 when an edit of ``chat_id`` may go now (the slot is taken), else the
-        seconds to wait."""
+        """Book the chat's next free edit slot; returns the seconds until it. 0.0: the
+        edit goes now (it is counted as made)."""
         now = self._clock.now()
         with self._lock:
-            due = self._next.get(chat_id, now)
-            if due > now:
-                return due - now
-            self._set_locked(chat_id, now + self._interval)
-            return 0.0
+            free, hold, last = self._entry_locked(chat_id)
+            slot = max(now, free, hold, last + self._interval)
+            entry = [slot + self._interval, hold, now if slot <= now else last]
+            self._chats[chat_id] = entry
+            return slot - now
+
+    def claim(self, chat_id: str) -> bool:
+        """Use a booked slot that is due: True (counted as made) unless another edit of
+        the chat went less than ``interval`` ago or a 429 hold still runs."""
+        now = self._clock.now()
+        with self._lock:
+            free, hold, last = self._entry_locked(chat_id)
+            if now < hold or now < last + self._interval:
+                return False
+            self._chats[chat_id] = [max(free, now + self._interval), hold, now]
+            return True
 
     def penalize(self, chat_id: str, seconds: float) -> None:
         """A 429: no edit of ``chat_id`` for ``seconds``."""
         until = self._clock.now() + max(0.0, seconds)
         with self._lock:
-            self._set_locked(chat_id, max(self._next.get(chat_id, until), until))
+            free, hold, last = self._entry_locked(chat_id)
+            self._chats[chat_id] = [max(free, until), max(hold, until), last]
 
-    def _set_locked(self, chat_id: str, due: float) -> None:
-        self._next.pop(chat_id, None)
-        self._next[chat_id] = due  # most recent last
-        while len(self._next) > self._max:
-            self._next.pop(next(iter(self._next)))
+    def _entry_locked(self, chat_id: str) -> list[float]:
+        entry = self._chats.pop(chat_id, None)
+        if entry is None:
+            entry = [0.0, 0.0, float("-inf")]
+        self._chats[chat_id] = entry  # most recent last
+        while len(self._chats) > self._max:
+            self._chats.pop(next(iter(self._chats)))
+        return entry
 
 
 def _rejected(exc: BaseException) -> bool:
@@ -242,7 +258,32 @@ class LiveStream:
         self._lock = threading.RLock()  # the writer (swapped on a rejected draft), appends
         self._io = threading.Lock()  # held during each platform call
         self._wake: TimerHandle | None = None
+        self._slot: float | None = None  # the chat's edit slot this stream booked
         self.writer = self._new_writer(ready=mode == "edit")
+
+    def take_slot(self) -> float:
+        """0.0 when this stream may edit now (its slot is used up), else the seconds
+        until its booked slot (:class:`ChatEditLimiter`, first come first served)."""
+        limiter = self._streams.limiter
+        now = self._streams.clock.now()
+        with self._lock:
+            slot = self._slot
+            if slot is not None and slot > now:
+                return slot - now
+            if slot is not None and limiter.claim(self.chat_id):
+                self._slot = None
+                return 0.0
+            wait = limiter.reserve(self.chat_id)  # none booked, or the slot was lost
+            self._slot = now + wait if wait > 0 else None
+            return wait
+
+    def rate_limited(self, exc: RateLimited) -> float:
+        """A 429 on an edit: hold the chat; returns the seconds to this stream's next slot."""
+        wait = exc.retry_after if exc.retry_after is not None else DEFAULT_RETRY_AFTER
+        self._streams.limiter.penalize(self.chat_id, wait)
+        with self._lock:
+            self._slot = None
+        return max(wait, self.take_slot())
 
     @property
     def posted(self) -> bool:
@@ -323,17 +364,18 @@ class LiveStream:
                     self.message_id = calls.post(self.chat_id, text, self.thread)
                     self.shown = text
                     return
-                wait = self._streams.limiter.reserve(self.chat_id)
+                wait = self.take_slot()
                 if wait > 0:
                     self._defer(wait)
                     return
                 calls.edit(self.chat_id, self.message_id, text, None)
                 self.shown = text
             except RateLimited as exc:
-                wait = exc.retry_after if exc.retry_after is not None else DEFAULT_RETRY_AFTER
                 if self.mode == "edit":
-                    self._streams.limiter.penalize(self.chat_id, wait)
-                self._defer(wait)
+                    self._defer(self.rate_limited(exc))
+                else:
+                    after = exc.retry_after
+                    self._defer(after if after is not None else DEFAULT_RETRY_AFTER)
 
     def _defer(self, wait: float) -> None:
         """Write the newest text again in ``wait`` seconds (one timer at most)."""
@@ -452,7 +494,7 @@ class LiveStreams:
             message_id = stream.message_id
             if message_id is None:
                 raise ApiError("telegram: no streamed message to edit", status=400)
-            wait = self.limiter.reserve(stream.chat_id)
+            wait = stream.take_slot()
             if wait > 0:
                 raise RateLimited(
                     "telegram: one edit per second per chat", status=429, retry_after=wait
@@ -460,9 +502,8 @@ class LiveStreams:
             try:
                 self.calls.edit(stream.chat_id, message_id, text, parse_mode)
             except RateLimited as exc:
-                wait = exc.retry_after if exc.retry_after is not None else DEFAULT_RETRY_AFTER
-                self.limiter.penalize(stream.chat_id, wait)
-                raise
+                wait = stream.rate_limited(exc)
+                raise RateLimited(str(exc), status=429, retry_after=wait) from exc
             stream.shown = text
 
         name = "editMessageText HTML" if parse_mode else "editMessageText plain"
