@@ -59,6 +59,10 @@ __all__ = [
 logger = logging.getLogger("channelkit.core.channel")
 
 
+#: How long a run's presentation waits for the run's earlier output to reach the platform.
+PRESENTATION_ORDER_WAIT_S = 10.0
+
+
 def origin_marker(origin: SessionTarget) -> ContextBlock:
     """The context line a presentation sent to another conversation carries."""
     where = f"chat {origin.chat_id}"
@@ -214,6 +218,12 @@ class ChannelPresentations:
         messages that do not notify, where the platform can."""
         return None
 
+    def await_run_output(self, run_id: str, timeout: float) -> None:
+        """Hook: wait (bounded by ``timeout`` seconds) until the output the run produced so
+        far is on the platform, so a presentation the run sends next shows after it.
+        Adapters that write output asynchronously (card projection queues) override it;
+        the default has nothing to wait for."""
+
     # -- sending --------------------------------------------------------------------------
 
     def _as_target(self, target: SessionTarget | str, thread_id: str | None) -> SessionTarget:
@@ -342,6 +352,10 @@ class ChannelPresentations:
         with run.lock:
             if run.cancelled:
                 return
+        try:
+            self.await_run_output(run.run_id, PRESENTATION_ORDER_WAIT_S)
+        except Exception as exc:
+            self._events.hook_failed("await_run_output", run, exc)
         origin = run.target
         if event.chat_id:
             target = SessionTarget(

@@ -610,6 +610,12 @@ class DingtalkChannel(ChannelBase):
 
         return DingtalkSender.for_api(self.api, route=route)
 
+    def await_run_output(self, run_id: str, timeout: float) -> None:
+        """A run's presentation follows its cards: wait for the card writes it queued."""
+        binding = self.presenter.run(run_id) if self.presenter is not None else None
+        if binding is not None:
+            binding.queue.call(lambda: None, timeout)
+
     def _send_fallback(self, chat_id: str, text: str, session_id: str) -> None:
         try:
             self.send_message(chat_id, text)

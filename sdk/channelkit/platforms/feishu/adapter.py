@@ -230,6 +230,10 @@ class FeishuChannel(ChannelBase):
     def _send_text_now(self, chat_id: str, text: str) -> None:
         self.api.send_text(chat_id, text)
 
+    def await_run_output(self, run_id: str, timeout: float) -> None:
+        """A run's presentation follows its cards: wait for the card writes it queued."""
+        self.projections.call(run_id, lambda: None, timeout)
+
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
         """Presentations as interactive cards (:mod:`channelkit.platforms.feishu.sender`)."""
         from channelkit.platforms.feishu.sender import FeishuSender
