@@ -133,8 +133,14 @@ def run_server(engine: str, app: Any, host: str, port: int, threads: int) -> Non
     """
     if engine == "waitress":
         waitress = importlib.import_module("waitress")
+        from channelkit.serve_workers import inherited_socket
+
+        shared = inherited_socket()  # a worker of `serve --workers N`: the parent's socket
         try:
-            server = waitress.create_server(app, host=host, port=port, threads=threads)
+            if shared is not None:
+                server = waitress.create_server(app, sockets=[shared], threads=threads)
+            else:
+                server = waitress.create_server(app, host=host, port=port, threads=threads)
         except OSError as exc:
             raise _bind_error(host, port, exc) from None
         listen = getattr(server, "effective_listen", None) or [
@@ -246,6 +252,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.check:
         print(f"ok: {_summary(config)}")
         return 0
+    if args.workers > 1:
+        return _serve_workers(args, config)
     preferred = args.engine or str(config.server.get("engine", "auto"))
     engine = _pick_engine(preferred)
     if engine is None:
@@ -290,6 +298,53 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             if service is not None and not service.shutdown(grace):
                 status = status or 1
     return status
+
+
+def _serve_workers(args: argparse.Namespace, config: Any) -> int:
+    """``serve --workers N`` (N > 1): N processes sharing ``state.redis`` and one port."""
+    from channelkit.cluster_config import has_shared_store
+    from channelkit.config import DEFAULT_SHUTDOWN_GRACE_S
+
+    if not has_shared_store(config):
+        print(
+            f"channelkit serve: --workers {args.workers} needs a shared state store: set "
+            "state.redis in the configuration (docs/deployment.md#several-processes)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.engine == "gunicorn" or _pick_engine("waitress") is None:
+        print(
+            "channelkit serve: --workers runs waitress in each process: install it with "
+            "python -m pip install 'channelkit[serve]'",
+            file=sys.stderr,
+        )
+        return 3
+    from channelkit.serve_workers import run_workers
+
+    grace = float(
+        args.grace
+        if args.grace is not None
+        else config.server.get("shutdownGraceS", DEFAULT_SHUTDOWN_GRACE_S)
+    )
+    host = args.host or str(config.server.get("host", "127.0.0.1"))
+    port = args.port if args.port is not None else int(config.server.get("port", 8000))
+    argv = ["--config", args.config, "--engine", "waitress", "--grace", str(grace)]
+    try:
+        return run_workers(argv, args.workers, host, port, grace)
+    except OSError as exc:
+        print(f"channelkit serve: {_bind_error(host, port, exc)}", file=sys.stderr)
+        return 2
+
+
+def _workers(text: str) -> int:
+    """argparse type of ``--workers``: an integer 1-64."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of processes, got {text!r}") from None
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"must be 1-64, got {value}")
+    return value
 
 
 def _cmd_check_config(args: argparse.Namespace) -> int:
@@ -643,6 +698,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long SIGTERM/SIGINT wait for channels to close (default: "
         "server.shutdownGraceS, else 10)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="processes serving the bot on one port (default 1); N > 1 needs a shared "
+        "state store (state.redis), see docs/deployment.md",
     )
     serve.add_argument(
         "--check",

@@ -1,0 +1,125 @@
+"""``channelkit serve --workers N``: refused with one line without a shared state store;
+with ``state.redis`` N processes serve one port (each holds its own lease in Redis, named
+``<instanceName>-w<i>``) and SIGTERM stops them all, exit 0."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from channelkit import cli
+from channelkit.state import open_store
+from channelkit.testing import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+DINGTALK = {
+    "platform": "dingtalk",
+    "name": "helpdesk",
+    "credentials": {
+        "clientId": "ding-app",
+        "clientSecret": "ding-secret",
+        "cardCallbackSecret": "card-secret",
+    },
+    "options": {
+        "ingress": "http",
+        "cardCallbackRouteKey": "helpdesk-cards",
+        "apiBaseUrl": "http://127.0.0.1:9",
+        "interactiveCards": {"enabled": True},
+    },
+}
+
+
+def write(tmp_path: Path, state: Any = None) -> Path:
+    doc: dict[str, Any] = {"channels": [DINGTALK], "agent": {"type": "demo"}}
+    if state is not None:
+        doc["state"] = state
+    path = tmp_path / "channelkit.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_several_workers_without_a_shared_store_are_refused_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = cli.main(["serve", "--config", str(write(tmp_path)), "--workers", "2"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1, err
+    assert "--workers 2 needs a shared state store" in err and "state.redis" in err
+
+
+def test_several_workers_without_waitress_name_the_serve_extra(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    redis_server: Any,
+) -> None:
+    monkeypatch.setattr(cli, "_pick_engine", lambda preferred: None)
+    path = write(tmp_path, {"redis": {"url": redis_server.url}})
+    status = cli.main(["serve", "--config", str(path), "--workers", "3"])
+    err = capsys.readouterr().err
+    assert status == 3
+    assert err.count("\n") == 1, err
+    assert "channelkit[serve]" in err
+
+
+def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
+    tmp_path: Path, redis_server: Any
+) -> None:
+    namespace = f"workers-{uuid.uuid4().hex[:8]}"
+    state = {
+        "redis": {"url": redis_server.url, "namespace": namespace},
+        "instanceName": "bot",
+        "leaseRenewSeconds": 1,
+        "leaseExpirySeconds": 5,
+    }
+    path = write(tmp_path, state)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "sdk")}
+    argv = ["serve", "--config", str(path), "--workers", "2", "--port", "0", "--grace", "5"]
+    log = (tmp_path / "serve.log").open("w")  # the workers' logs: never a full pipe
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "channelkit", *argv],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=env,
+    )
+    store = open_store({"redis": {"url": redis_server.url, "namespace": namespace}})
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert "2 workers on http://127.0.0.1:" in first, first
+        url = first.strip().rsplit(" ", 1)[-1]
+
+        def leases() -> list[Any]:
+            return [store.get(k) for k in store.scan("helpdesk:lease:")]
+
+        wait_until(lambda: len(leases()) == 2, timeout=60, what="two leases")
+        assert sorted(lease["name"] for lease in leases()) == ["bot-w0", "bot-w1"]
+
+        def healthy() -> bool:
+            try:
+                with urllib.request.urlopen(url + "/healthz", timeout=5) as response:
+                    return bool(response.status == 200)
+            except OSError:
+                return False
+
+        for _ in range(6):  # the shared socket answers, whichever worker accepts
+            wait_until(healthy, timeout=30, what="/healthz answers")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        store.close()
+        log.close()
