@@ -18,6 +18,7 @@ from typing import IO, Any
 from channelkit.errors import BadContentLength, BodyTooLarge, UnreadableBody
 from channelkit.web.ingress import (
     MAX_BODY_BYTES,
+    Headers,
     IngressRequest,
     IngressResponse,
     IngressRoute,
@@ -31,6 +32,7 @@ __all__ = [
     "IngressDispatcher",
     "UnreadableBody",
     "collect_routes",
+    "environ_headers",
     "read_body",
 ]
 
@@ -208,6 +210,29 @@ class IngressDispatcher:
             return IngressResponse.json(500, {"error": "internal_error"})
         return response
 
+    def read_or_refuse(
+        self,
+        stream: IO[bytes] | Any,
+        content_length: str | int | None,
+        *,
+        terminated: bool = True,
+    ) -> bytes | IngressResponse:
+        """The request body (:func:`read_body` under ``max_body_bytes``), or its refusal.
+
+        A body too large answers 413; an unreadable body or a malformed Content-Length
+        answers 400 (``unreadable_body`` / ``bad_content_length``).
+        """
+        try:
+            return read_body(
+                stream, content_length, limit=self.max_body_bytes, terminated=terminated
+            )
+        except BodyTooLarge:
+            return self.too_large()
+        except UnreadableBody:
+            return self.bad_request("unreadable_body")
+        except BadContentLength:
+            return self.bad_request("bad_content_length")
+
     @staticmethod
     def too_large() -> IngressResponse:
         """The 413 answer."""
@@ -217,6 +242,17 @@ class IngressDispatcher:
     def bad_request(reason: str = "bad_request") -> IngressResponse:
         """A 400 answer."""
         return IngressResponse.json(400, {"error": reason})
+
+
+def environ_headers(environ: Mapping[str, Any]) -> Headers:
+    """The request headers of a WSGI environ (or Django's ``request.META``)."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            pairs.append((key[5:].replace("_", "-").title(), str(value)))
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            pairs.append((key.replace("_", "-").title(), str(value)))
+    return Headers(pairs)
 
 
 def query_dict(pairs: Iterable[tuple[str, str]] | Mapping[str, str]) -> dict[str, str]:

@@ -17,14 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from channelkit.web.dispatch import (
-    BadContentLength,
-    BodyTooLarge,
-    IngressDispatcher,
-    UnreadableBody,
-    query_dict,
-    read_body,
-)
+from channelkit.web.dispatch import IngressDispatcher, query_dict
 from channelkit.web.ingress import (
     MAX_BODY_BYTES,
     Headers,
@@ -83,18 +76,9 @@ def create_blueprint(
         early = dispatcher.preflight(request.method, ck_path)
         if early is not None:
             return to_flask(early)
-        try:
-            body = read_body(
-                request.stream,
-                request.headers.get("Content-Length"),
-                limit=dispatcher.max_body_bytes,
-            )
-        except BodyTooLarge:
-            return to_flask(dispatcher.too_large())
-        except UnreadableBody:
-            return to_flask(dispatcher.bad_request("unreadable_body"))
-        except BadContentLength:
-            return to_flask(dispatcher.bad_request("bad_content_length"))
+        body = dispatcher.read_or_refuse(request.stream, request.headers.get("Content-Length"))
+        if isinstance(body, IngressResponse):
+            return to_flask(body)
         ingress = IngressRequest(
             method=request.method.upper(),
             path=ck_path,

@@ -16,17 +16,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from channelkit.web.dispatch import (
-    BadContentLength,
-    BodyTooLarge,
-    IngressDispatcher,
-    UnreadableBody,
-    query_dict,
-    read_body,
-)
+from channelkit.web.dispatch import IngressDispatcher, environ_headers, query_dict
 from channelkit.web.ingress import (
     MAX_BODY_BYTES,
-    Headers,
     IngressRequest,
     IngressResponse,
     IngressRoute,
@@ -60,17 +52,6 @@ _REASONS = {
 
 def _status_line(status: int) -> str:
     return f"{status} {_REASONS.get(status, 'Status')}"
-
-
-def environ_headers(environ: dict[str, Any]) -> Headers:
-    """The request headers of a WSGI environ."""
-    pairs: list[tuple[str, str]] = []
-    for key, value in environ.items():
-        if key.startswith("HTTP_"):
-            pairs.append((key[5:].replace("_", "-").title(), str(value)))
-        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
-            pairs.append((key.replace("_", "-").title(), str(value)))
-    return Headers(pairs)
 
 
 def request_from_environ(environ: dict[str, Any], body: bytes) -> IngressRequest:
@@ -143,21 +124,13 @@ class WSGIApp:
                 if early.status == 404 and self.fallback is not None:
                     return self.fallback(environ, start_response)
                 return self._respond(early, start_response)
-            try:
-                body = read_body(
-                    environ.get("wsgi.input"),
-                    environ.get("CONTENT_LENGTH"),
-                    limit=self.dispatcher.max_body_bytes,
-                    terminated=bool(environ.get("wsgi.input_terminated", False)),
-                )
-            except BodyTooLarge:
-                return self._respond(self.dispatcher.too_large(), start_response)
-            except UnreadableBody:
-                return self._respond(self.dispatcher.bad_request("unreadable_body"), start_response)
-            except BadContentLength:
-                return self._respond(
-                    self.dispatcher.bad_request("bad_content_length"), start_response
-                )
+            body = self.dispatcher.read_or_refuse(
+                environ.get("wsgi.input"),
+                environ.get("CONTENT_LENGTH"),
+                terminated=bool(environ.get("wsgi.input_terminated", False)),
+            )
+            if isinstance(body, IngressResponse):
+                return self._respond(body, start_response)
             request = request_from_environ(environ, body)
             response = self.dispatcher.dispatch(request)
             if method == "HEAD":

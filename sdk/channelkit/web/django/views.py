@@ -5,17 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from channelkit.web.dispatch import (
-    BadContentLength,
-    BodyTooLarge,
-    IngressDispatcher,
-    UnreadableBody,
-    query_dict,
-    read_body,
-)
+from channelkit.web.dispatch import IngressDispatcher, environ_headers, query_dict
 from channelkit.web.ingress import (
     MAX_BODY_BYTES,
-    Headers,
     IngressRequest,
     IngressResponse,
     IngressRoute,
@@ -35,16 +27,6 @@ def _import_django() -> Any:
             "channelkit.web.django needs Django: python -m pip install 'channelkit[django]'"
         ) from exc
     return django
-
-
-def _headers(meta: dict[str, Any]) -> Headers:
-    pairs: list[tuple[str, str]] = []
-    for key, value in meta.items():
-        if key.startswith("HTTP_"):
-            pairs.append((key[5:].replace("_", "-").title(), str(value)))
-        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
-            pairs.append((key.replace("_", "-").title(), str(value)))
-    return Headers(pairs)
 
 
 class IngressView:
@@ -71,23 +53,14 @@ class IngressView:
         early = self.dispatcher.preflight(request.method, self.path)
         if early is not None:
             return self._to_django(early)
-        try:
-            # request.read() streams from the WSGI input without Django's in-memory limit.
-            body = read_body(
-                request,
-                request.META.get("CONTENT_LENGTH"),
-                limit=self.dispatcher.max_body_bytes,
-            )
-        except BodyTooLarge:
-            return self._to_django(self.dispatcher.too_large())
-        except UnreadableBody:
-            return self._to_django(self.dispatcher.bad_request("unreadable_body"))
-        except BadContentLength:
-            return self._to_django(self.dispatcher.bad_request("bad_content_length"))
+        # request.read() streams from the WSGI input without Django's in-memory limit.
+        body = self.dispatcher.read_or_refuse(request, request.META.get("CONTENT_LENGTH"))
+        if isinstance(body, IngressResponse):
+            return self._to_django(body)
         ingress = IngressRequest(
             method=str(request.method).upper(),
             path=self.path,
-            headers=_headers(request.META),
+            headers=environ_headers(request.META),
             body=body,
             query=query_dict(request.GET.items()),
             remote_addr=request.META.get("REMOTE_ADDR"),
