@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from channelkit.presentation.capabilities import TextEncoding
+from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.model import Button
 from channelkit.presentation.text import split_text
 
@@ -22,6 +23,7 @@ __all__ = [
     "json_wire_size",
     "pack_by_size",
     "partition_buttons",
+    "partition_link_buttons",
     "split_nonblank",
 ]
 
@@ -98,3 +100,17 @@ def partition_buttons(
     for button in buttons:
         (kept if native(button) else moved).append(button)
     return kept, moved
+
+
+def partition_link_buttons(
+    buttons: Iterable[Button], max_url_length: int
+) -> tuple[list[Button], list[Button]]:
+    """:func:`partition_buttons` where a link button renders natively only when its URL
+    is a safe link (:func:`~channelkit.presentation.links.is_safe_link`) of at most
+    ``max_url_length`` characters; every other button is native."""
+
+    def native(button: Button) -> bool:
+        url = button.url
+        return url is None or (len(url) <= max_url_length and is_safe_link(url))
+
+    return partition_buttons(buttons, native)

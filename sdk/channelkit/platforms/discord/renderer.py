@@ -36,7 +36,6 @@ from channelkit.presentation.capabilities import (
     TextLimits,
 )
 from channelkit.presentation.fallback import buttons_fallback_text
-from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -46,7 +45,7 @@ from channelkit.presentation.model import (
     SelectBlock,
     TextBlock,
 )
-from channelkit.presentation.rendering import partition_buttons
+from channelkit.presentation.rendering import partition_link_buttons
 from channelkit.presentation.text import split_text, truncate_chars
 
 __all__ = [
@@ -151,13 +150,6 @@ def _button(button: Button, ids: _Ids) -> dict[str, Any]:
     return out
 
 
-def _native(button: Button) -> bool:
-    """A link button renders natively only when its link is safe and fits (512
-    characters)."""
-    url = button.url
-    return url is None or (len(url) <= MAX_URL and is_safe_link(url))
-
-
 def _small(text: str) -> str:
     return "\n".join(f"-# {line}" if line.strip() else line for line in text.split("\n"))
 
@@ -186,7 +178,8 @@ def _items(
         elif isinstance(block, DividerBlock):
             items.append(({"type": 14, "divider": True, "spacing": 1}, 1, 0))
         elif isinstance(block, ButtonsBlock):
-            native, moved = partition_buttons(block.buttons, _native)
+            # a link over Discord's 512 characters (or not safe) moves to text
+            native, moved = partition_link_buttons(block.buttons, MAX_URL)
             for start in range(0, len(native), 5):
                 row = [_button(b, ids) for b in native[start : start + 5]]
                 items.append(({"type": 1, "components": row}, 1 + len(row), 0))

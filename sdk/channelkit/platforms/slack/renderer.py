@@ -37,7 +37,6 @@ from channelkit.presentation.capabilities import (
     TextLimits,
 )
 from channelkit.presentation.fallback import buttons_fallback_text, render_fallback_text
-from channelkit.presentation.links import is_safe_link
 from channelkit.presentation.model import (
     Button,
     ButtonsBlock,
@@ -47,7 +46,7 @@ from channelkit.presentation.model import (
     SelectBlock,
     TextBlock,
 )
-from channelkit.presentation.rendering import partition_buttons
+from channelkit.presentation.rendering import partition_link_buttons
 from channelkit.presentation.text import split_text, truncate_chars
 
 __all__ = ["CAPABILITIES", "DELIVERY_CAPABILITIES", "MAX_BLOCKS", "PLATFORM", "render"]
@@ -97,13 +96,6 @@ def escape_mass_mentions(text: str) -> str:
         return text
     text = MASS_MENTION.sub(lambda m: f"&lt;{m.group(0)[1:-1]}&gt;", text)
     return _MASS_MENTION_START.sub("&lt;!", text)  # an unclosed one (text cut mid-way)
-
-
-def _native(button: Button) -> bool:
-    """A link button renders natively only when its URL is a safe link and fits
-    (3,000 characters)."""
-    url = button.url
-    return url is None or (len(url) <= MAX_BUTTON_URL and is_safe_link(url))
 
 
 def _plain(text: str) -> dict[str, Any]:
@@ -161,7 +153,8 @@ def _blocks(
         elif isinstance(block, DividerBlock):
             blocks.append({"type": "divider"})
         elif isinstance(block, ButtonsBlock):
-            native, moved = partition_buttons(block.buttons, _native)
+            # a link over Slack's 3,000 characters (or not safe) moves to text
+            native, moved = partition_link_buttons(block.buttons, MAX_BUTTON_URL)
             for start in range(0, len(native), 25):
                 row = native[start : start + 25]
                 blocks.append(
