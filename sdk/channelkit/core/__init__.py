@@ -6,6 +6,7 @@ commands. It never mentions cards: adapters subclass it and override the hooks. 
 ``docs/core.md``.
 """
 
+from channelkit.core.approvals import PermissionOutcome, PermissionRequestContext
 from channelkit.core.channel import (
     COMMANDS,
     ChannelBase,
@@ -66,6 +67,8 @@ __all__ = [
     "LifecycleToolCall",
     "LifecycleType",
     "OutputSegmentContext",
+    "PermissionOutcome",
+    "PermissionRequestContext",
     "QuestionNormalization",
     "QuestionOption",
     "RunHandle",

@@ -39,7 +39,7 @@ from channelkit.core.commands import COMMANDS, ChatCommands, parse_command
 from channelkit.core.config import ChannelConfig
 from channelkit.core.context import UserInputRequestContext
 from channelkit.core.handles import CommandHandle, RunHandle, RunResult
-from channelkit.core.pending import CANCELLED_RESPONSE, Pending, PendingRequests
+from channelkit.core.pending import CANCELLED_RESPONSE, Pending, PendingRequests, PermissionHooks
 from channelkit.core.presenting import ChannelPresentations
 from channelkit.core.run_events import RunEvents
 from channelkit.core.runs import ChannelSink, Run, RunKind, RunSink
@@ -81,7 +81,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class ChannelBase(ChannelPresentations):
+class ChannelBase(ChannelPresentations, PermissionHooks):
     """The platform-neutral channel: subclass it and override the hooks.
 
     ``ChannelBase(config, bridge, *, executor=None, scheduler=None, clock=None,

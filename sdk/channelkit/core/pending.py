@@ -22,6 +22,12 @@ from channelkit.agents.base import (
     PermissionResponse,
     SessionDied,
 )
+from channelkit.core.approvals import (
+    PermissionHooks,
+    PermissionRequestContext,
+    overrides_permission_hook,
+    present_permission,
+)
 from channelkit.core.context import SettlementListener, UserInputRequestContext
 from channelkit.core.questions import approval_option_id, is_reject_option, normalize_user_questions
 from channelkit.core.runs import Run
@@ -37,7 +43,7 @@ from channelkit.runtime.scheduler import TimerHandle
 if TYPE_CHECKING:
     from channelkit.core.channel import ChannelBase
 
-__all__ = ["CANCELLED_RESPONSE", "Pending", "PendingRequests"]
+__all__ = ["CANCELLED_RESPONSE", "Pending", "PendingRequests", "PermissionHooks"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +54,11 @@ class Pending:
     """A pending permission request; settled exactly once (internal)."""
 
     __slots__ = (
+        "answer",
         "channel",
         "chat_key",
         "context",
+        "expired",
         "expires_at",
         "listeners",
         "lock",
@@ -91,6 +99,8 @@ class Pending:
         self.timer: TimerHandle | None = None
         self.expires_at = 0.0
         self.parked = False  # counted in run.waiting
+        self.answer: Mapping[str, Any] | None = None  # the winning answer, once settled
+        self.expired = False  # answered cancelled because its lifetime ran out
 
     def respond(self, response: PermissionResponse) -> bool:
         return self.channel._requests.respond(self, response)
@@ -226,6 +236,25 @@ class PendingRequests:
                         pending.user_input_presented = True
                         self._ch.lanes.post(lane, self.present, run, pending, context, preceding)
                         return
+            elif normalized.kind == "none" and overrides_permission_hook(self._ch):
+                assert run.owner is not None
+                with run.lock:
+                    if run.live_locked():
+                        preceding = self._ch._events.close_segment_locked(run)
+                        approval = PermissionRequestContext(
+                            pending=pending,
+                            channel_name=self._ch.name,
+                            run_id=run.run_id,
+                            owner=run.owner,
+                            target=run.target,
+                            preceding_segment_id=preceding.segment_id if preceding else None,
+                            message_id=run.message_id,
+                            expires_at=pending.expires_at,
+                        )
+                        self._ch.lanes.post(
+                            lane, present_permission, self, run, pending, approval, preceding
+                        )
+                        return
             elif normalized.kind == "malformed":
                 logger.warning(
                     "[%s] malformed user question in request %s (%s): %s; using the text prompt",
@@ -321,6 +350,9 @@ class PendingRequests:
             raise
         outcome = response.get("outcome") if isinstance(response, Mapping) else None
         reason = self.classify(pending, outcome) if ok else SettlementReason.CANCELLED
+        if ok:
+            with pending.lock:
+                pending.answer = response
         self.remove(pending, reason)
         future.set_result(ok)
         return ok
@@ -375,6 +407,8 @@ class PendingRequests:
         if not self.is_current(pending):
             return
         logger.info("[%s] permission request %s expired", self._ch.name, pending.request_id)
+        with pending.lock:
+            pending.expired = True
         try:
             self.respond(pending, CANCELLED_RESPONSE)
         except Exception as exc:
@@ -403,6 +437,9 @@ class PendingRequests:
         if pending is None:
             return
         reason = self.classify(pending, event.outcome)
+        with pending.lock:
+            if pending.settled_reason is None and pending.answer is None:
+                pending.answer = {"outcome": event.outcome}
         run = pending.run  # captured at registration, never rediscovered
         if run is not None:
             with run.lock:
