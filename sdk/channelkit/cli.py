@@ -90,6 +90,8 @@ def _cmd_playground(args: argparse.Namespace) -> int:
             port=args.port,
             demo_delay=args.delay,
             ingress=args.ingress,
+            instances=args.instances,
+            state=args.state,
             **_feishu_options(args),
         )
     except ConfigurationError as exc:
@@ -662,6 +664,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     play.add_argument(
         "--delay", type=float, default=0.06, help="demo agent pause between words (seconds)"
+    )
+    play.add_argument(
+        "--instances",
+        type=_workers,
+        default=1,
+        metavar="N",
+        help="dingtalk (http ingress): N SDK instances of the bot sharing a state store; "
+        "the emulator sends callbacks to them in turn (default 1)",
+    )
+    play.add_argument(
+        "--state",
+        default=None,
+        metavar="URL",
+        help="with --instances: the Redis they share, e.g. redis://127.0.0.1:6379/0 "
+        "(default: one in-memory store)",
     )
     play.set_defaults(func=_cmd_playground)
 

@@ -89,7 +89,10 @@ class Playground:
     timers (question expiry, card flushes, typing keep-alive) fire only when the test
     advances it. ``feishu_encrypt_key`` (Feishu only; None = plain callbacks) encrypts
     and signs the emulator's callbacks. ``ingress``: how the channel receives (see
-    :data:`INGRESS`; None = the platform's default).
+    :data:`INGRESS`; None = the platform's default). ``instances`` > 1 (DingTalk, HTTP
+    ingress): that many SDK instances of the bot share a state store (``state``, a
+    ``redis://`` URL, else one MemoryStore) and receive the callbacks in turn
+    (:mod:`channelkit.playground.instances`).
     """
 
     def __init__(
@@ -104,7 +107,15 @@ class Playground:
         clock: Clock | None = None,
         feishu_encrypt_key: str | None = _FEISHU_ENCRYPT_KEY,
         ingress: str | None = None,
+        instances: int = 1,
+        state: str | None = None,
     ) -> None:
+        if instances > 1 or state is not None:  # several SDK instances of one DingTalk bot
+            if platform != "dingtalk" or ingress == "stream":
+                raise ConfigurationError("needs --platform dingtalk --ingress http", "instances")
+            if instances < 2:
+                raise ConfigurationError("needs --instances 2 or more", "state")
+            ingress = "http"
         if platform not in PLATFORMS:
             raise ConfigurationError(
                 f"must be one of {', '.join(PLATFORMS)} (got {platform!r})", path="platform"
@@ -129,6 +140,11 @@ class Playground:
             self.agent = _acp_bridge(agent)
         self.emulator: EmulatorBase
         self.channel: Any
+        self.instances: Any = None
+        if instances > 1:
+            from channelkit.playground.instances import Instances
+
+            self.instances = Instances(instances, state, host)
         if platform == "feishu":
             self._build_feishu(feishu_encrypt_key)
         elif platform == "telegram":
@@ -164,7 +180,18 @@ class Playground:
             options.update({"cardCallbackSecret": _CARD_SECRET, "cardCallbackRouteKey": _ROUTE_KEY})
         config = DingtalkConfig.from_dict(options)
         self.emulator = emulator
-        self.channel = DingtalkChannel(config, self.agent, clock=self.clock)
+        if self.instances is None:
+            self.channel = DingtalkChannel(config, self.agent, clock=self.clock)
+            return
+        group = self.instances  # instance 0 here; the others on their own ports
+
+        def make(store: Any) -> Any:
+            return DingtalkChannel(
+                config, self.agent, clock=self.clock, store=store, cluster_options=group.options
+            )
+
+        self.channel = make(group.store())
+        emulator.instance_urls = [self.url, *group.serve(make)]
 
     def _build_feishu(self, encrypt_key: str | None) -> None:
         from channelkit.core import ChannelConfig
@@ -268,6 +295,8 @@ class Playground:
             self.channel.close()
         except Exception:
             logger.exception("closing the playground channel failed")
+        if self.instances is not None:
+            self.instances.close()
         if self._owns_agent:
             close = getattr(self.agent, "close", None)
             if callable(close):

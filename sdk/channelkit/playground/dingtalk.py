@@ -135,6 +135,10 @@ class DingtalkEmulator(EmulatorBase):
         self.user_name = user_name
         self.conversation_id = conversation_id
         self._routes: dict[str, dict[str, Any]] = {}
+        #: base URLs of several SDK instances of one bot (``playground --instances N``):
+        #: HTTP callbacks go to them in turn, each recorded with its ``instance`` index
+        self.instance_urls: list[str] = []
+        self._next_instance = 0
         self._reactions: dict[str, list[str]] = {}
         self._sessions: dict[str, str] = {}
         #: the Stream mode gateway (its WebSocket server starts with the first open)
@@ -531,6 +535,20 @@ class DingtalkEmulator(EmulatorBase):
         }
         body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         return msg_id, self._send_callback("robot", self.robot_callback_url, headers, body)
+
+    def _send_callback(
+        self, kind: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> CallbackDelivery:
+        if not self.instance_urls:
+            return super()._send_callback(kind, url, headers, body)
+        with self._lock:  # round robin, like a load balancer in front of the instances
+            index = self._next_instance % len(self.instance_urls)
+            self._next_instance += 1
+        path = url.split("://", 1)[-1].partition("/")[2]
+        target = f"{self.instance_urls[index].rstrip('/')}/{path}"
+        result = self.deliver(target, headers, body)
+        self._record_callback(kind, "http", result, url=target, instance=index)
+        return result
 
     def _card_callback_target(self, card: Mapping[str, Any]) -> tuple[str, str | None]:
         route_key = card.get("callbackRouteKey")
