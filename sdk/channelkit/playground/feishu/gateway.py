@@ -34,8 +34,6 @@ import importlib
 import json
 import logging
 import secrets
-import socket
-import threading
 import time
 import uuid
 from collections import OrderedDict
@@ -43,14 +41,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+
+from channelkit.playground.ws_gateway import WsGateway, bounded_put
 
 __all__ = ["FeishuGateway", "WsAck", "decode_frame", "encode_frame"]
 
 logger = logging.getLogger(__name__)
 
-#: Frames, keys and ACKs kept (oldest dropped).
-MAX_KEPT = 1_000
 #: Seconds an endpoint URL stays usable.
 DEFAULT_URL_LIFETIME = 90.0
 
@@ -138,14 +135,19 @@ class WsAck:
     headers: Mapping[str, str]
 
 
-def _bounded_put(store: OrderedDict[str, Any], key: str, value: Any) -> None:
-    store[key] = value
-    while len(store) > MAX_KEPT:
-        store.popitem(last=False)
+class FeishuGateway(WsGateway[WsAck]):
+    """One app's long-connection gateway; see the module docstring.
 
+    ``counts``: ``endpoints``, ``connections``, ``pings``, ``drops``, ``refused``,
+    ``redelivered``, ``acks``, ``bad_keys``.
+    """
 
-class FeishuGateway:
-    """One app's long-connection gateway; see the module docstring."""
+    _log = logger
+    _ws_logger = _WS_LOGGER
+    _label = "feishu gateway"
+    _thread_name = "channelkit-emulator-feishu-ws"
+    _busy_text = "system busy\n"
+    _ack_count = "acks"
 
     def __init__(
         self,
@@ -155,9 +157,9 @@ class FeishuGateway:
         ack_timeout: float = 10.0,
         url_lifetime: float = DEFAULT_URL_LIFETIME,
     ) -> None:
+        super().__init__(ack_timeout=ack_timeout)
         self.app_id = app_id
         self.app_secret = app_secret
-        self.ack_timeout = ack_timeout
         self.url_lifetime = url_lifetime
         self.service_id = 33554678
         #: the ``ClientConfig`` of endpoint answers (seconds)
@@ -169,19 +171,7 @@ class FeishuGateway:
         }
         #: a ``ClientConfig`` sent in every pong (None: empty pongs)
         self.pong_config: dict[str, int] | None = None
-        self._cond = threading.Condition()
-        self._server: Any = None
-        self._thread: threading.Thread | None = None
         self._keys: OrderedDict[str, float] = OrderedDict()
-        self._live: Any = None
-        self._pending: OrderedDict[str, list[bytes]] = OrderedDict()  # id -> frames
-        self._sent: OrderedDict[str, list[bytes]] = OrderedDict()  # ACKed frames
-        self._acks: OrderedDict[str, WsAck] = OrderedDict()
-        self._refuse = 0
-        self._lose = 0
-        #: ``endpoints``, ``connections``, ``pings``, ``drops``, ``refused``,
-        #: ``redelivered``, ``acks``, ``bad_keys``
-        self.counts: dict[str, int] = {}
 
     # -- the endpoint call ---------------------------------------------------------------
     def endpoint(self, data: Any) -> tuple[int, dict[str, Any]]:
@@ -194,7 +184,7 @@ class FeishuGateway:
         key = secrets.token_urlsafe(24)
         device = uuid.uuid4().hex[:16]
         with self._cond:
-            _bounded_put(self._keys, key, time.time() + self.url_lifetime)
+            bounded_put(self._keys, key, time.time() + self.url_lifetime)
             self._count("endpoints")
             config = dict(self.client_config)
         url = (
@@ -202,40 +192,6 @@ class FeishuGateway:
             f"&service_id={self.service_id}&access_key={key}"
         )
         return 200, {"code": 0, "msg": "ok", "data": {"URL": url, "ClientConfig": config}}
-
-    @property
-    def port(self) -> int:
-        """The WebSocket server's port (0 before the first endpoint call)."""
-        server = self._server
-        return int(server.socket.getsockname()[1]) if server is not None else 0
-
-    @property
-    def connected(self) -> bool:
-        """The bot holds a live connection."""
-        with self._cond:
-            return self._live is not None
-
-    def wait_connected(self, timeout: float = 10.0, *, connections: int = 1) -> bool:
-        """Wait until the bot is connected and at least ``connections`` were accepted."""
-        return self.wait_for(
-            lambda: self._live is not None and self.counts.get("connections", 0) >= connections,
-            timeout,
-        )
-
-    def wait_for(self, predicate: Any, timeout: float = 10.0) -> bool:
-        """Wait (bounded) until ``predicate()`` (called with the lock held) is true."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not predicate():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            return True
-
-    def _count(self, name: str) -> None:  # with the lock held
-        self.counts[name] = self.counts.get(name, 0) + 1
-        self._cond.notify_all()
 
     # -- delivering --------------------------------------------------------------------
     def deliver(
@@ -266,139 +222,19 @@ class FeishuGateway:
             )
             for i, part in enumerate(parts)
         ]
-        with self._cond:
-            _bounded_put(self._pending, message_id, frames)
-            live = self._live
-        if live is not None:
-            for frame in frames:
-                self._send(live, frame)
-        return message_id, self.wait_ack(message_id, self.ack_timeout)
-
-    def wait_ack(self, message_id: str, timeout: float) -> WsAck | None:
-        """The ACK of ``message_id`` once it arrived (None after ``timeout``)."""
-        self.wait_for(lambda: message_id in self._acks, timeout)
-        with self._cond:
-            return self._acks.get(message_id)
-
-    def acks(self) -> list[WsAck]:
-        """Every ACK received (oldest first, bounded)."""
-        with self._cond:
-            return list(self._acks.values())
-
-    def redeliver(self, message_id: str) -> WsAck | None:
-        """Send an already ACKed message again (as after a lost ACK); the new ACK."""
-        with self._cond:
-            frames = self._sent.get(message_id)
-            live = self._live
-            if frames is None or live is None:
-                raise KeyError(message_id)
-            self._acks.pop(message_id, None)
-            _bounded_put(self._pending, message_id, frames)
-        for frame in frames:
-            self._send(live, frame)
-        return self.wait_ack(message_id, self.ack_timeout)
-
-    @staticmethod
-    def _send(connection: Any, data: bytes | str) -> None:
-        try:
-            connection.send(data)
-        except Exception as exc:  # the connection died; pending frames wait for the next
-            logger.debug("feishu gateway: send failed: %s", type(exc).__name__)
-
-    # -- faults --------------------------------------------------------------------------
-    def drop(self) -> bool:
-        """Kill the live connection's socket (no close frame); False if none."""
-        with self._cond:
-            live = self._live
-            if live is not None:
-                self._count("drops")
-        if live is None:
-            return False
-        try:
-            live.socket.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        return True
-
-    def send_raw(self, data: bytes | str) -> bool:
-        """Send ``data`` as one frame to the live connection; False if not connected."""
-        with self._cond:
-            live = self._live
-        if live is None:
-            return False
-        self._send(live, data)
-        return True
-
-    def refuse_handshakes(self, count: int) -> None:
-        """Refuse the next ``count`` handshakes with HTTP 503."""
-        with self._cond:
-            self._refuse = count
-
-    def lose_acks(self, count: int) -> None:
-        """The next ``count`` ACKs are lost with their connection (dropped at once): the
-        messages stay unACKed and are redelivered on the next connection."""
-        with self._cond:
-            self._lose = count
+        return message_id, self._deliver(message_id, frames)
 
     # -- the WebSocket server -------------------------------------------------------------
-    def _ensure_server(self) -> None:
-        with self._cond:
-            if self._server is not None:
-                return
-            from websockets.sync.server import serve
-
-            self._server = serve(
-                self._handle,
-                "127.0.0.1",
-                0,
-                process_request=self._process_request,
-                compression=None,
-                max_size=1 << 20,
-                logger=_WS_LOGGER,
-            )
-            self._thread = threading.Thread(
-                target=self._server.serve_forever, name="channelkit-emulator-feishu-ws", daemon=True
-            )
-            self._thread.start()
-
-    def _process_request(self, connection: Any, request: Any) -> Any:
-        query = parse_qs(urlsplit(request.path).query)
+    def _admit(self, connection: Any, query: dict[str, list[str]]) -> Any:  # lock held
         key = (query.get("access_key") or [""])[0]
-        with self._cond:
-            if self._refuse > 0:
-                self._refuse -= 1
-                self._count("refused")
-                return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "system busy\n")
-            expiry = self._keys.pop(key, None)  # one-time
-            if expiry is None or expiry < time.time():
-                self._count("bad_keys")
-                response = connection.respond(HTTPStatus.FORBIDDEN, "invalid access key\n")
-                response.headers["handshake-status"] = "403"
-                response.headers["handshake-msg"] = "invalid access key"
-                return response
+        expiry = self._keys.pop(key, None)  # one-time
+        if expiry is None or expiry < time.time():
+            self._count("bad_keys")
+            response = connection.respond(HTTPStatus.FORBIDDEN, "invalid access key\n")
+            response.headers["handshake-status"] = "403"
+            response.headers["handshake-msg"] = "invalid access key"
+            return response
         return None
-
-    def _handle(self, connection: Any) -> None:
-        with self._cond:
-            previous, self._live = self._live, connection
-            self._count("connections")
-            backlog = [f for frames in self._pending.values() for f in frames]
-        if previous is not None:
-            previous.close()
-        for frame in backlog:
-            with self._cond:
-                self._count("redelivered")
-            self._send(connection, frame)
-        try:
-            for raw in connection:
-                self._on_frame(connection, raw)
-        except Exception as exc:
-            logger.debug("feishu gateway: connection ended: %s", type(exc).__name__)
-        finally:
-            with self._cond:
-                if self._live is connection:
-                    self._live = None
-                self._cond.notify_all()
 
     def _on_frame(self, connection: Any, raw: bytes | str) -> None:
         if not isinstance(raw, bytes):
@@ -424,32 +260,4 @@ class FeishuGateway:
             data = base64.b64decode(answer["data"]).decode("utf-8") if answer.get("data") else ""
         except (ValueError, KeyError, TypeError):
             return  # not an ACK
-        ack = WsAck(message_id, code, data, headers)
-        with self._cond:
-            lose = self._lose > 0 and message_id in self._pending
-            if lose:
-                self._lose -= 1
-            else:
-                frames = self._pending.pop(message_id, None)
-                if frames is not None:
-                    _bounded_put(self._sent, message_id, frames)
-                _bounded_put(self._acks, message_id, ack)
-                self._count("acks")
-        if lose:
-            try:
-                connection.socket.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self) -> None:
-        """Stop the server and close the live connection."""
-        with self._cond:
-            server, self._server = self._server, None
-            live, self._live = self._live, None
-            thread, self._thread = self._thread, None
-        if live is not None:
-            live.close()
-        if server is not None:
-            server.shutdown()
-        if thread is not None:
-            thread.join(5.0)
+        self._record_ack(connection, message_id, WsAck(message_id, code, data, headers))
