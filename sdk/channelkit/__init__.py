@@ -7,7 +7,7 @@ WSGI application. The names a user starts from are importable from here::
 
     channel = DingtalkChannel(DingtalkConfig(...), FunctionAgent(my_agent))
 
-Channels and their configs (DingTalk, Feishu, Telegram, Weixin), the agents
+Channels and their configs (DingTalk, Feishu, Slack, Telegram, Weixin), the agents
 (:class:`FunctionAgent` with :class:`Question`, :class:`AcpBridge`), :func:`load_config`,
 the core types (:class:`ChannelBase`, :class:`InboundMessage`, :class:`SessionTarget`) and
 the main errors. Everything except the errors is imported on first access, so
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from channelkit.core import ChannelBase, InboundMessage, SessionTarget
     from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
     from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+    from channelkit.platforms.slack import SlackChannel, SlackConfig
     from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
     from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 
@@ -69,6 +70,8 @@ _LAZY = {
     "InboundMessage": "channelkit.core",
     "Question": "channelkit.agents",
     "SessionTarget": "channelkit.core",
+    "SlackChannel": "channelkit.platforms.slack",
+    "SlackConfig": "channelkit.platforms.slack",
     "TelegramChannel": "channelkit.platforms.telegram",
     "TelegramConfig": "channelkit.platforms.telegram",
     "WeixinChannel": "channelkit.platforms.weixin",
@@ -104,6 +107,8 @@ __all__ = [
     "ReadTimeout",
     "ServerError",
     "SessionTarget",
+    "SlackChannel",
+    "SlackConfig",
     "TelegramChannel",
     "TelegramConfig",
     "TransportError",

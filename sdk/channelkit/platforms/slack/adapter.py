@@ -1,0 +1,346 @@
+"""``SlackChannel``: the Events API, streamed output, Stop buttons and native forms.
+
+Inbound (:mod:`channelkit.platforms.slack.ingress`): mount
+:meth:`SlackChannel.ingress_routes` (``POST /slack/events`` for the Events API and
+``POST /slack/interactivity`` for interactivity; both verified with the signing secret,
+signatures one-use, the five-minute window). The ACK is answered first; every network
+call happens in the response's ``after``. Retried deliveries (``X-Slack-Retry-Num``)
+carry the same ``event_id`` and are handled once. A person's message becomes a run:
+``message`` events in direct messages, ``app_mention`` events elsewhere (the mention
+removed); bot messages and subtypes (edits, joins, bot posts) are ignored. A message in
+a thread is in the thread's session; a top-level mention in a channel starts a thread
+(the reply goes under it).
+
+Output (:mod:`channelkit.platforms.slack.output`): one streamed message per visible
+output segment (``chat.startStream`` / ``appendStream`` / ``stopStream``, coalesced to
+one call every 0.5 s), falling back to ``chat.postMessage`` + ``chat.update`` when
+streaming is refused. The live segment has a Stop button: the run's owner cancels
+exactly that run; anyone else gets one ephemeral notice and nothing changes. The final
+answer ends the live segment, and text no message showed is posted through the delivery
+chain (:mod:`channelkit.platforms.common.delivery`).
+
+Questions (:mod:`channelkit.platforms.slack.questions`): a Block Kit form answered
+through the request's one-shot ``respond``; updated in place to submitted / cancelled /
+expired.
+
+Lifecycle: in assistant threads (a thread in a direct message) ``started`` sets
+``assistant.threads.setStatus`` ("is thinking..."), the first output and the end of
+the run clear it; failures are logged, never fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from channelkit.agents.base import AgentBridge
+from channelkit.core import (
+    ChannelBase,
+    ChannelConfig,
+    InboundMessage,
+    LifecycleEvent,
+    LifecycleType,
+    OutputSegmentContext,
+    SegmentEndReason,
+    UserInputPresentationResult,
+    UserInputRequestContext,
+)
+from channelkit.core.types import CancellationReason
+from channelkit.errors import ConfigurationError
+from channelkit.ingress import IngressResponse, IngressRoute
+from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
+from channelkit.platforms.common.inbound import ack_status, deliver_inbound
+from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.slack.api import SlackApi
+from channelkit.platforms.slack.config import SlackConfig
+from channelkit.platforms.slack.ingress import (
+    SlackEvents,
+    SlackMessage,
+    SlackVerifier,
+    parse_message,
+)
+from channelkit.platforms.slack.output import STOP_ACTION, SegmentStreams
+from channelkit.platforms.slack.questions import SlackQuestions
+from channelkit.presentation.text import split_text
+from channelkit.runtime import Clock, Scheduler, WorkerPool
+
+__all__ = ["EVENTS_PATH", "INTERACTIVITY_PATH", "TEXT_NOT_YOUR_RUN", "SlackChannel"]
+
+logger = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+INTERACTIVITY_PATH = "/slack/interactivity"
+#: Seconds an ``event_id`` is remembered to drop retried deliveries.
+EVENT_DEDUP_TTL = 3600.0
+#: Characters per posted part of a final answer.
+MAX_POST_CHARS = 4_000
+TEXT_NOT_YOUR_RUN = "Only the person who started this can stop it."
+TEXT_THINKING = "is thinking..."
+MAX_TEAMS = 10_000
+
+
+def _is_dm(channel: str) -> bool:
+    return channel.startswith("D")
+
+
+class SlackChannel(ChannelBase):
+    """A :class:`~channelkit.core.ChannelBase` for Slack apps.
+
+    ``SlackChannel(config, bridge, *, channel_config=None, api=None, executor=None,
+    run_executor=None, scheduler=None, clock=None)``: ``config`` is the
+    :class:`SlackConfig`; ``api`` replaces the Web API wrapper (tests, shared clients).
+    """
+
+    def __init__(
+        self,
+        config: SlackConfig,
+        bridge: AgentBridge,
+        *,
+        channel_config: ChannelConfig | None = None,
+        api: SlackApi | None = None,
+        executor: WorkerPool | None = None,
+        run_executor: WorkerPool | None = None,
+        scheduler: Scheduler | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if not isinstance(config, SlackConfig):
+            raise ConfigurationError("must be a SlackConfig", path="config")
+        if channel_config is None:
+            channel_config = ChannelConfig(name=config.channel_name)
+        super().__init__(
+            channel_config,
+            bridge,
+            executor=executor,
+            scheduler=scheduler,
+            clock=clock,
+            run_executor=run_executor,
+        )
+        self.slack_config = config
+        self.api: SlackApi = api or SlackApi(
+            config.bot_token, base_url=config.api_base_url, timeout_s=config.request_timeout_s
+        )
+        #: event_ids already handled: a retried (or replayed) delivery is ignored
+        self._seen_events = ReplayGuard(self.clock.time, ttl=EVENT_DEDUP_TTL)
+        self._teams: dict[str, str] = {}  # chat id -> team id (recipient of streams)
+        self.streams = SegmentStreams(
+            self.api,
+            clock=self.clock,
+            scheduler=self.scheduler,
+            submit=self.lanes.post,
+            mode=config.streaming,
+            stream_interval=config.stream_interval_s,
+            update_interval=config.update_interval_s,
+        )
+        self.questions = SlackQuestions(
+            self.api,
+            submit=self.pool.post,
+            scheduler=self.scheduler,
+            clock=self.clock,
+            timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
+        )
+        #: the final answer's retries
+        self.delivery = DeliveryChain(self.scheduler)
+        self.delivery_health = self.delivery.health
+
+    # -- ingress -------------------------------------------------------------------------
+    def ingress_routes(self) -> list[IngressRoute]:
+        """``POST /slack/events`` and ``POST /slack/interactivity`` (one handler)."""
+        secret = self.slack_config.signing_secret
+        if self.slack_config.ingress != "events" or secret is None:
+            return []
+        handler = SlackEvents(
+            SlackVerifier(secret, self.clock.time), self._on_event, self._on_interaction
+        )
+        return [
+            IngressRoute(EVENTS_PATH, handler, ("POST",), "slack-events"),
+            IngressRoute(INTERACTIVITY_PATH, handler, ("POST",), "slack-interactivity"),
+        ]
+
+    def _on_event(self, envelope: Mapping[str, Any], retry: bool) -> IngressResponse:
+        event_id = str(envelope.get("event_id") or "")
+        if event_id and not self._seen_events.first(event_id):
+            logger.info("slack event %s already handled; ignored (retry=%s)", event_id, retry)
+            return IngressResponse.json(200, {})
+        event = envelope.get("event")
+        team = envelope.get("team_id")
+        message = (
+            parse_message(event, team if isinstance(team, str) else None)
+            if isinstance(event, Mapping)
+            else None
+        )
+        after: list[Callable[[], None]] = []
+        outcome = "accepted"
+        if message is not None and self._addressed(message):
+            outcome = self._handle_message(message, after)
+        if outcome == "closed" and event_id:
+            self._seen_events.forget(event_id)  # a retry may reach an open instance
+        status = ack_status(outcome)
+        return IngressResponse.json(status, {} if status == 200 else {"ok": False}, after=after)
+
+    @staticmethod
+    def _addressed(message: SlackMessage) -> bool:
+        """Direct messages come as ``message``; elsewhere only mentions are for the bot
+        (a mention in a channel also arrives as ``message`` when subscribed: once)."""
+        dm = message.channel_type == "im" or _is_dm(message.channel)
+        return dm != message.mention
+
+    def _handle_message(self, message: SlackMessage, after: list[Callable[[], None]]) -> str:
+        dm = not message.mention
+        thread = message.thread_ts if dm else (message.thread_ts or message.ts)
+        if message.team:
+            if len(self._teams) >= MAX_TEAMS:
+                self._teams.pop(next(iter(self._teams)), None)
+            self._teams[message.channel] = message.team
+        msg = InboundMessage(
+            channel_name=self.name,
+            chat_id=message.channel,
+            sender_id=message.user,
+            text=message.text,
+            message_id=message.ts,
+            thread_id=thread,
+            is_group=not dm,
+        )
+        return deliver_inbound(self, msg, defer=after)
+
+    def _on_interaction(self, payload: Mapping[str, Any]) -> IngressResponse:
+        after: list[Callable[[], None]] = []
+        if payload.get("type") == "block_actions":
+            for action in payload.get("actions") or ():
+                if isinstance(action, Mapping):
+                    self._handle_action(action, payload, after)
+        return IngressResponse.json(200, {}, after=after)
+
+    def _handle_action(
+        self, action: Mapping[str, Any], payload: Mapping[str, Any], after: list[Callable[[], None]]
+    ) -> None:
+        if self.questions.handle_action(action, payload, after):
+            return
+        if action.get("action_id") != STOP_ACTION:
+            return
+        live = self.streams.get(str(action.get("value") or ""))
+        if live is None:
+            return
+        user = str((payload.get("user") or {}).get("id") or "")
+        verdict = self.streams.claim_stop(live, user)
+        segment = live.segment
+        if verdict == "owner":
+            after.append(
+                lambda: self.pool.post(
+                    self.cancel_run,
+                    segment.session_id,
+                    segment.run_id,
+                    CancellationReason.CANCEL_COMMAND,
+                )
+            )
+        elif verdict == "notice":
+            channel, anchor = live.channel, live.anchor
+            after.append(lambda: self.pool.post(self._ephemeral, channel, user, anchor))
+
+    def _ephemeral(self, channel: str, user: str, anchor: str | None) -> None:
+        try:
+            self.api.ephemeral(channel, user, TEXT_NOT_YOUR_RUN, anchor)
+        except Exception as exc:
+            logger.warning("slack chat.postEphemeral failed: %s", type(exc).__name__)
+
+    # -- hooks ---------------------------------------------------------------------------
+    def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
+        """Plain text, split at 4,000 characters, in the thread."""
+        for part in split_text(text or " ", MAX_POST_CHARS):
+            self.api.post(chat_id, part, thread_id)
+
+    @staticmethod
+    def _anchor(segment: OutputSegmentContext) -> str | None:
+        return segment.target.thread_id or segment.message_id
+
+    def on_response_chunk(
+        self,
+        chat_id: str,
+        chunk: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """Stream the segment's visible text."""
+        if segment is None:
+            return
+        self.streams.append(
+            segment, chunk, self._anchor(segment), _is_dm(chat_id), self._teams.get(chat_id, "")
+        )
+
+    def on_output_segment_end(
+        self,
+        chat_id: str,
+        session_id: str,
+        segment: OutputSegmentContext,
+        reason: SegmentEndReason,
+    ) -> None:
+        """Close the segment's message: all its text (boundary, question), or its text
+        so far with a stopped marker (cancelled / failed)."""
+        state = {"cancelled": "cancelled", "failed": "failed"}.get(str(reason), "completed")
+        unseen = self.streams.end_segment(segment, state)
+        if unseen and state == "completed":
+            target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
+            self.delivery.deliver(self._parts(chat_id, unseen, self._anchor(segment)), target)
+        super().on_output_segment_end(chat_id, session_id, segment, reason)
+
+    def _parts(self, chat_id: str, text: str, anchor: str | None) -> list[list[DeliveryPath]]:
+        def path(part: str) -> list[DeliveryPath]:
+            return [DeliveryPath("post", lambda: self.api.post(chat_id, part, anchor))]
+
+        return [path(part) for part in split_text(text, MAX_POST_CHARS)]
+
+    def on_response_complete(
+        self,
+        chat_id: str,
+        text: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """End the live segment with the rest of the answer; post what no message
+        showed through the delivery chain (a definite refusal fails the run)."""
+        if segment is None:
+            session_target = self.target_for_session(session_id)
+            anchor = session_target.thread_id if session_target else None
+            due, run_id, owner = text, self.active_run_id(session_id), None
+        else:
+            anchor, run_id, owner = self._anchor(segment), segment.run_id, segment.owner.id
+            due = self.streams.finish_run(segment, text)
+        if not due.strip():
+            return
+        target = DeliveryTarget(self.name, chat_id, run_id, owner)
+        self.delivery.deliver(self._parts(chat_id, due, anchor), target).raise_if_refused()
+
+    def on_task_lifecycle(self, event: LifecycleEvent) -> None:
+        """started -> the assistant thread's status; text / terminal -> cleared."""
+        if LifecycleType(event.type).terminal:
+            self.streams.discard_run(event.run_id)
+        if not self.slack_config.assistant_status or not event.thread_id:
+            return
+        if not _is_dm(event.chat_id) or event.owner is None:
+            return
+        if event.type is LifecycleType.STARTED:
+            self._set_status(event.chat_id, event.thread_id, TEXT_THINKING)
+        elif LifecycleType(event.type).terminal:
+            self._set_status(event.chat_id, event.thread_id, "")
+
+    def _set_status(self, channel: str, thread_ts: str, status: str) -> None:
+        try:
+            self.api.set_status(channel, thread_ts, status)
+        except Exception as exc:
+            logger.info("slack assistant.threads.setStatus failed: %s", type(exc).__name__)
+
+    def present_user_input_request(
+        self, context: UserInputRequestContext
+    ) -> UserInputPresentationResult:
+        """A Block Kit form bound to this request (UNSUPPORTED when disabled or when
+        posting it fails)."""
+        if not self.slack_config.native_questions:
+            return UserInputPresentationResult.UNSUPPORTED
+        anchor = context.target.thread_id or context.message_id
+        return UserInputPresentationResult(self.questions.present(context, anchor))
+
+    def on_close(self) -> None:
+        """Expire live forms, forget live segments, cancel pending retries."""
+        self.questions.close()
+        self.streams.close()
+        self.delivery.close()

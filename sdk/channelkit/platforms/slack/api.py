@@ -1,0 +1,107 @@
+"""``SlackApi``: the Web API calls the Slack agent channel makes, on the generated client.
+
+Each method makes one call and raises the :mod:`channelkit.errors` error when Slack
+refuses it (``{ok: false, error}``). The bot token is only ever sent as the
+``Authorization`` header by the generated client; it is never logged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from channelkit.clients.slack import SlackClient
+from channelkit.http import RetryPolicy
+from channelkit.http.model import UNSET
+
+__all__ = ["SlackApi"]
+
+
+class SlackApi:
+    """``post`` / ``update`` / ``ephemeral`` / streams / assistant status."""
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        base_url: str | None = None,
+        timeout_s: float = 10.0,
+        retry: RetryPolicy | None = None,
+        client: SlackClient | None = None,
+    ) -> None:
+        self.client = client or SlackClient(
+            token=token,
+            base_url=base_url,
+            timeout=(5.0, timeout_s),
+            retry=retry,
+        )
+
+    def post(
+        self,
+        channel: str,
+        text: str,
+        thread_ts: str | None = None,
+        blocks: list[dict[str, Any]] | None = None,
+    ) -> str | None:
+        """``chat.postMessage``; the new message's ``ts``."""
+        body: dict[str, Any] = {"channel": channel, "text": text}
+        if thread_ts:
+            body["thread_ts"] = thread_ts
+        if blocks:
+            body["blocks"] = blocks
+        ts = self.client.chat_post_message(body=body).ts
+        return None if ts is UNSET or not ts else str(ts)
+
+    def update(
+        self, channel: str, ts: str, text: str, blocks: list[dict[str, Any]] | None = None
+    ) -> None:
+        """``chat.update`` (``blocks=[]`` removes the blocks)."""
+        body: dict[str, Any] = {"channel": channel, "ts": ts, "text": text}
+        if blocks is not None:
+            body["blocks"] = blocks
+        self.client.chat_update(body=body)
+
+    def ephemeral(self, channel: str, user: str, text: str, thread_ts: str | None = None) -> None:
+        """``chat.postEphemeral``: ``text`` only ``user`` sees."""
+        body: dict[str, Any] = {"channel": channel, "user": user, "text": text}
+        if thread_ts:
+            body["thread_ts"] = thread_ts
+        self.client.chat_post_ephemeral(body=body)
+
+    def start_stream(
+        self,
+        channel: str,
+        thread_ts: str | None,
+        markdown_text: str,
+        recipient: tuple[str, str] | None = None,
+    ) -> str:
+        """``chat.startStream``; the streaming message's ``ts``."""
+        body: dict[str, Any] = {"channel": channel}
+        if thread_ts:
+            body["thread_ts"] = thread_ts
+        if markdown_text:
+            body["markdown_text"] = markdown_text
+        if recipient is not None:
+            body["recipient_user_id"], body["recipient_team_id"] = recipient
+        ts = self.client.chat_start_stream(body=body).ts
+        if ts is UNSET or not isinstance(ts, str) or not ts:
+            raise ValueError("chat.startStream answered without a ts")
+        return ts
+
+    def append_stream(self, channel: str, ts: str, markdown_text: str) -> None:
+        """``chat.appendStream``."""
+        self.client.chat_append_stream(
+            body={"channel": channel, "ts": ts, "markdown_text": markdown_text}
+        )
+
+    def stop_stream(self, channel: str, ts: str, markdown_text: str | None = None) -> None:
+        """``chat.stopStream`` (with the last text, when any)."""
+        body: dict[str, Any] = {"channel": channel, "ts": ts}
+        if markdown_text:
+            body["markdown_text"] = markdown_text
+        self.client.chat_stop_stream(body=body)
+
+    def set_status(self, channel: str, thread_ts: str, status: str) -> None:
+        """``assistant.threads.setStatus`` (an empty status clears it)."""
+        self.client.assistant_threads_set_status(
+            body={"channel_id": channel, "thread_ts": thread_ts, "status": status}
+        )
