@@ -57,10 +57,13 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     # image-marker sanitizing for cards and Markdown; the Stream mode connection; the
     # store-backed records, routed callbacks and recovery of several processes
     "dingtalk": frozenset({"cluster.py", "markdown.py", "stream.py"}),
-    # event decryption; card JSON builder; the long connection (WebSocket event delivery)
-    "feishu": frozenset({"crypto.py", "cards.py", "longconn.py"}),
-    # + Markdown -> HTML; getUpdates long polling
-    "telegram": frozenset({"groups.py", "indicators.py", "markdown.py", "polling.py"}),
+    # event decryption; card JSON builder; the long connection (WebSocket event delivery);
+    # approval buttons for tool permissions
+    "feishu": frozenset({"approvals.py", "crypto.py", "cards.py", "longconn.py"}),
+    # + Markdown -> HTML; getUpdates long polling; approval buttons for tool permissions
+    "telegram": frozenset(
+        {"approvals.py", "groups.py", "indicators.py", "markdown.py", "polling.py"}
+    ),
     "weixin": frozenset({"indicators.py", "polling.py"}),  # + getupdates long polling
 }
 

@@ -45,6 +45,7 @@ __all__ = [
     "PermissionHooks",
     "PermissionOutcome",
     "PermissionRequestContext",
+    "describe_outcome",
     "describe_tool_call",
     "overrides_permission_hook",
     "present_permission",
@@ -76,6 +77,22 @@ class PermissionOutcome:
         """True when the chosen option is an allow option."""
         kind = self.option.kind if self.option is not None else None
         return self.kind == "selected" and bool(kind) and str(kind).startswith("allow")
+
+
+def describe_outcome(outcome: PermissionOutcome | None) -> str:
+    """A short visible end state for a card or keyboard: ``"✅ Allow"``, ``"❌ Reject"``,
+    ``"✖️ Cancelled"``, ``"⌛ Expired"`` (``"Answered"`` while unknown)."""
+    if outcome is None:
+        return "Answered"
+    if outcome.kind == "expired":
+        return "⌛ Expired"
+    if outcome.kind != "selected":
+        return "✖️ Cancelled"
+    if outcome.option is None:
+        return "✅ Answered elsewhere"
+    kind = str(outcome.option.kind or "")
+    mark = "❌" if kind.startswith("reject") or outcome.option.option_id == "cancel" else "✅"
+    return f"{mark} {_label(outcome.option.name, outcome.option.option_id)}"
 
 
 def describe_tool_call(tool_call: Mapping[str, Any]) -> tuple[str, str]:
@@ -116,10 +133,11 @@ class PermissionRequestContext:
     ``kind``: ``allow_once``, ``allow_always``, ``reject_once``, ``reject_always`` or
     anything else the agent offers, such as a mode switch). ``title`` and
     ``explanation`` describe the tool call (:func:`describe_tool_call`); ``tool_call`` is
-    the raw ACP tool call. ``preceding_segment_id`` is the output segment closed (reason
-    input_requested) to make room for the buttons, if any. ``expires_at`` is the
-    request's deadline on the channel clock: ChannelBase answers it cancelled then, and
-    :meth:`outcome` says ``expired``.
+    the raw ACP tool call and ``request`` the whole request (for
+    :meth:`ChannelBase.format_permission_request`). ``preceding_segment_id`` is the
+    output segment closed (reason input_requested) to make room for the buttons, if any.
+    ``expires_at`` is the request's deadline on the channel clock: ChannelBase answers it
+    cancelled then, and :meth:`outcome` says ``expired``.
 
     ``respond(response)`` / ``select(option_id)`` answer the request: one-shot (True for
     exactly one caller across buttons and ``/approve`` / ``/deny``; every other caller
@@ -137,6 +155,7 @@ class PermissionRequestContext:
         "options",
         "owner",
         "preceding_segment_id",
+        "request",
         "request_id",
         "run_id",
         "session_id",
@@ -159,6 +178,7 @@ class PermissionRequestContext:
     ) -> None:
         request = pending.request
         self._pending = pending
+        self.request = request
         self.channel_name = channel_name
         self.request_id = request.request_id
         self.session_id = request.session_id

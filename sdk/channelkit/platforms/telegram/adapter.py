@@ -61,6 +61,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
+from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ApiError, ConfigurationError
@@ -71,6 +72,7 @@ from channelkit.platforms.common.inbound import InboundOutcome, ack_status, deli
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.telegram.api import TelegramApi
+from channelkit.platforms.telegram.approvals import TelegramApprovalPresenter
 from channelkit.platforms.telegram.config import TelegramConfig
 from channelkit.platforms.telegram.groups import GroupGate
 from channelkit.platforms.telegram.indicators import TypingKeepAlive
@@ -213,6 +215,13 @@ class TelegramChannel(ChannelBase):
             clock=self.clock,
             timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
             registry=self.registry.cards("telegram-questions"),
+        )
+        #: inline-keyboard approval buttons for ordinary tool permissions
+        self.approvals = TelegramApprovalPresenter(
+            self.api,
+            submit=lambda key, fn: self.lanes.post(("telegram-approval", key), fn),
+            clock=self.clock,
+            registry=self.registry.cards("telegram-approvals"),
         )
         self.output = SegmentOutput(
             lambda chat_id, text, thread_id: self.send_reply(chat_id, text, thread_id=thread_id),
@@ -368,6 +377,8 @@ class TelegramChannel(ChannelBase):
 
     def _handle_callback(self, query: TgCallbackQuery, after: list[Callable[[], None]]) -> None:
         if self.questions.handle_callback(query, after=after):
+            return
+        if self.approvals.handle_callback(query, after=after):
             return
         query_id = query.id
         tap = presentation_tap(query)
@@ -562,6 +573,19 @@ class TelegramChannel(ChannelBase):
         result = self.questions.present(
             context, context.target.chat_id, _thread_int(context.target.thread_id)
         )
+        return UserInputPresentationResult(result)
+
+    def present_permission_request(
+        self, context: PermissionRequestContext
+    ) -> UserInputPresentationResult:
+        """The permission prompt with one inline button per agent option, owner-only
+        (:mod:`channelkit.platforms.telegram.approvals`); UNSUPPORTED (text prompt) when
+        ``native_questions`` is off or the keyboard cannot be sent."""
+        if not self.telegram_config.native_questions:
+            return UserInputPresentationResult.UNSUPPORTED
+        text = self.format_permission_request(context.request)  # pauses typing too
+        thread = _thread_int(context.target.thread_id)
+        result = self.approvals.present(context, text, context.target.chat_id, thread)
         return UserInputPresentationResult(result)
 
     def format_permission_request(self, request: PermissionRequest) -> str:

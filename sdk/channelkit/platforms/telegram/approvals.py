@@ -1,0 +1,244 @@
+"""Telegram approval buttons: an ordinary tool permission as an inline keyboard.
+
+``present_permission_request`` sends the permission prompt (the same text as the text
+prompt, so ``/approve``, ``/approve-always`` and ``/deny`` keep working) with one button
+per option the agent offers, in its order (allow once, always allow, a mode switch,
+reject...). Only the run owner may press them; anyone else gets a short refusal and
+nothing changes.
+
+Callback data is ``ca:<token>:<index>``: an 11-character opaque random token mapped to
+the live request in the channel's card registry, and the option's index (at most
+:data:`MAX_BUTTONS` options; longer lists stay on the text prompt). The longest value is
+17 bytes, well within Telegram's 64.
+
+One-shot: the first valid owner tap claims the keyboard under the registry lock and
+answers through the request's one-shot responder on the pool; later taps are answered
+"already being processed" or, after the end, "no longer active" (a tombstone remembers
+the token for 10 minutes). Buttons and commands race on the same responder, so exactly
+one wins. The message is edited in place (keyboard removed) from the request's
+settlement, whoever won: the chosen option (``✅ Allow``, ``❌ Reject``), ``✖️
+Cancelled`` or ``⌛ Expired`` at the permission lifetime.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from channelkit.core.approvals import PermissionRequestContext, describe_outcome
+from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
+from channelkit.platforms.telegram.ingress import TgCallbackQuery
+from channelkit.platforms.telegram.questions import QuestionApi
+
+__all__ = [
+    "APPROVAL_PREFIX",
+    "MAX_BUTTONS",
+    "TelegramApprovalPresenter",
+    "approval_keyboard",
+    "parse_approval_callback",
+]
+
+logger = logging.getLogger(__name__)
+
+APPROVAL_PREFIX = "ca"
+MAX_BUTTONS = 10
+_CALLBACK_RE = re.compile(r"^ca:([A-Za-z0-9_-]{11}):(\d)$")
+MAX_MESSAGE_CHARS = 4096
+
+TEXT_NOT_OWNER = "Only the person who started this task can answer."
+TEXT_STALE = "This request is no longer active."
+TEXT_UNKNOWN = "This button is not recognised."
+TEXT_WRONG_MESSAGE = "This button does not belong to this request."
+TEXT_BUSY = "This request is already being answered."
+TEXT_SENT = "Answer sent."
+
+
+def approval_keyboard(token: str, ctx: PermissionRequestContext) -> dict[str, Any]:
+    """One button per option, in the agent's order (one per row)."""
+    rows = []
+    for index, option in enumerate(ctx.options):
+        label = option.name.strip() or option.option_id
+        label = label if len(label) <= 60 else label[:59] + "…"
+        rows.append([{"text": label, "callback_data": f"{APPROVAL_PREFIX}:{token}:{index}"}])
+    return {"inline_keyboard": rows}
+
+
+def parse_approval_callback(data: str | None) -> tuple[str, int] | None:
+    """``(token, option index)`` of an approval button, else None."""
+    match = _CALLBACK_RE.match(data) if isinstance(data, str) else None
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+@dataclass(eq=False)
+class _Approval:
+    token: str
+    ctx: PermissionRequestContext
+    chat_id: int | str
+    thread_id: int | None
+    owner_id: str
+    text: str
+    message_id: int | None = None
+    claimed: bool = False
+    settled: bool = False
+    finalized: bool = False
+
+
+class TelegramApprovalPresenter:
+    """The live approval keyboards of one channel; see the module docstring.
+
+    ``submit(key, fn)`` runs ``fn`` on a per-key serial queue of the pool (never on the
+    web thread).
+    """
+
+    def __init__(
+        self,
+        api: QuestionApi,
+        *,
+        submit: Callable[[str, Callable[[], Any]], Any],
+        clock: Any,
+        registry: CardRegistry[Any, Any] | None = None,
+    ) -> None:
+        self._api = api
+        self._submit = submit
+        self.registry: CardRegistry[Any, Any] = (
+            registry if registry is not None else MemoryCardRegistry(clock)
+        )
+        self._lock = self.registry.lock
+
+    def live_count(self) -> int:
+        return len(self.registry)
+
+    def present(
+        self, ctx: PermissionRequestContext, text: str, chat_id: int | str, thread_id: int | None
+    ) -> str:
+        """Send the prompt with its keyboard; ``presented`` or ``unsupported``."""
+        if not 1 <= len(ctx.options) <= MAX_BUTTONS:
+            return "unsupported"
+        with self._lock:
+            if len(self.registry) >= self.registry.maxsize:
+                return "unsupported"
+            token = secrets.token_urlsafe(8)
+            record = _Approval(
+                token=token,
+                ctx=ctx,
+                chat_id=chat_id,
+                thread_id=thread_id,
+                owner_id=str(ctx.owner.id),
+                text=text[:MAX_MESSAGE_CHARS],
+            )
+            self.registry.add(token, record)
+        unsubscribe = ctx.on_settled(lambda _reason: self._on_settled(record))
+        try:
+            message_id = self._api.send_message(
+                chat_id,
+                record.text,
+                reply_markup=approval_keyboard(token, ctx),
+                message_thread_id=thread_id,
+            )
+        except Exception as exc:
+            logger.warning("telegram approval keyboard failed: %s", type(exc).__name__)
+            unsubscribe()
+            with self._lock:
+                self.registry.remove(token, record)
+            return "unsupported"
+        with self._lock:
+            record.message_id = message_id
+            settled = record.settled
+        if settled:
+            self._submit(token, partial(self._finalize, record))
+        return "presented"
+
+    def handle_callback(
+        self, query: TgCallbackQuery, *, after: list[Callable[[], None]] | None = None
+    ) -> bool:
+        """Correlate, authorize and claim a tap (web thread). False when the data is not
+        an approval button's; the network work is queued (or appended to ``after``)."""
+        data = query.data or ""
+        if not data.startswith(APPROVAL_PREFIX + ":"):
+            return False
+        work: list[Callable[[], None]] = []
+        parsed = parse_approval_callback(data)
+        reply = TEXT_UNKNOWN
+        if parsed is not None:
+            token, index = parsed
+            with self._lock:
+                record = self.registry.get(token)
+                if record is None:
+                    if self.registry.tombstone(token) is not None:
+                        reply = TEXT_STALE
+                else:
+                    reply = self._claim(record, index, query, work)
+        answer = partial(self._answer, query.id, reply)
+        work.insert(0, partial(self._submit, f"cq:{query.id}", answer))
+        if after is not None:
+            after.extend(work)
+        else:
+            for job in work:
+                job()
+        return True
+
+    def _claim(
+        self,
+        record: _Approval,
+        index: int,
+        query: TgCallbackQuery,
+        work: list[Callable[[], None]],
+    ) -> str:
+        message = query.message
+        if message is None or str(message.chat.id) != str(record.chat_id):
+            return TEXT_WRONG_MESSAGE
+        if record.message_id is not None and message.message_id != record.message_id:
+            return TEXT_WRONG_MESSAGE
+        if str(query.from_user.id) != record.owner_id:
+            return TEXT_NOT_OWNER
+        if index >= len(record.ctx.options):
+            return TEXT_UNKNOWN
+        if record.settled:
+            return TEXT_STALE
+        if record.claimed:
+            return TEXT_BUSY
+        record.claimed = True
+        option_id = record.ctx.options[index].option_id
+        work.append(partial(self._submit, record.token, partial(self._respond, record, option_id)))
+        return TEXT_SENT
+
+    def _respond(self, record: _Approval, option_id: str) -> None:
+        try:
+            record.ctx.select(option_id)  # False: another surface won; its settlement shows
+        except Exception as exc:
+            logger.warning("telegram approval answer failed: %s", type(exc).__name__)
+
+    def _answer(self, query_id: str, text: str | None) -> None:
+        try:
+            self._api.answer_callback_query(query_id, text)
+        except Exception as exc:
+            logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
+
+    def _on_settled(self, record: _Approval) -> None:
+        with self._lock:
+            if record.settled:
+                return
+            record.settled = True
+            self.registry.remove(record.token, record)
+            self.registry.bury(record.token, (record.ctx.request_id, "ended"))
+            sent = record.message_id is not None
+        if sent:
+            self._submit(record.token, partial(self._finalize, record))
+
+    def _finalize(self, record: _Approval) -> None:
+        with self._lock:
+            if record.finalized or record.message_id is None:
+                return
+            record.finalized = True
+            message_id = record.message_id
+        label = describe_outcome(record.ctx.outcome())
+        text = f"{record.text[: MAX_MESSAGE_CHARS - len(label) - 2]}\n\n{label}"
+        try:
+            self._api.edit_message_text(record.chat_id, message_id, text)
+        except Exception as exc:
+            logger.warning("telegram approval edit failed: %s", type(exc).__name__)
