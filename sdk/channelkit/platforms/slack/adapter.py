@@ -24,8 +24,8 @@ through the request's one-shot ``respond``; updated in place to submitted / canc
 expired.
 
 Lifecycle: in assistant threads (a thread in a direct message) ``started`` sets
-``assistant.threads.setStatus`` ("is thinking..."), the first output and the end of
-the run clear it; failures are logged, never fatal.
+``assistant.threads.setStatus`` ("is thinking...") and the end of the run clears it;
+failures are logged, never fatal.
 """
 
 from __future__ import annotations
@@ -311,7 +311,8 @@ class SlackChannel(ChannelBase):
         self.delivery.deliver(self._parts(chat_id, due, anchor), target).raise_if_refused()
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
-        """started -> the assistant thread's status; text / terminal -> cleared."""
+        """started -> the assistant thread's status; terminal -> cleared (and the run's
+        leftover segments closed)."""
         if LifecycleType(event.type).terminal:
             self.streams.discard_run(event.run_id)
         if not self.slack_config.assistant_status or not event.thread_id:
