@@ -24,7 +24,7 @@ QUESTIONS = [question("Env", ["Prod", "Staging"]), question("Parts", ["Logs", "M
 
 @pytest.fixture
 def env(rt) -> Iterator[Env]:  # type: ignore[no-untyped-def]
-    steps = [ask(lambda s: question_request("req-1", s, QUESTIONS)), chunk("thanks")]
+    steps = [ask(lambda s: question_request("req-1", s, QUESTIONS), timeout=30.0), chunk("thanks")]
     with rm.Mocker() as m:
         mock_web_api(m)
         e = Env(rt, m, ScriptedBridge(steps))

@@ -112,7 +112,7 @@ def test_stop_by_the_owner_cancels_exactly_that_run_and_a_stranger_gets_one_noti
 ) -> None:  # type: ignore[no-untyped-def]
     mock_web_api(mocker)
     release = threading.Event()
-    bridge = ScriptedBridge([chunk("working on it"), gate(release)])
+    bridge = ScriptedBridge([chunk("working on it"), gate(release, timeout=30.0)])
     env = Env(rt, mocker, bridge)
     try:
         env.message("first", user=OWNER, channel=DM)
