@@ -55,6 +55,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
+from channelkit.core.approvals import PermissionRequestContext
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.delivery import DeliveryTarget
@@ -63,6 +64,7 @@ from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegis
 from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.platforms.feishu.approvals import APPROVAL_ACTION, FeishuApprovalPresenter
 from channelkit.platforms.feishu.cards import OutputState
 from channelkit.platforms.feishu.config import FeishuConfig
 from channelkit.platforms.feishu.ingress import (
@@ -196,6 +198,14 @@ class FeishuChannel(ChannelBase):
             custom_text=config.forms.custom_text,
             send_text=self._send_text_now,
             registry=self.registry.cards("feishu-questions"),
+        )
+        #: approval buttons for ordinary tool permissions (:mod:`.approvals`)
+        self.approvals = FeishuApprovalPresenter(
+            self.api,
+            submit=self._submit_projection,
+            clock=self.clock,
+            language=config.language,
+            registry=self.registry.cards("feishu-approvals"),
         )
         # a signed event is acceptable for max_clock_skew_s on both sides of its
         # timestamp: remember its id at least that long so a replay is ignored
@@ -396,6 +406,19 @@ class FeishuChannel(ChannelBase):
         self._pause_reaction(run_id, key)
         context.on_settled(lambda _reason: self._resume_reaction(run_id, key))
         return self.questions.present(context)
+
+    def present_permission_request(
+        self, context: PermissionRequestContext
+    ) -> UserInputPresentationResult:
+        """A card with one button per agent option, owner-only (:mod:`.approvals`) when
+        ``forms.enabled``; otherwise UNSUPPORTED (text prompt)."""
+        if not self.feishu.forms.enabled:
+            return UserInputPresentationResult.UNSUPPORTED
+        run_id, key = context.run_id, (context.session_id, context.request_id)
+        self._pause_reaction(run_id, key)
+        context.on_settled(lambda _reason: self._resume_reaction(run_id, key))
+        result = self.approvals.present(context)
+        return UserInputPresentationResult(result)
 
     def format_permission_request(self, request: PermissionRequest) -> str:
         """The core's text prompt; the reaction is off until the request is answered."""
@@ -603,6 +626,9 @@ class FeishuChannel(ChannelBase):
             result = self.questions.handle_action(action)
             work = () if result.execute is None else (result.execute,)
             return IngressResponse.json(200, result.body, after=work)
+        if action.action == APPROVAL_ACTION:
+            toast, jobs = self.approvals.handle_action(action)
+            return IngressResponse.json(200, toast, after=jobs)
         if not action.action:
             return self._presentation_click(action, payload)
         return IngressResponse.json(200, {})

@@ -1,0 +1,268 @@
+"""Feishu approval buttons: an ordinary tool permission as an interactive card.
+
+``present_permission_request`` sends one card (schema 2.0, ``update_multi``) with the
+tool call's title and explanation, a hint that ``/approve`` and ``/deny`` work too, and
+one button per option the agent offers, in its order (allow once, always allow, a mode
+switch, reject...). A button's callback value is ``{"action": "ck_perm", "token":
+<opaque token>, "option": <index>}``; the token maps to the live request in the
+channel's card registry.
+
+Only the run owner (the operator's ``open_id``, read from the verified callback, never
+from the value) may answer, in the card's own chat and message; anyone else gets a
+refusal toast and nothing changes. One-shot: the first valid click claims the card under
+the registry lock and answers through the request's one-shot responder on the pool
+after the ACK; later clicks get "already being answered" or "no longer active"
+(tombstone). Buttons and commands race on the same responder, so exactly one wins. The
+card is patched in place from the request's settlement, whoever won: the chosen option
+(``✅ Allow``, ``❌ Reject``), ``✖️ Cancelled`` or ``⌛ Expired`` at the permission
+lifetime.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from channelkit.core.approvals import PermissionRequestContext, describe_outcome
+from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
+from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.platforms.feishu.cards import escape_markdown
+from channelkit.platforms.feishu.ingress import CardAction
+
+__all__ = [
+    "APPROVAL_ACTION",
+    "MAX_BUTTONS",
+    "FeishuApprovalPresenter",
+    "approval_card",
+    "approval_terminal_card",
+]
+
+logger = logging.getLogger(__name__)
+
+APPROVAL_ACTION = "ck_perm"
+MAX_BUTTONS = 10
+
+TEXTS = {
+    "zh": {
+        "title": "需要授权",
+        "hint": "点击按钮作答，或回复 /approve、/approve-always、/deny。",
+        "not_owner": "只有发起任务的人可以作答。",
+        "stale": "该请求已失效。",
+        "busy": "该请求正在处理中。",
+        "sent": "已提交。",
+        "unknown": "无法识别该按钮。",
+    },
+    "en": {
+        "title": "Permission required",
+        "hint": "Tap a button, or reply /approve, /approve-always or /deny.",
+        "not_owner": "Only the person who started this task can answer.",
+        "stale": "This request is no longer active.",
+        "busy": "This request is already being answered.",
+        "sent": "Answer sent.",
+        "unknown": "This button is not recognised.",
+    },
+}
+
+
+def _texts(language: str) -> Mapping[str, str]:
+    return TEXTS.get(language, TEXTS["en"])
+
+
+def _body(ctx: PermissionRequestContext) -> dict[str, Any]:
+    return {
+        "tag": "markdown",
+        "content": f"**{escape_markdown(ctx.title)}**\n\n{escape_markdown(ctx.explanation)}",
+    }
+
+
+def approval_card(token: str, ctx: PermissionRequestContext, language: str) -> dict[str, Any]:
+    """The live card: title, explanation, hint, one button per agent option."""
+    s = _texts(language)
+    elements: list[dict[str, Any]] = [_body(ctx), {"tag": "markdown", "content": s["hint"]}]
+    for index, option in enumerate(ctx.options):
+        kind = str(option.kind or "")
+        elements.append(
+            {
+                "tag": "button",
+                "name": f"{APPROVAL_ACTION}_{token}_{index}",
+                "text": {"tag": "plain_text", "content": option.name.strip() or option.option_id},
+                "type": _button_type(kind),
+                "behaviors": [
+                    {
+                        "type": "callback",
+                        "value": {"action": APPROVAL_ACTION, "token": token, "option": index},
+                    }
+                ],
+            }
+        )
+    return {
+        "schema": "2.0",
+        "config": {"update_multi": True, "summary": {"content": s["title"]}},
+        "header": {"title": {"tag": "plain_text", "content": s["title"]}, "template": "orange"},
+        "body": {"elements": elements},
+    }
+
+
+def approval_terminal_card(ctx: PermissionRequestContext, language: str) -> dict[str, Any]:
+    """The read-only card in its end state (buttons gone)."""
+    s = _texts(language)
+    outcome = ctx.outcome()
+    label = describe_outcome(outcome)
+    template = "green" if outcome is not None and outcome.allowed else "grey"
+    return {
+        "schema": "2.0",
+        "config": {"update_multi": True, "summary": {"content": label}},
+        "header": {"title": {"tag": "plain_text", "content": s["title"]}, "template": template},
+        "body": {"elements": [_body(ctx), {"tag": "markdown", "content": f"**{label}**"}]},
+    }
+
+
+@dataclass(eq=False)
+class _Approval:
+    token: str
+    ctx: PermissionRequestContext
+    chat_id: str
+    owner_id: str
+    message_id: str | None = None
+    claimed: bool = False
+    settled: bool = False
+    finalized: bool = False
+
+
+class FeishuApprovalPresenter:
+    """The live approval cards of one channel; see the module docstring.
+
+    ``submit(key, fn)`` runs ``fn`` on a per-key serial queue of the pool.
+    """
+
+    def __init__(
+        self,
+        api: FeishuApi,
+        *,
+        submit: Callable[[Hashable, Callable[[], Any]], Any],
+        clock: Any,
+        language: str = "zh",
+        registry: CardRegistry[Any, Any] | None = None,
+    ) -> None:
+        self._api = api
+        self._submit = submit
+        self._language = language
+        self.registry: CardRegistry[Any, Any] = (
+            registry if registry is not None else MemoryCardRegistry(clock)
+        )
+        self._lock = self.registry.lock
+
+    def live_count(self) -> int:
+        return len(self.registry)
+
+    def present(self, ctx: PermissionRequestContext) -> str:
+        """Send the card; ``presented`` or ``unsupported`` (text prompt)."""
+        if not 1 <= len(ctx.options) <= MAX_BUTTONS:
+            return "unsupported"
+        with self._lock:
+            if len(self.registry) >= self.registry.maxsize:
+                return "unsupported"
+            token = secrets.token_urlsafe(12)
+            record = _Approval(token, ctx, ctx.target.chat_id, str(ctx.owner.id))
+            self.registry.add(token, record)
+        unsubscribe = ctx.on_settled(lambda _reason: self._on_settled(record))
+        try:
+            message_id = self._api.send_card(
+                record.chat_id, approval_card(token, ctx, self._language)
+            )
+        except Exception as exc:
+            logger.warning("feishu approval card failed: %s", type(exc).__name__)
+            unsubscribe()
+            with self._lock:
+                self.registry.remove(token, record)
+            return "unsupported"
+        with self._lock:
+            record.message_id = message_id
+            settled = record.settled
+        if settled:
+            self._submit(token, partial(self._finalize, record))
+        return "presented"
+
+    def handle_action(self, action: CardAction) -> tuple[dict[str, Any], list[Callable[[], None]]]:
+        """Correlate, authorize and claim a click (web thread): the ACK body (a toast) and
+        the work to hand to the pool after the ACK."""
+        s = _texts(self._language)
+        token, index = action.value.get("token"), action.value.get("option")
+        work: list[Callable[[], None]] = []
+        if not isinstance(token, str) or not isinstance(index, int) or isinstance(index, bool):
+            return _toast("error", s["unknown"]), work
+        with self._lock:
+            record = self.registry.get(token)
+            if record is None:
+                stale = self.registry.tombstone(token) is not None
+                key = "stale" if stale else "unknown"
+                return _toast("info" if stale else "error", s[key]), work
+            key = self._claim(record, index, action)
+            if key == "sent":
+                record.claimed = True
+                option_id = record.ctx.options[index].option_id
+                job = partial(self._respond, record, option_id)
+                work.append(partial(self._submit, token, job))
+        return _toast("success" if key == "sent" else "error", s[key]), work
+
+    @staticmethod
+    def _claim(record: _Approval, index: int, action: CardAction) -> str:
+        if action.operator_open_id is None or action.operator_open_id != record.owner_id:
+            return "not_owner"
+        if action.open_chat_id is not None and action.open_chat_id != record.chat_id:
+            return "unknown"
+        if (
+            record.message_id is not None
+            and action.open_message_id is not None
+            and action.open_message_id != record.message_id
+        ):
+            return "unknown"
+        if not 0 <= index < len(record.ctx.options):
+            return "unknown"
+        if record.settled:
+            return "stale"
+        if record.claimed:
+            return "busy"
+        return "sent"
+
+    def _respond(self, record: _Approval, option_id: str) -> None:
+        try:
+            record.ctx.select(option_id)  # False: another surface won; its settlement shows
+        except Exception as exc:
+            logger.warning("feishu approval answer failed: %s", type(exc).__name__)
+
+    def _on_settled(self, record: _Approval) -> None:
+        with self._lock:
+            if record.settled:
+                return
+            record.settled = True
+            self.registry.remove(record.token, record)
+            self.registry.bury(record.token, (record.ctx.request_id, "ended"))
+            sent = record.message_id is not None
+        if sent:
+            self._submit(record.token, partial(self._finalize, record))
+
+    def _finalize(self, record: _Approval) -> None:
+        with self._lock:
+            if record.finalized or record.message_id is None:
+                return
+            record.finalized = True
+            message_id = record.message_id
+        try:
+            self._api.patch_card(message_id, approval_terminal_card(record.ctx, self._language))
+        except Exception as exc:
+            logger.warning("feishu approval card patch failed: %s", type(exc).__name__)
+
+
+def _button_type(kind: str) -> str:
+    if kind.startswith("reject"):
+        return "danger"
+    return "primary" if kind == "allow_once" else "default"
+
+
+def _toast(kind: str, content: str) -> dict[str, Any]:
+    return {"toast": {"type": kind, "content": content}}
