@@ -60,6 +60,8 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     # event decryption; card JSON builder; the long connection (WebSocket event delivery);
     # approval buttons for tool permissions
     "feishu": frozenset({"approvals.py", "crypto.py", "cards.py", "longconn.py"}),
+    # the Socket Mode connection (WebSocket envelopes)
+    "slack": frozenset({"socket_mode.py"}),
     # + Markdown -> HTML; getUpdates long polling; approval buttons for tool permissions
     "telegram": frozenset(
         {"approvals.py", "groups.py", "indicators.py", "markdown.py", "polling.py"}

@@ -9,7 +9,11 @@ carry the same ``event_id`` and are handled once. A person's message becomes a r
 ``message`` events in direct messages, ``app_mention`` events elsewhere (the mention
 removed); bot messages and subtypes (edits, joins, bot posts) are ignored. A message in
 a thread is in the thread's session; a top-level mention in a channel starts a thread
-(the reply goes under it).
+(the reply goes under it). With ``ingress="socket"`` there are no routes: the Socket
+Mode connection :attr:`SlackChannel.socket` (:mod:`.socket_mode`; listed in
+``connections``, started with
+:func:`~channelkit.platforms.common.connection.start_connections`) ACKs each envelope
+and hands its payload to the same handlers, minus the signature check.
 
 Output (:mod:`channelkit.platforms.slack.output`): one streamed message per visible
 output segment (``chat.startStream`` / ``appendStream`` / ``stopStream``, coalesced to
@@ -49,6 +53,7 @@ from channelkit.core import (
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
+from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.replay import ReplayGuard
@@ -62,6 +67,7 @@ from channelkit.platforms.slack.ingress import (
 )
 from channelkit.platforms.slack.output import STOP_ACTION, SegmentStreams
 from channelkit.platforms.slack.questions import SlackQuestions
+from channelkit.platforms.slack.socket_mode import SlackSocket
 from channelkit.presentation.text import split_text
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
@@ -88,8 +94,11 @@ class SlackChannel(ChannelBase):
     """A :class:`~channelkit.core.ChannelBase` for Slack apps.
 
     ``SlackChannel(config, bridge, *, channel_config=None, api=None, executor=None,
-    run_executor=None, scheduler=None, clock=None)``: ``config`` is the
-    :class:`SlackConfig`; ``api`` replaces the Web API wrapper (tests, shared clients).
+    run_executor=None, scheduler=None, clock=None, socket_options=None)``: ``config`` is
+    the :class:`SlackConfig`; ``api`` replaces the Web API wrapper (tests, shared
+    clients); ``socket_options`` go to the Socket Mode
+    :class:`~channelkit.platforms.slack.socket_mode.SlackSocket` (``backoff``, ``wait``,
+    ``ping_interval``...).
     """
 
     def __init__(
@@ -103,6 +112,7 @@ class SlackChannel(ChannelBase):
         run_executor: WorkerPool | None = None,
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
+        socket_options: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(config, SlackConfig):
             raise ConfigurationError("must be a SlackConfig", path="config")
@@ -142,6 +152,23 @@ class SlackChannel(ChannelBase):
         #: the final answer's retries
         self.delivery = DeliveryChain(self.scheduler)
         self.delivery_health = self.delivery.health
+        #: the Socket Mode connection (``ingress="socket"``), else None
+        self.socket: SlackSocket | None = None
+        app_token = config.app_token
+        if config.ingress == "socket" and app_token is not None:
+            self.socket = SlackSocket(
+                lambda: self.api.open_socket_url(app_token),
+                self._on_event,
+                self._on_interaction,
+                name=f"{config.channel_name}-socket",
+                clock=self.clock,
+                **dict(socket_options or {}),
+            )
+
+    @property
+    def connections(self) -> tuple[LongConnection, ...]:
+        """The long connections this channel owns: the Socket Mode connection."""
+        return (self.socket,) if self.socket is not None else ()
 
     # -- ingress -------------------------------------------------------------------------
     def ingress_routes(self) -> list[IngressRoute]:
@@ -341,7 +368,10 @@ class SlackChannel(ChannelBase):
         return UserInputPresentationResult(self.questions.present(context, anchor))
 
     def on_close(self) -> None:
-        """Expire live forms, forget live segments, cancel pending retries."""
+        """Stop the Socket Mode connection, expire live forms, forget live segments,
+        cancel pending retries."""
+        if self.socket is not None:
+            self.socket.stop(timeout=5.0)
         self.questions.close()
         self.streams.close()
         self.delivery.close()

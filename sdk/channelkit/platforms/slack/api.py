@@ -17,7 +17,7 @@ __all__ = ["SlackApi"]
 
 
 class SlackApi:
-    """``post`` / ``update`` / ``ephemeral`` / streams / assistant status."""
+    """``post`` / ``update`` / ``ephemeral`` / streams / assistant status / Socket Mode URL."""
 
     def __init__(
         self,
@@ -34,6 +34,10 @@ class SlackApi:
             timeout=(5.0, timeout_s),
             retry=retry,
         )
+        self._base_url = base_url
+        self._timeout = (5.0, timeout_s)
+        self._retry = retry
+        self._app_client: SlackClient | None = None
 
     def post(
         self,
@@ -99,6 +103,21 @@ class SlackApi:
         if markdown_text:
             body["markdown_text"] = markdown_text
         self.client.chat_stop_stream(body=body)
+
+    def open_socket_url(self, app_token: str) -> str:
+        """``apps.connections.open`` with the app-level token: a one-time Socket Mode
+        WebSocket URL (a client for the app token is made on first use)."""
+        if self._app_client is None:
+            self._app_client = SlackClient(
+                token=app_token,
+                base_url=self._base_url,
+                timeout=self._timeout,
+                retry=self._retry,
+            )
+        url = self._app_client.apps_connections_open().url
+        if url is UNSET or not isinstance(url, str) or not url:
+            raise ValueError("apps.connections.open answered without a url")
+        return url
 
     def set_status(self, channel: str, thread_ts: str, status: str) -> None:
         """``assistant.threads.setStatus`` (an empty status clears it)."""

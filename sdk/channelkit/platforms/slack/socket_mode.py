@@ -1,0 +1,217 @@
+"""Slack Socket Mode: the app connects out to Slack, so it needs no public URL.
+
+One :class:`SlackSocket` (a :class:`~channelkit.platforms.common.connection.LongConnection`)
+per channel with ``ingress="socket"``. Each connection's life (:meth:`SlackSocket.serve_once`):
+
+1. ``apps.connections.open`` with the app-level token (``xapp-...``) answers
+   ``{ok, url}``: a one-time WebSocket URL (a new one for every connection);
+2. the WebSocket connects to it (``websockets``' synchronous client);
+3. envelopes are read one at a time on the connection's thread. Every envelope is
+   ``{envelope_id, type, payload, retry_attempt, retry_reason,
+   accepts_response_payload}``:
+
+   * ``hello``: the connection is ready (counted);
+   * ``disconnect``: Slack is about to close it (``reason``: ``warning``,
+     ``refresh_requested``, ``link_disabled``...): the socket is closed and a new
+     connection opened at once;
+   * ``events_api`` (``payload``: the ``event_callback`` body the Events API would POST)
+     and ``interactive`` (``payload``: the ``block_actions`` body): the ACK
+     ``{"envelope_id": ...}`` is written FIRST (Slack wants it within 3 s), then the
+     payload goes through exactly the handlers the Events API route uses after its
+     signature check (the connection itself is authenticated by the app-level token),
+     and only then their deferred work (the agent run, responders, Web API calls) is
+     handed to the pool;
+   * anything else (``slash_commands``, unknown types, frames that are not JSON) is
+     ACKed when it carries an ``envelope_id`` and otherwise ignored; it never ends the
+     connection.
+
+Every envelope is processed once: its ``envelope_id`` is remembered (bounded, for
+:data:`DEDUP_TTL` seconds, across reconnects); a redelivery is ACKed again and dropped. A
+retry of an event Slack saw no ACK for comes in a new envelope with the same
+``event_id``; the channel deduplicates those (as it does Events API retries).
+
+A dropped socket, a refused handshake or a failed ``apps.connections.open`` end the
+connection with an error: :class:`LongConnection` reconnects after its capped, jittered
+backoff. The URL (it carries a ticket) and the tokens are never logged. ``websockets`` is
+imported only when a connection starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from channelkit.errors import TransportError
+from channelkit.ingress import IngressResponse, loads_json
+from channelkit.platforms.common.connection import Backoff, LongConnection
+from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.runtime.clock import Clock
+
+__all__ = ["DEDUP_TTL", "MAX_FRAME_BYTES", "SlackSocket", "ack_envelope"]
+
+logger = logging.getLogger(__name__)
+
+#: Largest frame accepted (bigger ones close the connection; it reconnects).
+MAX_FRAME_BYTES = 1 << 20
+#: Seconds a processed ``envelope_id`` is remembered.
+DEDUP_TTL = 3600.0
+
+# websockets logs frames (user text) and the handshake URL (a ticket) at DEBUG: its
+# connections log here, and nothing is emitted from this logger.
+_WS_LOGGER = logging.getLogger("channelkit.platforms.slack.socket_mode.websockets")
+_WS_LOGGER.addHandler(logging.NullHandler())
+_WS_LOGGER.propagate = False
+
+EventHandler = Callable[[Mapping[str, Any], bool], IngressResponse]
+InteractionHandler = Callable[[Mapping[str, Any]], IngressResponse]
+
+
+def ack_envelope(envelope_id: str) -> str:
+    """The ACK frame of ``envelope_id``."""
+    return json.dumps({"envelope_id": envelope_id}, separators=(",", ":"))
+
+
+class SlackSocket(LongConnection):
+    """The Socket Mode connection of one channel; see the module docstring.
+
+    ``open_url()`` returns a fresh WebSocket URL (the channel passes
+    :meth:`~channelkit.platforms.slack.api.SlackApi.open_socket_url`). ``on_event`` /
+    ``on_interaction`` are the channel's transport-neutral handlers. ``backoff`` and
+    ``wait`` are :class:`LongConnection`'s (tests inject a ``wait`` that records the delay
+    and returns at once).
+    """
+
+    def __init__(
+        self,
+        open_url: Callable[[], str],
+        on_event: EventHandler,
+        on_interaction: InteractionHandler,
+        *,
+        name: str = "slack-socket",
+        clock: Clock | None = None,
+        backoff: Backoff | None = None,
+        wait: Callable[[threading.Event, float], bool] | None = None,
+        open_timeout: float = 10.0,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+    ) -> None:
+        super().__init__(name, clock=clock, backoff=backoff, wait=wait)
+        self._open_url = open_url
+        self._on_event = on_event
+        self._on_interaction = on_interaction
+        self._open_timeout = open_timeout
+        self._ping_interval = ping_interval
+        self._ping_timeout = ping_timeout
+        self._seen = ReplayGuard(self._clock.time, ttl=DEDUP_TTL)
+        self._socket: Any = None
+        self._socket_lock = threading.Lock()
+        self._counts_lock = threading.Lock()
+        #: envelopes by outcome (``events``, ``interactions``, ``duplicates``, ``hellos``,
+        #: ``disconnects``, ``garbage``, ``ignored``)
+        self.counts: dict[str, int] = {}
+
+    # -- the connection ------------------------------------------------------------------
+    def serve_once(self) -> None:
+        """Open a connection (a new URL), read and ACK envelopes until it ends."""
+        from websockets.exceptions import ConnectionClosed, InvalidStatus
+        from websockets.sync.client import connect
+
+        url = self._open_url()
+        try:
+            socket = connect(
+                url,
+                open_timeout=self._open_timeout,
+                close_timeout=2.0,
+                max_size=MAX_FRAME_BYTES,
+                ping_interval=self._ping_interval,
+                ping_timeout=self._ping_timeout,
+                compression=None,
+                user_agent_header="channelkit",
+                logger=_WS_LOGGER,
+            )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            raise TransportError(f"Socket Mode refused the connection: HTTP {status}") from None
+        except Exception as exc:  # the message may carry the URL (and so the ticket)
+            raise TransportError(f"connecting Socket Mode failed: {type(exc).__name__}") from None
+        with socket:
+            with self._socket_lock:
+                self._socket = socket
+            try:
+                if self.stopping:
+                    return
+                self.connected()
+                while not self.stopping:
+                    if self.handle_frame(socket.recv(), socket.send) == "disconnect":
+                        return  # Slack asked for a reconnect: at once, no backoff
+            except ConnectionClosed as exc:
+                if self.stopping:
+                    return
+                code = exc.rcvd.code if exc.rcvd is not None else None
+                raise TransportError(f"the Socket Mode connection closed (code {code})") from None
+            finally:
+                with self._socket_lock:
+                    self._socket = None
+
+    def interrupt(self) -> None:
+        """Close the socket so a blocked read ends (called by :meth:`stop`)."""
+        with self._socket_lock:
+            socket = self._socket
+        if socket is not None:
+            socket.close()
+
+    # -- envelopes -----------------------------------------------------------------------
+    def _count(self, outcome: str) -> None:
+        with self._counts_lock:
+            self.counts[outcome] = self.counts.get(outcome, 0) + 1
+
+    def handle_frame(self, raw: str | bytes, send: Callable[[str], None]) -> str | None:
+        """Handle one frame read from the socket; ``"disconnect"`` when Slack asked for a
+        reconnect, else None. ``send`` writes a frame back."""
+        try:
+            envelope = loads_json(raw)
+        except ValueError:
+            envelope = None
+        if not isinstance(envelope, Mapping):
+            self._count("garbage")
+            logger.warning("[%s] ignored a Socket Mode frame that is not a JSON object", self.name)
+            return None
+        kind = envelope.get("type")
+        if kind == "hello":
+            self._count("hellos")
+            return None
+        if kind == "disconnect":
+            self._count("disconnects")
+            logger.info("[%s] Slack asked for a reconnect (%s)", self.name, envelope.get("reason"))
+            return "disconnect"
+        envelope_id = envelope.get("envelope_id")
+        if not isinstance(envelope_id, str) or not envelope_id:
+            self._count("ignored")
+            return None
+        send(ack_envelope(envelope_id))  # ACK first: Slack wants it within 3 s
+        if not self._seen.first(envelope_id):
+            self._count("duplicates")
+            return None
+        payload = envelope.get("payload")
+        if kind not in ("events_api", "interactive") or not isinstance(payload, Mapping):
+            self._count("ignored")
+            return None
+        if kind == "interactive":
+            self._count("interactions")
+            response = self._on_interaction(payload)
+        elif payload.get("type") == "event_callback":
+            self._count("events")
+            attempt = envelope.get("retry_attempt")
+            response = self._on_event(payload, isinstance(attempt, int) and attempt > 0)
+        else:
+            self._count("ignored")
+            return None
+        response.run_after()
+        return None
+
+    def seen_size(self) -> int:
+        """``envelope_id``\\ s remembered (bounded)."""
+        return len(self._seen)
