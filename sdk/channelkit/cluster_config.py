@@ -15,6 +15,8 @@ settings sit beside ``redis``::
 ``channelkit serve --workers N`` starts N processes of one configuration; worker ``i``
 reads its index from :data:`WORKER_ENV` and names itself ``<instanceName>-w<i>`` (when
 an ``instanceName`` is set), so each restarted worker recovers what it left behind.
+Telegram channels get the store too: an ``update_id`` reaching two instances starts
+one run (:mod:`channelkit.platforms.common.shared_dedup`).
 Without ``state.redis`` nothing changes: one process, state in memory.
 """
 
@@ -28,6 +30,7 @@ from channelkit.errors import ConfigurationError
 
 __all__ = [
     "LEASE_SCHEMA",
+    "SHARED_DEDUP_PLATFORMS",
     "WORKER_ENV",
     "check_lease_options",
     "cluster_kwargs",
@@ -37,6 +40,9 @@ __all__ = [
 
 #: ``channelkit serve --workers N`` sets it to the worker's index (0..N-1) in each child.
 WORKER_ENV = "CHANNELKIT_SERVE_WORKER"
+
+#: Platforms (besides DingTalk) whose update / event dedup uses the shared store.
+SHARED_DEDUP_PLATFORMS = frozenset({"telegram"})
 
 #: The JSON Schema properties this module adds to the ``state`` section.
 LEASE_SCHEMA: dict[str, Any] = {
@@ -109,12 +115,17 @@ def lease_options(config: Any, *, environ: Mapping[str, str] | None = None) -> d
 
 
 def cluster_kwargs(config: Any, platform: str) -> dict[str, Any]:
-    """Extra keyword arguments of the ``platform`` channel: ``store`` and
-    ``cluster_options`` for DingTalk when ``state.redis`` is set, else none."""
-    if platform != "dingtalk" or not has_shared_store(config):
+    """Extra keyword arguments of the ``platform`` channel when ``state.redis`` is set
+    (else none): ``store`` and ``cluster_options`` for DingTalk, ``store`` (update /
+    event dedup across instances) for the :data:`SHARED_DEDUP_PLATFORMS`."""
+    if not has_shared_store(config) or (
+        platform != "dingtalk" and platform not in SHARED_DEDUP_PLATFORMS
+    ):
         return {}
     from channelkit.config import build_state_store
 
+    if platform != "dingtalk":
+        return {"store": build_state_store(config)}
     return {"store": build_state_store(config), "cluster_options": lease_options(config)}
 
 
@@ -122,6 +133,8 @@ def close_store(channel: Any) -> None:
     """Close the store a channel built by :func:`cluster_kwargs` holds (idempotent)."""
     cluster = getattr(channel, "cluster", None)
     store = getattr(getattr(cluster, "cluster", None), "store", None)
+    if store is None:
+        store = getattr(channel, "state_store", None)
     close = getattr(store, "close", None)
     if callable(close):
         close()

@@ -729,7 +729,11 @@ def _build_channel(
         from channelkit.platforms.telegram import TelegramChannel
 
         return TelegramChannel(
-            platform_config, bridge, channel_config=channel_config, executor=executor
+            platform_config,
+            bridge,
+            channel_config=channel_config,
+            executor=executor,
+            **cluster_kwargs(config, spec.platform),  # state.redis: shared update dedup
         )
     except ConfigurationError as exc:
         raise _platform_error(exc, spec) from None

@@ -74,6 +74,7 @@ from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.observed_registry import ObservedStateRegistry
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.dingtalk.api import (
     STATUS_CARD_TEMPLATE_ID,
     CardApi,
@@ -255,7 +256,9 @@ class DingtalkChannel(ChannelBase):
         self._owners = self.registry.map("dingtalk-owners")
         # A signed robot request stays acceptable for the whole skew window on both
         # sides of its timestamp: remember its msgId that long so a replay is ignored.
-        self._seen = ReplayGuard(self.clock.time, ttl=max(300.0, 2.0 * config.robot_max_skew_s))
+        # With a store, claimed there too: a copy on another instance is dropped.
+        ttl = max(300.0, 2.0 * config.robot_max_skew_s)
+        self._seen = SharedDedup(self.clock.time, ttl=ttl, scope="dingtalk-msg", store=store)
         #: robot and card signatures already accepted (each is one-use)
         self._signatures = ReplayGuard(self.clock.time)
         self._chats = self.registry.map("dingtalk-chats")

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
 from channelkit.core import (
@@ -70,7 +70,7 @@ from channelkit.platforms.common.connection import LongConnection, stop_connecti
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
 from channelkit.platforms.common.inbound import InboundOutcome, ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
-from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.approvals import TelegramApprovalPresenter
 from channelkit.platforms.telegram.config import TelegramConfig
@@ -100,6 +100,9 @@ from channelkit.platforms.telegram.questions import (
     TelegramQuestionPresenter,
 )
 from channelkit.runtime import Clock, Scheduler, WorkerPool
+
+if TYPE_CHECKING:
+    from channelkit.state.base import StateStore
 
 __all__ = [
     "BOT_COMMANDS",
@@ -165,7 +168,8 @@ class TelegramChannel(ChannelBase):
     scheduler=None, clock=None)``: ``config`` is the :class:`TelegramConfig`;
     ``channel_config`` the shared :class:`~channelkit.core.ChannelConfig` (default:
     ``ChannelConfig(name=config.channel_name)``); ``api`` replaces the Bot API wrapper
-    (tests, shared clients).
+    (tests, shared clients); ``store`` a :class:`~channelkit.state.StateStore` shared
+    by every instance of the bot: an update reaching two of them starts one run.
     """
 
     def __init__(
@@ -180,6 +184,7 @@ class TelegramChannel(ChannelBase):
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
         registry: StateRegistry | None = None,
+        store: StateStore | None = None,
     ) -> None:
         if not isinstance(config, TelegramConfig):
             raise ConfigurationError("must be a TelegramConfig", path="config")
@@ -235,8 +240,13 @@ class TelegramChannel(ChannelBase):
         )
         #: which group messages are for the bot (``group_policy``, mentions, replies)
         self.groups = GroupGate(config.group_policy, config.bot_id, config.bot_username)
-        #: update_ids already dispatched: a redelivered (or replayed) update is ignored.
-        self._seen_updates = ReplayGuard(self.clock.time, ttl=UPDATE_DEDUP_TTL)
+        #: the store shared by every instance of this bot (None: this process only)
+        self.state_store = store
+        #: update_ids already dispatched (here or, with ``store``, on any instance): a
+        #: redelivered (or replayed) update is ignored; a store outage drops it.
+        self._seen_updates = SharedDedup(
+            self.clock.time, ttl=UPDATE_DEDUP_TTL, scope="telegram-update", store=store
+        )
         #: the final answer's retries and alternate paths (formatted -> plain)
         self.delivery = DeliveryChain(self.scheduler)
         #: delivered / retried / failed / uncertain final answers

@@ -31,7 +31,7 @@ import re
 import threading
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
 from channelkit.core import (
@@ -54,6 +54,9 @@ from channelkit.platforms.weixin.config import WeixinConfig
 from channelkit.platforms.weixin.indicators import WeixinTyping
 from channelkit.platforms.weixin.polling import WeixinPolling
 from channelkit.runtime import Clock, Scheduler, WorkerPool
+
+if TYPE_CHECKING:
+    from channelkit.state.base import StateStore
 
 __all__ = [
     "MAX_TEXT_CHARS",
@@ -147,6 +150,7 @@ class WeixinChannel(ChannelBase):
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
         registry: StateRegistry | None = None,
+        store: StateStore | None = None,
     ) -> None:
         if not isinstance(config, WeixinConfig):
             raise ConfigurationError("must be a WeixinConfig", path="config")
@@ -187,7 +191,11 @@ class WeixinChannel(ChannelBase):
         #: delivered / retried / failed / uncertain final answers
         self.delivery_health = self.delivery.health
         #: the getupdates runner (iLink's only ingress)
-        self.polling = WeixinPolling(config, self.handle_weixin_message, clock=self.clock)
+        #: the store shared by every instance of this bot (None: this process only)
+        self.state_store = store
+        self.polling = WeixinPolling(
+            config, self.handle_weixin_message, clock=self.clock, store=store
+        )
         #: the long connections this channel owns (started by ``start_connections``)
         self.connections: list[LongConnection] = [self.polling]
 

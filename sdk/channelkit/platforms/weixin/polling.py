@@ -33,12 +33,13 @@ from channelkit.http import RetryPolicy
 from channelkit.http.model import UNSET
 from channelkit.platforms.common.connection import Backoff
 from channelkit.platforms.common.longpoll import InterruptibleSession, PollingConnection
-from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.runtime.clock import Clock, SystemClock
 
 if TYPE_CHECKING:
     from channelkit.platforms.weixin.config import WeixinConfig
+    from channelkit.state.base import StateStore
 
 __all__ = ["MESSAGE_DEDUP_TTL", "SESSION_EXPIRED", "WeixinPolling"]
 
@@ -83,6 +84,7 @@ class WeixinPolling(PollingConnection):
         clock: Clock | None = None,
         backoff: Backoff | None = None,
         wait: Callable[[threading.Event, float], bool] | None = None,
+        store: StateStore | None = None,
     ) -> None:
         session = session if session is not None else InterruptibleSession()
         super().__init__(
@@ -106,7 +108,11 @@ class WeixinPolling(PollingConnection):
         self.cursor = ""
         #: the client's read timeout of the next poll
         self.read_timeout_s = config.polling_timeout_s
-        self._seen = ReplayGuard((clock or SystemClock()).time, ttl=MESSAGE_DEDUP_TTL)
+        #: message keys handed on (with ``store``: by any instance of the bot; a store
+        #: outage drops the message, :mod:`channelkit.platforms.common.shared_dedup`)
+        self._seen = SharedDedup(
+            (clock or SystemClock()).time, ttl=MESSAGE_DEDUP_TTL, scope="weixin-msg", store=store
+        )
         #: True once iLink reported the session expired (polling stopped)
         self.expired = False
 

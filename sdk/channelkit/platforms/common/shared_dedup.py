@@ -1,0 +1,125 @@
+"""First-delivery dedup shared by every instance of one bot (update, event, message ids).
+
+A platform may deliver the same update twice: a webhook retry, a long poll answered
+twice, or the same event handed to two processes that serve one bot. :class:`SharedDedup`
+is a drop-in for the :class:`~channelkit.platforms.common.replay.ReplayGuard` a channel
+uses as its dedup log (``first(key)`` / ``forget(key)`` / ``len``):
+
+* without a store (or with its own process's state) it is exactly that guard;
+* with a :class:`~channelkit.state.StateStore` it first asks the local guard (two
+  racing copies in one process never reach the store twice), then claims
+  ``dedup:<scope>:<key>`` with one atomic ``add`` whose TTL covers the platform's
+  redelivery window, so whichever instance claims first starts the run and every other
+  copy, on any instance, is acknowledged and dropped.
+
+A store outage fails closed: ``first`` answers False (the caller acknowledges and
+starts nothing) and the outage is logged once as an error, its end once as a warning.
+Starting a run the store could not vouch for risks two runs of one message (two answers
+in the chat, two agent sessions doing the work); dropping one message during an outage
+is what the person sees as "no answer", and they send it again. ``outage_drops`` counts
+the messages so dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
+
+from channelkit.errors import StateStoreUnavailable
+from channelkit.platforms.common.replay import ReplayGuard
+
+if TYPE_CHECKING:
+    from channelkit.state.base import StateStore
+
+__all__ = ["SharedDedup"]
+
+logger = logging.getLogger(__name__)
+
+
+class SharedDedup:
+    """``first(key)``: True exactly once per key across every instance sharing ``store``.
+
+    ``scope`` names the id space (e.g. ``"telegram-update"``); keys are stored as
+    ``dedup:<scope>:<key>`` for ``ttl`` seconds. Thread-safe.
+    """
+
+    def __init__(
+        self,
+        time: Callable[[], float],
+        *,
+        ttl: float,
+        scope: str,
+        store: StateStore | None = None,
+    ) -> None:
+        self.local = ReplayGuard(time, ttl=ttl)
+        self.store = store
+        self.ttl = ttl
+        self.scope = scope
+        self._time = time
+        self._lock = threading.Lock()
+        self._down = False
+        #: first deliveries dropped because the store could not be reached
+        self.outage_drops = 0
+
+    def _key(self, key: Hashable) -> str:
+        return f"dedup:{self.scope}:{key}"
+
+    def first(self, key: Hashable) -> bool:
+        """True for the first delivery of ``key`` (here and on every other instance)."""
+        if not self.local.first(key):
+            return False
+        if self.store is None:
+            return True
+        try:
+            won = self.store.add(
+                self._key(key),
+                {"at": self._time(), "by": self.store.instance_id},
+                ttl_s=self.ttl,
+            )
+        except StateStoreUnavailable as exc:
+            self.local.forget(key)  # once the store answers, a redelivery may be served
+            self._outage(exc)
+            return False
+        self._recovered()
+        return won
+
+    def forget(self, key: Hashable) -> None:
+        """Undo ``first(key)``: the delivery was refused (closed) and may come again."""
+        self.local.forget(key)
+        if self.store is None:
+            return
+        try:
+            self.store.delete(self._key(key))
+        except StateStoreUnavailable as exc:
+            self._outage(exc)
+
+    def __len__(self) -> int:
+        return len(self.local)
+
+    def _outage(self, exc: StateStoreUnavailable) -> None:
+        with self._lock:
+            self.outage_drops += 1
+            first = not self._down
+            self._down = True
+        if first:
+            logger.error(
+                "%s dedup: the state store is unavailable (%s); new deliveries are "
+                "acknowledged and dropped until it answers again",
+                self.scope,
+                exc,
+            )
+
+    def _recovered(self) -> None:
+        if not self._down:
+            return
+        with self._lock:
+            was_down, self._down = self._down, False
+            dropped = self.outage_drops
+        if was_down:
+            logger.warning(
+                "%s dedup: the state store answers again (%d deliveries dropped so far)",
+                self.scope,
+                dropped,
+            )
