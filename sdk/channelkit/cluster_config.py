@@ -15,8 +15,8 @@ settings sit beside ``redis``::
 ``channelkit serve --workers N`` starts N processes of one configuration; worker ``i``
 reads its index from :data:`WORKER_ENV` and names itself ``<instanceName>-w<i>`` (when
 an ``instanceName`` is set), so each restarted worker recovers what it left behind.
-Telegram channels get the store too: an ``update_id`` reaching two instances starts
-one run (:mod:`channelkit.platforms.common.shared_dedup`).
+Telegram and Feishu channels get the store too: an ``update_id`` / ``event_id``
+reaching two instances starts one run (:mod:`channelkit.platforms.common.shared_dedup`).
 Without ``state.redis`` nothing changes: one process, state in memory.
 """
 
@@ -42,7 +42,7 @@ __all__ = [
 WORKER_ENV = "CHANNELKIT_SERVE_WORKER"
 
 #: Platforms (besides DingTalk) whose update / event dedup uses the shared store.
-SHARED_DEDUP_PLATFORMS = frozenset({"telegram"})
+SHARED_DEDUP_PLATFORMS = frozenset({"feishu", "telegram"})
 
 #: The JSON Schema properties this module adds to the ``state`` section.
 LEASE_SCHEMA: dict[str, Any] = {

@@ -724,7 +724,11 @@ def _build_channel(
             from channelkit.platforms.feishu import FeishuChannel
 
             return FeishuChannel(
-                platform_config, bridge, channel_config=channel_config, executor=executor
+                platform_config,
+                bridge,
+                channel_config=channel_config,
+                executor=executor,
+                **cluster_kwargs(config, spec.platform),  # state.redis: shared event dedup
             )
         from channelkit.platforms.telegram import TelegramChannel
 

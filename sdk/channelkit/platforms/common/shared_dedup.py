@@ -3,7 +3,7 @@
 A platform may deliver the same update twice: a webhook retry, a long poll answered
 twice, or the same event handed to two processes that serve one bot. :class:`SharedDedup`
 is a drop-in for the :class:`~channelkit.platforms.common.replay.ReplayGuard` a channel
-uses as its dedup log (``first(key)`` / ``forget(key)`` / ``len``):
+uses as its dedup log (``first(key)`` / ``forget(key)`` / ``in`` / ``len``):
 
 * without a store (or with its own process's state) it is exactly that guard;
 * with a :class:`~channelkit.state.StateStore` it first asks the local guard (two
@@ -94,6 +94,10 @@ class SharedDedup:
             self.store.delete(self._key(key))
         except StateStoreUnavailable as exc:
             self._outage(exc)
+
+    def __contains__(self, key: object) -> bool:
+        """True while ``key`` is remembered by this instance."""
+        return key in self.local
 
     def __len__(self) -> int:
         return len(self.local)

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
 from channelkit.core import (
@@ -61,7 +61,7 @@ from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.delivery import DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
-from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.approvals import APPROVAL_ACTION, FeishuApprovalPresenter
@@ -80,6 +80,9 @@ from channelkit.platforms.feishu.output import OutputCardPresenter
 from channelkit.platforms.feishu.questions import QuestionPresenter
 from channelkit.runtime import KeyedSerialQueue, Scheduler, WorkerPool
 from channelkit.runtime.clock import Clock
+
+if TYPE_CHECKING:
+    from channelkit.state.base import StateStore
 
 __all__ = ["CARD_PATH", "EVENTS_PATH", "FeishuChannel"]
 
@@ -141,6 +144,7 @@ class FeishuChannel(ChannelBase):
         clock: Clock | None = None,
         registry: StateRegistry | None = None,
         long_connection_options: Mapping[str, Any] | None = None,
+        store: StateStore | None = None,
     ) -> None:
         super().__init__(
             channel_config or ChannelConfig(name="feishu"),
@@ -208,9 +212,14 @@ class FeishuChannel(ChannelBase):
             registry=self.registry.cards("feishu-approvals"),
         )
         # a signed event is acceptable for max_clock_skew_s on both sides of its
-        # timestamp: remember its id at least that long so a replay is ignored
-        self._events_seen = ReplayGuard(
-            self.clock.time, ttl=max(EVENT_DEDUP_TTL, 2.0 * config.max_clock_skew_s)
+        # timestamp: remember its id at least that long so a replay is ignored; with a
+        # store shared by every instance, an event reaching two of them runs once
+        self.state_store = store
+        self._events_seen = SharedDedup(
+            self.clock.time,
+            ttl=max(EVENT_DEDUP_TTL, 2.0 * config.max_clock_skew_s),
+            scope="feishu-event",
+            store=store,
         )
         self._reactions = self.registry.map("feishu-reactions")
         self._reaction_lock = threading.Lock()
