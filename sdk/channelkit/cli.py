@@ -641,7 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--platform",
         default="dingtalk",
-        choices=["dingtalk", "feishu", "telegram"],
+        choices=["dingtalk", "feishu", "telegram", "slack"],
         help="platform to emulate (default: dingtalk)",
     )
     play.add_argument(
@@ -650,7 +650,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODE",
         help="how the channel receives, where the platform offers a choice: dingtalk "
         "stream (default: Stream mode, no callback URL) or http; telegram polling (default) "
-        "or webhook; feishu http (default) or websocket (the long connection)",
+        "or webhook; feishu http (default) or websocket (the long connection); slack events "
+        "(default: signed Events API POSTs) or socket (Socket Mode)",
     )
     play.add_argument(
         "--feishu-encrypt-key",

@@ -47,4 +47,4 @@ def test_feishu_plain_callbacks_and_unknown_platform(
     assert cli.main(["playground", "--platform", "feishu", "--feishu-encrypt-key", ""]) == 0
     assert keys == [None]
     with pytest.raises(SystemExit):
-        cli.main(["playground", "--platform", "slack"])
+        cli.main(["playground", "--platform", "irc"])

@@ -7,7 +7,8 @@
         pg.send("hello")              # what the page's Send button does
         pg.emulator.calls()           # every API call the SDK made
 
-    Playground(platform="feishu")     # or "telegram"
+    Playground(platform="feishu")     # or "telegram", "slack"
+    Playground(platform="slack", ingress="socket")  # default: the Events API (signed POSTs)
     Playground(platform="telegram", ingress="webhook")  # default: getUpdates polling
     Playground(ingress="http")        # DingTalk HTTP callbacks (default: Stream mode)
     Playground(clock=FakeClock(...))  # timers (question expiry, flushes) on a fake clock
@@ -21,7 +22,9 @@ Telegram's channel long-polls ``getUpdates`` on the emulator by default; with
 DingTalk's channel connects in Stream mode by default: its connection opens a WebSocket
 to the emulator's gateway (another port on 127.0.0.1) and user messages and card actions
 arrive as frames; with ``ingress="http"`` they are signed POSTs to ``/dingtalk/robot``
-and ``/dingtalk/card``.
+and ``/dingtalk/card``. Slack's channel receives signed Events API POSTs at
+``/slack/events`` and ``/slack/interactivity`` by default; with ``ingress="socket"`` it
+opens a Socket Mode connection (``apps.connections.open``) to the emulator's gateway.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from channelkit.playground.dingtalk import DingtalkEmulator
 from channelkit.playground.emulator import CallbackDelivery, EmulatorBase
 from channelkit.playground.feishu import FeishuEmulator
 from channelkit.playground.server import LocalServer
+from channelkit.playground.slack import SlackEmulator
 from channelkit.playground.telegram import TelegramEmulator
 from channelkit.runtime.clock import Clock
 from channelkit.web import create_wsgi_app
@@ -49,12 +53,13 @@ __all__ = ["INGRESS", "PLATFORMS", "Playground"]
 logger = logging.getLogger(__name__)
 
 #: Platforms the playground can emulate.
-PLATFORMS = ("dingtalk", "feishu", "telegram")
+PLATFORMS = ("dingtalk", "feishu", "telegram", "slack")
 #: The ingress modes a platform's channel offers, its default first.
 INGRESS: dict[str, tuple[str, ...]] = {
     "dingtalk": ("stream", "http"),
     "feishu": ("http", "websocket"),
     "telegram": ("polling", "webhook"),
+    "slack": ("events", "socket"),
 }
 
 _APP_KEY = "playground-app"
@@ -66,6 +71,9 @@ _FEISHU_TOKEN = "playground-verification-token"
 _FEISHU_ENCRYPT_KEY = "playground-encrypt-key"
 _TELEGRAM_TOKEN = "123456:playground-bot-token"
 _TELEGRAM_SECRET = "playground-webhook-secret"
+_SLACK_BOT_TOKEN = "xoxb-playground-bot-token"
+_SLACK_APP_TOKEN = "xapp-1-playground-app-token"
+_SLACK_SECRET = "playground-signing-secret"
 
 
 def _acp_bridge(command: str | Sequence[str]) -> AgentBridge:
@@ -149,6 +157,8 @@ class Playground:
             self._build_feishu(feishu_encrypt_key)
         elif platform == "telegram":
             self._build_telegram(model)
+        elif platform == "slack":
+            self._build_slack(model)
         else:
             self._build_dingtalk(model, self.ingress)
         # the channel's own word on waiting requests (a text permission prompt has no card)
@@ -244,6 +254,35 @@ class Playground:
             config,
             self.agent,
             channel_config=ChannelConfig(name="telegram", model=model),
+            clock=self.clock,
+        )
+
+    def _build_slack(self, model: str | None) -> None:
+        from channelkit.core import ChannelConfig
+        from channelkit.platforms.slack import SlackChannel, SlackConfig
+
+        ingress = self.ingress or "events"
+        emulator = SlackEmulator(
+            bot_token=_SLACK_BOT_TOKEN,
+            app_token=_SLACK_APP_TOKEN,
+            signing_secret=_SLACK_SECRET,
+            events_url=f"{self.url}/slack/events",
+            interactivity_url=f"{self.url}/slack/interactivity",
+            ingress=ingress,
+        )
+        emulator.base_url = self.url
+        config = SlackConfig(
+            bot_token=_SLACK_BOT_TOKEN,
+            signing_secret=_SLACK_SECRET,
+            app_token=_SLACK_APP_TOKEN,
+            ingress=ingress,
+            api_base_url=self.url,
+        )
+        self.emulator = emulator
+        self.channel = SlackChannel(
+            config,
+            self.agent,
+            channel_config=ChannelConfig(name="slack", model=model),
             clock=self.clock,
         )
 

@@ -1,0 +1,442 @@
+"""A Slack emulator: the Web API methods SlackChannel calls, a DM view, Events or Socket Mode.
+
+Methods (``POST /<method>`` with JSON bodies, ``Authorization: Bearer <token>``; answers
+``{"ok": true, ...}`` or HTTP 200 ``{"ok": false, "error": "..."}`` as Slack does):
+
+* ``chat.postMessage`` / ``chat.update`` (``text`` and Block Kit ``blocks``);
+* ``chat.startStream`` / ``chat.appendStream`` / ``chat.stopStream`` (a streaming
+  message: appended to while it streams, ``message_not_in_streaming_state`` after);
+* ``chat.postEphemeral`` (a notice only ``user`` sees; the page labels it);
+* ``assistant.threads.setStatus`` (shown while not empty);
+* ``apps.connections.open`` with the app-level token: a one-time Socket Mode URL
+  (:mod:`channelkit.playground.slack_gateway`).
+
+A wrong token is ``invalid_auth``. The person's messages become ``message`` events in a
+direct message; clicks on buttons (Stop, a form's Submit / Cancel, presentation buttons)
+become ``block_actions`` payloads carrying the form's ``state.values``. With ``ingress``
+``"events"`` they are signed HTTP POSTs (``v0`` signatures) to ``/slack/events`` and
+``/slack/interactivity``; with ``"socket"`` they are ``events_api`` / ``interactive``
+envelopes over the gateway, each waiting for its ACK. ``GET /_emulator/callbacks``
+records every delivery with its ``transport`` (``events`` or ``socket``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from channelkit.platforms.slack.ingress import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from channelkit.playground.emulator import CallbackDelivery, Deliver, EmulatorBase, HttpReply
+from channelkit.playground.slack_gateway import SlackSocketGateway
+
+__all__ = ["SlackEmulator", "slack_view"]
+
+BOT_METHODS = frozenset(
+    {
+        "chat.postMessage",
+        "chat.update",
+        "chat.startStream",
+        "chat.appendStream",
+        "chat.stopStream",
+        "chat.postEphemeral",
+        "assistant.threads.setStatus",
+    }
+)
+APP_METHODS = frozenset({"apps.connections.open"})
+SUBMIT, CANCEL, STOP = "ck:q:submit", "ck:q:cancel", "ck:stop"
+TEAMMATE = "U0TEAMMATE"
+
+
+def _ok(**fields: Any) -> HttpReply:
+    return HttpReply(200, {"ok": True, **fields})
+
+
+def _error(error: str) -> HttpReply:
+    return HttpReply(200, {"ok": False, "error": error})
+
+
+def _text_of(obj: Any) -> str:
+    return str(obj.get("text", "")) if isinstance(obj, Mapping) else ""
+
+
+def _buttons(blocks: Any) -> list[dict[str, Any]]:
+    out = []
+    for block in blocks if isinstance(blocks, list) else []:
+        if isinstance(block, Mapping) and block.get("type") == "actions":
+            for element in block.get("elements") or []:
+                if isinstance(element, Mapping) and element.get("type") == "button":
+                    out.append(
+                        {
+                            "text": _text_of(element.get("text")),
+                            "action_id": str(element.get("action_id", "")),
+                            "value": str(element.get("value", "")),
+                            "url": element.get("url"),
+                            "block_id": block.get("block_id"),
+                        }
+                    )
+    return out
+
+
+def _questions(blocks: list[Any]) -> list[dict[str, Any]]:
+    """The form's questions: a section's text, then its radio buttons or checkboxes."""
+    questions: list[dict[str, Any]] = []
+    title = ""
+    for block in blocks:
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "section":
+            title = _text_of(block.get("text")).replace("*", "")
+        elif block.get("type") == "actions":
+            for element in block.get("elements") or []:
+                if element.get("type") in ("radio_buttons", "checkboxes"):
+                    options = [
+                        {"text": _text_of(o.get("text")), "value": str(o.get("value"))}
+                        for o in element.get("options") or []
+                    ]
+                    questions.append(
+                        {
+                            "name": str(block.get("block_id")),
+                            "actionId": element.get("action_id"),
+                            "label": title,
+                            "multi": element.get("type") == "checkboxes",
+                            "options": options,
+                        }
+                    )
+        elif block.get("type") == "input" and questions:
+            element = block.get("element") or {}
+            questions[-1]["other"] = {
+                "name": str(block.get("block_id")),
+                "actionId": element.get("action_id"),
+                "placeholder": _text_of(block.get("label")) or "Other",
+            }
+    return questions
+
+
+def slack_view(message: Mapping[str, Any]) -> dict[str, Any]:
+    """The page's view of one bot message: a Block Kit form (``kind: question``) or a
+    message with its buttons (``kind: message``; ``running`` while it streams)."""
+    buttons = _buttons(message.get("blocks"))
+    base = {
+        "id": message["ts"],
+        "updates": message.get("edits", 0),
+        "toast": message.get("toast"),
+        "ephemeral": message.get("ephemeral"),
+    }
+    if any(b["action_id"] == SUBMIT for b in buttons):
+        return {
+            **base,
+            "kind": "question",
+            "state": "pending",
+            "title": "Question",
+            "desc": "",
+            "questions": _questions(list(message.get("blocks") or [])),
+            "actions": ["submit", "cancel"],
+            "button": "Submit",
+            "awaitsAnswer": True,
+        }
+    keyboard = [
+        [{"text": b["text"], "data": f"{b['action_id']} {b['value']}", "url": b["url"]}]
+        for b in buttons
+        if not b["url"]
+    ]
+    if message.get("streaming"):
+        state = "running"
+    elif message.get("edits"):
+        state = "edited"
+    else:
+        state = "shown"
+    text = str(message.get("text", ""))
+    if message.get("ephemeral"):
+        text = f"(only visible to {message['ephemeral']}) {text}"
+    return {
+        **base,
+        "kind": "message",
+        "state": state,
+        "text": text,
+        "keyboard": keyboard,
+        "edited": bool(message.get("edits")),
+        "streaming": bool(message.get("streaming")),
+        "actions": ["tap", *(["stop"] if any(b["action_id"] == STOP for b in buttons) else [])],
+        "awaitsAnswer": False,
+    }
+
+
+class SlackEmulator(EmulatorBase):
+    """The emulated Slack workspace: one app, one person in a direct message with it."""
+
+    platform = "slack"
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        app_token: str,
+        signing_secret: str,
+        events_url: str,
+        interactivity_url: str,
+        ingress: str = "events",
+        user_id: str = "U0PLAYER",
+        channel: str = "D0PLAYGROUND",
+        team: str = "T0PLAYGROUND",
+        deliver: Deliver | None = None,
+    ) -> None:
+        super().__init__(deliver=deliver)
+        self.bot_token = bot_token
+        self.app_token = app_token
+        self.signing_secret = signing_secret
+        self.events_url = events_url
+        self.interactivity_url = interactivity_url
+        self.ingress = ingress
+        self.user_id = user_id
+        self.channel = channel
+        self.team = team
+        self.gateway = SlackSocketGateway()
+        self._status: dict[str, str] = {}
+        self._ts = 0
+        self._events = 0
+
+    # -- Web API ---------------------------------------------------------------------------
+    def _new_ts(self) -> str:  # lock held
+        self._ts += 1
+        return f"{int(time.time())}.{self._ts:06d}"
+
+    def handle_json_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        data: Any,
+    ) -> HttpReply | None:
+        name = path.lstrip("/")
+        if method != "POST" or name not in BOT_METHODS | APP_METHODS:
+            return None
+        token = self.app_token if name in APP_METHODS else self.bot_token
+        if headers.get("authorization") != f"Bearer {token}":
+            return _error("invalid_auth")
+        if name == "apps.connections.open":
+            return _ok(url=self.gateway.open())
+        body = data if isinstance(data, Mapping) else {}
+        if not isinstance(body.get("channel") or body.get("channel_id"), str):
+            return _error("channel_not_found")
+        with self._lock:
+            return self._answer(name, body)
+
+    def _answer(self, name: str, body: Mapping[str, Any]) -> HttpReply:  # lock held
+        channel = str(body.get("channel") or body.get("channel_id"))
+        if name == "assistant.threads.setStatus":
+            self._status[str(body.get("thread_ts", ""))] = str(body.get("status", ""))
+            self._touch()
+            return _ok()
+        if name in ("chat.postMessage", "chat.startStream", "chat.postEphemeral"):
+            text = body.get("markdown_text") if name == "chat.startStream" else body.get("text")
+            if name != "chat.startStream" and not text and not body.get("blocks"):
+                return _error("no_text")
+            ts = self._new_ts()
+            message: dict[str, Any] = {
+                "ts": ts,
+                "channel": channel,
+                "thread_ts": body.get("thread_ts"),
+                "text": str(text or ""),
+                "blocks": list(body.get("blocks") or []),
+                "streaming": name == "chat.startStream",
+                "ephemeral": body.get("user") if name == "chat.postEphemeral" else None,
+                "edits": 0,
+            }
+            self._put_card(ts, message)
+            self._add_timeline({"kind": "card", "from": "bot", "card": ts, "msgId": ts})
+            if name == "chat.postEphemeral":
+                return _ok(message_ts=ts)
+            return _ok(channel=channel, ts=ts)
+        found = self._cards.get(str(body.get("ts", "")))
+        if found is None or found["channel"] != channel:
+            return _error("message_not_found")
+        message = found
+        if name == "chat.update":
+            message["text"] = str(body.get("text") or "")
+            if "blocks" in body:
+                message["blocks"] = list(body.get("blocks") or [])
+        elif not message.get("streaming"):
+            return _error("message_not_in_streaming_state")
+        else:
+            message["text"] += str(body.get("markdown_text") or "")
+            if name == "chat.stopStream":
+                message["streaming"] = False
+                message["blocks"] = list(body.get("blocks") or [])
+        message["edits"] += 1
+        self._touch()
+        return _ok(channel=channel, ts=message["ts"])
+
+    # -- visible state ----------------------------------------------------------------------
+    def extra_state(self) -> dict[str, Any]:
+        return {
+            "views": {ts: slack_view(m) for ts, m in self._cards.items()},
+            "assistantStatus": next((s for s in reversed(self._status.values()) if s), ""),
+            "ingress": self.ingress,
+            "reactions": {},
+        }
+
+    def view(self, ts: str) -> dict[str, Any] | None:
+        """The page's view of one bot message (None when unknown)."""
+        with self._lock:
+            message = self._cards.get(ts)
+            return slack_view(message) if message is not None else None
+
+    def ephemerals(self) -> list[dict[str, Any]]:
+        """Every ephemeral notice: ``{ts, user, text}`` (oldest first)."""
+        with self._lock:
+            return [
+                {"ts": m["ts"], "user": m["ephemeral"], "text": m["text"]}
+                for m in self._cards.values()
+                if m.get("ephemeral")
+            ]
+
+    # -- the person -> the app --------------------------------------------------------------
+    def send_user_message(
+        self, text: str, *, user_id: str | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person (or ``user_id``) types ``text`` in the direct message."""
+        with self._lock:
+            ts = self._new_ts()
+            self._events += 1
+            event_id = f"Ev{self._events:08d}"
+            self._add_timeline(
+                {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": ts}
+            )
+        event = {
+            "type": "message",
+            "channel_type": "im",
+            "user": user_id or self.user_id,
+            "text": text,
+            "channel": self.channel,
+            "ts": ts,
+            "event_ts": ts,
+            "team": self.team,
+        }
+        payload = {
+            "type": "event_callback",
+            "team_id": self.team,
+            "api_app_id": "A0PLAYGROUND",
+            "event_id": event_id,
+            "event_time": int(time.time()),
+            "event": event,
+        }
+        return ts, self._deliver_payload("message", payload)
+
+    def card_action(
+        self,
+        card_id: str,
+        action: str,
+        form: Mapping[str, Any] | None = None,
+        *,
+        user_id: str | None = None,
+    ) -> CallbackDelivery:
+        """A click on a bot message: ``stop``, ``submit`` / ``cancel`` (a form; ``form``
+        maps question names to the chosen value(s), an Other field to its text), or
+        ``tap`` with ``form={"data": "<action_id> <value>"}``."""
+        with self._lock:
+            message = self._cards.get(str(card_id))
+            if message is None:
+                raise KeyError(card_id)
+            message = json.loads(json.dumps(message))
+        buttons = _buttons(message["blocks"])
+        wanted = {"stop": STOP, "submit": SUBMIT, "cancel": CANCEL}.get(action)
+        data = str((form or {}).get("data", "")) if action == "tap" else None
+        button = next(
+            (
+                b
+                for b in buttons
+                if b["action_id"] == wanted or f"{b['action_id']} {b['value']}" == data
+            ),
+            None,
+        )
+        if button is None:
+            raise ValueError("action: the message has no such button")
+        values = _state_values(_questions(message["blocks"]), form or {})
+        payload = {
+            "type": "block_actions",
+            "team": {"id": self.team},
+            "user": {"id": user_id or self.user_id},
+            "api_app_id": "A0PLAYGROUND",
+            "trigger_id": uuid.uuid4().hex,
+            "container": {"type": "message", "message_ts": message["ts"]},
+            "channel": {"id": message["channel"]},
+            "message": {"ts": message["ts"], "text": message["text"]},
+            "state": {"values": values},
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": button["action_id"],
+                    "block_id": button["block_id"],
+                    "value": button["value"],
+                    "text": {"type": "plain_text", "text": button["text"]},
+                    "action_ts": f"{time.time():.6f}",
+                }
+            ],
+        }
+        return self._deliver_payload("block_actions", payload)
+
+    def _deliver_payload(self, kind: str, payload: Mapping[str, Any]) -> CallbackDelivery:
+        interactive = kind == "block_actions"
+        if self.ingress == "socket":
+            envelope_id, ack = self.gateway.deliver(
+                "interactive" if interactive else "events_api", payload
+            )
+            result = (
+                CallbackDelivery(200, json.dumps(ack))
+                if ack is not None
+                else CallbackDelivery(0, "no ACK")
+            )
+            self._record_callback(kind, "socket", result, envelopeId=envelope_id)
+            return result
+        raw = json.dumps(payload, ensure_ascii=False)
+        if interactive:
+            url, body = self.interactivity_url, urlencode({"payload": raw}).encode("utf-8")
+            content_type = "application/x-www-form-urlencoded"
+        else:
+            url, body, content_type = self.events_url, raw.encode("utf-8"), "application/json"
+        timestamp = str(int(time.time()))
+        headers = {
+            "Content-Type": content_type,
+            TIMESTAMP_HEADER: timestamp,
+            SIGNATURE_HEADER: sign(self.signing_secret, timestamp, body),
+        }
+        result = self.deliver(url, headers, body)
+        self._record_callback(kind, "events", result, url=url)
+        return result
+
+    def reset(self) -> None:
+        with self._lock:
+            self._status.clear()
+        super().reset()
+
+    def close(self) -> None:
+        self.gateway.close()
+
+
+def _state_values(questions: list[dict[str, Any]], form: Mapping[str, Any]) -> dict[str, Any]:
+    """``state.values`` of a form for the answers in ``form`` (as the page collects them)."""
+    values: dict[str, Any] = {}
+    for q in questions:
+        picked = form.get(q["name"])
+        chosen = [picked] if isinstance(picked, str) and picked else list(picked or [])
+        options = [{"value": str(v)} for v in chosen if isinstance(v, str)]
+        if q["multi"]:
+            element: dict[str, Any] = {"type": "checkboxes", "selected_options": options}
+        else:
+            element = {"type": "radio_buttons", "selected_option": options[0] if options else None}
+        values[q["name"]] = {q["actionId"]: element}
+        other = q.get("other")
+        if other:
+            text = form.get(other["name"])
+            values[other["name"]] = {
+                other["actionId"]: {
+                    "type": "plain_text_input",
+                    "value": text if isinstance(text, str) else None,
+                }
+            }
+    return values
