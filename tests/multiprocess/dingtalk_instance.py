@@ -4,7 +4,8 @@
 ``"ingress": "http"`` on 127.0.0.1 (a free port, printed as ``PORT <n>``), with a
 RedisStore and a short lease (1 s renew / 3 s expiry). The scripted agent: ``ask``
 asks one question and answers ``Answer: <region>`` (each answer it receives is
-appended to LOG_FILE, one line); ``hold`` streams text and runs until cancelled.
+appended to LOG_FILE, one line); ``seg`` says ``Before the question`` first and answers
+``After: <region>``; ``hold`` streams text and runs until cancelled.
 """
 
 from __future__ import annotations
@@ -33,10 +34,13 @@ def main() -> None:
             while not turn.cancelled:
                 threading.Event().wait(0.05)  # a long-running tool call
             return "stopped"
+        if turn.text.startswith("seg"):  # a segment before the question, one after it
+            turn.say("Before the question")
         answers = turn.ask([Question("Which region?", ["Beijing", "Shanghai"], header="Region")])
         with lock, open(log_file, "a", encoding="utf-8") as log:
             log.write(f"{answers['0']}\n")
-        return f"Answer: {answers['0']}"
+        prefix = "After" if turn.text.startswith("seg") else "Answer"
+        return f"{prefix}: {answers['0']}"
 
     config = DingtalkConfig.from_dict(
         {
