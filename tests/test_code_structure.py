@@ -55,13 +55,14 @@ ANY = None  # the package is exempt from the room names
 PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "common": ANY,
     # image-marker sanitizing for cards and Markdown; the Stream mode connection; the
-    # store-backed records, routed callbacks and recovery of several processes
-    "dingtalk": frozenset({"cluster.py", "markdown.py", "stream.py"}),
+    # store-backed records, routed callbacks and recovery of several processes; approval
+    # buttons for tool permissions (on the question card template)
+    "dingtalk": frozenset({"approvals.py", "cluster.py", "markdown.py", "stream.py"}),
     # event decryption; card JSON builder; the long connection (WebSocket event delivery);
     # approval buttons for tool permissions
     "feishu": frozenset({"approvals.py", "crypto.py", "cards.py", "longconn.py"}),
-    # the Socket Mode connection (WebSocket envelopes)
-    "slack": frozenset({"socket_mode.py"}),
+    # the Socket Mode connection (WebSocket envelopes); approval buttons for tool permissions
+    "slack": frozenset({"approvals.py", "socket_mode.py"}),
     # + Markdown -> HTML; getUpdates long polling; approval buttons for tool permissions
     "telegram": frozenset(
         {"approvals.py", "groups.py", "indicators.py", "markdown.py", "polling.py"}

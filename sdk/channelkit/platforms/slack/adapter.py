@@ -25,7 +25,8 @@ chain (:mod:`channelkit.platforms.common.delivery`).
 
 Questions (:mod:`channelkit.platforms.slack.questions`): a Block Kit form answered
 through the request's one-shot ``respond``; updated in place to submitted / cancelled /
-expired.
+expired. Tool permissions (:mod:`channelkit.platforms.slack.approvals`): one button per
+agent option, owner-only, one-shot, updated in place to the outcome.
 
 Lifecycle: in assistant threads (a thread in a direct message) ``started`` sets
 ``assistant.threads.setStatus`` ("is thinking...") and the end of the run clears it;
@@ -50,6 +51,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
+from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
@@ -58,6 +60,7 @@ from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, De
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.slack.api import SlackApi
+from channelkit.platforms.slack.approvals import SlackApprovals
 from channelkit.platforms.slack.config import SlackConfig
 from channelkit.platforms.slack.ingress import (
     SlackEvents,
@@ -148,6 +151,12 @@ class SlackChannel(ChannelBase):
             scheduler=self.scheduler,
             clock=self.clock,
             timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
+        )
+        #: approval buttons for ordinary tool permissions (:mod:`.approvals`)
+        self.approvals = SlackApprovals(
+            self.api,
+            submit=lambda key, fn: self.lanes.post(("slack-approval", key), fn),
+            clock=self.clock,
         )
         #: the final answer's retries
         self.delivery = DeliveryChain(self.scheduler)
@@ -242,6 +251,8 @@ class SlackChannel(ChannelBase):
         self, action: Mapping[str, Any], payload: Mapping[str, Any], after: list[Callable[[], None]]
     ) -> None:
         if self.questions.handle_action(action, payload, after):
+            return
+        if self.approvals.handle_action(action, payload, after):
             return
         if action.get("action_id") != STOP_ACTION:
             return
@@ -366,6 +377,18 @@ class SlackChannel(ChannelBase):
             return UserInputPresentationResult.UNSUPPORTED
         anchor = context.target.thread_id or context.message_id
         return UserInputPresentationResult(self.questions.present(context, anchor))
+
+    def present_permission_request(
+        self, context: PermissionRequestContext
+    ) -> UserInputPresentationResult:
+        """The permission prompt with one button per agent option, owner-only
+        (:mod:`channelkit.platforms.slack.approvals`); UNSUPPORTED (text prompt) when
+        ``native_questions`` is off or posting fails."""
+        if not self.slack_config.native_questions:
+            return UserInputPresentationResult.UNSUPPORTED
+        text = self.format_permission_request(context.request)
+        anchor = context.target.thread_id or context.message_id
+        return UserInputPresentationResult(self.approvals.present(context, text, anchor))
 
     def on_close(self) -> None:
         """Stop the Socket Mode connection, expire live forms, forget live segments,
