@@ -19,6 +19,7 @@ file name, so the tests stay independent while starting Qwen Code once.
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 import re
@@ -53,7 +54,7 @@ REJECT_ANSWER = {"outcome": {"outcome": "selected", "optionId": "cancel"}}
 ASK = re.compile(r"write the notes file (\S+?)\.?$", re.IGNORECASE)
 
 #: The platforms whose adapters show a tool permission as buttons.
-PLATFORMS = ("telegram",)
+PLATFORMS = ("telegram", "slack")
 
 
 def write_flow(workdir: Path) -> Callable[[Mapping[str, Any]], ScriptedReply]:
@@ -151,7 +152,8 @@ def _labels(view: Mapping[str, Any]) -> list[str]:
 
 
 def _text(view: Mapping[str, Any]) -> str:
-    return str(view.get("text") or view.get("content") or "")
+    """The visible text (Feishu markdown escapes punctuation as HTML entities)."""
+    return html.unescape(str(view.get("text") or view.get("content") or ""))
 
 
 def _approval(pg: Playground) -> dict[str, Any] | None:
@@ -192,7 +194,9 @@ def _ask_permission(pg: Playground, qwen: Qwen, name: str) -> dict[str, Any]:
 
 
 def _press(pg: Playground, prompt: Mapping[str, Any], label: str) -> None:
-    result = pg.emulator.card_action(prompt["id"], "tap", {"text": label})
+    """The person presses the button labelled ``label``, as the page does (its data)."""
+    button = next(b for row in prompt["keyboard"] for b in row if b.get("text") == label)
+    result = pg.emulator.card_action(prompt["id"], "tap", {"data": button["data"]})
     assert result.status == 200, result.body
 
 
