@@ -23,13 +23,12 @@ Behaviour:
   the chat's trusted session webhook while it is valid, then the robot API); the
   eye reaction on the inbound message while the run works (attached on ``started``,
   recalled on the terminal event), with or without status cards;
-* question cards for structured questions when ``questionCard.enabled``; otherwise the
-  text permission prompt (``/deny`` stays available as an escape hatch);
+* question cards for structured questions when ``questionCard.enabled`` (and tool
+  permissions with 2-4 options, :mod:`.approvals`); otherwise the text prompt;
 * a person whose run must wait for a slot sees a status card saying so ("Queued, 3
   ahead..."), updated in place as runs ahead finish (at most once a second per card,
-  coalesced: :class:`~channelkit.core.queue_notices.QueueNotices`) and finalized
-  "Starting now." when the run starts (its own status card follows); with status cards
-  off (or unavailable for the chat) the notice is one Markdown message;
+  coalesced: :class:`~channelkit.core.queue_notices.QueueNotices`), finalized "Starting
+  now." at the start (status cards off or unavailable: one Markdown message);
 * card actions are owner-only: a foreign user is acknowledged and gets one notice per
   card through the outbound group (or direct) message path, never into agent context;
 * with a ``store`` (a :class:`~channelkit.state.StateStore` shared by several
@@ -81,6 +80,7 @@ from channelkit.platforms.dingtalk.api import (
     CardTarget,
     log_card_error,
 )
+from channelkit.platforms.dingtalk.approvals import present_approval_card
 from channelkit.platforms.dingtalk.cluster import DingtalkCluster
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
@@ -330,12 +330,9 @@ class DingtalkChannel(ChannelBase):
             self.api.send_direct_markdown([owner], _title(text), text)
 
     def question_lifetime(self) -> float:
-        """Seconds a question card stays answerable (before the margin below).
-
-        ``min(questionCard.timeoutMs, host permission lifetime)``, where the host
-        lifetime is :meth:`ChannelBase.permission_lifetime` (``permission_timeout``, or
-        the bridge's smaller ``permission_timeout``). Each card additionally ends
-        ``EXPIRY_MARGIN`` (1 s) before its request's ``context.expires_at``, so it is
+        """Seconds a question card stays answerable: ``min(questionCard.timeoutMs, host
+        permission lifetime)`` (:meth:`ChannelBase.permission_lifetime`). Each card also
+        ends ``EXPIRY_MARGIN`` (1 s) before its request's ``context.expires_at``, so it is
         finalized ``expired`` before core's own timer answers the request.
         """
         return min(
@@ -757,6 +754,8 @@ class DingtalkChannel(ChannelBase):
         else:
             target = DeliveryTarget(self.name, chat_id, self.active_run_id(session_id))
         self.delivery.deliver(self._final_parts(chat_id, text), target).raise_if_refused()
+
+    present_permission_request = present_approval_card  # a question card (:mod:`.approvals`)
 
     def present_user_input_request(
         self, context: UserInputRequestContext
