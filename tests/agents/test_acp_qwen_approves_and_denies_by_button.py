@@ -54,7 +54,10 @@ REJECT_ANSWER = {"outcome": {"outcome": "selected", "optionId": "cancel"}}
 ASK = re.compile(r"write the notes file (\S+?)\.?$", re.IGNORECASE)
 
 #: The platforms whose adapters show a tool permission as buttons.
-PLATFORMS = ("telegram", "slack")
+PLATFORMS = ("telegram", "slack", "dingtalk")
+#: The platforms whose approval message names the /approve and /deny commands too
+#: (DingTalk's question card template has no room for the hint).
+COMMAND_HINTS = ("telegram", "feishu", "slack")
 
 
 def write_flow(workdir: Path) -> Callable[[Mapping[str, Any]], ScriptedReply]:
@@ -147,13 +150,27 @@ def _views(pg: Playground) -> list[dict[str, Any]]:
     return [state["views"][e["card"]] for e in state["timeline"] if e["kind"] == "card"]
 
 
+def _choices(view: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The options offered on a message/card: its buttons (``text``, ``data``), or the
+    options of a pending single-choice question card (``text``, ``value``, ``name``)."""
+    if view.get("keyboard"):
+        return [dict(b) for row in view["keyboard"] for b in row if b.get("data")]
+    questions = view.get("questions") or []
+    if view.get("kind") == "question" and view.get("state") == "pending" and len(questions) == 1:
+        question = questions[0]
+        if not question.get("multi"):
+            return [{**o, "name": question["name"]} for o in question.get("options") or []]
+    return []
+
+
 def _labels(view: Mapping[str, Any]) -> list[str]:
-    return [str(b.get("text")) for row in view.get("keyboard") or [] for b in row]
+    return [str(choice.get("text")) for choice in _choices(view)]
 
 
 def _text(view: Mapping[str, Any]) -> str:
     """The visible text (Feishu markdown escapes punctuation as HTML entities)."""
-    return html.unescape(str(view.get("text") or view.get("content") or ""))
+    parts = [view.get(key) for key in ("title", "text", "content", "desc", "statusLine")]
+    return html.unescape("\n".join(str(part) for part in parts if part))
 
 
 def _approval(pg: Playground) -> dict[str, Any] | None:
@@ -189,23 +206,33 @@ def _ask_permission(pg: Playground, qwen: Qwen, name: str) -> dict[str, Any]:
     labels = _labels(prompt)
     # Qwen Code's own options, in its order: allow always ..., allow, reject
     assert labels.index(ALLOW) < labels.index(REJECT) and len(labels) >= 3, labels
-    assert "/approve" in _text(prompt), _text(prompt)
+    if pg.platform in COMMAND_HINTS:  # the text commands keep working alongside
+        assert "/approve" in _text(prompt), _text(prompt)
     return dict(prompt)
 
 
 def _press(pg: Playground, prompt: Mapping[str, Any], label: str) -> None:
     """The person presses the button labelled ``label``, as the page does (its data)."""
-    button = next(b for row in prompt["keyboard"] for b in row if b.get("text") == label)
-    result = pg.emulator.card_action(prompt["id"], "tap", {"data": button["data"]})
+    choice = next(c for c in _choices(prompt) if c.get("text") == label)
+    if "data" in choice:  # a button
+        result = pg.emulator.card_action(prompt["id"], "tap", {"data": choice["data"]})
+    else:  # an option of a single-choice question card, submitted
+        result = pg.emulator.card_action(prompt["id"], "submit", {choice["name"]: choice["value"]})
     assert result.status == 200, result.body
 
 
 def _shows(pg: Playground, qwen: Qwen, prompt: Mapping[str, Any], label: str) -> dict[str, Any]:
-    """The approval message/card, once edited to ``label`` with its buttons gone."""
+    """The approval message/card once it shows the choice ``label`` (``✅ Allow``,
+    ``❌ Reject``) in place of its buttons; a question card (DingTalk) is submitted
+    naming the chosen option."""
+    mark, _, option = label.partition(" ")
 
     def edited() -> dict[str, Any] | None:
         view = pg.emulator.state()["views"][prompt["id"]]
-        done = not _labels(view) and _text(view).rstrip("*").endswith(label)
+        if view.get("kind") == "question":
+            done = view["state"] == "submitted" and _text(view).rstrip().endswith(f": {option}")
+        else:
+            done = not _labels(view) and label in _text(view).splitlines()[-1]
         return dict(view) if done else None
 
     return dict(_wait(pg, qwen, edited, f"the buttons replaced by {label!r}", EDIT_TIMEOUT))
@@ -284,3 +311,29 @@ def test_qwen_write_file_permission_denied_by_a_button_gets_its_reject_option(
         # to, the model would see the rejection, never a success
         rejected = _tool_results(qwen, name)
         assert not any("success" in r.lower() for r in rejected), rejected
+
+
+def test_qwen_write_file_permission_denied_by_the_dingtalk_cancel_button_gets_its_reject_option(
+    qwen: Qwen, answers: list[Any]
+) -> None:
+    """DingTalk's approval card is a question card: its Cancel button is a one-tap deny."""
+    name = _file_name("dingtalk", "cancel")
+    target = qwen.workdir / name
+    with Playground(agent=qwen.bridge, model=qwen.server.model, platform="dingtalk") as pg:
+        prompt = _ask_permission(pg, qwen, name)
+
+        result = pg.emulator.card_action(prompt["id"], "cancel")
+        assert result.status == 200, result.body
+        _wait(pg, qwen, lambda: answers, "the answer sent to Qwen Code", EDIT_TIMEOUT)
+        assert answers == [REJECT_ANSWER]  # Cancel selects Qwen Code's reject option
+        _wait(
+            pg,
+            qwen,
+            lambda: not any(pg.channel.run_stats.values()),
+            "the run to end after the rejection",
+            TURN_TIMEOUT,
+        )
+        card = pg.emulator.state()["views"][prompt["id"]]
+        assert card["state"] == "cancelled" and not card["actions"], card  # shows the deny
+        assert not target.exists()
+        assert answers == [REJECT_ANSWER]
