@@ -397,6 +397,8 @@ class QuestionRecord:
     lost_to: str | None = None
     #: a lost card's reserved projection, filled once the winner's settlement arrives
     awaiting_winner: Slot | None = None
+    #: the request's settlement, whenever it arrived (a claim racing it reads it)
+    settled_as: str | None = None
 
 
 class QuestionCardController:
@@ -635,6 +637,7 @@ class QuestionCardController:
     def _on_settled(self, record: QuestionRecord, reason: str) -> None:
         slot: Slot | None = None
         with self._lock:
+            record.settled_as = record.settled_as or reason
             state = record.state.state
             if state == "terminal":
                 return
@@ -753,6 +756,8 @@ class QuestionCardController:
             with self._lock:
                 record.responder_thread = None
                 lost_to = record.lost_to
+                if lost_to is None and not (accepted or failed or record.own_settlement):
+                    lost_to = record.settled_as  # settled just before the claim
                 wait = not (accepted or failed or record.own_settlement or lost_to is not None)
                 if wait:
                     # another surface holds the request and its settlement is on its way

@@ -152,6 +152,7 @@ class QuestionRecord:
     own_settlement: bool = False  # the card's own response settled the request
     lost_to: str | None = None  # another surface's settlement while the responder ran
     awaiting_winner: bool = False  # lost; the winner's settlement has not arrived yet
+    settled_as: str | None = None  # the request's settlement, whenever it arrived
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -386,6 +387,8 @@ class QuestionPresenter:
         with record.lock:
             record.responder_thread = None
             lost_to = record.lost_to
+            if lost_to is None and not (accepted or failed or record.own_settlement):
+                lost_to = record.settled_as  # settled just before the claim: winner known
             wait = not (accepted or failed or record.own_settlement or lost_to is not None)
             record.awaiting_winner = wait
             if wait:
@@ -457,6 +460,7 @@ class QuestionPresenter:
         reason = str(reason)
         state = self._state_for(reason)
         with record.lock:
+            record.settled_as = record.settled_as or reason  # a claim racing us reads it
             if record.cell.state == "claimed":
                 if not record.executing:
                     record.deferred = reason

@@ -296,6 +296,7 @@ class _Record:
     own_settlement: bool = False  # the keyboard's own response settled the request
     lost_to: str | None = None  # another surface's settlement while the responder ran
     awaiting_winner: bool = False  # lost; the winner's settlement has not arrived yet
+    settled_as: str | None = None  # the request's settlement, whenever it arrived
 
 
 class TelegramQuestionPresenter:
@@ -608,6 +609,8 @@ class TelegramQuestionPresenter:
         with self._lock:
             record.responder_thread = None
             lost_to = record.lost_to
+            if lost_to is None and not (accepted or failed or record.own_settlement):
+                lost_to = record.settled_as  # settled just before the claim: winner known
             wait = not (accepted or failed or record.own_settlement or lost_to is not None)
             record.awaiting_winner = wait
             if wait:  # another surface holds the request; its settlement is on its way
@@ -651,6 +654,7 @@ class TelegramQuestionPresenter:
         """Settlement from ChannelBase (any thread); a claimed record's responder decides."""
         reason = str(reason)
         with self._lock:
+            record.settled_as = record.settled_as or reason  # a claim racing us reads it
             if record.state == "terminal":
                 return
             if record.state == "claimed":
