@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 import pytest
+from channelkit.agents.base import PermissionOption
 from channelkit.agents.function import FunctionAgent, Question, Turn
 from channelkit.playground import Playground
 from playground_helpers import click, new_view, send, state, view, wait
@@ -26,6 +27,20 @@ def working(current: dict[str, Any]) -> bool:
     return not current["waiting"] and (running or reacting or bool(current["typing"]))
 
 
+TEXT_PROMPT_OPTIONS = tuple(
+    PermissionOption(f"opt-{i}", name, kind)
+    for i, (name, kind) in enumerate(
+        [
+            ("Allow", "allow_once"),
+            ("Allow always", "allow_always"),
+            ("Allow for this folder", "allow_always"),
+            ("Reject", "reject_once"),
+            ("Reject always", "reject_always"),
+        ]
+    )
+)
+
+
 class Agent:
     """Asks (or requests permission), says something, then works until released."""
 
@@ -36,7 +51,8 @@ class Agent:
 
     def __call__(self, turn: Turn) -> str:
         if self.permission:
-            turn.request_permission("Run ls")
+            # five options: more than an approval card holds, so the text prompt is used
+            turn.request_permission("Run ls", options=TEXT_PROMPT_OPTIONS)
         else:
             turn.ask([QUESTION])
         self.answered.set()
