@@ -233,13 +233,15 @@ def _find_tapped(
         if element.get("tag") == "form":
             continue
         value = button_value(element) if element.get("tag") == "button" else None
-        if not value or "action" in value:  # channelkit's own Stop / form buttons
+        if not value:
             continue
+        own = "action" in value  # channelkit's own buttons (Stop, approvals)
         label = text_of(element.get("text"))
         if action == "tap":
-            hit = form.get("data") == tap_data(value) or form.get("text") == label
+            # the page's data names one button exactly, an approval's included
+            hit = form.get("data") == tap_data(value) or (not own and form.get("text") == label)
         else:
-            hit = action in (label, value.get("value"), value.get("command"))
+            hit = not own and action in (label, value.get("value"), value.get("command"))
         if hit:
             return element, value, None
     return None
