@@ -13,9 +13,8 @@ the playground's emulator over real HTTP; the person presses one:
   shows ``❌ Reject``.
 
 DingTalk shows the options as a single-choice question card: the option is submitted
-(the card ends submitted, naming it) and its Cancel button denies. Feishu is a strict
-xfail until its emulator can press a chosen approval button; the last test fails when a
-playground platform gains approval buttons without joining ``PLATFORMS``.
+(the card ends submitted, naming it) and its Cancel button denies. The last test fails
+when a playground platform gains approval buttons without joining ``PLATFORMS``.
 
 One scripted server and one Qwen Code process serve the whole module: each test gets a
 new playground (a new channel, hence a new ACP session) on the shared bridge, and its own
@@ -61,20 +60,7 @@ REJECT_ANSWER = {"outcome": {"outcome": "selected", "optionId": "cancel"}}
 ASK = re.compile(r"write the notes file (\S+?)\.?$", re.IGNORECASE)
 
 #: The platforms whose adapters show a tool permission as buttons.
-PLATFORMS = (
-    "telegram",
-    "slack",
-    "dingtalk",
-    pytest.param(
-        "feishu",
-        marks=pytest.mark.xfail(
-            strict=True,  # passes once the emulator can: then drop this mark
-            raises=ValueError,
-            reason="the Feishu emulator cannot yet press a chosen approval button "
-            "(card_action finds no 'tap' target among the ck_perm buttons)",
-        ),
-    ),
-)
+PLATFORMS = ("telegram", "feishu", "slack", "dingtalk")
 #: The platforms whose approval message names the /approve and /deny commands too
 #: (DingTalk's question card template has no room for the hint).
 COMMAND_HINTS = ("telegram", "feishu", "slack")
@@ -340,8 +326,7 @@ def test_every_playground_platform_with_approval_buttons_is_exercised_here() -> 
         for platform in PLAYGROUND_PLATFORMS
         if importlib.util.find_spec(f"channelkit.platforms.{platform}.approvals") is not None
     }
-    covered = {p.values[0] if hasattr(p, "values") else p for p in PLATFORMS}
-    missing = sorted(with_buttons - covered)
+    missing = sorted(with_buttons - set(PLATFORMS))
     assert not missing, f"approval buttons without a real-agent test here: {missing}"
 
 
