@@ -28,7 +28,8 @@ from functools import partial
 from typing import Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
-from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
+from channelkit.platforms.common.approval_buttons import ApprovalButtons
+from channelkit.platforms.common.registry import CardRegistry
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import escape_markdown
 from channelkit.platforms.feishu.ingress import CardAction
@@ -133,11 +134,14 @@ class _Approval:
     finalized: bool = False
 
 
-class FeishuApprovalPresenter:
+class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
     """The live approval cards of one channel; see the module docstring.
 
     ``submit(key, fn)`` runs ``fn`` on a per-key serial queue of the pool.
     """
+
+    _what = "feishu approval"
+    _logger = logger
 
     def __init__(
         self,
@@ -148,16 +152,9 @@ class FeishuApprovalPresenter:
         language: str = "zh",
         registry: CardRegistry[Any, Any] | None = None,
     ) -> None:
+        super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
-        self._submit = submit
         self._language = language
-        self.registry: CardRegistry[Any, Any] = (
-            registry if registry is not None else MemoryCardRegistry(clock)
-        )
-        self._lock = self.registry.lock
-
-    def live_count(self) -> int:
-        return len(self.registry)
 
     def present(self, ctx: PermissionRequestContext) -> str:
         """Send the card; ``presented`` or ``unsupported`` (text prompt)."""
@@ -169,23 +166,11 @@ class FeishuApprovalPresenter:
             token = secrets.token_urlsafe(12)
             record = _Approval(token, ctx, ctx.target.chat_id, str(ctx.owner.id))
             self.registry.add(token, record)
-        unsubscribe = ctx.on_settled(lambda _reason: self._on_settled(record))
-        try:
-            message_id = self._api.send_card(
-                record.chat_id, approval_card(token, ctx, self._language)
-            )
-        except Exception as exc:
-            logger.warning("feishu approval card failed: %s", type(exc).__name__)
-            unsubscribe()
-            with self._lock:
-                self.registry.remove(token, record)
-            return "unsupported"
-        with self._lock:
-            record.message_id = message_id
-            settled = record.settled
-        if settled:
-            self._submit(token, partial(self._finalize, record))
-        return "presented"
+        return self._deliver(
+            record,
+            lambda: self._api.send_card(record.chat_id, approval_card(token, ctx, self._language)),
+            "feishu approval card failed",
+        )
 
     def handle_action(self, action: CardAction) -> tuple[dict[str, Any], list[Callable[[], None]]]:
         """Correlate, authorize and claim a click (web thread): the ACK body (a toast) and
@@ -229,31 +214,15 @@ class FeishuApprovalPresenter:
             return "busy"
         return "sent"
 
-    def _respond(self, record: _Approval, option_id: str) -> None:
-        try:
-            record.ctx.select(option_id)  # False: another surface won; its settlement shows
-        except Exception as exc:
-            logger.warning("feishu approval answer failed: %s", type(exc).__name__)
+    def _sent_ref(self, record: _Approval) -> str | None:
+        return record.message_id
 
-    def _on_settled(self, record: _Approval) -> None:
-        with self._lock:
-            if record.settled:
-                return
-            record.settled = True
-            self.registry.remove(record.token, record)
-            self.registry.bury(record.token, (record.ctx.request_id, "ended"))
-            sent = record.message_id is not None
-        if sent:
-            self._submit(record.token, partial(self._finalize, record))
+    def _set_sent_ref(self, record: _Approval, ref: Any) -> None:
+        record.message_id = ref
 
-    def _finalize(self, record: _Approval) -> None:
-        with self._lock:
-            if record.finalized or record.message_id is None:
-                return
-            record.finalized = True
-            message_id = record.message_id
+    def _show_outcome(self, record: _Approval, ref: Any) -> None:
         try:
-            self._api.patch_card(message_id, approval_terminal_card(record.ctx, self._language))
+            self._api.patch_card(ref, approval_terminal_card(record.ctx, self._language))
         except Exception as exc:
             logger.warning("feishu approval card patch failed: %s", type(exc).__name__)
 

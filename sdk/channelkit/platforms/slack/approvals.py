@@ -32,8 +32,9 @@ from functools import partial
 from typing import Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
+from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.claims import first_notice
-from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
+from channelkit.platforms.common.registry import CardRegistry
 
 __all__ = [
     "ACTION_PREFIX",
@@ -101,12 +102,15 @@ class _Approval:
     noticed: set[str] = field(default_factory=set)
 
 
-class SlackApprovals:
+class SlackApprovals(ApprovalButtons[_Approval]):
     """The live approval messages of one channel; see the module docstring.
 
     ``submit(key, fn)`` runs ``fn`` on a per-key serial queue of the pool (never on the
     web thread).
     """
+
+    _what = "slack approval"
+    _logger = logger
 
     def __init__(
         self,
@@ -116,15 +120,8 @@ class SlackApprovals:
         clock: Any,
         registry: CardRegistry[Any, Any] | None = None,
     ) -> None:
+        super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
-        self._submit = submit
-        self.registry: CardRegistry[Any, Any] = (
-            registry if registry is not None else MemoryCardRegistry(clock)
-        )
-        self._lock = self.registry.lock
-
-    def live_count(self) -> int:
-        return len(self.registry)
 
     def present(self, ctx: PermissionRequestContext, text: str, anchor: str | None) -> str:
         """Post the prompt with its buttons; ``presented`` or ``unsupported``."""
@@ -135,23 +132,13 @@ class SlackApprovals:
         with self._lock:
             if not self.registry.add(token, record):
                 return "unsupported"
-        unsubscribe = ctx.on_settled(lambda _reason: self._on_settled(record))
-        try:
-            ts = self._api.post(
+        return self._deliver(
+            record,
+            lambda: self._api.post(
                 record.channel, record.text, anchor, approval_blocks(token, ctx, record.text)
-            )
-        except Exception as exc:
-            logger.warning("slack approval buttons failed: %s", type(exc).__name__)
-            unsubscribe()
-            with self._lock:
-                self.registry.remove(token, record)
-            return "unsupported"
-        with self._lock:
-            record.ts = ts
-            settled = record.settled
-        if settled:
-            self._submit(token, partial(self._finalize, record))
-        return "presented"
+            ),
+            "slack approval buttons failed",
+        )
 
     def handle_action(
         self, action: Mapping[str, Any], payload: Mapping[str, Any], after: list[Callable[[], None]]
@@ -185,35 +172,19 @@ class SlackApprovals:
         after.append(partial(self._submit, token, partial(self._respond, record, option_id)))
         return True
 
-    def _respond(self, record: _Approval, option_id: str) -> None:
-        try:
-            record.ctx.select(option_id)  # False: another surface won; its settlement shows
-        except Exception as exc:
-            logger.warning("slack approval answer failed: %s", type(exc).__name__)
-
     def _notice(self, record: _Approval, user: str) -> None:
         try:
             self._api.ephemeral(record.channel, user, TEXT_NOT_OWNER, record.anchor)
         except Exception as exc:
             logger.warning("slack ephemeral notice failed: %s", type(exc).__name__)
 
-    def _on_settled(self, record: _Approval) -> None:
-        with self._lock:
-            if record.settled:
-                return
-            record.settled = True
-            self.registry.remove(record.token, record)
-            self.registry.bury(record.token, (record.ctx.request_id, "ended"))
-            sent = record.ts is not None
-        if sent:
-            self._submit(record.token, partial(self._finalize, record))
+    def _sent_ref(self, record: _Approval) -> str | None:
+        return record.ts
 
-    def _finalize(self, record: _Approval) -> None:
-        with self._lock:
-            if record.finalized or record.ts is None:
-                return
-            record.finalized = True
-            ts = record.ts
+    def _set_sent_ref(self, record: _Approval, ref: Any) -> None:
+        record.ts = ref
+
+    def _show_outcome(self, record: _Approval, ref: Any) -> None:
         label = describe_outcome(record.ctx.outcome())
         text = f"{record.text[: MAX_TEXT - len(label) - 2]}\n\n{label}"
         blocks: list[dict[str, Any]] = [
@@ -221,6 +192,6 @@ class SlackApprovals:
             {"type": "context", "elements": [{"type": "mrkdwn", "text": label}]},
         ]
         try:
-            self._api.update(record.channel, ts, text, blocks)
+            self._api.update(record.channel, ref, text, blocks)
         except Exception as exc:
             logger.warning("slack approval update failed: %s", type(exc).__name__)

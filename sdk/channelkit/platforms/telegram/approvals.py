@@ -31,7 +31,8 @@ from functools import partial
 from typing import Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
-from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
+from channelkit.platforms.common.approval_buttons import ApprovalButtons
+from channelkit.platforms.common.registry import CardRegistry
 from channelkit.platforms.telegram.ingress import TgCallbackQuery
 from channelkit.platforms.telegram.questions import QuestionApi
 
@@ -88,12 +89,15 @@ class _Approval:
     finalized: bool = False
 
 
-class TelegramApprovalPresenter:
+class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
     """The live approval keyboards of one channel; see the module docstring.
 
     ``submit(key, fn)`` runs ``fn`` on a per-key serial queue of the pool (never on the
     web thread).
     """
+
+    _what = "telegram approval"
+    _logger = logger
 
     def __init__(
         self,
@@ -103,15 +107,8 @@ class TelegramApprovalPresenter:
         clock: Any,
         registry: CardRegistry[Any, Any] | None = None,
     ) -> None:
+        super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
-        self._submit = submit
-        self.registry: CardRegistry[Any, Any] = (
-            registry if registry is not None else MemoryCardRegistry(clock)
-        )
-        self._lock = self.registry.lock
-
-    def live_count(self) -> int:
-        return len(self.registry)
 
     def present(
         self, ctx: PermissionRequestContext, text: str, chat_id: int | str, thread_id: int | None
@@ -132,26 +129,16 @@ class TelegramApprovalPresenter:
                 text=text[:MAX_MESSAGE_CHARS],
             )
             self.registry.add(token, record)
-        unsubscribe = ctx.on_settled(lambda _reason: self._on_settled(record))
-        try:
-            message_id = self._api.send_message(
+        return self._deliver(
+            record,
+            lambda: self._api.send_message(
                 chat_id,
                 record.text,
                 reply_markup=approval_keyboard(token, ctx),
                 message_thread_id=thread_id,
-            )
-        except Exception as exc:
-            logger.warning("telegram approval keyboard failed: %s", type(exc).__name__)
-            unsubscribe()
-            with self._lock:
-                self.registry.remove(token, record)
-            return "unsupported"
-        with self._lock:
-            record.message_id = message_id
-            settled = record.settled
-        if settled:
-            self._submit(token, partial(self._finalize, record))
-        return "presented"
+            ),
+            "telegram approval keyboard failed",
+        )
 
     def handle_callback(
         self, query: TgCallbackQuery, *, after: list[Callable[[], None]] | None = None
@@ -207,38 +194,22 @@ class TelegramApprovalPresenter:
         work.append(partial(self._submit, record.token, partial(self._respond, record, option_id)))
         return TEXT_SENT
 
-    def _respond(self, record: _Approval, option_id: str) -> None:
-        try:
-            record.ctx.select(option_id)  # False: another surface won; its settlement shows
-        except Exception as exc:
-            logger.warning("telegram approval answer failed: %s", type(exc).__name__)
-
     def _answer(self, query_id: str, text: str | None) -> None:
         try:
             self._api.answer_callback_query(query_id, text)
         except Exception as exc:
             logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
 
-    def _on_settled(self, record: _Approval) -> None:
-        with self._lock:
-            if record.settled:
-                return
-            record.settled = True
-            self.registry.remove(record.token, record)
-            self.registry.bury(record.token, (record.ctx.request_id, "ended"))
-            sent = record.message_id is not None
-        if sent:
-            self._submit(record.token, partial(self._finalize, record))
+    def _sent_ref(self, record: _Approval) -> int | None:
+        return record.message_id
 
-    def _finalize(self, record: _Approval) -> None:
-        with self._lock:
-            if record.finalized or record.message_id is None:
-                return
-            record.finalized = True
-            message_id = record.message_id
+    def _set_sent_ref(self, record: _Approval, ref: Any) -> None:
+        record.message_id = ref
+
+    def _show_outcome(self, record: _Approval, ref: Any) -> None:
         label = describe_outcome(record.ctx.outcome())
         text = f"{record.text[: MAX_MESSAGE_CHARS - len(label) - 2]}\n\n{label}"
         try:
-            self._api.edit_message_text(record.chat_id, message_id, text)
+            self._api.edit_message_text(record.chat_id, ref, text)
         except Exception as exc:
             logger.warning("telegram approval edit failed: %s", type(exc).__name__)

@@ -1,0 +1,120 @@
+"""The settlement side of approval buttons, shared by Telegram, Feishu and Slack.
+
+A platform presenter keeps its live approval records in a :class:`CardRegistry` and
+answers through the request's one-shot responder. What follows the platform's own
+send (subscribe to the settlement, undo on a failed send, finalize when the request
+ended before the send returned), the answer on the pool, the settlement (tombstone,
+then one finalize on the pool) and the once-only finalize are the same everywhere;
+:class:`ApprovalButtons` holds them. A subclass names where its record keeps the sent
+message (:meth:`ApprovalButtons._sent_ref` / :meth:`ApprovalButtons._set_sent_ref`)
+and shows the outcome (:meth:`ApprovalButtons._show_outcome`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Generic, Protocol, TypeVar
+
+from channelkit.core.approvals import PermissionRequestContext
+from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
+
+__all__ = ["ApprovalButtons", "ApprovalRecord"]
+
+
+class ApprovalRecord(Protocol):
+    """What the shared settlement reads and writes of a platform's approval record."""
+
+    token: str
+    ctx: PermissionRequestContext
+    settled: bool
+    finalized: bool
+
+
+R = TypeVar("R", bound=ApprovalRecord)
+
+
+class ApprovalButtons(Generic[R]):
+    """The registry, answer, settlement and finalize of one channel's approval buttons.
+
+    ``submit(key, fn)`` runs ``fn`` on a per-key serial queue of the pool (never on the
+    web thread). ``_what`` prefixes the log lines (``"<what> answer failed"``) and
+    ``_logger`` is the platform module's logger.
+    """
+
+    _what = "approval"
+    _logger = logging.getLogger(__name__)
+
+    def __init__(
+        self,
+        *,
+        submit: Callable[[Any, Callable[[], Any]], Any],
+        clock: Any,
+        registry: CardRegistry[Any, Any] | None = None,
+    ) -> None:
+        self._submit = submit
+        self.registry: CardRegistry[Any, Any] = (
+            registry if registry is not None else MemoryCardRegistry(clock)
+        )
+        self._lock = self.registry.lock
+
+    def live_count(self) -> int:
+        return len(self.registry)
+
+    def _sent_ref(self, record: R) -> Any:
+        """The sent message's reference on ``record`` (None before the send returned)."""
+        raise NotImplementedError
+
+    def _set_sent_ref(self, record: R, ref: Any) -> None:
+        raise NotImplementedError
+
+    def _show_outcome(self, record: R, ref: Any) -> None:
+        """Show the request's end state on the sent message ``ref`` (on the pool)."""
+        raise NotImplementedError
+
+    def _deliver(self, record: R, send: Callable[[], Any], failure: str) -> str:
+        """Send the registered ``record``'s prompt with ``send`` (its result is the sent
+        message's reference); ``presented``, or ``unsupported`` when the send failed
+        (logged as ``failure``, the record dropped again)."""
+        token = record.token
+        unsubscribe = record.ctx.on_settled(lambda _reason: self._on_settled(record))
+        try:
+            ref = send()
+        except Exception as exc:
+            self._logger.warning("%s: %s", failure, type(exc).__name__)
+            unsubscribe()
+            with self._lock:
+                self.registry.remove(token, record)
+            return "unsupported"
+        with self._lock:
+            self._set_sent_ref(record, ref)
+            settled = record.settled
+        if settled:
+            self._submit(token, partial(self._finalize, record))
+        return "presented"
+
+    def _respond(self, record: R, option_id: str) -> None:
+        try:
+            record.ctx.select(option_id)  # False: another surface won; its settlement shows
+        except Exception as exc:
+            self._logger.warning("%s answer failed: %s", self._what, type(exc).__name__)
+
+    def _on_settled(self, record: R) -> None:
+        with self._lock:
+            if record.settled:
+                return
+            record.settled = True
+            self.registry.remove(record.token, record)
+            self.registry.bury(record.token, (record.ctx.request_id, "ended"))
+            sent = self._sent_ref(record) is not None
+        if sent:
+            self._submit(record.token, partial(self._finalize, record))
+
+    def _finalize(self, record: R) -> None:
+        with self._lock:
+            if record.finalized or self._sent_ref(record) is None:
+                return
+            record.finalized = True
+            ref = self._sent_ref(record)
+        self._show_outcome(record, ref)
