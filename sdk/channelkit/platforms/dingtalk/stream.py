@@ -41,10 +41,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from channelkit.errors import TransportError
 from channelkit.ingress import IngressResponse, loads_json
-from channelkit.platforms.common.connection import Backoff, LongConnection
+from channelkit.platforms.common.connection import Backoff
 from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.websocket import WebSocketConnection, silent_logger
 from channelkit.runtime.clock import Clock
 
 __all__ = [
@@ -73,9 +73,7 @@ DEDUP_TTL = 3600.0
 
 # websockets logs frames (user text) and the handshake URL (the ticket) at DEBUG: its
 # connections log here, and nothing is emitted from this logger.
-_WS_LOGGER = logging.getLogger("channelkit.platforms.dingtalk.stream.websockets")
-_WS_LOGGER.addHandler(logging.NullHandler())
-_WS_LOGGER.propagate = False
+_WS_LOGGER = silent_logger("channelkit.platforms.dingtalk.stream.websockets")
 
 
 class StreamHandlers(Protocol):
@@ -116,7 +114,7 @@ def ticket_url(endpoint: str, ticket: str) -> str:
     return f"{endpoint}{separator}ticket={quote(ticket, safe='')}"
 
 
-class DingtalkStream(LongConnection):
+class DingtalkStream(WebSocketConnection):
     """The Stream mode connection of one channel; see the module docstring.
 
     ``open_connection()`` returns ``(endpoint, ticket)`` (the channel passes
@@ -139,79 +137,37 @@ class DingtalkStream(LongConnection):
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
     ) -> None:
-        super().__init__(name, clock=clock, backoff=backoff, wait=wait)
+        super().__init__(name, clock=clock, backoff=backoff, wait=wait, open_timeout=open_timeout)
         self._handlers = handlers
         self._open_connection = open_connection
-        self._open_timeout = open_timeout
         self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
         self._seen = ReplayGuard(self._clock.time, ttl=DEDUP_TTL)
-        self._socket: Any = None
-        self._socket_lock = threading.Lock()
-        self._counts_lock = threading.Lock()
         #: frames by outcome (``callbacks``, ``duplicates``, ``pings``, ``ignored``...)
         self.counts: dict[str, int] = {}
 
     # -- the connection ------------------------------------------------------------------
     def serve_once(self) -> None:
         """Open a connection (new ticket), read and ACK frames until it ends."""
-        from websockets.exceptions import ConnectionClosed, InvalidStatus
-        from websockets.sync.client import connect
-
         endpoint, ticket = self._open_connection()
-        try:
-            socket = connect(
-                ticket_url(endpoint, ticket),
-                open_timeout=self._open_timeout,
-                close_timeout=2.0,
-                max_size=MAX_FRAME_BYTES,
-                ping_interval=self._ping_interval,
-                ping_timeout=self._ping_timeout,
-                compression=None,
-                user_agent_header="channelkit",
-                logger=_WS_LOGGER,
-            )
-        except InvalidStatus as exc:  # e.g. 401: the ticket expired before the handshake
-            status = exc.response.status_code
-            raise TransportError(
-                f"the Stream endpoint refused the connection: HTTP {status}"
-            ) from None
-        except Exception as exc:  # the message may carry the URL (and so the ticket)
-            raise TransportError(
-                f"connecting the Stream endpoint failed: {type(exc).__name__}"
-            ) from None
-        with socket:  # closes it however the read loop ends
-            with self._socket_lock:
-                self._socket = socket
-            try:
-                if self.stopping:
-                    return
-                self.connected()
-                while not self.stopping:
-                    raw = socket.recv()
-                    if self.handle_frame(raw, socket.send) == "disconnect":
-                        return  # the server asked for a reconnect: at once, no backoff
-            except ConnectionClosed as exc:
-                if self.stopping:
-                    return
-                code = exc.rcvd.code if exc.rcvd is not None else None
-                raise TransportError(f"the Stream connection closed (code {code})") from None
-            finally:
-                with self._socket_lock:
-                    self._socket = None
-
-    def interrupt(self) -> None:
-        """Close the socket so a blocked read ends (called by :meth:`stop`)."""
-        with self._socket_lock:
-            socket = self._socket
-        if socket is not None:
-            socket.close()
+        socket = self._connect(
+            ticket_url(endpoint, ticket),
+            "the Stream endpoint",
+            max_size=MAX_FRAME_BYTES,
+            ping_interval=self._ping_interval,
+            ping_timeout=self._ping_timeout,
+            compression=None,
+            user_agent_header="channelkit",
+            logger=_WS_LOGGER,
+        )
+        # the server may ask for a reconnect: at once, no backoff
+        self._serve(
+            socket,
+            lambda s: self._read_until_disconnect(s, self.handle_frame),
+            "the Stream connection",
+        )
 
     # -- frames --------------------------------------------------------------------------
-    def _count(self, outcome: str) -> None:
-        with self._counts_lock:
-            self.counts[outcome] = self.counts.get(outcome, 0) + 1
-
     def send_frame(self, send: Callable[[str], None], message_id: str, text: str) -> None:
         """Write one frame (an ACK or a pong) for ``message_id``."""
         send(text)

@@ -59,8 +59,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from channelkit.errors import ConfigurationError, TransportError
 from channelkit.ingress import IngressResponse, loads_json
-from channelkit.platforms.common.connection import Backoff, LongConnection
+from channelkit.platforms.common.connection import Backoff
 from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.websocket import WebSocketConnection, silent_logger
 from channelkit.runtime.clock import Clock
 
 __all__ = [
@@ -101,9 +102,7 @@ DEDUP_TTL = 3600.0
 
 # websockets logs frames (user text) and the handshake URL at DEBUG: its connections log
 # here, and nothing is emitted from this logger.
-_WS_LOGGER = logging.getLogger("channelkit.platforms.feishu.longconn.websockets")
-_WS_LOGGER.addHandler(logging.NullHandler())
-_WS_LOGGER.propagate = False
+_WS_LOGGER = silent_logger("channelkit.platforms.feishu.longconn.websockets")
 
 
 # -- frames -------------------------------------------------------------------------------
@@ -364,7 +363,7 @@ class _Fragments:
         return len(self._parts)
 
 
-class FeishuLongConnection(LongConnection):
+class FeishuLongConnection(WebSocketConnection):
     """The long connection of one channel; see the module docstring.
 
     ``open_endpoint()`` returns an :class:`Endpoint` (the channel passes
@@ -387,16 +386,12 @@ class FeishuLongConnection(LongConnection):
         poll_s: float = 1.0,
     ) -> None:
         require_protobuf()
-        super().__init__(name, clock=clock, backoff=backoff, wait=wait)
+        super().__init__(name, clock=clock, backoff=backoff, wait=wait, open_timeout=open_timeout)
         self._handlers = handlers
         self._open_endpoint = open_endpoint
-        self._open_timeout = open_timeout
         self._poll_s = poll_s
         self._seen = ReplayGuard(self._clock.time, ttl=DEDUP_TTL)
         self._fragments = _Fragments(self._clock.now)
-        self._socket: Any = None
-        self._socket_lock = threading.Lock()
-        self._counts_lock = threading.Lock()
         #: the server's latest settings (endpoint answer, then pongs)
         self.client_config = ClientConfig()
         #: frames by outcome (``events``, ``cards``, ``duplicates``, ``pings``, ``pongs``,
@@ -406,48 +401,23 @@ class FeishuLongConnection(LongConnection):
     # -- the connection ------------------------------------------------------------------
     def serve_once(self) -> None:
         """Ask for an endpoint, connect, ping and read frames until the socket ends."""
-        from websockets.exceptions import ConnectionClosed, InvalidStatus
-        from websockets.sync.client import connect
-
         endpoint = self._open_endpoint()
         self.client_config = endpoint.config
-        try:
-            socket = connect(
-                endpoint.url,
-                open_timeout=self._open_timeout,
-                close_timeout=2.0,
-                max_size=MAX_FRAME_BYTES,
-                compression=None,
-                user_agent_header="channelkit",
-                logger=_WS_LOGGER,
-            )
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            detail = exc.response.headers.get("handshake-status")
-            raise TransportError(
-                f"the Feishu gateway refused the connection: HTTP {status}"
-                + (f" (handshake-status {detail})" if detail else "")
-            ) from None
-        except Exception as exc:  # the message may carry the URL (a credential)
-            raise TransportError(
-                f"connecting the Feishu gateway failed: {type(exc).__name__}"
-            ) from None
-        with socket:
-            with self._socket_lock:
-                self._socket = socket
-            try:
-                if self.stopping:
-                    return
-                self.connected()
-                self._read(socket, endpoint.service_id)
-            except ConnectionClosed as exc:
-                if self.stopping:
-                    return
-                code = exc.rcvd.code if exc.rcvd is not None else None
-                raise TransportError(f"the Feishu connection closed (code {code})") from None
-            finally:
-                with self._socket_lock:
-                    self._socket = None
+        socket = self._connect(
+            endpoint.url,
+            "the Feishu gateway",
+            max_size=MAX_FRAME_BYTES,
+            compression=None,
+            user_agent_header="channelkit",
+            logger=_WS_LOGGER,
+        )
+        self._serve(socket, lambda s: self._read(s, endpoint.service_id), "the Feishu connection")
+
+    def _refused(self, peer: str, response: Any) -> str:
+        detail = response.headers.get("handshake-status")
+        return super()._refused(peer, response) + (
+            f" (handshake-status {detail})" if detail else ""
+        )
 
     def _read(self, socket: Any, service: int) -> None:
         last_ping: float | None = None  # the first ping goes out at once
@@ -466,18 +436,7 @@ class FeishuLongConnection(LongConnection):
                 continue
             self.handle_frame(raw, socket.send)
 
-    def interrupt(self) -> None:
-        """Close the socket so a blocked read ends (called by :meth:`stop`)."""
-        with self._socket_lock:
-            socket = self._socket
-        if socket is not None:
-            socket.close()
-
     # -- frames --------------------------------------------------------------------------
-    def _count(self, outcome: str) -> None:
-        with self._counts_lock:
-            self.counts[outcome] = self.counts.get(outcome, 0) + 1
-
     def handle_frame(self, raw: str | bytes, send: Callable[[bytes], None]) -> None:
         """Handle one frame read from the socket; ``send`` writes a frame back."""
         try:

@@ -44,10 +44,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from channelkit.errors import TransportError
 from channelkit.ingress import IngressResponse, loads_json
-from channelkit.platforms.common.connection import Backoff, LongConnection
+from channelkit.platforms.common.connection import Backoff
 from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.websocket import WebSocketConnection, silent_logger
 from channelkit.runtime.clock import Clock
 
 __all__ = ["DEDUP_TTL", "MAX_FRAME_BYTES", "SlackSocket", "ack_envelope"]
@@ -61,9 +61,7 @@ DEDUP_TTL = 3600.0
 
 # websockets logs frames (user text) and the handshake URL (a ticket) at DEBUG: its
 # connections log here, and nothing is emitted from this logger.
-_WS_LOGGER = logging.getLogger("channelkit.platforms.slack.socket_mode.websockets")
-_WS_LOGGER.addHandler(logging.NullHandler())
-_WS_LOGGER.propagate = False
+_WS_LOGGER = silent_logger("channelkit.platforms.slack.socket_mode.websockets")
 
 EventHandler = Callable[[Mapping[str, Any], bool], IngressResponse]
 InteractionHandler = Callable[[Mapping[str, Any]], IngressResponse]
@@ -74,7 +72,7 @@ def ack_envelope(envelope_id: str) -> str:
     return json.dumps({"envelope_id": envelope_id}, separators=(",", ":"))
 
 
-class SlackSocket(LongConnection):
+class SlackSocket(WebSocketConnection):
     """The Socket Mode connection of one channel; see the module docstring.
 
     ``open_url()`` returns a fresh WebSocket URL (the channel passes
@@ -98,17 +96,13 @@ class SlackSocket(LongConnection):
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
     ) -> None:
-        super().__init__(name, clock=clock, backoff=backoff, wait=wait)
+        super().__init__(name, clock=clock, backoff=backoff, wait=wait, open_timeout=open_timeout)
         self._open_url = open_url
         self._on_event = on_event
         self._on_interaction = on_interaction
-        self._open_timeout = open_timeout
         self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
         self._seen = ReplayGuard(self._clock.time, ttl=DEDUP_TTL)
-        self._socket: Any = None
-        self._socket_lock = threading.Lock()
-        self._counts_lock = threading.Lock()
         #: envelopes by outcome (``events``, ``interactions``, ``duplicates``, ``hellos``,
         #: ``disconnects``, ``garbage``, ``ignored``)
         self.counts: dict[str, int] = {}
@@ -116,58 +110,25 @@ class SlackSocket(LongConnection):
     # -- the connection ------------------------------------------------------------------
     def serve_once(self) -> None:
         """Open a connection (a new URL), read and ACK envelopes until it ends."""
-        from websockets.exceptions import ConnectionClosed, InvalidStatus
-        from websockets.sync.client import connect
-
         url = self._open_url()
-        try:
-            socket = connect(
-                url,
-                open_timeout=self._open_timeout,
-                close_timeout=2.0,
-                max_size=MAX_FRAME_BYTES,
-                ping_interval=self._ping_interval,
-                ping_timeout=self._ping_timeout,
-                compression=None,
-                user_agent_header="channelkit",
-                logger=_WS_LOGGER,
-            )
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            raise TransportError(f"Socket Mode refused the connection: HTTP {status}") from None
-        except Exception as exc:  # the message may carry the URL (and so the ticket)
-            raise TransportError(f"connecting Socket Mode failed: {type(exc).__name__}") from None
-        with socket:
-            with self._socket_lock:
-                self._socket = socket
-            try:
-                if self.stopping:
-                    return
-                self.connected()
-                while not self.stopping:
-                    if self.handle_frame(socket.recv(), socket.send) == "disconnect":
-                        return  # Slack asked for a reconnect: at once, no backoff
-            except ConnectionClosed as exc:
-                if self.stopping:
-                    return
-                code = exc.rcvd.code if exc.rcvd is not None else None
-                raise TransportError(f"the Socket Mode connection closed (code {code})") from None
-            finally:
-                with self._socket_lock:
-                    self._socket = None
-
-    def interrupt(self) -> None:
-        """Close the socket so a blocked read ends (called by :meth:`stop`)."""
-        with self._socket_lock:
-            socket = self._socket
-        if socket is not None:
-            socket.close()
+        socket = self._connect(
+            url,
+            "Socket Mode",
+            max_size=MAX_FRAME_BYTES,
+            ping_interval=self._ping_interval,
+            ping_timeout=self._ping_timeout,
+            compression=None,
+            user_agent_header="channelkit",
+            logger=_WS_LOGGER,
+        )
+        # Slack may ask for a reconnect: at once, no backoff
+        self._serve(
+            socket,
+            lambda s: self._read_until_disconnect(s, self.handle_frame),
+            "the Socket Mode connection",
+        )
 
     # -- envelopes -----------------------------------------------------------------------
-    def _count(self, outcome: str) -> None:
-        with self._counts_lock:
-            self.counts[outcome] = self.counts.get(outcome, 0) + 1
-
     def handle_frame(self, raw: str | bytes, send: Callable[[str], None]) -> str | None:
         """Handle one frame read from the socket; ``"disconnect"`` when Slack asked for a
         reconnect, else None. ``send`` writes a frame back."""
