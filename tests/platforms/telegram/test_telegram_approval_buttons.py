@@ -11,7 +11,7 @@ from channelkit.platforms.telegram.approvals import (
     TEXT_STALE,
     parse_approval_callback,
 )
-from channelkit.testing import ScriptedBridge, ask, final, permission_request
+from channelkit.testing import ScriptedBridge, ask, final, permission_request, wait_until
 
 from tests.platforms.telegram.tg_env import Env, texts
 
@@ -35,7 +35,13 @@ def _buttons(message: dict[str, Any]) -> dict[str, str]:
 
 
 def _message_id(env: Env) -> int:
-    return int(env.channel.approvals.registry.records()[0].message_id)
+    """The keyboard message's id, once the presenter stored it (just after the send)."""
+
+    def stored() -> Any:
+        records = env.channel.approvals.registry.records()
+        return records[0].message_id if records else None
+
+    return int(wait_until(stored, what="the approval message's id"))
 
 
 def _final_edit(env: Env) -> str:
