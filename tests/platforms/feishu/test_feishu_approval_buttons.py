@@ -39,9 +39,13 @@ class Run:
         call = self._card_send()
         assert call is not None
         if self.message_id is None:  # remembered: the record is gone once it ended
-            wait_until(lambda: self.channel.approvals.registry.records())
-            self.message_id = self.channel.approvals.registry.records()[0].message_id
+            self.message_id = wait_until(self._stored_message_id)
         return str(self.message_id), call.card
+
+    def _stored_message_id(self) -> Any:
+        """The card's message id once the presenter stored it (just after the send)."""
+        records = self.channel.approvals.registry.records()
+        return records[0].message_id if records else None
 
     def _card_send(self) -> Any:
         for call in self.fake.ops("send"):
