@@ -7,17 +7,30 @@ Block Kit form submitted -> the continuation; Stop by the run's owner cancels ex
 that run; a teammate's Stop gets an ephemeral notice and changes nothing. Socket Mode
 survives its faults: a ``disconnect`` envelope (a new connection at once), garbage
 frames (ignored), and it ACKs an envelope while the work it started is still blocked.
+
+The form's own sequences, over both modes, with an agent that asks before saying
+anything (on a FakeClock, so the form's lifetime passes only when the test advances it):
+answered -> the agent gets the answers and the form shows Submitted; Cancel -> the
+agent's question is cancelled, the form shows Cancelled; unanswered -> the form ends
+Expired and the agent's question ends (the channel settles it with the neutral cancel
+its contract documents); a foreign user's Submit gets an ephemeral notice and changes
+nothing, then the owner's answer goes through.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from channelkit.agents.function import FunctionAgent, Turn
+from channelkit.agents.function import FunctionAgent, QuestionError, Turn
 from channelkit.playground import Playground
+from channelkit.playground.demo import DEMO_QUESTIONS
+from channelkit.runtime import FakeClock
 from playground_helpers import callbacks, calls, click, send, view, views, wait
 
 LONG = 20.0  # generous bound for a loaded 2-core CI machine
@@ -184,3 +197,179 @@ def test_socket_mode_acks_an_envelope_while_its_work_is_blocked() -> None:
             LONG,
         )
         agent.close()
+
+
+# -- the form's sequences: an agent that asks before saying anything -----------------------
+
+FORM_LIFETIME = 270.0  # SlackConfig.question_timeout_s (the playground's default)
+
+
+class _DirectAsker:
+    """Asks the demo's two questions at once (no text before) and records the outcome:
+    the answers, or the QuestionError that ended the question."""
+
+    def __init__(self) -> None:
+        self.outcomes: queue.Queue[dict[str, str] | QuestionError] = queue.Queue()
+
+    def __call__(self, turn: Turn) -> str:
+        try:
+            answers = turn.ask(list(DEMO_QUESTIONS))
+        except QuestionError as exc:
+            self.outcomes.put(exc)
+            return "No answers."
+        self.outcomes.put(answers)
+        return f"Got {answers.get('0')} and {answers.get('1')}."
+
+    def outcome(self) -> dict[str, str] | QuestionError:
+        return self.outcomes.get(timeout=LONG)
+
+
+@dataclass
+class _Asking:
+    pg: Playground
+    asker: _DirectAsker
+    clock: FakeClock
+
+
+@pytest.fixture(params=["events", "socket"])
+def asking(request: pytest.FixtureRequest) -> Iterator[_Asking]:
+    asker = _DirectAsker()
+    agent = FunctionAgent(asker, question_timeout=600.0, name="direct-asker")
+    clock = FakeClock(start=time.monotonic(), wall_start=time.time())
+    try:
+        with Playground(platform="slack", ingress=request.param, agent=agent, clock=clock) as pg:
+            if request.param == "socket":
+                (connection,) = pg.channel.connections
+                wait(lambda: connection.state().status == "connected", "Socket Mode", LONG)
+            yield _Asking(pg, asker, clock)
+    finally:
+        agent.close()
+
+
+def _pending_form(pg: Playground, start: int) -> dict[str, Any]:
+    """The form, once the channel holds it too: the emulator shows the message as soon as
+    ``chat.postMessage`` answers, a moment before the channel registers the form and
+    schedules its expiry (a click or a clock step in that moment would miss it)."""
+    form = wait(
+        lambda: next((v for v in views(pg)[start:] if v["kind"] == "question"), None),
+        "the Block Kit form",
+        LONG,
+    )
+    wait(lambda: _expiry_timer(pg, form["id"]), "the channel to hold the form", LONG)
+    return dict(form)
+
+
+def _expiry_timer(pg: Playground, form_id: str) -> Any:
+    """The channel's expiry timer of the pending form posted as ``form_id`` (None until
+    scheduled); read from SlackQuestions' registry, which has no public accessor."""
+    forms = list(pg.channel.questions._forms.values())
+    return next((f.timer for f in forms if f.ts == form_id and f.timer is not None), None)
+
+
+def _choices(form: dict[str, Any], color: str, topping: str) -> dict[str, Any]:
+    first, second = form["questions"]
+    return {
+        first["name"]: next(o["value"] for o in first["options"] if o["text"] == color),
+        second["name"]: [next(o["value"] for o in second["options"] if o["text"] == topping)],
+    }
+
+
+def _terminal(pg: Playground, form_id: str, label: str) -> dict[str, Any]:
+    """The form, updated in place to its terminal ``label`` (no inputs, no buttons)."""
+    wait(lambda: view(pg, form_id).get("text") == label, f"the form to show {label}", LONG)
+    shown = view(pg, form_id)
+    assert shown["kind"] == "message" and shown["keyboard"] == []
+    assert "submit" not in shown["actions"] and "cancel" not in shown["actions"]
+    return shown
+
+
+def _form_updates(pg: Playground, form_id: str) -> list[dict[str, Any]]:
+    return [
+        c["body"]
+        for c in calls(pg)
+        if c["path"] == "/chat.update" and c["body"].get("ts") == form_id
+    ]
+
+
+def test_a_direct_question_answered_reaches_the_agent_and_the_form_shows_submitted(
+    asking: _Asking,
+) -> None:
+    pg, asker = asking.pg, asking.asker
+    since = _last_seq(pg)
+    start = send(pg, "ask me")
+    form = _pending_form(pg, start)
+    # the agent asked before saying anything: no output segment precedes the form
+    assert [v["id"] for v in views(pg)[start:]] == [form["id"]]
+    posted = [
+        c for c in calls(pg, since) if c["path"] in ("/chat.postMessage", "/chat.startStream")
+    ]
+    assert [c["response"]["ts"] for c in posted] == [form["id"]]
+    assert asker.outcomes.empty()
+    click(pg, form["id"], "submit", _choices(form, "Blue", "Cheese"))
+    assert asker.outcome() == {"0": "Blue", "1": "Cheese"}
+    _terminal(pg, form["id"], "Submitted")
+    (update,) = _form_updates(pg, form["id"])
+    assert "Blue" in str(update["blocks"]) and "Cheese" in str(update["blocks"])
+    wait(
+        lambda: any("Got Blue and Cheese." in v.get("text", "") for v in views(pg)[start:]),
+        "the agent's answer after the form",
+        LONG,
+        tick=lambda: asking.clock.advance(0.25),  # flushes run on the fake clock
+    )
+    assert not pg.channel.pending_request_ids()
+
+
+def test_the_forms_cancel_button_cancels_the_agents_question(asking: _Asking) -> None:
+    pg, asker = asking.pg, asking.asker
+    start = send(pg, "ask me")
+    form = _pending_form(pg, start)
+    click(pg, form["id"], "cancel")
+    outcome = asker.outcome()
+    assert isinstance(outcome, QuestionError) and "cancelled" in str(outcome)
+    _terminal(pg, form["id"], "Cancelled")
+    wait(lambda: not pg.channel.pending_request_ids(), "no question waiting", LONG)
+    assert asker.outcomes.empty()  # one outcome only
+    assert len(_form_updates(pg, form["id"])) == 1  # the terminal state is set once
+
+
+def test_an_unanswered_form_expires_and_so_does_the_agents_question(asking: _Asking) -> None:
+    pg, asker, clock = asking.pg, asking.asker, asking.clock
+    start = send(pg, "ask me")
+    form = _pending_form(pg, start)
+    assert _expiry_timer(pg, form["id"]).when == pytest.approx(clock.now() + FORM_LIFETIME)
+    clock.advance(FORM_LIFETIME - 5)
+    with pytest.raises(queue.Empty):  # not before its lifetime
+        asker.outcomes.get(timeout=0.2)
+    assert view(pg, form["id"])["kind"] == "question"
+    clock.advance(6)
+    outcome = asker.outcome()
+    # the form is finalized Expired first; the agent's ask then ends with the channel's
+    # neutral cancel (core's documented settlement of an expired request)
+    assert isinstance(outcome, QuestionError)
+    _terminal(pg, form["id"], "Expired")
+    wait(lambda: not pg.channel.pending_request_ids(), "no question waiting", LONG)
+    assert len(_form_updates(pg, form["id"])) == 1
+
+
+def test_a_foreign_users_submit_is_refused_then_the_owners_answer_works(
+    asking: _Asking,
+) -> None:
+    pg, asker = asking.pg, asking.asker
+    emulator: Any = pg.emulator
+    start = send(pg, "ask me")
+    form = _pending_form(pg, start)
+    click(pg, form["id"], "submit", _choices(form, "Red", "Olives"), user_id="teammate")
+    wait(lambda: emulator.ephemerals(), "the ephemeral notice", LONG)
+    (notice,) = emulator.ephemerals()
+    assert notice["user"] == "teammate" and "Only the person who asked" in notice["text"]
+    # nothing changed: the form still waits, the agent still waits, no update was sent
+    assert view(pg, form["id"])["kind"] == "question"
+    assert view(pg, form["id"])["actions"] == ["submit", "cancel"]
+    assert asker.outcomes.empty() and _form_updates(pg, form["id"]) == []
+    assert pg.channel.pending_request_ids()
+    click(pg, form["id"], "submit", _choices(form, "Blue", "Cheese"))
+    assert asker.outcome() == {"0": "Blue", "1": "Cheese"}
+    _terminal(pg, form["id"], "Submitted")
+    (update,) = _form_updates(pg, form["id"])
+    assert "Blue" in str(update["blocks"]) and "Red" not in str(update["blocks"])
+    assert len(emulator.ephemerals()) == 1  # the owner got no notice
