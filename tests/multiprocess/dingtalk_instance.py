@@ -10,6 +10,7 @@ appended to LOG_FILE, one line); ``seg`` says ``Before the question`` first and 
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -22,6 +23,12 @@ from channelkit.web.wsgi import create_wsgi_app
 APP_KEY = "ding-test-app"
 APP_SECRET = "ding-test-secret"
 CARD_SECRET = "ding-card-secret"
+
+
+def _question_card() -> dict[str, object]:
+    """A shorter question card lifetime when the test asks for one (milliseconds)."""
+    timeout_ms = int(os.environ.get("CHANNELKIT_TEST_QUESTION_TIMEOUT_MS", "0"))
+    return {"questionCard": {"timeoutMs": timeout_ms}} if timeout_ms > 0 else {}
 
 
 def main() -> None:
@@ -50,7 +57,7 @@ def main() -> None:
             "cardCallbackRouteKey": "channelkit-test",
             "apiBaseUrl": emulator,
             "model": "test-model",
-            "interactiveCards": {"enabled": True},
+            "interactiveCards": {"enabled": True, **_question_card()},
             "ingress": "http",
         }
     )

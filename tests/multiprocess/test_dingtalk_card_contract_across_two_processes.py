@@ -6,7 +6,9 @@ a streamed status card is finalized Completed; a submitted question continues on
 card holding only its own segment's text; the form's Cancel button cancels the
 question; a duplicate Stop after the run ended changes nothing; a click on a question
 card whose run was cancelled (``/cancel``) is answered harmlessly; a Stop on an old
-run's card never cancels a newer run in the same conversation.
+run's card never cancels a newer run in the same conversation; an unanswered question
+card expires, and a late click on either process changes nothing (its own pair, with a
+short card lifetime).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Pair:
 
     def new_card(self, kind: str, state: str, seen: set[str]) -> dict[str, Any]:
         """The first ``kind`` card in ``state`` not in ``seen`` (waits for it)."""
+
         def fresh() -> dict[str, Any] | None:
             return next(
                 (v for v in views(self.emulator, kind)
@@ -174,3 +177,30 @@ def test_a_stop_on_an_old_runs_card_never_cancels_a_newer_run(pair: Pair) -> Non
     assert pair.view(new["id"])["state"] == "running"
     assert pair.other.card(new["id"], "btn_stop") == 200  # its own card stops it
     wait_until(lambda: pair.view(new["id"])["state"] == "stopped", LONG)
+
+
+def test_an_unanswered_question_card_expires_and_a_late_click_elsewhere_is_harmless(
+    redis_server: Any, tmp_path: Any
+) -> None:
+    # its own pair: the question card lives 1.5 s (the shared pair's cards wait longer)
+    emulator = EmulatorServer(app_key=APP_KEY, app_secret=APP_SECRET, api_secret=CARD_SECRET)
+    namespace = "mpx" + uuid.uuid4().hex[:8]
+    env = {"CHANNELKIT_TEST_QUESTION_TIMEOUT_MS": "1500"}
+    made: list[Instance] = []
+    try:
+        for name in ("owner", "other"):
+            made.append(Instance(emulator.url, redis_server.url, namespace, tmp_path / name, env))
+        pair = Pair(emulator.emulator, made[0], made[1])
+        seen = pair.card_ids()
+        pair.owner.message("ask", "cid-expire")
+        question = pair.new_card("question", "pending", seen)
+        wait_until(lambda: pair.view(question["id"])["state"] == "expired", LONG)
+        before = pair.view(question["id"])
+        assert pair.other.card(question["id"], "submit", {"0": "Beijing"}) == 200
+        assert pair.owner.card(question["id"], "submit", {"0": "Beijing"}) == 200
+        assert pair.view(question["id"]) == before  # the expired card stays as it was
+        assert pair.owner.answers() + pair.other.answers() == []  # nothing was chosen
+    finally:
+        for instance in made:
+            instance.stop()
+        emulator.close()

@@ -6,6 +6,7 @@ lease expiry; Redis stopped mid-run and restarted loses no answer and duplicates
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -59,12 +60,20 @@ def _refused(exc: BaseException) -> bool:
 
 
 class Instance:
-    def __init__(self, emulator_url: str, redis_url: str, namespace: str, log: Path):
+    def __init__(
+        self,
+        emulator_url: str,
+        redis_url: str,
+        namespace: str,
+        log: Path,
+        env: dict[str, str] | None = None,
+    ):
         self.log = log
         self.process = subprocess.Popen(
             [sys.executable, str(HERE / "dingtalk_instance.py"), emulator_url, redis_url,
              namespace, str(log)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env={**os.environ, **(env or {})},
         )  # fmt: skip
         line = self.process.stdout.readline().split()
         assert line and line[0] == "PORT", line
