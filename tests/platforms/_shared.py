@@ -7,6 +7,7 @@ are :class:`channelkit.testing.ScriptedBridge` scripts or
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -112,3 +113,22 @@ def handed_to_pool(pool: Any, fn: Callable[[], Any]) -> tuple[Any, list[Any]]:
     finally:
         del pool.post, pool.submit
     return result, handed
+
+
+class RecordingContext:
+    """A request context handed to a platform's question presenter that records every
+    ``respond()`` result (the answer-race tests count the winners)."""
+
+    def __init__(self, ctx: Any, results: list[bool], lock: threading.Lock) -> None:
+        self._ctx = ctx
+        self._results = results
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+    def respond(self, response: Any) -> bool:
+        ok = bool(self._ctx.respond(response))
+        with self._lock:
+            self._results.append(ok)
+        return ok

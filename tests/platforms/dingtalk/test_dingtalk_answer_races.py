@@ -21,6 +21,8 @@ from channelkit.platforms.dingtalk.questions import ALREADY_ANSWERED_TEXT
 from channelkit.testing import wait_until
 from dingtalk_helpers import AdapterHarness
 
+from tests.platforms._shared import RecordingContext as _Recording
+
 ROUNDS = 50
 OWNER = "staff-1"
 
@@ -48,24 +50,6 @@ def permission_script(bridge, sid, text, sink):
     )
     assert event.wait(5), "permission never answered"
     return "done"
-
-
-class _Recording:
-    """The request context handed to the card, recording every ``respond()`` result."""
-
-    def __init__(self, ctx: Any, results: list[bool], lock: threading.Lock) -> None:
-        self._ctx = ctx
-        self._results = results
-        self._lock = lock
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx, name)
-
-    def respond(self, response: Any) -> bool:
-        ok = bool(self._ctx.respond(response))
-        with self._lock:
-            self._results.append(ok)
-        return ok
 
 
 class Round:

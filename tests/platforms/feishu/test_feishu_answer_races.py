@@ -23,6 +23,8 @@ from channelkit.platforms.feishu.cards import STRINGS
 from channelkit.testing import wait_until
 from feishu_helpers import TOKEN, FakeFeishu, acking_like_the_web_layer, card_action, request
 
+from tests.platforms._shared import RecordingContext as _Recording
+
 ROUNDS = 50
 OWNER = "ou_owner"
 ALREADY_ANSWERED = STRINGS["zh"]["already_answered"]
@@ -32,24 +34,6 @@ QUESTIONS = [
     Question("Which region?", ["Beijing", "Shanghai"], header="Region"),
     Question("What?", ["Logs", "Metrics", "Traces"], header="Signals", multi_select=True),
 ]
-
-
-class _Recording:
-    """The request context handed to the form, recording every ``respond()`` result."""
-
-    def __init__(self, ctx: Any, results: list[bool], lock: threading.Lock) -> None:
-        self._ctx = ctx
-        self._results = results
-        self._lock = lock
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx, name)
-
-    def respond(self, response: Any) -> bool:
-        ok = bool(self._ctx.respond(response))
-        with self._lock:
-            self._results.append(ok)
-        return ok
 
 
 class Round:

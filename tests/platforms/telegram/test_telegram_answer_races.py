@@ -39,6 +39,7 @@ from channelkit.platforms.telegram.questions import (
 from channelkit.testing import wait_until
 from channelkit.web.ingress import Headers, IngressRequest
 
+from tests.platforms._shared import RecordingContext as _Recording
 from tests.platforms.telegram.tg_env import BASE, CHAT, OWNER, SECRET, TOKEN
 
 ROUNDS = 30
@@ -46,24 +47,6 @@ GROUP = -100777
 OPTIONS = ["Prod", "Staging", "Dev", "Test"]
 QUESTIONS = [Question("Where to deploy?", OPTIONS, header="Env")]
 MODES = ("free", "first", "second")  # who gets a head start (seed % 3)
-
-
-class _Recording:
-    """The request context handed to the keyboard, recording every ``respond()`` result."""
-
-    def __init__(self, ctx: Any, results: list[bool], lock: threading.Lock) -> None:
-        self._ctx = ctx
-        self._results = results
-        self._lock = lock
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx, name)
-
-    def respond(self, response: Any) -> bool:
-        ok = bool(self._ctx.respond(response))
-        with self._lock:
-            self._results.append(ok)
-        return ok
 
 
 class Round:
