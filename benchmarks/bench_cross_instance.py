@@ -54,7 +54,7 @@ from channelkit.platforms.dingtalk import (  # noqa: E402
 )
 from channelkit.runtime import WorkerPool  # noqa: E402
 from channelkit.state import MemoryStore, StateStore  # noqa: E402
-from channelkit.web.ingress import Headers, IngressRequest  # noqa: E402
+from channelkit.ingress import Headers, IngressRequest  # noqa: E402
 
 SECRET = "app-secret"
 #: handler threads of the WSGI server in the "server threads" mode (serve's default: 8)

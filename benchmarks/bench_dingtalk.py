@@ -25,7 +25,7 @@ from typing import Any
 from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.runtime import FakeClock, Scheduler, WorkerPool
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 
 
 class CountingApi:

@@ -4,8 +4,6 @@
   ``config``, ``ingress``, ``api``, ``output``, ``questions``, ``renderer``, ``sender``)
   plus the platform-specific modules listed in :data:`PLATFORM_EXTRAS`; ``common`` holds
   what every adapter shares and is exempt.
-* No hand-written module under ``sdk/channelkit`` (the generated ``clients/`` excepted) is
-  longer than :data:`MAX_LINES` lines.
 * Imports go one way: ``presentation`` imports nothing from ``platforms``; ``core`` imports
   nothing from ``platforms`` or ``web``; ``platforms`` imports nothing from ``web``. Every
   import statement counts, wherever it sits (module level, inside a function, under
@@ -13,13 +11,11 @@
   ``__import__`` calls with a literal name.
 * Every exception class defined in the package lives in ``channelkit.errors``.
 
-An old-path shim (a module that only re-exports names imported from elsewhere: a
-docstring, imports and an ``__all__`` of imported names, or a lazy ``__getattr__`` over a
-name table; kept so a moved name still imports from where it used to live) is allowed
-anywhere: it is exempt from the room names and from the import direction. A package's
-``__init__.py`` is never treated as a shim for the import direction, because importing
-the package always runs it (a re-export there would put the forbidden edge on every
-import of the package).
+* Every module other than a package's ``__init__.py`` defines something of its own: a
+  module that only re-exports names imported from elsewhere is an old import path kept
+  alive, and the package (0.x, never published) keeps none (the CHANGELOG lists moves).
+
+A module holds one concern and is named after it; there is no line-count rule.
 
 Each check collects every violation and fails with the whole list, one per line.
 Run directly (``python test_code_structure.py``) to print every list without pytest.
@@ -69,8 +65,6 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     ),
     "weixin": frozenset({"indicators.py", "polling.py"}),  # + getupdates long polling
 }
-
-MAX_LINES = 800
 
 # (importing layer, imported layer): an edge that must not exist.
 FORBIDDEN_IMPORTS: tuple[tuple[str, str], ...] = (
@@ -138,78 +132,20 @@ def _parse(path: Path, found: list[str]) -> ast.Module | None:
         return None
 
 
-_LAZY_HOOKS = frozenset({"__getattr__", "__dir__"})
-
-
-def _is_literal(node: ast.expr | None) -> bool:
-    try:
-        ast.literal_eval(node)  # type: ignore[arg-type]
-    except (ValueError, TypeError, SyntaxError, RecursionError):
+def _defines_nothing_of_its_own(tree: ast.Module) -> bool:
+    """A body of a docstring, imports and ``__all__`` only: a pure re-export."""
+    for index, node in enumerate(tree.body):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign):
+            targets = [node.target]
+        if targets and all(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
         return False
     return True
-
-
-def _is_shim(tree: ast.Module) -> bool:
-    """An old-path re-export: a module that only re-exports names imported from elsewhere.
-
-    Its body is a docstring, imports and ``__all__`` (every name ``__all__`` lists is one
-    it imports), or the lazy form: PEP 562 ``__getattr__``/``__dir__`` over a literal name
-    table (``{"Name": "home"}``), which resolves a moved name on first access so
-    importing the old module imports nothing new. A module of literal assignments
-    (constants) defines names of its own: it is no shim, and neither is a module that
-    imports nothing.
-    """
-    imported: set[str] = set()
-    exported: list[str] | None = None
-    lazy = tables = opaque = constants = False
-    hooks: set[str] = set()
-    for index, node in enumerate(tree.body):
-        if isinstance(node, ast.ImportFrom):
-            if node.module != "__future__":
-                imported.update(alias.asname or alias.name for alias in node.names)
-            continue
-        if isinstance(node, ast.Import):
-            imported.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-            continue
-        if isinstance(node, ast.FunctionDef) and node.name in _LAZY_HOOKS:
-            lazy = True
-            hooks.add(node.name)
-            continue
-        if (
-            index == 0
-            and isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            continue
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-            targets = [node.target]
-        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
-        if targets and all(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-            names = ast.literal_eval(value) if _is_literal(value) else None
-            if isinstance(names, list | tuple) and not isinstance(node, ast.AugAssign):
-                exported = [*(exported or []), *names]
-            else:
-                opaque = True  # computed (the lazy form's sorted(table)) or augmented
-            continue
-        if targets and all(isinstance(t, ast.Name) for t in targets) and _is_literal(value):
-            table = ast.literal_eval(value)  # type: ignore[arg-type]
-            is_table = isinstance(table, dict) and all(
-                isinstance(k, str) and isinstance(v, str) for k, v in table.items()
-            )
-            # allowed only as the lazy form's name table (name -> home), checked below
-            constants = constants or not is_table
-            tables = True
-            continue
-        return False
-    if lazy:
-        return "__getattr__" in hooks and tables and not constants and bool(imported)
-    if tables or opaque or not imported:
-        return False
-    return exported is None or set(exported) <= imported
 
 
 # -- 1. room names ------------------------------------------------------------------------
@@ -234,10 +170,6 @@ def room_violations() -> list[str]:
                 room = entry.name + ".py"
             elif entry.suffix == ".py":
                 room = entry.name
-                if room not in allowed:
-                    tree = _parse(entry, found)
-                    if tree is None or _is_shim(tree):
-                        continue
             else:
                 continue
             if room not in allowed:
@@ -248,15 +180,19 @@ def room_violations() -> list[str]:
     return found
 
 
-# -- 2. module length ---------------------------------------------------------------------
+# -- 2. no re-export modules --------------------------------------------------------------
 
 
-def length_violations() -> list[str]:
+def reexport_violations() -> list[str]:
     found = []
     for path in _hand_written():
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        if lines > MAX_LINES:
-            found.append(f"{_rel(path)}: {lines} lines (limit {MAX_LINES})")
+        if path.name == "__init__.py":
+            continue
+        tree = _parse(path, found)
+        if tree is not None and _defines_nothing_of_its_own(tree):
+            found.append(
+                f"{_rel(path)}: only re-exports names defined elsewhere; import them from home"
+            )
     return found
 
 
@@ -321,8 +257,6 @@ def import_violations() -> list[str]:
         if tree is None:
             continue
         is_package = path.name == "__init__.py"
-        if not is_package and _is_shim(tree):
-            continue
         seen: set[tuple[int, str]] = set()
         for line, target in _imported_names(tree, module, is_package):
             for source_layer, target_layer in FORBIDDEN_IMPORTS:
@@ -447,9 +381,9 @@ def test_platform_packages_use_only_the_room_names() -> None:
     assert not violations, _report("platform modules outside the room names", violations)
 
 
-def test_no_hand_written_module_is_over_the_line_limit() -> None:
-    violations = length_violations()
-    assert not violations, _report(f"modules over {MAX_LINES} lines", violations)
+def test_no_module_only_re_exports_names_from_elsewhere() -> None:
+    violations = reexport_violations()
+    assert not violations, _report("modules that only re-export", violations)
 
 
 def test_imports_only_go_downward() -> None:
@@ -464,33 +398,16 @@ def test_every_exception_class_lives_in_channelkit_errors() -> None:
     assert not violations, _report("exception classes outside channelkit.errors", violations)
 
 
-def _shim(source: str) -> bool:
-    return _is_shim(ast.parse(source))
+def _reexport(source: str) -> bool:
+    return _defines_nothing_of_its_own(ast.parse(source))
 
 
-def test_a_shim_only_re_exports_names_imported_from_elsewhere() -> None:
-    assert _shim('"""Moved."""\nfrom a.b import C, d\n__all__ = ["C", "d"]\n')
-    assert _shim("from __future__ import annotations\nfrom a.b import C as C\n")
-    assert _shim("import a.b\n")
-    lazy = (
-        'import importlib\n_HOMES = {"C": "a.b"}\n__all__ = sorted(_HOMES)\n'
-        "def __getattr__(name):\n    return _HOMES[name]\n"
-        "def __dir__():\n    return sorted(_HOMES)\n"
-    )
-    assert _shim(lazy)
-
-
-def test_literal_assignments_do_not_make_a_shim() -> None:
-    # Constants are names of the module's own, wherever it sits.
-    assert not _shim('"""Settings."""\nLIMIT = 5\nNAMES = ("a", "b")\n')
-    assert not _shim('"""Settings."""\nfrom a import b\nLIMIT = 5\n__all__ = ["LIMIT", "b"]\n')
-    assert not _shim('"""Nothing imported."""\n__all__ = []\n')
-    assert not _shim('from a import b\n__all__ = ["b", "missing"]\n')
-    assert not _shim("from a import b\ndef helper():\n    return b\n")
-    assert not _shim('from a import b\nNAMES = ["b"]\n__all__ = sorted(NAMES)\n')
-    hook = "def __getattr__(name):\n    return importlib.import_module(name)\n"
-    assert not _shim("import importlib\nLIMIT = 5\n" + hook)  # constants beside a hook
-    assert not _shim('_HOMES = {"C": "a.b"}\n' + hook)  # a hook that imports nothing
+def test_a_re_export_module_is_recognised() -> None:
+    assert _reexport('"""Moved."""\nfrom a.b import C, d\n__all__ = ["C", "d"]\n')
+    assert _reexport("from __future__ import annotations\nfrom a.b import C as C\n")
+    assert not _reexport('"""Settings."""\nLIMIT = 5\n')
+    assert not _reexport("from a import b\ndef helper():\n    return b\n")
+    assert not _reexport("from a import b\nclass C(b):\n    pass\n")
 
 
 def test_the_checks_see_the_package() -> None:
@@ -507,7 +424,7 @@ if __name__ == "__main__":  # pragma: no cover - a manual report
     total = 0
     for title, items in (
         ("platform modules outside the room names", room_violations()),
-        (f"modules over {MAX_LINES} lines", length_violations()),
+        ("modules that only re-export", reexport_violations()),
         ("imports against the layer direction", import_violations()),
         ("exception classes outside channelkit.errors", exceptions),
     ):

@@ -129,7 +129,7 @@ def test_old_module_paths_still_export_the_errors() -> None:
     from channelkit.platforms.feishu.ingress import IngressRejected
     from channelkit.platforms.feishu.questions import InvalidForm
     from channelkit.platforms.telegram.ingress import UpdateParseError
-    from channelkit.presentation.errors import DeliveryPinError, PresentationError
+    from channelkit.errors import DeliveryPinError, PresentationError
     from channelkit.runtime.pool import PoolClosed as PoolClosedOld
     from channelkit.runtime.scheduler import SchedulerClosed as SchedulerClosedOld
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from channelkit.web.ingress import Headers, IngressResponse
+from channelkit.ingress import Headers, IngressResponse
 
 
 def test_deferred_work_runs_once_in_order_and_survives_a_failure() -> None:

@@ -9,7 +9,7 @@ and hand slow work to the pool; they never raise into the web framework.
 This module sits below both the platforms and the web layer: platforms import it, and
 ``channelkit.web`` (WSGI), ``channelkit.web.flask`` and ``channelkit.web.django`` are thin
 wrappers that turn their framework's request into an :class:`IngressRequest`
-(``channelkit.web.ingress`` re-exports these names).
+(``channelkit.web`` re-exports these names).
 """
 
 from __future__ import annotations

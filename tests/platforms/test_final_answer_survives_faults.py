@@ -32,7 +32,7 @@ from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.testing import ScriptedBridge, chunk, final
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 
 from tests.platforms import _shared
 from tests.platforms.telegram.tg_env import CHAT, OWNER, Env, mock_bot_api, url

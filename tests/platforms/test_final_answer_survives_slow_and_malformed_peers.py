@@ -33,7 +33,7 @@ from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
 from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 from channelkit.runtime import FakeClock
 from channelkit.testing import ScriptedBridge, chunk, final, wait_until
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 
 from tests.platforms.slow_peer import THREAD_PREFIX, Reply, SlowPeer
 

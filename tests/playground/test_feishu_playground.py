@@ -120,7 +120,7 @@ def test_callbacks_are_encrypted_and_signed_as_feishu_documents() -> None:
         parse_card_action,
         parse_message_event,
     )
-    from channelkit.web.ingress import Headers, IngressRequest
+    from channelkit.ingress import Headers, IngressRequest
 
     sent: list[tuple[str, Mapping[str, str], bytes]] = []
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from channelkit.presentation.errors import PresentationError
+from channelkit.errors import PresentationError
 from channelkit.presentation.schema import load_schema, validate_json
 
 KNOWN = ["text", "context", "divider", "buttons", "select"]

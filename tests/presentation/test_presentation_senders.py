@@ -178,24 +178,9 @@ def test_feishu_sends_card_and_pins() -> None:
     assert pin.last_request.json() == {"message_id": "om_1"}
 
 
-def test_old_sender_path_resolves_the_platform_classes() -> None:
-    from channelkit.presentation import senders
-
-    assert senders.SlackSender is SlackSender
-    assert senders.DiscordSender is DiscordSender
-    assert senders.MattermostSender is MattermostSender
-    assert senders.LineSender is LineSender
-    assert senders.MsteamsSender is MsteamsSender
-    assert senders.TelegramSender is TelegramSender
-    assert senders.FeishuSender is FeishuSender
-    assert set(senders.__all__) <= set(dir(senders))
-    with pytest.raises(AttributeError):
-        senders.NoSuchSender  # noqa: B018
-
-
 def test_presentation_imports_no_platform_package() -> None:
     code = (
-        "import sys, channelkit.presentation, channelkit.presentation.senders, "
+        "import sys, channelkit.presentation, channelkit.presentation.outbound, "
         "channelkit.presentation.rendering, channelkit.presentation.schema\n"
         "print(sorted(m for m in sys.modules if m.startswith('channelkit.platforms')))"
     )

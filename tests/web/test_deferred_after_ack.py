@@ -9,7 +9,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 import pytest
 import requests
 from channelkit.web import create_wsgi_app
-from channelkit.web.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 
 
 class _Quiet(WSGIRequestHandler):

@@ -15,7 +15,7 @@ from channelkit.web import (
     IngressRoute,
     create_wsgi_app,
 )
-from channelkit.web.ingress import loads_json
+from channelkit.ingress import loads_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -26,7 +26,7 @@ import pytest
 from channelkit.core import ChannelConfig
 from channelkit.core.text import MSG_BUSY
 from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig, robot_signature
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 
 from tests.platforms._shared import Runtime, settle_pools, wait_until
 from tests.platforms.dingtalk.dingtalk_helpers import FakeDingtalkApi

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from channelkit.web import create_wsgi_app
 from channelkit.web.dispatch import UnreadableBody, read_body
-from channelkit.web.ingress import IngressResponse, IngressRoute
+from channelkit.ingress import IngressResponse, IngressRoute
 
 
 class InvalidChunkSize(Exception):

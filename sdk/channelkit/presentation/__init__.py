@@ -21,7 +21,7 @@ from channelkit.presentation.capabilities import (
     SelectLimits,
     TextLimits,
 )
-from channelkit.presentation.errors import DeliveryPinError, PresentationError
+from channelkit.errors import DeliveryPinError, PresentationError
 from channelkit.presentation.fallback import render_fallback_text
 from channelkit.presentation.model import (
     Block,

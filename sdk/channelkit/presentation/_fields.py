@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from channelkit.presentation.errors import PresentationError
+from channelkit.errors import PresentationError
 
 __all__ = [
     "check_bool",

@@ -3,7 +3,7 @@
 Every type is a frozen dataclass validated on construction. ``from_dict`` normalizes
 loose JSON (trims strings, lowercases block types/tones/styles, drops empty blocks,
 fills option values, accepts a few legacy aliases) and raises
-:class:`~channelkit.presentation.errors.PresentationError` naming the bad field, e.g.
+:class:`~channelkit.errors.PresentationError` naming the bad field, e.g.
 ``blocks[2].buttons[0].label``. ``to_dict`` gives the canonical JSON shape described by
 the package's JSON Schema (``schema.json``).
 """
@@ -34,7 +34,7 @@ from channelkit.presentation._fields import (
 from channelkit.presentation._fields import (
     require_text as _require_text,
 )
-from channelkit.presentation.errors import PresentationError
+from channelkit.errors import PresentationError
 
 __all__ = [
     "BLOCK_TYPES",

@@ -33,7 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 from channelkit.errors import ConfigurationError, DeserializationError
 from channelkit.presentation.adapt import adapt
 from channelkit.presentation.capabilities import DeliveryCapabilities, PresentationCapabilities
-from channelkit.presentation.errors import DeliveryPinError
+from channelkit.errors import DeliveryPinError
 from channelkit.presentation.fallback import render_fallback_text
 from channelkit.presentation.model import MessagePresentation, PinRequest, ReplyPayload
 from channelkit.presentation.rendering import split_nonblank

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from channelkit.presentation.errors import PresentationError
+from channelkit.errors import PresentationError
 from channelkit.presentation.model import Delivery, MessagePresentation, ReplyPayload
 
 if TYPE_CHECKING:

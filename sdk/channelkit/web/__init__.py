@@ -5,13 +5,13 @@
 * ``channelkit.web.django.urlpatterns`` - Django URL patterns (needs the ``django`` extra).
 
 All three are thin wrappers over the same :class:`IngressDispatcher` and the
-framework-neutral contract in ``channelkit.web.ingress``. See docs/web.md.
+framework-neutral contract in ``channelkit.ingress``. See docs/web.md.
 """
 
 from __future__ import annotations
 
 from channelkit.web.dispatch import HEALTHZ_PATH, IngressDispatcher, read_body
-from channelkit.web.ingress import (
+from channelkit.ingress import (
     MAX_BODY_BYTES,
     Headers,
     IngressRequest,

@@ -1,6 +1,6 @@
 """Route table and dispatch shared by the WSGI app, the Flask blueprint and Django views.
 
-:class:`IngressDispatcher` collects the :class:`~channelkit.web.ingress.IngressRoute`
+:class:`IngressDispatcher` collects the :class:`~channelkit.ingress.IngressRoute`
 objects of every channel (anything with ``ingress_routes()``), answers ``404`` for
 unknown paths and ``405`` (with ``Allow``) for wrong methods, and turns any exception a
 handler raises into a ``500`` so nothing ever propagates into the web server.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
 from channelkit.errors import BadContentLength, BodyTooLarge, UnreadableBody
-from channelkit.web.ingress import (
+from channelkit.ingress import (
     MAX_BODY_BYTES,
     Headers,
     IngressRequest,

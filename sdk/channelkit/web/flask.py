@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from channelkit.web.dispatch import IngressDispatcher, query_dict
-from channelkit.web.ingress import (
+from channelkit.ingress import (
     MAX_BODY_BYTES,
     Headers,
     IngressRequest,

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from channelkit.platforms.common.connection import connections_of
-from channelkit.web.ingress import IngressRequest, IngressResponse
+from channelkit.ingress import IngressRequest, IngressResponse
 
 __all__ = ["channel_health", "health_report", "health_response"]
 

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from channelkit.web.dispatch import IngressDispatcher, environ_headers, query_dict
-from channelkit.web.ingress import (
+from channelkit.ingress import (
     MAX_BODY_BYTES,
     IngressRequest,
     IngressResponse,

@@ -434,7 +434,7 @@ class AdapterHarness:
         ``after=False`` returns the response with its deferred work not yet run.
         """
         from channelkit.platforms.dingtalk import robot_signature
-        from channelkit.web.ingress import Headers, IngressRequest
+        from channelkit.ingress import Headers, IngressRequest
 
         if ts is None:  # each request is signed at its own millisecond (signatures are one-use)
             self._signed = max(int(self.clock.time() * 1000), getattr(self, "_signed", 0) + 1)
@@ -455,7 +455,7 @@ class AdapterHarness:
 
     def card_request(self, payload, headers=None, body=None, after=True):
         """Call the card handler like the web layer: ACK, then its deferred work."""
-        from channelkit.web.ingress import Headers, IngressRequest
+        from channelkit.ingress import Headers, IngressRequest
 
         raw = body if body is not None else json.dumps(payload).encode()
         response = self.channel.handle_card_request(

@@ -245,7 +245,7 @@ def test_ingress_rejections_mutate_nothing(adapter):
     old = str(int((h.clock.time() - 3601) * 1000))
     assert h.robot_request(h.robot_payload("x"), ts=old).status == 403
     assert h.robot_request(None, body=b"{not json").status == 400
-    from channelkit.web.ingress import Headers, IngressRequest
+    from channelkit.ingress import Headers, IngressRequest
 
     missing = h.channel.handle_robot_request(
         IngressRequest("POST", "/dingtalk/robot", Headers({}), b"{}")

@@ -13,7 +13,7 @@ from channelkit.platforms.dingtalk.ingress import (
     check_robot_signature,
     parse_card_callback,
 )
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 from dingtalk_helpers import AdapterHarness
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from channelkit.platforms.dingtalk import card_signature, robot_signature
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 
 
 def _robot(h, payload, ts):  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from channelkit.platforms.feishu.crypto import encrypt_event, feishu_signature
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 
 #: every card action is a distinct callback (its own event_id), as on the platform
 _CALLBACKS = itertools.count(1)

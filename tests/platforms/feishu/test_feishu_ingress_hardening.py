@@ -21,7 +21,7 @@ from channelkit.platforms.feishu.ingress import (
     parse_message_event,
 )
 from channelkit.testing import ScriptedBridge
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 from feishu_helpers import ENCRYPT_KEY, TOKEN, FakeFeishu, challenge, message_event, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -10,7 +10,7 @@ from channelkit.core import ChannelConfig
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.testing import ScriptedBridge
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 from feishu_helpers import ENCRYPT_KEY, TOKEN, message_event, request
 
 

@@ -37,7 +37,7 @@ from channelkit.platforms.telegram.questions import (
     encode_callback,
 )
 from channelkit.testing import wait_until
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 
 from tests.platforms._shared import RecordingContext as _Recording
 from tests.platforms.telegram.tg_env import BASE, CHAT, OWNER, SECRET, TOKEN

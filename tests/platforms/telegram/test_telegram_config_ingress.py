@@ -12,7 +12,7 @@ from channelkit.platforms.telegram.ingress import (
     parse_update,
     verify_secret_token,
 )
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 
 TOKEN = "123456:ABC-def_ghi"
 

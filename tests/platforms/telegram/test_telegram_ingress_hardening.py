@@ -7,7 +7,7 @@ from typing import Any
 
 from channelkit.platforms.telegram.ingress import SECRET_HEADER, TelegramWebhook
 from channelkit.testing import ScriptedBridge, final
-from channelkit.web.ingress import Headers, IngressRequest
+from channelkit.ingress import Headers, IngressRequest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -15,7 +15,7 @@ from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.ingress import SECRET_HEADER
 from channelkit.testing import ScriptedBridge
-from channelkit.web.ingress import Headers, IngressRequest, IngressResponse
+from channelkit.ingress import Headers, IngressRequest, IngressResponse
 
 from tests.platforms._shared import LifecycleLog
 

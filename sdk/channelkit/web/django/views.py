@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from channelkit.web.dispatch import IngressDispatcher, environ_headers, query_dict
-from channelkit.web.ingress import (
+from channelkit.ingress import (
     MAX_BODY_BYTES,
     IngressRequest,
     IngressResponse,
