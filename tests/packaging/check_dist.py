@@ -34,6 +34,7 @@ SDIST_REQUIRED = [
     "setup.py",
     "pyproject.toml",
     "tox.ini",
+    "toxfile.py",
     "pytest.ini",
     "mypy.ini",
     "ruff.toml",

@@ -1,0 +1,249 @@
+"""tox plugin of this project (tox 4 loads `toxfile.py` from the project root by itself).
+
+It does two things, with nothing for the person running tox to set:
+
+1. **Finds every installed Python.** tox looks for `python3.X` on `PATH`. With pyenv, `PATH`
+   holds pyenv's shims, which run only the versions pyenv has selected (`pyenv global`,
+   `PYENV_VERSION`), so the other installed versions looked missing and their environments were
+   skipped. The plugin adds pyenv's interpreters (`$PYENV_ROOT`, else `pyenv root`, else
+   `~/.pyenv`: the newest patch release of each `3.X` under `versions/`) to tox's `--discover`
+   list, after any given on the command line. Without pyenv it adds nothing.
+2. **Says which Pythons ran.** The `pythons` environment, last in `env_list`, logs one line
+   naming the Python test environments (`py310`, `py311`, ...) that ran, with their interpreter,
+   and those skipped, with the reason; it fails when fewer than two ran.
+
+The helpers below import nothing from tox (only `pluggy`, which pytest also depends on), so
+`tests/test_tox_finds_every_python.py` checks them without tox installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from tox.config.sets import ConfigSet
+    from tox.session.state import State
+    from tox.tox_env.api import ToxEnv
+
+#: The same marker as `tox.plugin.impl` (a pluggy hook implementation of project "tox").
+impl = pluggy.HookimplMarker("tox")
+
+#: The environment that reports which Python test environments ran.
+REPORT_ENV = "pythons"
+#: How many Python test environments must run for the report environment to pass.
+MINIMUM_PYTHONS = 2
+
+_LOGGER = logging.getLogger(__name__)
+_PYTHON_TEST_ENV = re.compile(r"py(\d)(\d+)")
+_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+_PYENV_ROOT_TIMEOUT_S = 10.0
+
+
+def pyenv_root(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The pyenv root directory: `$PYENV_ROOT`, else `pyenv root`, else `~/.pyenv`.
+
+    Returns `None` when none of them is an existing directory.
+    """
+    env = os.environ if environ is None else environ
+    candidates: list[Path] = []
+    if env.get("PYENV_ROOT"):
+        candidates.append(Path(env["PYENV_ROOT"]))
+    pyenv = shutil.which("pyenv", path=env.get("PATH"))
+    if pyenv is not None:
+        try:
+            out = subprocess.run(
+                [pyenv, "root"],
+                capture_output=True,
+                text=True,
+                timeout=_PYENV_ROOT_TIMEOUT_S,
+                env=dict(env),
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            out = None
+        if out is not None and out.returncode == 0 and out.stdout.strip():
+            candidates.append(Path(out.stdout.strip()))
+    home = env.get("HOME") or env.get("USERPROFILE")
+    if home:
+        candidates.append(Path(home) / ".pyenv")
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def pyenv_interpreters(root: Path | None) -> list[Path]:
+    """The interpreters pyenv installed under `root/versions`, newest minor version first.
+
+    Only CPython 3 releases named `3.X.Y` count (not virtualenvs, free-threaded or other
+    implementations); of each `3.X` the newest patch release with an executable interpreter.
+    """
+    if root is None:
+        return []
+    versions = root / "versions"
+    if not versions.is_dir():
+        return []
+    newest: dict[tuple[int, int], tuple[int, Path]] = {}
+    for entry in versions.iterdir():
+        match = _RELEASE.fullmatch(entry.name)
+        if match is None or match.group(1) != "3":
+            continue
+        major, minor, patch = (int(part) for part in match.groups())
+        exe = _interpreter_in(entry, major, minor)
+        if exe is None:
+            continue
+        known = newest.get((major, minor))
+        if known is None or patch > known[0]:
+            newest[(major, minor)] = (patch, exe)
+    return [newest[key][1] for key in sorted(newest, reverse=True)]
+
+
+def _interpreter_in(version_dir: Path, major: int, minor: int) -> Path | None:
+    for relative in (f"bin/python{major}.{minor}", f"bin/python{major}", "python.exe"):
+        exe = version_dir / relative
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return exe
+    return None
+
+
+def python_test_env(name: str) -> bool:
+    """Whether `name` is a Python test environment (`py310`, `py311`, ...)."""
+    return _PYTHON_TEST_ENV.fullmatch(name) is not None
+
+
+@dataclass(frozen=True)
+class EnvResult:
+    """What became of one Python test environment."""
+
+    name: str
+    ran: bool
+    #: The interpreter's version and path when it ran; why not, when it did not.
+    detail: str
+    exit_code: int = 0
+
+
+class Results:
+    """The Python test environments' results of one tox run (locked: `tox p` runs threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._results: dict[str, EnvResult] = {}
+
+    def record(self, result: EnvResult) -> None:
+        """Keep the first result of an environment (its teardown comes after its run)."""
+        with self._lock:
+            self._results.setdefault(result.name, result)
+
+    def known(self, name: str) -> bool:
+        """Whether the environment has a result."""
+        with self._lock:
+            return name in self._results
+
+    def snapshot(self) -> list[EnvResult]:
+        """The results so far, ordered by environment name."""
+        with self._lock:
+            return [self._results[name] for name in sorted(self._results, key=_env_order)]
+
+
+def _env_order(name: str) -> tuple[int, int, str]:
+    match = _PYTHON_TEST_ENV.fullmatch(name)
+    if match is None:
+        return (0, 0, name)
+    return (int(match.group(1)), int(match.group(2)), name)
+
+
+def report(results: Iterable[EnvResult], minimum: int = MINIMUM_PYTHONS) -> tuple[bool, str]:
+    """The one-line report of which Pythons ran and which were skipped, and whether it passes.
+
+    It passes when at least `minimum` Python test environments ran their commands (whatever
+    their outcome: a failing suite fails its own environment).
+    """
+    results = list(results)
+    ran = [r for r in results if r.ran]
+    skipped = [r for r in results if not r.ran]
+
+    def describe(r: EnvResult) -> str:
+        failed = f", exit code {r.exit_code}" if r.ran and r.exit_code else ""
+        return f"{r.name} ({r.detail}{failed})"
+
+    line = (
+        f"Python test environments: {len(ran)} ran: "
+        + (", ".join(describe(r) for r in ran) or "none")
+        + f"; {len(skipped)} skipped: "
+        + (", ".join(describe(r) for r in skipped) or "none")
+    )
+    if len(ran) < minimum:
+        return False, (
+            f"{line}. Fewer than {minimum} Python versions ran the tests: install them "
+            "(pyenv install 3.X, or python3.X on PATH)"
+        )
+    return True, line
+
+
+RESULTS = Results()
+
+
+@impl
+def tox_add_core_config(core_conf: ConfigSet, state: State) -> None:
+    """Add pyenv's interpreters to the interpreters tox tries first."""
+    del core_conf
+    options: Any = state.conf.options
+    discover = getattr(options, "discover", None)
+    if not isinstance(discover, list):
+        return
+    for exe in pyenv_interpreters(pyenv_root()):
+        if str(exe) not in discover:
+            discover.append(str(exe))
+
+
+@impl
+def tox_after_run_commands(tox_env: ToxEnv, exit_code: int, outcomes: list[Any]) -> None:
+    """Record that a Python test environment ran, on which interpreter."""
+    del outcomes
+    name = tox_env.name
+    if not python_test_env(name):
+        return
+    detail = "interpreter unknown"
+    base = getattr(tox_env, "base_python", None)
+    if base is not None:
+        version = ".".join(str(part) for part in tuple(base.version_info)[:3])
+        detail = f"{version} at {base.extra.get('executable', '?')}"
+    RESULTS.record(EnvResult(name, ran=True, detail=detail, exit_code=exit_code))
+
+
+@impl
+def tox_env_teardown(tox_env: ToxEnv) -> None:
+    """Record why a Python test environment that did not run its commands was left out."""
+    name = tox_env.name
+    if not python_test_env(name) or RESULTS.known(name):
+        return
+    reason = "stopped before its commands (see its log above)"
+    try:
+        getattr(tox_env, "base_python", None)
+    except Exception as exc:  # tox's Skip or NoInterpreter: the interpreter is missing
+        reason = str(exc) or type(exc).__name__
+    RESULTS.record(EnvResult(name, ran=False, detail=reason))
+
+
+@impl
+def tox_before_run_commands(tox_env: ToxEnv) -> None:
+    """In the report environment: log which Pythons ran, and fail when fewer than two did."""
+    if tox_env.name != REPORT_ENV:
+        return
+    from tox.tox_env.errors import Fail
+
+    passed, line = report(RESULTS.snapshot())
+    if not passed:
+        raise Fail(line)
+    _LOGGER.warning("%s", line)
