@@ -75,7 +75,7 @@ class Round:
         def recording_route(body: Any) -> Any:
             result = route(body)
             with self.lock:
-                self.kinds.append(result.kind)
+                self.kinds.append(result.outcome)
             return result
 
         self.h.channel.route_card_callback = recording_route
@@ -306,7 +306,7 @@ def _claimed_card(h: Any) -> tuple[Any, Any]:
     result = h.presenter.route_callback(
         CardCallback(track, "submit", "owner-1", {"0": "Beijing", "1": "Logs"}, True)
     )
-    assert result.kind == "accepted"
+    assert result.outcome == "accepted"
     return ctx, result
 
 
@@ -317,7 +317,7 @@ def _terminal_updates(h: Any) -> list[dict[str, Any]]:
 def test_a_lost_card_waits_for_the_winners_settlement(harness):
     h = harness()
     ctx, result = _claimed_card(h)
-    result.execute()  # False: the winner's settlement is still on its way
+    result.run_after()  # False: the winner's settlement is still on its way
     assert _terminal_updates(h) == [] and h.fallbacks == []
     ctx.settle("cancelled")  # the winning /deny lands
     assert [u["card_status"] for u in _terminal_updates(h)] == ["cancelled"]
@@ -329,7 +329,7 @@ def test_a_card_claimed_after_another_answer_won_shows_that_answer(harness):
     h = harness()
     ctx, result = _claimed_card(h)
     ctx.settle("resolved_outside_presenter")  # answered elsewhere before the card's turn
-    result.execute()
+    result.run_after()
     assert _terminal_updates(h) == [
         {
             "card_status": "expired",
@@ -343,7 +343,7 @@ def test_a_card_claimed_after_another_answer_won_shows_that_answer(harness):
 def test_a_lost_card_whose_winner_never_settles_ends_unavailable_at_its_deadline(harness):
     h = harness(timeout=10.0)
     _ctx, result = _claimed_card(h)
-    result.execute()
+    result.run_after()
     h.advance(9.0)
     assert _terminal_updates(h) == []
     h.advance(2.0)
@@ -357,7 +357,7 @@ def test_a_lost_card_whose_winner_never_settles_ends_unavailable_at_its_deadline
 def test_a_run_cancelled_while_the_card_lost_tells_nothing_more(harness):
     h = harness()
     ctx, result = _claimed_card(h)
-    result.execute()
+    result.run_after()
     ctx.settle("run_cancelled")
     assert [u["card_status"] for u in _terminal_updates(h)] == ["cancelled"]
     assert h.fallbacks == []

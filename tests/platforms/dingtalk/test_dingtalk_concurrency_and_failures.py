@@ -50,7 +50,7 @@ def test_64_threads_same_submit_one_responder_call(adapter):
 
     def recording_route(body):
         result = route(body)
-        kinds.append(result.kind)
+        kinds.append(result.outcome)
         return result
 
     h.channel.route_card_callback = recording_route
@@ -135,11 +135,11 @@ def test_5000_question_lifecycles_leave_bounded_tombstones(harness):
         if kind == "submit":
             h.presenter.route_callback(
                 CardCallback(track, "submit", f"owner-{i % 3}", {"0": "Beijing", "1": "Logs"}, True)
-            ).execute()
+            ).run_after()
         elif kind == "cancel":
             h.presenter.route_callback(
                 CardCallback(track, "cancel", f"owner-{i % 3}", {}, True, True)
-            ).execute()
+            ).run_after()
         elif kind == "expire":
             h.advance(5.0)
         elif kind == "external":

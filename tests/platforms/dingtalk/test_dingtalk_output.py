@@ -181,8 +181,8 @@ def test_two_segments_of_a_run_are_independent_and_stop_cancels_exact_run(harnes
     tracks = [c[1]["out_track_id"] for c in h.api.ops("create")]
     assert len(set(tracks)) == 3
     result = stop(h, tracks[0])
-    assert result.kind == "accepted"
-    result.execute()
+    assert result.outcome == "accepted"
+    result.run_after()
     assert h.cancel_calls == [("session-1", "run-1")]
     finalized = {
         c[1]["out_track_id"] for c in h.api.ops("update") if c[1]["params"].get("flowStatus") == 3
@@ -197,13 +197,16 @@ def test_stop_owner_only_and_claimed_once(harness):
     seg = h.segment()
     h.presenter.append_output(seg, "x")
     track = h.status_track()
+    notices: list = []
+    h.presenter.notify_forbidden = lambda target, actor: notices.append((target.chat_id, actor))
     first = stop(h, track, "other")
-    assert first.kind == "forbidden" and first.actor_id == "other"
-    assert first.target.chat_id == "cid-1"
-    assert stop(h, track, "other").kind == "ignored"  # one notice per actor per card
+    assert first.outcome == "forbidden" and notices == []  # nothing before the ACK
+    first.run_after()
+    assert notices == [("cid-1", "other")]
+    assert stop(h, track, "other").outcome == "ignored"  # one notice per actor per card
     accepted = stop(h, track)
-    assert accepted.kind == "accepted"
-    assert stop(h, track).kind == "ignored"  # duplicate while claimed
+    assert accepted.outcome == "accepted"
+    assert stop(h, track).outcome == "ignored"  # duplicate while claimed
     assert h.cancel_calls == []  # nothing before execute
 
 
@@ -215,12 +218,12 @@ def test_stop_false_releases_claim_card_stays_live(harness):
     track = h.status_track()
     h.cancel_result = False
     res = stop(h, track)
-    res.execute()
+    res.run_after()
     assert not [c for c in h.api.ops("update") if c[1]["params"].get("flowStatus") == 3]
     h.cancel_result = True
     retry = stop(h, track)
-    assert retry.kind == "accepted"
-    retry.execute()
+    assert retry.outcome == "accepted"
+    retry.run_after()
     assert h.api.ops("update")[-1][1]["params"]["statusLine"].startswith("Stopped")
 
 
@@ -234,7 +237,7 @@ def test_historical_card_cannot_stop_later_run(harness):
     h.presenter.terminalize_run("run-1", "completed")
     h.run("run-2")
     h.presenter.append_output(h.segment("run-2"), "y")
-    assert stop(h, old).kind == "ignored"
+    assert stop(h, old).outcome == "ignored"
     assert h.cancel_calls == []
 
 

@@ -53,8 +53,8 @@ def test_submit_encodes_answers_and_updates_in_place(harness):
     h.presenter.present_input(ctx)
     track = q_track(h)
     res = h.presenter.route_callback(submit(track, {"0": "Beijing", "1": ["Logs", "Metrics"]}))
-    assert res.kind == "accepted" and ctx.responses == []  # nothing before execute
-    res.execute()
+    assert res.outcome == "accepted" and ctx.responses == []  # nothing before execute
+    res.run_after()
     assert ctx.responses == [
         {
             "outcome": {"outcome": "selected", "optionId": "proceed_once"},
@@ -73,9 +73,10 @@ def test_submit_encodes_answers_and_updates_in_place(harness):
     ]
     # duplicates and stale callbacks are ignored; never reopened
     assert (
-        h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).kind == "ignored"
+        h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).outcome
+        == "ignored"
     )
-    assert h.presenter.route_callback(cancel_cb(track)).kind == "ignored"
+    assert h.presenter.route_callback(cancel_cb(track)).outcome == "ignored"
     assert len(ctx.responses) == 1
 
 
@@ -88,11 +89,11 @@ def test_custom_other_answers(harness):
     bad = h.presenter.route_callback(
         submit(track, {"0": "__ck_other__", "0_other": " ", "1": "Logs"})
     )
-    assert bad.kind == "ignored"
+    assert bad.outcome == "ignored"
     res = h.presenter.route_callback(
         submit(track, {"0": "__ck_other__", "0_other": "Shenzhen", "1": ["Logs"], "1_other": ""})
     )
-    res.execute()
+    res.run_after()
     assert ctx.responses[0]["answers"] == {"0": "Shenzhen", "1": "Logs"}
 
 
@@ -105,13 +106,13 @@ def test_unknown_answer_key_rejected_before_claim(harness):
     res = h.presenter.route_callback(
         submit(track, {"0": "Beijing", "1": "Logs", "unexpected": "x"})
     )
-    assert res.kind == "ignored" and ctx.responses == []
+    assert res.outcome == "ignored" and ctx.responses == []
     single_two = h.presenter.route_callback(
         submit(track, {"0": ["Beijing", "Shanghai"], "1": "Logs"})
     )
-    assert single_two.kind == "ignored"
+    assert single_two.outcome == "ignored"
     ok = h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"}))
-    assert ok.kind == "accepted"  # still claimable after rejected submits
+    assert ok.outcome == "accepted"  # still claimable after rejected submits
 
 
 def test_cancel_sends_only_cancel_outcome(harness):
@@ -120,7 +121,7 @@ def test_cancel_sends_only_cancel_outcome(harness):
     ctx = h.ctx()
     h.presenter.present_input(ctx)
     res = h.presenter.route_callback(cancel_cb(q_track(h)))
-    res.execute()
+    res.run_after()
     assert ctx.responses == [{"outcome": {"outcome": "cancelled"}}]
     assert q_updates(h)[-1]["card_status"] == "cancelled"
 
@@ -131,7 +132,7 @@ def test_non_business_callbacks_ignored(harness):
     ctx = h.ctx()
     h.presenter.present_input(ctx)
     cb = CardCallback(q_track(h), "submit", "owner-1", {}, False, False)
-    assert h.presenter.route_callback(cb).kind == "ignored"
+    assert h.presenter.route_callback(cb).outcome == "ignored"
 
 
 def test_foreign_user_forbidden_once_nothing_mutated(harness):
@@ -140,13 +141,20 @@ def test_foreign_user_forbidden_once_nothing_mutated(harness):
     ctx = h.ctx()
     h.presenter.present_input(ctx)
     track = q_track(h)
+    notices = []
+    h.presenter.questions.notify_forbidden = lambda target, actor: notices.append(
+        (target.chat_id, actor)
+    )
     first = h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"}, actor="other"))
-    assert first.kind == "forbidden" and first.target.chat_id == "cid-1" and first.execute is None
+    assert first.outcome == "forbidden" and notices == []  # nothing before the ACK
+    first.run_after()
+    assert notices == [("cid-1", "other")]  # the notice only: no responder, no card write
     again = h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"}, actor="other"))
-    assert again.kind == "ignored"
+    assert again.outcome == "ignored"
     assert ctx.responses == [] and q_updates(h) == []
     assert (
-        h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).kind == "accepted"
+        h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).outcome
+        == "accepted"
     )
 
 
@@ -158,7 +166,7 @@ def test_responder_false_or_throw_is_terminal_and_keeps_claim(harness):
         h.presenter.present_input(ctx)
         track = q_track(h)
         res = h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"}))
-        res.execute()
+        res.run_after()
         assert q_updates(h) == [
             {
                 "card_status": "expired",
@@ -167,7 +175,7 @@ def test_responder_false_or_throw_is_terminal_and_keeps_claim(harness):
             }
         ]
         assert (
-            h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).kind
+            h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).outcome
             == "ignored"
         )
         assert h.presenter.questions.live_count == 0
@@ -226,7 +234,8 @@ def test_settlement_during_delivery_never_reactivates(harness):
     assert ctx.responses == []
     track = q_track(h)
     assert (
-        h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).kind == "ignored"
+        h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).outcome
+        == "ignored"
     )
     h.advance(1_000)
     assert ctx.responses == []
@@ -261,7 +270,7 @@ def test_second_question_same_run_unsupported_first_stays_answerable(harness):
     assert h.presenter.present_input(second) == "unsupported"
     assert len(h.api.ops("create")) == 1 and q_updates(h) == []
     res = h.presenter.route_callback(submit(q_track(h), {"0": "Beijing", "1": "Logs"}))
-    assert res.kind == "accepted"
+    assert res.outcome == "accepted"
 
 
 def test_users_and_sessions_independent(harness):
@@ -279,8 +288,8 @@ def test_users_and_sessions_independent(harness):
         res = h.presenter.route_callback(
             submit(q_track(h, i), {"0": "Beijing", "1": "Logs"}, owner)
         )
-        assert res.kind == "accepted"
-        res.execute()
+        assert res.outcome == "accepted"
+        res.run_after()
         assert len(ctx.responses) == 1
 
 
@@ -308,10 +317,11 @@ def test_projection_failure_does_not_roll_back_answer(harness):
     track = q_track(h)
     h.api.fail["update"] = ServerError("busy", status=500)
     res = h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"}))
-    res.execute()
+    res.run_after()
     assert len(ctx.responses) == 1 and ctx.settled == "resolved_outside_presenter"
     assert (
-        h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).kind == "ignored"
+        h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).outcome
+        == "ignored"
     )
     tomb = h.presenter.questions.registry.tombstone(track)
     assert tomb.state == "submitted"
@@ -323,7 +333,7 @@ def test_tombstones_hold_only_correlation(harness):
     ctx = h.ctx()
     h.presenter.present_input(ctx)
     track = q_track(h)
-    h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).execute()
+    h.presenter.route_callback(submit(track, {"0": "Beijing", "1": "Logs"})).run_after()
     tomb = h.presenter.questions.registry.tombstone(track)
     assert set(vars(tomb)) == {"request_id", "run_id", "state"}
     assert "Beijing" not in json.dumps(vars(tomb))
@@ -346,8 +356,8 @@ def test_run_cancellation_during_delivery_never_reactivates(harness):
         }
     ]
     assert ctx.responses == []  # the responder is not called again
-    assert h.presenter.route_callback(submit(q_track(h), {"0": "Beijing", "1": "Logs"})).kind == (
-        "ignored"
-    )
+    assert h.presenter.route_callback(
+        submit(q_track(h), {"0": "Beijing", "1": "Logs"})
+    ).outcome == ("ignored")
     h.advance(1_000)  # no expiry timer was armed
     assert ctx.responses == [] and h.presenter.questions.live_count == 0

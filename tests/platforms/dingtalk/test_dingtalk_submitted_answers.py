@@ -29,8 +29,8 @@ def present_and_submit(h, form):
         if c[1]["template_id"] == QUESTION_CARD_TEMPLATE_ID
     )
     result = h.presenter.route_callback(CardCallback(track, "submit", "owner-1", form, True))
-    assert result.kind == "accepted"
-    result.execute()
+    assert result.outcome == "accepted"
+    result.run_after()
     (terminal,) = [c[1]["params"] for c in h.api.ops("update") if "card_status" in c[1]["params"]]
     return ctx, terminal
 
@@ -89,7 +89,7 @@ def test_many_long_answers_are_bounded_as_a_whole(harness):
     for i in range(4):
         form[str(i)] = OTHER_OPTION_VALUE
         form[f"{i}_other"] = "z" * 400
-    h.presenter.route_callback(CardCallback(track, "submit", "owner-1", form, True)).execute()
+    h.presenter.route_callback(CardCallback(track, "submit", "owner-1", form, True)).run_after()
     (terminal,) = [c[1]["params"] for c in h.api.ops("update") if "card_status" in c[1]["params"]]
     shown = terminal["selected_text"]
     unescaped = shown.replace("- ", "", 4).replace("\n", "")

@@ -68,11 +68,12 @@ from channelkit.http.auth import TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.cluster import Cluster, ClusterOptions
 from channelkit.platforms.common.connection import LongConnection
+from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
-from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.observed_registry import ObservedStateRegistry
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.dingtalk.api import (
     STATUS_CARD_TEMPLATE_ID,
@@ -84,13 +85,13 @@ from channelkit.platforms.dingtalk.approvals import present_approval_card
 from channelkit.platforms.dingtalk.cluster import DingtalkCluster
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
+    card_interaction,
     check_card_signature,
     check_robot_signature,
     parse_card_callback,
     parse_robot_message,
 )
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
-from channelkit.platforms.dingtalk.questions import CallbackResult
 from channelkit.platforms.dingtalk.stream import TOPICS, DingtalkStream
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
@@ -281,7 +282,14 @@ class DingtalkChannel(ChannelBase):
                 model=config.model or channel_config.model or agent_label(bridge),
                 question_timeout=self.question_lifetime(),
                 registry=self.registry,
+                notify_forbidden=self._send_forbidden_notice,
             )
+        #: card actions: the store's claim first (several processes), else this
+        #: instance's Stop and question / approval forms
+        self.card_router = InteractionRouter(
+            (self._cluster_card_action, self._local_card_action),
+            name=f"{config.name} card action",
+        )
         #: queue notices on status cards, updated as the run moves up
         self.queue_notices: QueueNotices[str] = QueueNotices(
             self, show=self._show_queue_notice, edit=self._edit_queue_notice
@@ -406,8 +414,7 @@ class DingtalkChannel(ChannelBase):
             if not self._seen.first(message.msg_id):  # two racing copies run once
                 return IngressResponse.json(200, {"success": True})  # redelivery / replay
             self.record_inbound(message)
-            after: list[Callable[[], None]] = []
-            outcome = deliver_inbound(
+            outcome, decision = decide_inbound(
                 self,
                 InboundMessage(
                     channel_name=self.name,
@@ -418,14 +425,13 @@ class DingtalkChannel(ChannelBase):
                     is_group=message.is_group,
                     sender_name=message.sender_nick,
                 ),
-                defer=after,
             )
             if outcome != "accepted":
                 self._owners.pop(message.msg_id)  # no run will consume it
             if outcome == "closed":
                 self._seen.forget(message.msg_id)  # a redelivery may be served elsewhere
-                return IngressResponse.json(ack_status(outcome), {"success": False})
-            return IngressResponse.json(200, {"success": True}, after=after)
+                return IngressResponse.json(decision.status, {"success": False})
+            return decision.with_body({"success": True}, status=200).to_response()
         except Exception:
             logger.exception("[%s] robot message failed", self.name)
             return IngressResponse.json(500, {"success": False})
@@ -469,8 +475,7 @@ class DingtalkChannel(ChannelBase):
         Never raises.
         """
         try:
-            result = self.route_card_callback(payload)
-            return IngressResponse(200, _CARD_ACK, after=self._deferred_callback(result))
+            return self.route_card_callback(payload).with_body(_CARD_ACK).to_response()
         except Exception:
             logger.exception("[%s] card callback failed", self.name)
             return IngressResponse(200, _CARD_ACK)
@@ -501,35 +506,26 @@ class DingtalkChannel(ChannelBase):
         except ValueError:
             return None, IngressResponse(400, _REJECTED)
 
-    def route_card_callback(self, payload: Any) -> CallbackResult:
-        """The synchronous part of a card callback (no network)."""
+    def route_card_callback(self, payload: Any) -> Decision:
+        """The synchronous part of a card callback (no network): its `Decision`, whose
+        work runs on the pool after the ACK (:attr:`card_router`)."""
         callback = parse_card_callback(payload)
         if callback is None or self.presenter is None:
-            return CallbackResult.ignored()
-        try:
-            if self.cluster is not None:
-                return self.cluster.route(callback)
-            return self.presenter.route_callback(callback)
-        except Exception:
-            logger.exception("[%s] card callback routing failed", self.name)
-            return CallbackResult.ignored(callback.actor_id)
+            return Decision.ignored()
+        return self.card_router.route(card_interaction(callback)).handed_to(self.pool.post)
 
-    def _deferred_callback(self, result: CallbackResult) -> tuple[Callable[[], None], ...]:
-        """The pool hand-offs of a decided callback, to run after the ACK."""
-        if result.kind == "accepted" and result.execute is not None:
-            execute = result.execute
+    def _cluster_card_action(self, interaction: Interaction) -> Decision | None:
+        """With a state store every card action is correlated and claimed there first
+        (:meth:`DingtalkCluster.route`); None without one."""
+        if self.cluster is None:
+            return None
+        return self.cluster.route(interaction.raw)
 
-            def run() -> None:
-                try:
-                    execute()
-                except Exception:
-                    logger.exception("[%s] card callback action failed", self.name)
-
-            return (lambda: self.pool.post(run),)
-        if result.kind == "forbidden" and result.target is not None and result.actor_id:
-            target, actor = result.target, result.actor_id
-            return (lambda: self.pool.post(self._send_forbidden_notice, target, actor),)
-        return ()
+    def _local_card_action(self, interaction: Interaction) -> Decision | None:
+        """Stop, then question and approval forms, on this instance's cards."""
+        if self.presenter is None:
+            return None
+        return self.presenter.router.route(interaction)
 
     def _send_forbidden_notice(self, target: CardTarget, actor_id: str) -> None:
         try:
@@ -717,7 +713,7 @@ class DingtalkChannel(ChannelBase):
     ) -> None:
         """Stream visible text into the segment's status card (if it has one)."""
         if self.presenter is not None and segment is not None:
-            self.presenter.append_output(segment, chunk)
+            self.presenter.append(segment, chunk)
 
     def on_output_segment_end(
         self,
@@ -728,7 +724,7 @@ class DingtalkChannel(ChannelBase):
     ) -> None:
         """Close the segment's card (boundary / input requested / failed / cancelled)."""
         if self.presenter is not None:
-            self.presenter.close_output(segment, "", str(reason), wait=False)
+            self.presenter.close_segment(segment, str(reason))
 
     def on_response_complete(
         self,

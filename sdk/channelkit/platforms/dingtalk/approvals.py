@@ -216,6 +216,7 @@ class _ApprovalCards:
             send_text=questions._send_text,
             on_template_rejected=lambda: presenter.question_switch.reject_globally("template"),
             registry=questions.registry,
+            notify_forbidden=questions.notify_forbidden,
         )
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common.cluster import Cluster
+from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.dingtalk.api import CardTarget
 from channelkit.platforms.dingtalk.ingress import CardCallback
 from channelkit.platforms.dingtalk.markdown import option_label
@@ -48,8 +49,8 @@ from channelkit.platforms.dingtalk.output import (
     status_line,
 )
 from channelkit.platforms.dingtalk.questions import (
-    CallbackResult,
     FormSpec,
+    forbidden_decision,
     terminal_param_map,
 )
 
@@ -194,7 +195,7 @@ class DingtalkCluster:
         self.store.delete(c.key("card", track))
 
     # -- callbacks (web thread) -----------------------------------------------------------
-    def route(self, callback: CardCallback) -> CallbackResult:
+    def route(self, callback: CardCallback) -> Decision:
         """Correlate, authorize and claim ``callback`` from the store (see module doc)."""
         presenter = self.presenter
         assert presenter is not None
@@ -209,18 +210,18 @@ class DingtalkCluster:
             if actor != card["owner"]:
                 notice = c.key("notice", track, actor)
                 if not self.store.add(notice, {"at": 1}, ttl_s=c.options.tombstone_ttl_s):
-                    return CallbackResult.ignored()
-                return CallbackResult("forbidden", actor, target)
+                    return Decision.ignored()
+                return forbidden_decision(presenter.notify_forbidden, target, actor)
             if not self._valid(card, callback):
-                return CallbackResult.ignored(actor)
+                return Decision.ignored()
             claim = c.key("claim", track)
             won = self.store.add(claim, {"by": c.instance_id}, ttl_s=c.options.claim_ttl_s)
         except Exception as exc:
             c.unavailable("card action claim", exc)  # fail closed: ACK, change nothing
-            return CallbackResult.ignored()
+            return Decision.ignored()
         c.reachable()
         if not won:
-            return CallbackResult.ignored(actor)
+            return Decision.ignored()
         owner = str(card["instance"])
         if owner == c.instance_id:
             return self._local(callback, claim)
@@ -239,7 +240,7 @@ class DingtalkCluster:
             if not c.forward(owner, message):
                 c.call("claim release", lambda: self._del(claim))
 
-        return CallbackResult("accepted", actor, target, forward)
+        return Decision.ack().then(forward)
 
     def _valid(self, card: dict[str, Any], callback: CardCallback) -> bool:
         if card.get("kind") == "status":
@@ -252,26 +253,23 @@ class DingtalkCluster:
             return False
         return _form(card).parse(callback.form_data) is not None
 
-    def _local(self, callback: CardCallback, claim: str) -> CallbackResult:
+    def _local(self, callback: CardCallback, claim: str) -> Decision:
         """Apply a claimed action on the owner (its local presenter claims again)."""
         presenter = self.presenter
         assert presenter is not None
-        result = presenter.route_callback(callback)
-        if result.kind != "accepted" or result.execute is None:
-            return result
-        execute = result.execute
-        if callback.action_id != STOP_ACTION_ID:
-            return result
+        decision = presenter.route_callback(callback)
+        if decision.outcome != "accepted" or callback.action_id != STOP_ACTION_ID:
+            return decision
 
-        def stop() -> None:
-            execute()
-            # a Stop whose cancellation failed on a still-current run is retryable
+        def release_retryable() -> None:
+            # after the Stop's own work: a Stop whose cancellation failed on a
+            # still-current run is retryable
             status = presenter.status
             record = status.by_track(callback.out_track_id) if status is not None else None
             if record is not None and not record.terminal and not record.stop_claim.claimed:
                 self.cluster.call("claim release", lambda: self._del(claim))
 
-        return CallbackResult(result.kind, result.actor_id, result.target, stop)
+        return decision.then(release_retryable)
 
     def apply(self, message: dict[str, Any]) -> None:
         """A forwarded, already claimed action (the inbox consumer): handed to the pool."""
@@ -285,17 +283,9 @@ class DingtalkCluster:
             has_business_payload=bool(message.get("business")),
             is_cancel=bool(message.get("cancel")),
         )
-        result = self._local(callback, str(message["claim"]))
-        if result.kind == "accepted" and result.execute is not None:
-            execute = result.execute
-
-            def run() -> None:
-                try:
-                    execute()
-                except Exception:
-                    logger.exception("forwarded card action failed")
-
-            self._submit(run)
+        decision = self._local(callback, str(message["claim"]))
+        if decision.outcome == "accepted" and decision.after:
+            self._submit(decision.run_after)  # a forwarded action's work, on the pool
 
     # -- recovery (pool) ----------------------------------------------------------------
     def sweep(self, first: bool) -> None:

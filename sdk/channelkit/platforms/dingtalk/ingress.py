@@ -41,6 +41,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from channelkit.ingress import loads_json
+from channelkit.platforms.common.contract import Interaction
 from channelkit.platforms.common.replay import ReplayGuard
 
 logger = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ __all__ = [
     "ROBOT_TIMESTAMP_HEADER",
     "CardCallback",
     "RobotMessage",
+    "card_interaction",
     "card_signature",
     "check_card_signature",
     "check_robot_signature",
@@ -432,4 +434,22 @@ def parse_card_callback(value: Any) -> CardCallback | None:
         form_data=form if form is not None else {},
         has_business_payload=form is not None or has_cancel,
         is_cancel=is_cancel,
+    )
+
+
+def card_interaction(callback: CardCallback) -> Interaction:
+    """The platform contract's `Interaction` of a parsed card callback.
+
+    A callback with form data is a `form_submit`, any other action (Stop, Cancel) a
+    `button`; the token is the card's outTrackId, the value its action id, and `raw`
+    the `CardCallback` itself.
+    """
+    return Interaction(
+        kind="form_submit" if callback.form_data else "button",
+        platform="dingtalk",
+        actor_id=callback.actor_id,
+        token=callback.out_track_id,
+        value=callback.action_id,
+        form=callback.form_data,
+        raw=callback,
     )

@@ -44,7 +44,7 @@ import uuid
 from collections.abc import Callable, Hashable
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common import (
@@ -54,6 +54,7 @@ from channelkit.platforms.common import (
     bound_text,
     first_notice,
 )
+from channelkit.platforms.common.contract import Decision, Interaction, PresentOutcome
 from channelkit.platforms.common.projection_queue import ProjectionQueue
 from channelkit.platforms.common.registry import (
     CardRegistry,
@@ -61,6 +62,7 @@ from channelkit.platforms.common.registry import (
     MemoryStateRegistry,
     StateRegistry,
 )
+from channelkit.platforms.common.router import InteractionRouter
 from channelkit.platforms.common.streamed import StreamedText
 from channelkit.platforms.common.switch import CardSwitch
 from channelkit.platforms.common.types import Clock, Scheduler
@@ -72,13 +74,14 @@ from channelkit.platforms.dingtalk.api import (
     is_template_rejection,
     log_card_error,
 )
-from channelkit.platforms.dingtalk.ingress import CardCallback
+from channelkit.platforms.dingtalk.ingress import CardCallback, card_interaction
 from channelkit.platforms.dingtalk.markdown import sanitize_image_markers
 from channelkit.platforms.dingtalk.questions import (
-    CallbackResult,
+    ForbiddenNotice,
     InputRequestLike,
     QuestionCardController,
     SegmentLike,
+    forbidden_decision,
 )
 
 __all__ = [
@@ -217,23 +220,15 @@ class StatusCardController:
         return self._segments.tombstone(segment_id) is not None
 
     # -- output -----------------------------------------------------------------------------
-    def append(
-        self,
-        *,
-        segment_id: str,
-        run_id: str,
-        session_id: str,
-        owner_key: str,
-        chat_id: str,
-        target: CardTarget,
-        queue: ProjectionQueue,
-        chunk: str,
-    ) -> StatusRecord | None:
+    def append(self, segment: SegmentLike, binding: RunBinding, chunk: str) -> StatusRecord | None:
         """Add visible text to the segment's card, creating the card on first text.
 
-        Returns the live record, or None when the text was not taken (segment terminal,
-        too many live cards, or the segment id belongs to another run).
+        ``binding`` is the segment's eligible run (its captured owner, chat, card target
+        and projection queue). Returns the live record, or None when the text was not
+        taken (segment terminal, too many live cards, or the segment id belongs to
+        another run).
         """
+        segment_id, run_id = segment.segment_id, binding.run_id
         with self._lock:
             record = self.registry.get(segment_id)
             if record is None:
@@ -242,12 +237,10 @@ class StatusCardController:
                 if len(self.registry) >= MAX_LIVE_STATUS_CARDS:
                     logger.warning("too many live status cards; segment falls back to Markdown")
                     return None
-                record = self._new_record(
-                    segment_id, run_id, session_id, owner_key, chat_id, target, queue
-                )
+                record = self._new_record(segment_id, binding)
                 if not self.registry.add(segment_id, record, track=record.out_track_id):
                     return None
-                queue.enqueue(functools.partial(self._create, record))
+                binding.queue.enqueue(functools.partial(self._create, record))
             elif record.run_id != run_id:
                 return None
         if record.terminal:
@@ -255,16 +248,8 @@ class StatusCardController:
         record.writer.append(chunk)
         return record
 
-    def _new_record(
-        self,
-        segment_id: str,
-        run_id: str,
-        session_id: str,
-        owner_key: str,
-        chat_id: str,
-        target: CardTarget,
-        queue: ProjectionQueue,
-    ) -> StatusRecord:
+    def _new_record(self, segment_id: str, binding: RunBinding) -> StatusRecord:
+        queue = binding.queue
         out_track_id = "ck-status-" + uuid.uuid4().hex
         holder: list[StatusRecord] = []
 
@@ -285,11 +270,11 @@ class StatusCardController:
         )
         record = StatusRecord(
             segment_id=segment_id,
-            run_id=run_id,
-            session_id=session_id,
-            owner_key=owner_key,
-            chat_id=chat_id,
-            target=target,
+            run_id=binding.run_id,
+            session_id=binding.session_id,
+            owner_key=binding.owner_key,
+            chat_id=binding.chat_id,
+            target=binding.card_target,
             out_track_id=out_track_id,
             started_at=self._clock.now(),
             writer=writer,
@@ -481,7 +466,8 @@ class DingtalkPresenter:
     """Projects runs onto DingTalk cards; see the module docstring.
 
     ``submit(fn)`` hands work to the pool. ``send_fallback(chat_id, text, session_id)``
-    is the Markdown sender. ``cancel_run(session_id, run_id)`` is the exact-run
+    is the Markdown sender; ``notify_forbidden(target, actor_id)`` tells a person once
+    that a card is not theirs. ``cancel_run(session_id, run_id)`` is the exact-run
     cancellation of ChannelBase. ``status_cards`` / ``question_cards`` enable the two card
     types; ``question_timeout`` is the effective question lifetime in seconds.
     """
@@ -502,8 +488,11 @@ class DingtalkPresenter:
         flush_interval: float = 0.5,
         wait_timeout: float = 45.0,
         registry: StateRegistry | None = None,
+        notify_forbidden: ForbiddenNotice | None = None,
     ) -> None:
         self._submit = submit
+        #: the notice to a person who pressed a card that is not theirs (None: no notice)
+        self.notify_forbidden = notify_forbidden
         self._send_fallback = send_fallback
         self._cancel_run = cancel_run
         self._wait_timeout = wait_timeout
@@ -539,7 +528,12 @@ class DingtalkPresenter:
                 send_text=lambda chat_id, text: self._send_fallback(chat_id, text, ""),
                 on_template_rejected=lambda: self.question_switch.reject_globally("template"),
                 registry=state.cards("dingtalk-questions"),
+                notify_forbidden=notify_forbidden,
             )
+        #: the card actions of this presenter's cards: Stop, then question forms
+        self.router = InteractionRouter(
+            (self.stop_pressed, self.form_action), name="dingtalk card action"
+        )
 
     # -- runs -------------------------------------------------------------------------------
     def register_run(
@@ -590,16 +584,7 @@ class DingtalkPresenter:
         binding = self._eligible(segment.run_id, segment.owner.id, segment.target.chat_id)
         if binding is None or not self.status_switch.allows(binding.chat_id):
             return False
-        record = status.append(
-            segment_id=segment.segment_id,
-            run_id=binding.run_id,
-            session_id=binding.session_id,
-            owner_key=binding.owner_key,
-            chat_id=binding.chat_id,
-            target=binding.card_target,
-            queue=binding.queue,
-            chunk=chunk,
-        )
+        record = status.append(segment, binding, chunk)
         if record is None:
             return False
         binding.streamed.add(chunk)
@@ -759,23 +744,25 @@ class DingtalkPresenter:
                 self._finish(record, state, is_error=is_error, wait=False)
 
     # -- callbacks ------------------------------------------------------------------------------
-    def route_callback(self, callback: CardCallback) -> CallbackResult:
-        """Decide a card callback synchronously (correlate, authorize, claim)."""
-        if callback.action_id == STOP_ACTION_ID:
-            return self._claim_stop(callback)
-        if self.questions is None:
-            return CallbackResult.ignored(callback.actor_id)
-        return self.questions.claim(callback)
+    def route_callback(self, callback: CardCallback) -> Decision:
+        """Decide a card callback synchronously (correlate, authorize, claim) through
+        :attr:`router`; the decision's work calls the responder or the cancellation:
+        hand it to the pool after the ACK."""
+        return self.router.route(card_interaction(callback))
 
-    def _claim_stop(self, callback: CardCallback) -> CallbackResult:
+    def stop_pressed(self, interaction: Interaction) -> Decision | None:
+        """The Stop button of a status card (None: another action)."""
+        callback = interaction.raw
+        if not isinstance(callback, CardCallback) or callback.action_id != STOP_ACTION_ID:
+            return None
         status = self.status
         if status is None:
-            return CallbackResult.ignored(callback.actor_id)
+            return Decision.ignored()
         kind, record = status.claim_stop(callback.out_track_id, callback.actor_id)
         if record is None:
-            return CallbackResult.ignored(callback.actor_id if kind == "ignored" else None)
+            return Decision.ignored()
         if kind == "forbidden":
-            return CallbackResult("forbidden", callback.actor_id, record.target)
+            return forbidden_decision(self.notify_forbidden, record.target, callback.actor_id)
 
         def execute() -> None:
             cancelled = False
@@ -788,7 +775,34 @@ class DingtalkPresenter:
             elif status.record(record.segment_id) is record and not record.terminal:
                 record.stop_claim.release()
 
-        return CallbackResult("accepted", callback.actor_id, record.target, execute)
+        return Decision.ack().then(execute)
+
+    def form_action(self, interaction: Interaction) -> Decision | None:
+        """Submit or Cancel of a question (or approval) card (None: not a card action)."""
+        callback = interaction.raw
+        if not isinstance(callback, CardCallback):
+            return None
+        if self.questions is None:
+            return Decision.ignored()
+        return self.questions.claim(callback)
+
+    # -- the platform contract's surfaces -------------------------------------------------------
+    def open_segment(self, segment: SegmentLike) -> None:
+        """`OutputSurface.open_segment`: nothing to do, the card comes with the first text."""
+
+    def append(self, segment: SegmentLike, chunk: str) -> bool:
+        """`OutputSurface.append`: :meth:`append_output`."""
+        return self.append_output(segment, chunk)
+
+    def close_segment(self, segment: SegmentLike, reason: str) -> None:
+        """`OutputSurface.close_segment`: the segment's card ends (queued, not awaited)."""
+        self.close_output(segment, "", reason, wait=False)
+
+    def present(self, request: InputRequestLike) -> PresentOutcome:
+        """`QuestionSurface.present`: :meth:`present_input` with the default lifetime."""
+        result = self.present_input(request)
+        assert result in ("presented", "handled", "unsupported")
+        return result  # type: ignore[return-value]
 
     def close(self) -> None:
         """Finalize every live run as cancelled (used by ``ChannelBase.close``)."""
@@ -796,3 +810,14 @@ class DingtalkPresenter:
             run_ids = [binding.run_id for binding in self._runs.records()]
         for run_id in run_ids:
             self.terminalize_run(run_id, "cancelled", "shutdown")
+
+
+if TYPE_CHECKING:
+    from channelkit.core.context import UserInputRequestContext
+    from channelkit.platforms.common.contract import OutputSurface, QuestionSurface
+
+    def _satisfies_the_contract(presenter: DingtalkPresenter) -> None:
+        """mypy: the presenter is DingTalk's output and question surface."""
+        output: OutputSurface = presenter
+        questions: QuestionSurface[UserInputRequestContext] = presenter
+        del output, questions

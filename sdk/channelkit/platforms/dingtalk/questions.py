@@ -36,10 +36,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from functools import partial
+from typing import Any, Protocol
 
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
+from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.projection_queue import ProjectionQueue, Slot
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.common.types import Clock, Scheduler, TimerHandle
@@ -69,7 +71,7 @@ __all__ = [
     "NEWER_QUESTION_TEXT",
     "OTHER_OPTION_VALUE",
     "UNAVAILABLE_TEXT",
-    "CallbackResult",
+    "ForbiddenNotice",
     "FormSpec",
     "InputRequestLike",
     "OwnerLike",
@@ -83,6 +85,7 @@ __all__ = [
     "build_question_card_data",
     "delivery_failure_text",
     "escape_markdown",
+    "forbidden_decision",
     "option_label",
     "parse_answers",
     "terminal_param_map",
@@ -191,22 +194,17 @@ class InputRequestLike(Protocol):
     def respond(self, response: Mapping[str, Any]) -> bool: ...
 
 
-@dataclass(frozen=True)
-class CallbackResult:
-    """What a card callback amounts to, decided synchronously before the ACK.
+#: Sends the one notice a person who pressed someone else's card gets (on the pool).
+ForbiddenNotice = Callable[[CardTarget, str], Any]
 
-    ``accepted`` carries ``execute`` (run on the pool after the ACK); ``forbidden`` carries
-    the ``target`` to notify once; ``ignored`` does nothing.
-    """
 
-    kind: Literal["accepted", "forbidden", "ignored"]
-    actor_id: str | None = None
-    target: CardTarget | None = None
-    execute: Callable[[], None] | None = None
-
-    @classmethod
-    def ignored(cls, actor_id: str | None = None) -> CallbackResult:
-        return cls("ignored", actor_id)
+def forbidden_decision(
+    notify: ForbiddenNotice | None, target: CardTarget, actor_id: str
+) -> Decision:
+    """The decision on a press by someone who does not own the card: the ACK, then the
+    one notice (`notify(target, actor_id)`) when there is a notifier."""
+    decision = Decision.ack(outcome="forbidden")
+    return decision if notify is None else decision.then(partial(notify, target, actor_id))
 
 
 def build_question_card_data(request_id: str, questions: Sequence[QuestionLike]) -> dict[str, Any]:
@@ -404,7 +402,9 @@ class QuestionRecord:
 class QuestionCardController:
     """Owns every question card of one adapter; see the module docstring.
 
-    ``send_text(chat_id, text)`` delivers the delivery-failure notice.
+    ``send_text(chat_id, text)`` delivers the delivery-failure notice;
+    ``notify_forbidden(target, actor_id)`` the notice to a person who pressed a card
+    that is not theirs.
     ``timeout_seconds`` is the effective card lifetime. ``registry`` holds the live
     records (key: request id; indexes ``track``: outTrackId, ``scope``: (session, owner))
     and their tombstones (key: outTrackId).
@@ -421,8 +421,11 @@ class QuestionCardController:
         present_timeout: float = 60.0,
         on_template_rejected: Callable[[], None] | None = None,
         registry: CardRegistry[QuestionRecord, QuestionTombstone] | None = None,
+        notify_forbidden: ForbiddenNotice | None = None,
     ) -> None:
         self._api = api
+        #: the notice to a person who pressed someone else's card (None: no notice)
+        self.notify_forbidden = notify_forbidden
         self._clock = clock
         self._scheduler = scheduler
         self._timeout = timeout_seconds
@@ -698,37 +701,38 @@ class QuestionCardController:
         return ended
 
     # -- callbacks --------------------------------------------------------------------------
-    def claim(self, callback: CardCallback) -> CallbackResult:
+    def claim(self, callback: CardCallback) -> Decision:
         """Arbitrate a submit/cancel callback synchronously (before the ACK).
 
         Order: correlate, parse, authorize, validate every answer key, then claim with
         one compare-and-set. The controller lock is held only for the lookups and the
         claim; the form is validated outside it (against the card's immutable spec).
+        An accepted claim's work calls the responder: run it on the pool after the ACK.
         """
         actor = callback.actor_id
         record = self.registry.find("track", callback.out_track_id)
         # A reserved card is claimable too: a valid callback for it proves it was
         # delivered (DingTalk shows the card before createAndDeliver answers).
         if record is None or record.state.state not in _CLAIMABLE:
-            return CallbackResult.ignored(actor)
+            return Decision.ignored()
         if actor != record.owner_key:
             with self._lock:
                 first = first_notice(record.forbidden_actors, actor)
             if not first:
-                return CallbackResult.ignored()
-            return CallbackResult("forbidden", actor, record.target)
+                return Decision.ignored()
+            return forbidden_decision(self.notify_forbidden, record.target, actor)
         ctx = record.ctx
         if ctx is None or not callback.has_business_payload:
-            return CallbackResult.ignored(actor)
+            return Decision.ignored()
         if callback.is_cancel or callback.action_id == "cancel":
             response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
             success_state = "cancelled"
         else:
             if callback.action_id not in ("submit", record.request_id):
-                return CallbackResult.ignored(actor)
+                return Decision.ignored()
             answers = record.form.parse(callback.form_data)
             if answers is None:
-                return CallbackResult.ignored(actor)
+                return Decision.ignored()
             response = {
                 "outcome": {"outcome": "selected", "optionId": ctx.submit_option_id},
                 "answers": answers,
@@ -736,7 +740,7 @@ class QuestionCardController:
             success_state = "submitted"
         with self._lock:
             if not record.state.compare_and_set(_CLAIMABLE, "claimed"):
-                return CallbackResult.ignored(actor)
+                return Decision.ignored()
             timer, record.timer = record.timer, None
             slot = record.queue.reserve()
         if timer is not None:
@@ -775,7 +779,7 @@ class QuestionCardController:
             else:
                 self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=slot)
 
-        return CallbackResult("accepted", actor, record.target, execute)
+        return Decision.ack().then(execute)
 
 
 def _winner_state(reason: str) -> str:
