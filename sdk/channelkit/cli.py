@@ -641,7 +641,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--platform",
         default="dingtalk",
-        choices=["dingtalk", "feishu", "telegram", "slack"],
+        choices=["dingtalk", "feishu", "telegram", "slack", "weixin"],
         help="platform to emulate (default: dingtalk)",
     )
     play.add_argument(

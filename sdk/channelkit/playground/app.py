@@ -7,7 +7,7 @@
         pg.send("hello")              # what the page's Send button does
         pg.emulator.calls()           # every API call the SDK made
 
-    Playground(platform="feishu")     # or "telegram", "slack"
+    Playground(platform="feishu")     # or "telegram", "slack", "weixin"
     Playground(platform="slack", ingress="socket")  # default: the Events API (signed POSTs)
     Playground(platform="telegram", ingress="webhook")  # default: getUpdates polling
     Playground(ingress="http")        # DingTalk HTTP callbacks (default: Stream mode)
@@ -19,6 +19,7 @@ emulated platform API the SDK's clients call (``/v1.0/...``, ``/open-apis/...``,
 ``/bot<token>/...``), the emulator controls (``/_emulator/...``) and the page (``/``).
 Telegram's channel long-polls ``getUpdates`` on the emulator by default; with
 ``ingress="webhook"`` the emulator POSTs updates to ``/telegram/webhook`` instead.
+Weixin's channel always long-polls ``/ilink/bot/getupdates`` (iLink's only ingress).
 DingTalk's channel connects in Stream mode by default: its connection opens a WebSocket
 to the emulator's gateway (another port on 127.0.0.1) and user messages and card actions
 arrive as frames; with ``ingress="http"`` they are signed POSTs to ``/dingtalk/robot``
@@ -53,13 +54,14 @@ __all__ = ["INGRESS", "PLATFORMS", "Playground"]
 logger = logging.getLogger(__name__)
 
 #: Platforms the playground can emulate.
-PLATFORMS = ("dingtalk", "feishu", "telegram", "slack")
+PLATFORMS = ("dingtalk", "feishu", "telegram", "slack", "weixin")
 #: The ingress modes a platform's channel offers, its default first.
 INGRESS: dict[str, tuple[str, ...]] = {
     "dingtalk": ("stream", "http"),
     "feishu": ("http", "websocket"),
     "telegram": ("polling", "webhook"),
     "slack": ("events", "socket"),
+    "weixin": ("polling",),
 }
 
 _APP_KEY = "playground-app"
@@ -74,6 +76,7 @@ _TELEGRAM_SECRET = "playground-webhook-secret"
 _SLACK_BOT_TOKEN = "xoxb-playground-bot-token"
 _SLACK_APP_TOKEN = "xapp-1-playground-app-token"
 _SLACK_SECRET = "playground-signing-secret"
+_WEIXIN_TOKEN = "playground-weixin-bot-token"
 
 
 def _acp_bridge(command: str | Sequence[str]) -> AgentBridge:
@@ -159,6 +162,8 @@ class Playground:
             self._build_telegram(model)
         elif platform == "slack":
             self._build_slack(model)
+        elif platform == "weixin":
+            self._build_weixin(model)
         else:
             self._build_dingtalk(model, self.ingress)
         # the channel's own word on waiting requests (a text permission prompt has no card)
@@ -283,6 +288,22 @@ class Playground:
             config,
             self.agent,
             channel_config=ChannelConfig(name="slack", model=model),
+            clock=self.clock,
+        )
+
+    def _build_weixin(self, model: str | None) -> None:
+        from channelkit.core import ChannelConfig
+        from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
+        from channelkit.playground.weixin import WeixinEmulator
+
+        emulator = WeixinEmulator(bot_token=_WEIXIN_TOKEN)
+        emulator.base_url = self.url
+        config = WeixinConfig(bot_token=_WEIXIN_TOKEN, base_url=self.url, ingress="polling")
+        self.emulator = emulator
+        self.channel = WeixinChannel(
+            config,
+            self.agent,
+            channel_config=ChannelConfig(name="weixin", model=model),
             clock=self.clock,
         )
 

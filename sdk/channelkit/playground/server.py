@@ -20,6 +20,7 @@ from channelkit.playground.dingtalk import DingtalkEmulator
 from channelkit.playground.emulator import EmulatorBase
 from channelkit.playground.feishu import FeishuEmulator
 from channelkit.playground.telegram import TelegramEmulator
+from channelkit.playground.weixin import WeixinEmulator
 
 __all__ = ["EmulatorServer", "LocalServer", "free_port"]
 
@@ -142,6 +143,7 @@ _EMULATORS: dict[str, type[EmulatorBase]] = {
     "dingtalk": DingtalkEmulator,
     "feishu": FeishuEmulator,
     "telegram": TelegramEmulator,
+    "weixin": WeixinEmulator,
 }
 
 

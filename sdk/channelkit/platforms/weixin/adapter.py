@@ -45,6 +45,7 @@ from channelkit.core import (
     RunHandle,
 )
 from channelkit.errors import ConfigurationError
+from channelkit.ingress import IngressRoute
 from channelkit.platforms.common.connection import LongConnection, stop_connections
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import hand_inbound
@@ -200,6 +201,11 @@ class WeixinChannel(ChannelBase):
         self.connections: list[LongConnection] = [self.polling]
 
     # -- inbound -------------------------------------------------------------------------
+    def ingress_routes(self) -> list[IngressRoute]:
+        """None: iLink has no webhook, messages arrive through ``connections`` (the
+        ``getupdates`` long poll). Lets a WSGI app mount this channel with the others."""
+        return []
+
     def remember_context_token(self, user_id: str, context_token: str | None) -> None:
         """Record the latest ``context_token`` of ``user_id`` (replies need it)."""
         if context_token:

@@ -297,8 +297,26 @@
     renderToast(card, view);
   }
 
+  // Weixin shows plain text only: no cards, no buttons. The agent's questions arrive as
+  // the text prompt, answered by typing /approve or /deny; /cancel stops the run.
+  var PLAIN_TEXT_HINTS = {
+    weixin: "Say hello to the demo agent. Weixin shows plain text only: the agent " +
+      "answers in one message while \u201ctyping\u201d shows, and its questions arrive " +
+      "as a text prompt: reply /approve or /deny by typing. Send long, then /cancel, " +
+      "to stop a run; fail to see a failed run."
+  };
+
+  function applyHint(platform) {
+    var hint = document.getElementById("hint");
+    var text = PLAIN_TEXT_HINTS[platform];
+    if (!hint || !text || hint.dataset.platform === platform) return;
+    hint.dataset.platform = platform;
+    hint.textContent = text;
+  }
+
   function apply(state) {
     if (platformEl && state.platform) platformEl.textContent = state.platform + " (emulated)";
+    applyHint(state.platform);
     var atBottom = chat.scrollHeight - chat.scrollTop - chat.clientHeight < 80;
     var added = false;
     (state.timeline || []).forEach(function (entry) {
