@@ -35,7 +35,7 @@ def test_enqueue_failure_releases_the_queue_slot():
     try:
         handle = ch.handle_inbound(inbound("hi"))
         assert handle.result(5).status == "cancelled"  # the run pool refused it
-        assert ch._queued == {}  # the reserved slot is released, not leaked
+        assert ch.run_table.queued_count == 0  # the reserved slot is released, not leaked
         assert ch.run_stats == {"active": 0, "waiting": 0, "queued": 0}
         with pytest.raises(PoolClosed):
             runs.post(print)

@@ -521,8 +521,7 @@ def test_settle_send_failure(channel_factory):
 
     def capture(request):
         original(request)
-        with ch._lock:
-            pending = ch._requests.by_id.get(request.request_id)
+        pending = ch._requests.get(request.request_id)
         if pending is not None:
             pending.subscribe(settled.append)
 

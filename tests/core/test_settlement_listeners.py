@@ -36,7 +36,7 @@ def test_collapsed_bridge_cancel_inside_the_cancel_window_settles_run_cancelled(
     ch, bridge, handle, ctx, reasons = _presented(
         channel_factory, [ask(lambda s: question_request("req-q", s))]
     )
-    original = ch._events.finish_cancellation
+    original = ch._cancellation.finish
 
     def window(run, reason):
         reader = threading.Thread(
@@ -47,7 +47,7 @@ def test_collapsed_bridge_cancel_inside_the_cancel_window_settles_run_cancelled(
         reader.join(5)
         original(run, reason)
 
-    ch._events.finish_cancellation = window  # type: ignore[method-assign]
+    ch._cancellation.finish = window  # type: ignore[method-assign]
     assert ch.cancel_run(ctx.session_id, ctx.run_id) is True
     assert handle.result().status == "cancelled"
     assert reasons == [SettlementReason.RUN_CANCELLED]
@@ -59,13 +59,13 @@ def test_external_answer_inside_the_cancel_window_keeps_its_classification(chann
     ch, bridge, handle, ctx, reasons = _presented(
         channel_factory, [ask(lambda s: question_request("req-q", s))]
     )
-    original = ch._events.finish_cancellation
+    original = ch._cancellation.finish
 
     def window(run, reason):
         ch.event_sink.permission_resolved(PermissionResolved("req-q", SUBMIT["outcome"]))
         original(run, reason)
 
-    ch._events.finish_cancellation = window  # type: ignore[method-assign]
+    ch._cancellation.finish = window  # type: ignore[method-assign]
     assert ch.cancel_run(ctx.session_id, ctx.run_id) is True
     handle.result()
     assert reasons == [SettlementReason.RESOLVED_OUTSIDE_PRESENTER]

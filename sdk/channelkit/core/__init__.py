@@ -15,7 +15,7 @@ from channelkit.core.channel import (
     parse_command,
 )
 from channelkit.core.config import ChannelConfig
-from channelkit.core.context import SettlementListener, UserInputRequestContext
+from channelkit.core.context import UserInputRequestContext
 from channelkit.core.handles import CommandHandle, CommandResult, RunHandle, RunResult
 from channelkit.core.questions import (
     QuestionNormalization,
@@ -39,6 +39,7 @@ from channelkit.core.types import (
     SegmentEndReason,
     SessionScope,
     SessionTarget,
+    SettlementListener,
     SettlementReason,
     UserInputPresentationResult,
 )

@@ -20,26 +20,22 @@ wins and :meth:`PermissionRequestContext.outcome` tells every surface what won.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from channelkit.agents.base import PermissionOption, PermissionResponse
-from channelkit.core.context import SettlementListener
-from channelkit.core.text import _label, _parameters
+from channelkit.core.text import label_or, parameter_summary
 from channelkit.core.types import (
     ChannelPromptOwner,
-    OutputSegmentContext,
-    SegmentEndReason,
     SessionTarget,
+    SettlementListener,
     SettlementReason,
     UserInputPresentationResult,
 )
 
 if TYPE_CHECKING:
-    from channelkit.core.pending import Pending, PendingRequests
-    from channelkit.core.runs import Run
+    from channelkit.core.pending import Pending
 
 __all__ = [
     "PermissionHooks",
@@ -48,10 +44,7 @@ __all__ = [
     "describe_outcome",
     "describe_tool_call",
     "overrides_permission_hook",
-    "present_permission",
 ]
-
-logger = logging.getLogger(__name__)
 
 #: The visible end state of a permission request.
 OutcomeKind = Literal["selected", "cancelled", "expired", "run_cancelled"]
@@ -92,7 +85,7 @@ def describe_outcome(outcome: PermissionOutcome | None) -> str:
         return "✅ Answered elsewhere"
     kind = str(outcome.option.kind or "")
     mark = "❌" if kind.startswith("reject") or outcome.option.option_id == "cancel" else "✅"
-    return f"{mark} {_label(outcome.option.name, outcome.option.option_id)}"
+    return f"{mark} {label_or(outcome.option.name, outcome.option.option_id)}"
 
 
 def describe_tool_call(tool_call: Mapping[str, Any]) -> tuple[str, str]:
@@ -101,7 +94,7 @@ def describe_tool_call(tool_call: Mapping[str, Any]) -> tuple[str, str]:
     The explanation is the tool call's own text content when the agent sent one, else the
     tool name and the names of its parameters.
     """
-    title = _label(tool_call.get("title"), "Tool use", 200)
+    title = label_or(tool_call.get("title"), "Tool use", 200)
     texts: list[str] = []
     content = tool_call.get("content")
     if isinstance(content, list):
@@ -116,9 +109,9 @@ def describe_tool_call(tool_call: Mapping[str, Any]) -> tuple[str, str]:
         return title, explanation if len(explanation) <= 1000 else explanation[:999] + "…"
     meta = tool_call.get("_meta")
     meta = meta if isinstance(meta, Mapping) else {}
-    tool = _label(meta.get("toolName"), "") or _label(tool_call.get("kind"), "unknown", 40)
+    tool = label_or(meta.get("toolName"), "") or label_or(tool_call.get("kind"), "unknown", 40)
     lines = [f"Tool: {tool}"]
-    params = _parameters(tool_call.get("rawInput"))
+    params = parameter_summary(tool_call.get("rawInput"))
     if params:
         lines.append(f"Parameters: {params}")
     return title, "\n".join(lines)
@@ -242,46 +235,3 @@ def overrides_permission_hook(channel: object) -> bool:
     """True when ``channel``'s class overrides :meth:`present_permission_request`."""
     hook = getattr(type(channel), "present_permission_request", None)
     return hook is not None and hook is not PermissionHooks.present_permission_request
-
-
-def present_permission(
-    requests: PendingRequests,
-    run: Run,
-    pending: Pending,
-    context: PermissionRequestContext,
-    preceding: OutputSegmentContext | None,
-) -> None:
-    """On the run's lane: offer ``context`` to the adapter, else send the text prompt."""
-    channel = requests._ch
-    if preceding is not None:
-        channel._events.call_segment_end(run, preceding, SegmentEndReason.INPUT_REQUESTED)
-    if not requests.is_current(pending):
-        return
-    try:
-        raw: object = channel.present_permission_request(context)
-        result = UserInputPresentationResult(raw)
-    except Exception as exc:
-        logger.error(
-            "[%s] permission presentation failed for request %s (session %s run %s): %s",
-            channel.name,
-            pending.request_id,
-            run.session_id,
-            run.run_id,
-            exc,
-            exc_info=True,
-        )
-        result = UserInputPresentationResult.UNSUPPORTED
-    if not requests.is_current(pending):
-        return  # answered or settled meanwhile: nothing to fall back to
-    if result is UserInputPresentationResult.PRESENTED:
-        return
-    if result is UserInputPresentationResult.HANDLED:
-        if pending.respond_invoked:
-            return
-        logger.warning(
-            "[%s] present_permission_request returned handled without respond for "
-            "request %s; sending the text prompt",
-            channel.name,
-            pending.request_id,
-        )
-    requests.send_text(pending)

@@ -18,8 +18,14 @@ Threading (see docs/core.md):
   drained by their waiters, so every pool may have a single worker.
 * Timers (permission expiry) live on the single scheduler thread.
 
-Pending requests live in :mod:`channelkit.core.pending`, chat commands in
-:mod:`channelkit.core.commands`, runs and sinks in :mod:`channelkit.core.runs`.
+ChannelBase builds its helpers and hands each the collaborators it needs, never
+itself: the :class:`~channelkit.core.runs.RunTable` (queued and live runs and their
+lock), :class:`~channelkit.core.run_events.RunEvents` (segments, hook calls),
+:class:`~channelkit.core.permission_requests.PendingRequests` (requests waiting on a
+person), :class:`~channelkit.core.cancellation.RunCancellation` and
+:class:`~channelkit.core.commands.ChatCommands`; the helpers call the channel's public
+hooks through :class:`~channelkit.core.hooks.ChannelHooks`. The bridge's events enter
+through :mod:`channelkit.core.sinks`.
 """
 
 from __future__ import annotations
@@ -31,19 +37,23 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any, Literal
+from typing import Literal
 
 from channelkit.agents.base import AgentBridge, PermissionRequest, ToolCallEvent
 from channelkit.core.admission import RunAdmission, Ticket
+from channelkit.core.approvals import PermissionHooks
+from channelkit.core.cancellation import RunCancellation
 from channelkit.core.commands import COMMANDS, ChatCommands, parse_command
 from channelkit.core.config import ChannelConfig
 from channelkit.core.context import UserInputRequestContext
 from channelkit.core.handles import CommandHandle, RunHandle, RunResult
-from channelkit.core.pending import CANCELLED_RESPONSE, Pending, PendingRequests, PermissionHooks
+from channelkit.core.pending import CANCELLED_RESPONSE
+from channelkit.core.permission_requests import PendingRequests
 from channelkit.core.presenting import ChannelPresentations
 from channelkit.core.run_events import RunEvents
-from channelkit.core.runs import ChannelSink, Run, RunKind, RunSink
+from channelkit.core.runs import Run, RunKind, RunTable
 from channelkit.core.sessions import SessionRouter
+from channelkit.core.sinks import ChannelSink, RunSink
 from channelkit.core.text import (
     MSG_BUSY,
     format_permission_request,
@@ -156,14 +166,35 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             moved=self._ticket_moved,
         )
         self.router = SessionRouter(config.name, config.scope, clock=clock)
-        self._lock = threading.RLock()
-        self._active: dict[str, Run] = {}  # session id -> live run (<= max runs)
-        self._queued: dict[str, Run] = {}  # admitted, not started (bounded by admission)
-        self._requests = PendingRequests(self)
-        self._commands = ChatCommands(self)
-        self._events = RunEvents(self)
-        self._closed = False
-        self._sink = ChannelSink(self)
+        self._runs = RunTable(config.name)
+        self._events = RunEvents(config.name, self.lanes, self)
+        self._requests = PendingRequests(
+            config=config,
+            table=self._runs,
+            admission=self._admission,
+            router=self.router,
+            events=self._events,
+            hooks=self,
+            bridge=self._current_bridge,
+            clock=clock,
+            scheduler=self.scheduler,
+            lanes=self.lanes,
+            pool=self.pool,
+        )
+        self._cancellation = RunCancellation(
+            config=config, events=self._events, requests=self._requests, bridge=self._current_bridge
+        )
+        self._commands = ChatCommands(
+            config=config,
+            table=self._runs,
+            router=self.router,
+            requests=self._requests,
+            cancellation=self._cancellation,
+            hooks=self,
+            lanes=self.lanes,
+            pool=self.pool,
+        )
+        self._sink = ChannelSink(self._events, self._requests, self._runs)
         self._worker_state = threading.local()  # run threads: the run handed to them next
 
     # =================================================================================
@@ -256,7 +287,17 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
 
     @property
     def bridge(self) -> AgentBridge:
+        """The agent bridge runs prompt (see :meth:`set_bridge`)."""
         return self._bridge
+
+    def _current_bridge(self) -> AgentBridge:
+        return self._bridge
+
+    @property
+    def run_table(self) -> RunTable:
+        """The table of this channel's queued and live runs and their lock (read it;
+        the channel is its only writer)."""
+        return self._runs
 
     @property
     def event_sink(self) -> ChannelSink:
@@ -265,7 +306,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        """True once :meth:`close` started."""
+        return self._runs.closed
 
     def handle_inbound(
         self, msg: InboundMessage, *, defer: list[Callable[[], None]] | None = None
@@ -345,11 +387,10 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         """
         if not run_id:
             return False
-        with self._lock:
-            run = self._active.get(session_id)
+        run = self._runs.active_run(session_id)
         if run is None or run.run_id != run_id:
             return False
-        return self._events.cancel_run_obj(run, reason)
+        return self._cancellation.cancel(run, reason)
 
     def permission_lifetime(self) -> float:
         """Seconds a new pending permission request stays answerable.
@@ -372,30 +413,23 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
 
     def active_run_id(self, session_id: str) -> str | None:
         """The live run of a session, if any."""
-        with self._lock:
-            run = self._active.get(session_id)
-            return run.run_id if run is not None else None
+        run = self._runs.active_run(session_id)
+        return run.run_id if run is not None else None
 
     def target_for_session(self, session_id: str) -> SessionTarget | None:
         """The live run's target, else the session's last routed target."""
-        with self._lock:
-            run = self._active.get(session_id)
+        run = self._runs.active_run(session_id)
         return run.target if run is not None else self.router.target_for(session_id)
 
     def pending_request_ids(self, session_id: str | None = None) -> list[str]:
         """Live pending permission request ids (optionally of one session), oldest first."""
-        with self._lock:
-            return [
-                rid
-                for rid, p in self._requests.by_id.items()
-                if session_id is None or p.session_id == session_id
-            ]
+        return [p.request_id for p in self._requests.live(session_id)]
 
     def set_bridge(self, bridge: AgentBridge) -> None:
         """Replace the bridge; every pending request settles ``cancelled`` (unanswered)."""
-        with self._lock:
+        with self._runs.lock:
             self._bridge = bridge
-            pendings = list(self._requests.by_id.values())
+            pendings = self._requests.live()
         for pending in pendings:
             self._requests.remove(pending, SettlementReason.CANCELLED)
 
@@ -428,24 +462,19 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         """Cancel live runs, settle pending requests ``run_cancelled``, call
         :meth:`on_close`, stop the scheduler and join the pool (each within
         ``timeout``). Idempotent. The bridge is not closed (its owner closes it)."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            runs = list(self._active.values())
-            self._queued.clear()
+        runs = self._runs.close()
+        if runs is None:
+            return
         for ticket in self._admission.drain():
             run = ticket.payload
             run.cancelled = True
             _resolve(run.future, RunResult(run.run_id, run.session_id, "cancelled"))
         for run in runs:
             try:
-                self._events.cancel_run_obj(run, CancellationReason.SHUTDOWN)
+                self._cancellation.cancel(run, CancellationReason.SHUTDOWN)
             except Exception:
                 logger.exception("[%s] cancelling run %s on close failed", self.name, run.run_id)
-        with self._lock:
-            pendings = list(self._requests.by_id.values())
-        for pending in pendings:
+        for pending in self._requests.live():
             if self._requests.remove(pending, SettlementReason.RUN_CANCELLED):
                 self._requests.respond_bridge_cancelled(pending.request_id)
         try:
@@ -479,8 +508,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
     # =================================================================================
 
     def _check_open(self) -> None:
-        if self._closed:
-            raise ChannelClosed(f"channel {self.name!r} is closed")
+        self._runs.check_open()
 
     def _validate_inbound(self, msg: InboundMessage) -> None:
         if not isinstance(msg, InboundMessage):
@@ -528,9 +556,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         raises :class:`ChannelBusy` (nobody to tell)."""
         future = run.future
         target = run.target
-        with self._lock:
-            self._check_open()
-            self._queued[run.run_id] = run
+        self._runs.queue(run)
         try:
             ticket = self._admission.admit(
                 run,
@@ -541,8 +567,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             )
         except ChannelBusy as busy:
             limit = busy.limit
-            with self._lock:
-                self._queued.pop(run.run_id, None)
+            self._runs.unqueue(run)
             if run.kind != "inbound":
                 raise
             logger.warning("[%s] refusing a run for chat %s: %s", self.name, target.chat_id, busy)
@@ -572,12 +597,9 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         ticket = run.ticket
         if ticket is None:
             return
-        with self._lock:
-            closed = self._closed
-        if closed:
+        if self._runs.closed:
             self._admission.finish(ticket)
-            with self._lock:
-                self._queued.pop(run.run_id, None)
+            self._runs.unqueue(run)
             _resolve(run.future, RunResult(run.run_id, run.session_id, "cancelled"))
             return
         self._admission.release(ticket)
@@ -594,8 +616,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 self.run_pool.post(self._run_on_worker, run)
         except Exception:
             logger.warning("[%s] run pool refused run %s", self.name, run.run_id)
-            with self._lock:
-                self._queued.pop(run.run_id, None)
+            self._runs.unqueue(run)
             _resolve(run.future, RunResult(run.run_id, run.session_id, "cancelled"))
             self._admission.finish(ticket)
 
@@ -604,51 +625,6 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         if run.kind != "inbound" or run.done:
             return
         self._events.post_queued(run, self._events.queued_event(run, ahead, first=False))
-
-    # -- waiting on a person (pending requests park their run) -------------------------
-
-    def _park(self, pending: Pending) -> None:
-        run = pending.run
-        if run is None:
-            return
-        with pending.lock:
-            if pending.parked or pending.settled_reason is not None:
-                return
-            pending.parked = True
-        with run.lock:
-            run.waiting += 1
-            first = run.waiting == 1
-            ticket = run.ticket
-        if first and ticket is not None:
-            self._admission.park(ticket)
-
-    def _unpark(self, pending: Pending) -> None:
-        run = pending.run
-        if run is None:
-            return
-        with pending.lock:
-            if not pending.parked:
-                return
-            pending.parked = False
-        with run.lock:
-            run.waiting -= 1
-            last = run.waiting == 0
-            ticket = run.ticket
-        if last and ticket is not None:
-            self._admission.unpark(ticket)
-
-    def _event(self, run: Run, type_: LifecycleType, **fields: Any) -> LifecycleEvent:
-        return LifecycleEvent(
-            type_,
-            self.name,
-            run.target.chat_id,
-            run.session_id,
-            run.run_id,
-            run.owner,
-            run.message_id,
-            thread_id=run.target.thread_id,
-            **fields,
-        )
 
     def _run_on_worker(self, run: Run) -> None:
         """Execute ``run`` and then, on the same thread, the run its end let start (so
@@ -661,23 +637,18 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             self._worker_state.next = None
 
     def _execute(self, run: Run, future: Future[RunResult]) -> None:
-        with self._lock:
-            self._queued.pop(run.run_id, None)
-            if self._closed or run.is_cancelled() or future.done():
+        with self._runs.lock:
+            self._runs.unqueue(run)
+            if self._runs.closed or run.is_cancelled() or future.done():
                 if not future.done():
                     future.set_result(RunResult(run.run_id, run.session_id, "cancelled"))
                 if run.ticket is not None:
                     self._admission.finish(run.ticket)
                 return
-            self._active[run.session_id] = run
+            self._runs.activate(run)
             bridge = self._bridge
             with run.lock:  # started is on the lane before anything a canceller posts
-                self.lanes.post(
-                    run.lane,
-                    self._events.call_lifecycle,
-                    run,
-                    self._event(run, LifecycleType.STARTED),
-                )
+                self._events.post_lifecycle(run, LifecycleType.STARTED)
         status: Literal["completed", "failed", "cancelled"] = "failed"
         response = ""
         error: BaseException | None = None
@@ -685,9 +656,10 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             with run.lock:
                 skip = run.cancelled  # cancelled before the prompt went out
                 run.prompting = True
-            raw = "" if skip else bridge.prompt(run.session_id, run.text, RunSink(self, run))
+            sink = RunSink(self._events, self._requests, run)
+            raw = "" if skip else bridge.prompt(run.session_id, run.text, sink)
             response = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
-            self._await_cancel_decision(run)
+            self._cancellation.await_decision(run)
             with run.lock:
                 cancelled = run.cancelled
                 if not cancelled:
@@ -713,39 +685,25 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 with run.lock:
                     # the delivered segment (or one left open) ends through the hook,
                     # once, after on_response_complete
-                    leftover = self._events.close_segment_locked(run)
-                    if leftover is not None:
-                        self._events.post_segment_end(run, leftover, SegmentEndReason.COMPLETED)
+                    self._events.end_segment_locked(run, SegmentEndReason.COMPLETED)
                     if not run.terminal:
                         run.terminal = True
-                        self.lanes.post(
-                            run.lane,
-                            self._events.call_lifecycle,
-                            run,
-                            self._event(run, LifecycleType.COMPLETED),
-                        )
+                        self._events.post_lifecycle(run, LifecycleType.COMPLETED)
                 status = "completed"
         except Exception as exc:
-            self._await_cancel_decision(run)
+            self._cancellation.await_decision(run)
             with run.lock:
                 cancelled = run.cancelled
                 if not cancelled and not run.terminal:
                     self._events.release_held_locked(run)
-                    segment = self._events.close_segment_locked(run)
-                    if segment is not None:
-                        self._events.post_segment_end(run, segment, SegmentEndReason.FAILED)
+                    self._events.end_segment_locked(run, SegmentEndReason.FAILED)
                     run.terminal = True
                     phase = "delivery" if run.delivery_started else "agent"
-                    self.lanes.post(
-                        run.lane,
-                        self._events.call_lifecycle,
+                    self._events.post_lifecycle(
                         run,
-                        self._event(
-                            run,
-                            LifecycleType.FAILED,
-                            error=sanitize_text(str(exc) or type(exc).__name__, 200),
-                            phase=phase,
-                        ),
+                        LifecycleType.FAILED,
+                        error=sanitize_text(str(exc) or type(exc).__name__, 200),
+                        phase=phase,
                     )
             if cancelled:
                 logger.warning(
@@ -766,9 +724,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 )
                 status, error = "failed", exc
         finally:
-            with self._lock:
-                if self._active.get(run.session_id) is run:
-                    del self._active[run.session_id]
+            self._runs.deactivate(run)
             with run.lock:
                 run.done = True
                 run.held = []
@@ -788,11 +744,6 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
 
     def _deliver_final(self, run: Run, response: str, segment: OutputSegmentContext | None) -> None:
         self.on_response_complete(run.target.chat_id, response, run.session_id, segment)
-
-    def _await_cancel_decision(self, run: Run) -> None:
-        attempt = run.cancel_attempt
-        if attempt is not None:
-            attempt.decided.wait(self.config.cancel_timeout)
 
 
 def _resolve(future: Future[RunResult], result: RunResult) -> None:

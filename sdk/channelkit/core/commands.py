@@ -4,6 +4,10 @@
 ownership rules of the channel: a permission command answers the one pending request of
 its chat (or the one named by id) in memory on the caller's thread, ``/cancel`` is
 authorized there and executed on the pool, and every reply is sent on the chat's lane.
+It finds requests through :class:`~channelkit.core.permission_requests.PendingRequests`,
+runs through the :class:`~channelkit.core.runs.RunTable`, cancels through
+:class:`~channelkit.core.cancellation.RunCancellation` and replies through the channel's
+``send_message`` hook.
 """
 
 from __future__ import annotations
@@ -11,12 +15,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from channelkit.core.cancellation import RunCancellation
+from channelkit.core.config import ChannelConfig
 from channelkit.core.handles import CommandHandle, CommandResult
+from channelkit.core.hooks import ChannelHooks
 from channelkit.core.pending import CANCELLED_RESPONSE, Pending
+from channelkit.core.permission_requests import PendingRequests
 from channelkit.core.questions import always_option_id, approval_option_id, reject_option_id
-from channelkit.core.runs import Run
+from channelkit.core.runs import Run, RunTable
+from channelkit.core.sessions import SessionRouter
 from channelkit.core.text import (
     MSG_APPROVED,
     MSG_APPROVED_ALWAYS,
@@ -36,9 +45,8 @@ from channelkit.core.text import (
     format_ambiguous,
 )
 from channelkit.core.types import CancellationReason, InboundMessage, SessionTarget
-
-if TYPE_CHECKING:
-    from channelkit.core.channel import ChannelBase
+from channelkit.runtime.pool import WorkerPool
+from channelkit.runtime.serial import KeyedSerialQueue
 
 __all__ = ["COMMANDS", "ChatCommands", "later", "parse_command"]
 
@@ -72,8 +80,27 @@ def _selected(option_id: str) -> dict[str, Any]:
 class ChatCommands:
     """The channel's command handling; see the module docstring."""
 
-    def __init__(self, channel: ChannelBase) -> None:
-        self._ch = channel
+    def __init__(
+        self,
+        *,
+        config: ChannelConfig,
+        table: RunTable,
+        router: SessionRouter,
+        requests: PendingRequests,
+        cancellation: RunCancellation,
+        hooks: ChannelHooks,
+        lanes: KeyedSerialQueue,
+        pool: WorkerPool,
+    ) -> None:
+        self.channel_name = config.name
+        self._config = config
+        self._table = table
+        self._router = router
+        self._requests = requests
+        self._cancellation = cancellation
+        self._hooks = hooks
+        self._lanes = lanes
+        self._pool = pool
 
     def handle(
         self,
@@ -89,7 +116,7 @@ class ChatCommands:
             # answered after the ACK: settlement listeners queue card writes
             future = later(
                 defer,
-                lambda: self._ch.lanes.submit(
+                lambda: self._lanes.submit(
                     ("chat", target.chat_id, target.thread_id or ""),
                     self._answer_and_reply,
                     name,
@@ -115,7 +142,7 @@ class ChatCommands:
         defer: list[Callable[[], None]] | None = None,
     ) -> Future[CommandResult]:
         def submit() -> Future[CommandResult]:
-            return self._ch.lanes.submit(
+            return self._lanes.submit(
                 ("chat", target.chat_id, target.thread_id or ""),
                 self.deliver_reply,
                 target,
@@ -127,15 +154,15 @@ class ChatCommands:
 
     def deliver_reply(self, target: SessionTarget, command: str, reply: str) -> CommandResult:
         try:
-            self._ch.send_message(target.chat_id, reply, thread_id=target.thread_id)
+            self._hooks.send_message(target.chat_id, reply, thread_id=target.thread_id)
         except Exception as exc:
-            logger.error("[%s] sending the /%s reply failed: %s", self._ch.name, command, exc)
+            logger.error("[%s] sending the /%s reply failed: %s", self.channel_name, command, exc)
             return CommandResult(command, reply, False)
         return CommandResult(command, reply, True)
 
     def authorized(self, sender_id: str) -> bool:
-        allowed = self._ch.config.authorized_senders
-        return not self._ch.config.shared_sessions or allowed is None or sender_id in allowed
+        allowed = self._config.authorized_senders
+        return not self._config.shared_sessions or allowed is None or sender_id in allowed
 
     def can_answer(self, pending: Pending, msg: InboundMessage) -> bool:
         if pending.target.chat_id != msg.chat_id:
@@ -144,31 +171,29 @@ class ChatCommands:
             return False
         if pending.user_input_presented and msg.sender_id != pending.target.sender_id:
             return False
-        return self._ch.config.shared_sessions or msg.sender_id == pending.target.sender_id
+        return self._config.shared_sessions or msg.sender_id == pending.target.sender_id
 
     def permission_command(self, decision: str, request_id: str | None, msg: InboundMessage) -> str:
         if not self.authorized(msg.sender_id):
             return MSG_UNAUTHORIZED
-        with self._ch._lock:
-            if request_id:
-                pending = self._ch._requests.by_id.get(request_id)
-                if pending is None or not self.can_answer(pending, msg):
-                    return MSG_NOT_FOUND_ID
-            else:
-                ids = self._ch._requests.by_chat.get((msg.chat_id, msg.thread_id or ""), [])
-                candidates = [
-                    self._ch._requests.by_id[i]
-                    for i in ids
-                    if i in self._ch._requests.by_id
-                    and self.can_answer(self._ch._requests.by_id[i], msg)
-                ]
-                if not candidates:
-                    return MSG_NONE
-                if len(candidates) > 1:
-                    return format_ambiguous(
-                        decision, [(p.request_id, p.request.title) for p in candidates]
-                    )
-                pending = candidates[0]
+        if request_id:
+            found = self._requests.get(request_id)
+            if found is None or not self.can_answer(found, msg):
+                return MSG_NOT_FOUND_ID
+            pending = found
+        else:
+            candidates = [
+                p
+                for p in self._requests.in_chat(msg.chat_id, msg.thread_id)
+                if self.can_answer(p, msg)
+            ]
+            if not candidates:
+                return MSG_NONE
+            if len(candidates) > 1:
+                return format_ambiguous(
+                    decision, [(p.request_id, p.request.title) for p in candidates]
+                )
+            pending = candidates[0]
         options = pending.request.options
         if decision == "approve":
             if pending.user_input_presented:
@@ -190,11 +215,11 @@ class ChatCommands:
             response = _selected(option_id) if option_id else CANCELLED_RESPONSE
             success = MSG_DENIED
         try:
-            ok = self._ch._requests.respond(pending, response)
+            ok = self._requests.respond(pending, response)
         except Exception as exc:
             logger.error(
                 "[%s] answering permission request %s failed: %s",
-                self._ch.name,
+                self.channel_name,
                 pending.request_id,
                 exc,
             )
@@ -210,24 +235,23 @@ class ChatCommands:
         if not self.authorized(msg.sender_id):
             reply = MSG_CANCEL_UNAUTHORIZED
             return CommandHandle("cancel", reply, self.send_reply(target, "cancel", reply, defer))
-        session_id = self._ch.router.session_for(target)
-        with self._ch._lock:
-            run = self._ch._active.get(session_id)
+        session_id = self._router.session_for(target)
+        run = self._table.active_run(session_id)
         if run is None:
             reply = MSG_NOTHING_RUNNING
             return CommandHandle("cancel", reply, self.send_reply(target, "cancel", reply, defer))
 
         def submit() -> Future[CommandResult]:
-            return self._ch.pool.submit(self._cancel_and_reply, run, target)
+            return self._pool.submit(self._cancel_and_reply, run, target)
 
         future = submit() if defer is None else later(defer, submit)
         return CommandHandle("cancel", None, future)
 
     def _cancel_and_reply(self, run: Run, target: SessionTarget) -> CommandResult:
         try:
-            ok = self._ch._events.cancel_run_obj(run, CancellationReason.CANCEL_COMMAND)
+            ok = self._cancellation.cancel(run, CancellationReason.CANCEL_COMMAND)
         except Exception:
-            logger.exception("[%s] /cancel failed for run %s", self._ch.name, run.run_id)
+            logger.exception("[%s] /cancel failed for run %s", self.channel_name, run.run_id)
             ok = False
         return self.deliver_reply(target, "cancel", MSG_CANCELLED if ok else MSG_CANCEL_FAILED)
 

@@ -10,15 +10,14 @@ from channelkit.core.types import (
     ChannelPromptOwner,
     ChannelUserQuestion,
     SessionTarget,
+    SettlementListener,
     SettlementReason,
 )
 
 if TYPE_CHECKING:
     from channelkit.core.pending import Pending as _Pending
 
-__all__ = ["SettlementListener", "UserInputRequestContext"]
-
-SettlementListener = Callable[[SettlementReason], None]
+__all__ = ["UserInputRequestContext"]
 
 
 class UserInputRequestContext:

@@ -1,4 +1,4 @@
-"""Presentations from a channel and from a run.
+"""Presentations from a channel: send, pin, unpin, list pins.
 
 :class:`ChannelPresentations` is a base of :class:`~channelkit.core.channel.ChannelBase`:
 
@@ -8,11 +8,11 @@
   the platform message id. The channel's sender comes from
   :meth:`~ChannelPresentations.presentation_sender` (adapters with a renderer override
   it); without one, the plain-text fallback goes through ``send_message``.
-* The run sink's ``presentation`` event (``Turn.present``): under the run's lock the
-  current output segment ends (``response_boundary``) and the delivery is posted on the
-  run's lane, so it happens after the text said before it and before any later text.
-  A presentation a run sends to a conversation other than its own carries a context
-  block naming where it came from (presentation content, never a native parameter).
+* A run's own presentations (``Turn.present``) are ordered with its text by
+  :class:`~channelkit.core.run_events.RunEvents`, which then calls
+  ``send_presentation`` with the run's conversation as ``origin``: a presentation a run
+  sends to a conversation other than its own carries a context block naming where it
+  came from (presentation content, never a native parameter).
 
 Pins: :meth:`~ChannelPresentations.pin_message`,
 :meth:`~ChannelPresentations.unpin_message` and
@@ -29,11 +29,10 @@ never from a web handler.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from channelkit.core.types import SegmentEndReason, SessionTarget
+from channelkit.core.types import SessionTarget
 from channelkit.errors import ConfigurationError
 from channelkit.presentation.model import (
     ContextBlock,
@@ -42,11 +41,7 @@ from channelkit.presentation.model import (
 )
 
 if TYPE_CHECKING:
-    from channelkit.agents.base import PresentationEvent
-    from channelkit.core.run_events import RunEvents
-    from channelkit.core.runs import Run
     from channelkit.presentation.outbound import DeliveryResult, PresentationSender
-    from channelkit.runtime.serial import KeyedSerialQueue
 
 __all__ = [
     "ChannelPresentations",
@@ -55,12 +50,6 @@ __all__ = [
     "origin_marker",
     "with_origin",
 ]
-
-logger = logging.getLogger("channelkit.core.channel")
-
-
-#: How long a run's presentation waits for the run's earlier output to reach the platform.
-PRESENTATION_ORDER_WAIT_S = 10.0
 
 
 def origin_marker(origin: SessionTarget) -> ContextBlock:
@@ -162,10 +151,10 @@ class FieldsSender:
         """The wrapped sender's render; ``allow_mass_mentions`` is passed on (only when
         set, and only to a render that takes it: otherwise mentions stay neutralised)."""
         if allow_mass_mentions:
-            from channelkit.presentation.outbound import _mention_options
+            from channelkit.presentation.outbound import mention_options
 
             opted_in = ReplyPayload(text="-", allow_mass_mentions=True)  # the flag only
-            options = _mention_options(self._sender, opted_in)
+            options = mention_options(self._sender, opted_in)
             return self._sender.render(presentation, text=text, **options)
         return self._sender.render(presentation, text=text)
 
@@ -198,12 +187,10 @@ def _capable(sender: Any, method: str, what: str) -> Any:
 
 
 class ChannelPresentations:
-    """``send_presentation`` and the run's ``presentation`` event (a ChannelBase base)."""
+    """``send_presentation`` and the pins (a ChannelBase base)."""
 
     # provided by ChannelBase
     name: str
-    lanes: KeyedSerialQueue
-    _events: RunEvents
 
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
         raise NotImplementedError  # pragma: no cover - ChannelBase defines it
@@ -325,45 +312,3 @@ class ChannelPresentations:
         sender = self._sender(where, False)
         pins = _capable(sender, "pins", "list pinned messages")
         return [str(message_id) for message_id in pins(where.chat_id)]
-
-    # -- the run's presentation event -------------------------------------------------------
-
-    def _on_run_presentation(self, run: Run, event: PresentationEvent) -> None:
-        """Sink handler: end the segment and post the delivery on the run's lane."""
-        if event.session_id != run.session_id:
-            return
-        with run.lock:
-            if not run.live_locked():
-                return
-            if run.cancel_pending:
-                logger.warning(
-                    "[%s] presentation of run %s dropped: a cancel is pending",
-                    self.name,
-                    run.run_id,
-                )
-                return
-            segment = self._events.close_segment_locked(run)
-            if segment is not None:
-                self._events.post_segment_end(run, segment, SegmentEndReason.RESPONSE_BOUNDARY)
-            run.break_pending = True
-            self.lanes.post(run.lane, self._deliver_run_presentation, run, event)
-
-    def _deliver_run_presentation(self, run: Run, event: PresentationEvent) -> None:
-        with run.lock:
-            if run.cancelled:
-                return
-        try:
-            self.await_run_output(run.run_id, PRESENTATION_ORDER_WAIT_S)
-        except Exception as exc:
-            self._events.hook_failed("await_run_output", run, exc)
-        origin = run.target
-        if event.chat_id:
-            target = SessionTarget(
-                origin.channel_name, origin.sender_id, event.chat_id, event.thread_id
-            )
-        else:
-            target = origin
-        try:
-            self.send_presentation(target, event.payload, origin=origin)
-        except Exception as exc:
-            self._events.hook_failed("send_presentation", run, exc)

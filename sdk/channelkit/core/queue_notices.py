@@ -31,16 +31,18 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from channelkit.core.text import format_queued
 from channelkit.core.types import RunQueuedEvent
+from channelkit.runtime.clock import Clock
 from channelkit.runtime.scheduler import TimerHandle
 
 if TYPE_CHECKING:
-    from channelkit.core.channel import ChannelBase
+    from channelkit.runtime.scheduler import Scheduler
+    from channelkit.runtime.serial import KeyedSerialQueue
 
-__all__ = ["MSG_STARTING", "UPDATE_INTERVAL", "QueueNotices"]
+__all__ = ["MSG_STARTING", "UPDATE_INTERVAL", "NoticeHost", "QueueNotices"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,30 @@ MSG_STARTING = "Starting now."
 UPDATE_INTERVAL = 1.0
 
 H = TypeVar("H")
+
+
+class NoticeHost(Protocol):
+    """What :class:`QueueNotices` uses of its channel (a ``ChannelBase`` is one)."""
+
+    @property
+    def name(self) -> str:
+        """The channel's name (logs)."""
+        ...
+
+    @property
+    def clock(self) -> Clock:
+        """The channel's clock (update intervals)."""
+        ...
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The channel's scheduler (the deferred update)."""
+        ...
+
+    @property
+    def lanes(self) -> KeyedSerialQueue:
+        """The channel's serial lanes (a run's writes go on ``("run", run_id)``)."""
+        ...
 
 
 @dataclass
@@ -72,7 +98,7 @@ class QueueNotices(Generic[H]):
 
     def __init__(
         self,
-        channel: ChannelBase,
+        channel: NoticeHost,
         *,
         show: Callable[[RunQueuedEvent, str], H | None],
         edit: Callable[[H, str, bool], None],

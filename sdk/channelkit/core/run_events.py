@@ -1,23 +1,30 @@
-"""What happens inside a live run: output segments, the bridge's events, hook calls and
-cancellation.
+"""What happens inside a live run: output segments, the bridge's events and hook calls.
 
 :class:`RunEvents` turns the agent's events (text chunks, response boundaries, tool
-calls) into lazily opened output segments and hook calls posted on the run's lane, and
-implements exact-run cancellation (local before the prompt went out, the bridge's cancel
-afterwards; text held while a cancel is pending and released if it fails). Every method
-that ends in ``_locked`` expects ``run.lock`` held.
+calls, presentations) into lazily opened output segments and hook calls posted on the
+run's lane, in event order; it builds the run's lifecycle events and its queue and busy
+notices. Every method that ends in ``_locked`` expects ``run.lock`` held. Text is held
+while a cancel is pending (:mod:`channelkit.core.cancellation` releases it when the
+cancel fails).
+
+A presentation (``Turn.present``) ends the current output segment under the run's lock
+and is delivered on the run's lane, so it shows after the text said before it and before
+any later text; it first waits (bounded) for the adapter to have written the run's
+earlier output (``await_run_output``).
+
+It calls the channel only through :class:`~channelkit.core.hooks.ChannelHooks` (the
+public hooks) and never raises out of a hook call.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from channelkit.agents.base import ToolCallEvent
-from channelkit.core.runs import CancelAttempt, Run, new_id
+from channelkit.agents.base import PresentationEvent, ToolCallEvent
+from channelkit.core.runs import Run, new_id
 from channelkit.core.text import sanitize_text
 from channelkit.core.types import (
-    CancellationReason,
     LifecycleEvent,
     LifecycleToolCall,
     LifecycleType,
@@ -25,22 +32,51 @@ from channelkit.core.types import (
     RunQueuedEvent,
     SegmentEndReason,
     SessionTarget,
-    SettlementReason,
 )
 
 if TYPE_CHECKING:
-    from channelkit.core.channel import ChannelBase
+    from channelkit.core.hooks import ChannelHooks
+    from channelkit.runtime.serial import KeyedSerialQueue
 
-__all__ = ["RunEvents"]
+__all__ = ["PRESENTATION_ORDER_WAIT_S", "RunEvents"]
 
 logger = logging.getLogger("channelkit.core.channel")
 
+#: How long a run's presentation waits for the run's earlier output to reach the platform.
+PRESENTATION_ORDER_WAIT_S = 10.0
+
 
 class RunEvents:
-    """Segments, sink handlers, hook callers and cancellation of the channel's runs."""
+    """Segments, sink handlers and hook callers of one channel's runs.
 
-    def __init__(self, channel: ChannelBase) -> None:
-        self._ch = channel
+    ``channel_name`` names the channel in events and logs, ``lanes`` are the channel's
+    serial lanes (each run's hooks run on ``run.lane``), ``hooks`` the channel.
+    """
+
+    def __init__(self, channel_name: str, lanes: KeyedSerialQueue, hooks: ChannelHooks) -> None:
+        self.channel_name = channel_name
+        self.lanes = lanes
+        self.hooks = hooks
+
+    # -- events -----------------------------------------------------------------------
+
+    def event(self, run: Run, type_: LifecycleType, **fields: Any) -> LifecycleEvent:
+        """A lifecycle event of ``run``."""
+        return LifecycleEvent(
+            type_,
+            self.channel_name,
+            run.target.chat_id,
+            run.session_id,
+            run.run_id,
+            run.owner,
+            run.message_id,
+            thread_id=run.target.thread_id,
+            **fields,
+        )
+
+    def post_lifecycle(self, run: Run, type_: LifecycleType, **fields: Any) -> None:
+        """Post a lifecycle event of ``run`` on its lane."""
+        self.lanes.post(run.lane, self.call_lifecycle, run, self.event(run, type_, **fields))
 
     # -- segments (callers hold run.lock) ---------------------------------------------
 
@@ -50,7 +86,7 @@ class RunEvents:
         segment = run.segment
         if segment is None:
             segment = OutputSegmentContext(
-                self._ch.name,
+                self.channel_name,
                 run.session_id,
                 run.run_id,
                 new_id(),
@@ -69,7 +105,13 @@ class RunEvents:
     def post_segment_end(
         self, run: Run, segment: OutputSegmentContext, reason: SegmentEndReason
     ) -> None:
-        self._ch.lanes.post(run.lane, self.call_segment_end, run, segment, reason)
+        self.lanes.post(run.lane, self.call_segment_end, run, segment, reason)
+
+    def end_segment_locked(self, run: Run, reason: SegmentEndReason) -> None:
+        """Close the open segment (if any) and post its end with ``reason``."""
+        segment = self.close_segment_locked(run)
+        if segment is not None:
+            self.post_segment_end(run, segment, reason)
 
     def release_held_locked(self, run: Run) -> None:
         if not run.held:
@@ -92,7 +134,7 @@ class RunEvents:
         segment = self.ensure_segment_locked(run)
         event = LifecycleEvent(
             LifecycleType.TEXT_CHUNK,
-            self._ch.name,
+            self.channel_name,
             run.target.chat_id,
             run.session_id,
             run.run_id,
@@ -101,7 +143,7 @@ class RunEvents:
             chunk,
             thread_id=run.target.thread_id,
         )
-        self._ch.lanes.post(run.lane, self.call_chunk, run, event, chunk, segment)
+        self.lanes.post(run.lane, self.call_chunk, run, event, chunk, segment)
 
     # -- sink handlers ----------------------------------------------------------------
 
@@ -124,9 +166,7 @@ class RunEvents:
         with run.lock:
             if not run.live_locked() or run.cancel_pending:
                 return
-            segment = self.close_segment_locked(run)
-            if segment is not None:
-                self.post_segment_end(run, segment, SegmentEndReason.RESPONSE_BOUNDARY)
+            self.end_segment_locked(run, SegmentEndReason.RESPONSE_BOUNDARY)
 
     def on_tool_call(self, run: Run, event: ToolCallEvent) -> None:
         if event.session_id != run.session_id:
@@ -134,7 +174,7 @@ class RunEvents:
         with run.lock:
             lifecycle: LifecycleEvent | None = None
             if run.live_locked() and not run.cancel_pending:
-                lifecycle = self._ch._event(
+                lifecycle = self.event(
                     run,
                     LifecycleType.TOOL_CALL,
                     tool_call=LifecycleToolCall(
@@ -148,14 +188,53 @@ class RunEvents:
             if run.done:
                 return
             run.break_pending = True
-            self._ch.lanes.post(run.lane, self.call_tool_call, run, lifecycle, event)
+            self.lanes.post(run.lane, self.call_tool_call, run, lifecycle, event)
+
+    def on_presentation(self, run: Run, event: PresentationEvent) -> None:
+        """End the segment and post the presentation's delivery on the run's lane."""
+        if event.session_id != run.session_id:
+            return
+        with run.lock:
+            if not run.live_locked():
+                return
+            if run.cancel_pending:
+                logger.warning(
+                    "[%s] presentation of run %s dropped: a cancel is pending",
+                    self.channel_name,
+                    run.run_id,
+                )
+                return
+            self.end_segment_locked(run, SegmentEndReason.RESPONSE_BOUNDARY)
+            run.break_pending = True
+            self.lanes.post(run.lane, self.deliver_presentation, run, event)
+
+    def deliver_presentation(self, run: Run, event: PresentationEvent) -> None:
+        """On the run's lane: send the presentation after the run's earlier output."""
+        with run.lock:
+            if run.cancelled:
+                return
+        try:
+            self.hooks.await_run_output(run.run_id, PRESENTATION_ORDER_WAIT_S)
+        except Exception as exc:
+            self.hook_failed("await_run_output", run, exc)
+        origin = run.target
+        if event.chat_id:
+            target = SessionTarget(
+                origin.channel_name, origin.sender_id, event.chat_id, event.thread_id
+            )
+        else:
+            target = origin
+        try:
+            self.hooks.send_presentation(target, event.payload, origin=origin)
+        except Exception as exc:
+            self.hook_failed("send_presentation", run, exc)
 
     # -- hook callers (run on lanes; never raise) -------------------------------------
 
     def hook_failed(self, hook: str, run: Run, exc: BaseException, detail: str = "") -> None:
         logger.error(
             "[%s] %s threw%s for session %s run %s: %s",
-            self._ch.name,
+            self.channel_name,
             hook,
             detail,
             run.session_id,
@@ -166,7 +245,7 @@ class RunEvents:
 
     def call_lifecycle(self, run: Run, event: LifecycleEvent) -> None:
         try:
-            self._ch.on_task_lifecycle(event)
+            self.hooks.on_task_lifecycle(event)
         except Exception as exc:
             self.hook_failed("on_task_lifecycle", run, exc, f" for {event.type}")
 
@@ -174,11 +253,11 @@ class RunEvents:
         self, run: Run, event: LifecycleEvent, chunk: str, segment: OutputSegmentContext | None
     ) -> None:
         try:
-            self._ch.on_task_lifecycle(event)
+            self.hooks.on_task_lifecycle(event)
         except Exception as exc:
             self.hook_failed("on_task_lifecycle", run, exc, " for text_chunk")
         try:
-            self._ch.on_response_chunk(run.target.chat_id, chunk, run.session_id, segment)
+            self.hooks.on_response_chunk(run.target.chat_id, chunk, run.session_id, segment)
         except Exception as exc:
             self.hook_failed("on_response_chunk", run, exc)
 
@@ -186,7 +265,7 @@ class RunEvents:
         self, run: Run, segment: OutputSegmentContext, reason: SegmentEndReason
     ) -> None:
         try:
-            self._ch.on_output_segment_end(run.target.chat_id, run.session_id, segment, reason)
+            self.hooks.on_output_segment_end(run.target.chat_id, run.session_id, segment, reason)
         except Exception as exc:
             self.hook_failed("on_output_segment_end", run, exc, f" ({reason})")
 
@@ -196,94 +275,9 @@ class RunEvents:
         if lifecycle is not None:
             self.call_lifecycle(run, lifecycle)
         try:
-            self._ch.on_tool_call(run.target.chat_id, raw)
+            self.hooks.on_tool_call(run.target.chat_id, raw)
         except Exception as exc:
             self.hook_failed("on_tool_call", run, exc)
-
-    # =================================================================================
-    # Cancellation
-    # =================================================================================
-
-    def cancel_run_obj(self, run: Run, reason: CancellationReason | str) -> bool:
-        with run.lock:
-            if run.cancelled:
-                return True
-            if run.past_cancel_point():
-                return False
-            if not run.prompting:
-                # The prompt has not gone out yet: cancel locally, no RPC needed.
-                run.cancelled = True
-                run.held = []
-                early = True
-            else:
-                early = False
-        if early:
-            self.finish_cancellation(run, reason)
-            return True
-        with run.lock:
-            if run.is_cancelled():
-                return True
-            if run.past_cancel_point():
-                return False
-            attempt = run.cancel_attempt
-            first = attempt is None
-            if attempt is None:
-                attempt = run.cancel_attempt = CancelAttempt()
-                run.cancel_pending = True
-        if not first:
-            attempt.decided.wait(self._ch.config.cancel_timeout)
-            return attempt.result
-        try:
-            try:
-                ok = bool(self._ch._bridge.cancel_session(run.session_id))
-            except Exception as exc:
-                logger.warning(
-                    "[%s] cancel_session failed for session=%s: %s",
-                    self._ch.name,
-                    run.session_id,
-                    exc,
-                )
-                ok = False
-            with run.lock:
-                run.cancel_pending = False
-                deferred = run.deferred
-                run.deferred = []
-                failed = not ok or run.past_cancel_point()
-                if failed:
-                    run.cancel_attempt = None
-                    if not run.done:
-                        self.release_held_locked(run)
-                else:
-                    run.cancelled = True
-                    run.held = []
-                    attempt.result = True
-            if failed:
-                # The cancel did not happen: apply resolutions that arrived meanwhile.
-                for pending, pending_reason in deferred:
-                    self._ch._requests.remove(pending, pending_reason)
-                return False
-            self.finish_cancellation(run, reason)
-            return True
-        finally:
-            attempt.decided.set()
-
-    def finish_cancellation(self, run: Run, reason: CancellationReason | str) -> None:
-        # Settlement first, so listeners see run_cancelled before any collapsed bridge
-        # cancellation; then the run's single cancelled lifecycle event.
-        self._ch._requests.remove_for_session(run.session_id, SettlementReason.RUN_CANCELLED)
-        with run.lock:
-            if run.terminal:
-                return
-            run.terminal = True
-            segment = self.close_segment_locked(run)
-            if segment is not None:
-                self.post_segment_end(run, segment, SegmentEndReason.CANCELLED)
-            self._ch.lanes.post(
-                run.lane,
-                self.call_lifecycle,
-                run,
-                self._ch._event(run, LifecycleType.CANCELLED, reason=reason),
-            )
 
     @staticmethod
     def shown_response(run: Run, response: str) -> str:
@@ -300,7 +294,7 @@ class RunEvents:
 
     def queued_event(self, run: Run, ahead: int, *, first: bool) -> RunQueuedEvent:
         return RunQueuedEvent(
-            channel_name=self._ch.name,
+            channel_name=self.channel_name,
             chat_id=run.target.chat_id,
             session_id=run.session_id,
             run_id=run.run_id,
@@ -313,27 +307,27 @@ class RunEvents:
 
     def post_queued(self, run: Run, event: RunQueuedEvent) -> None:
         try:
-            self._ch.lanes.post(run.lane, self.call_queued, run, event)
+            self.lanes.post(run.lane, self.call_queued, run, event)
         except Exception:
-            logger.debug("[%s] queue notice not posted", self._ch.name, exc_info=True)
+            logger.debug("[%s] queue notice not posted", self.channel_name, exc_info=True)
 
     def call_queued(self, run: Run, event: RunQueuedEvent) -> None:
         with run.lock:
             if run.done or run.prompting or run.cancelled:
                 return  # it started (or ended) meanwhile: the notice is stale
         try:
-            self._ch.on_run_queued(event)
+            self.hooks.on_run_queued(event)
         except Exception as exc:
-            self._ch._events.hook_failed("on_run_queued", run, exc)
+            self.hook_failed("on_run_queued", run, exc)
 
     def post_rejected(self, target: SessionTarget, reason: str) -> None:
         def notify() -> None:
             try:
-                self._ch.on_run_rejected(target, reason)
+                self.hooks.on_run_rejected(target, reason)
             except Exception:
-                logger.exception("[%s] on_run_rejected failed", self._ch.name)
+                logger.exception("[%s] on_run_rejected failed", self.channel_name)
 
         try:
-            self._ch.lanes.post(("chat", target.chat_id, target.thread_id or ""), notify)
+            self.lanes.post(("chat", target.chat_id, target.thread_id or ""), notify)
         except Exception:
-            logger.warning("[%s] busy notice not sent (pool closed)", self._ch.name)
+            logger.warning("[%s] busy notice not sent (pool closed)", self.channel_name)

@@ -1,48 +1,43 @@
-"""Runs: one channel-owned prompt execution, its cancel attempt, and the event sinks.
+"""Runs: one channel-owned prompt execution, its cancel attempt, and the run table.
 
 A :class:`Run` is created for every accepted prompt and lives until its result is
 resolved. Its fields are guarded by ``run.lock``; the channel's state machine
-(:mod:`channelkit.core.channel`) is the only writer. The sinks turn the agent bridge's
-events into calls on the channel.
+(:mod:`channelkit.core.channel`) and the helpers it hands the run to are the only
+writers.
+
+:class:`RunTable` owns the channel's runs: those admitted and not started yet, and the
+live run of each session, with the one lock that guards them (and the pending-request
+indexes of :class:`~channelkit.core.permission_requests.PendingRequests`, which must
+change atomically with them). The channel creates it and hands it explicitly to every
+helper that looks a run up.
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from channelkit.agents.base import (
-    PermissionRequest,
-    PermissionResolved,
-    PresentationEvent,
-    SessionDied,
-    ToolCallEvent,
-)
 from channelkit.core.admission import Ticket
 from channelkit.core.handles import RunResult
-from channelkit.core.types import (
-    ChannelPromptOwner,
-    OutputSegmentContext,
-    SessionTarget,
-    SettlementReason,
-)
+from channelkit.core.types import ChannelPromptOwner, OutputSegmentContext, SessionTarget
+from channelkit.errors import ChannelClosed
 
-if TYPE_CHECKING:
-    from channelkit.core.channel import ChannelBase
-    from channelkit.core.pending import Pending
-
-__all__ = ["CancelAttempt", "ChannelSink", "Run", "RunKind", "RunSink", "new_id"]
+__all__ = ["CancelAttempt", "Run", "RunKind", "RunTable", "new_id"]
 
 RunKind = Literal["inbound", "loop", "webhook"]
 
 
 def new_id() -> str:
+    """A fresh opaque id (run ids, segment ids)."""
     return uuid.uuid4().hex
 
 
 class CancelAttempt:
+    """The one bridge cancel in flight for a run; concurrent cancellers wait on it."""
+
     __slots__ = ("decided", "result")
 
     def __init__(self) -> None:
@@ -104,7 +99,8 @@ class Run:
         self.held: list[str] = []
         self.cancel_attempt: CancelAttempt | None = None
         self.cancel_pending = False
-        self.deferred: list[tuple[Pending, SettlementReason]] = []
+        # settlements that arrived while a cancel was pending: applied if it fails
+        self.deferred: list[Callable[[], object]] = []
         self.cancelled = False
         self.delivery_started = False
         self.prompting = False
@@ -132,74 +128,71 @@ class Run:
         return not (self.done or self.cancelled or self.terminal)
 
 
-class RunSink:
-    """The AgentEventSink handed to ``bridge.prompt`` for one run."""
+class RunTable:
+    """The channel's queued and active runs and the lock that guards them.
 
-    __slots__ = ("_channel", "_run")
+    ``lock`` is reentrant; hold it for a check-then-act over the table (and the pending
+    request indexes that share it). Queued runs are bounded by the channel's admission,
+    active runs by one per session and the run pool.
+    """
 
-    def __init__(self, channel: ChannelBase, run: Run) -> None:
-        self._channel = channel
-        self._run = run
+    def __init__(self, channel_name: str) -> None:
+        self.channel_name = channel_name
+        self.lock = threading.RLock()
+        self._active: dict[str, Run] = {}  # session id -> live run
+        self._queued: dict[str, Run] = {}  # run id -> admitted, not started
+        self._closed = False
 
-    def text_chunk(self, session_id: str, chunk: str) -> None:
-        self._channel._events.on_chunk(self._run, session_id, chunk)
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran: no run is queued any more."""
+        with self.lock:
+            return self._closed
 
-    def response_boundary(self, session_id: str) -> None:
-        self._channel._events.on_boundary(self._run, session_id)
+    def check_open(self) -> None:
+        """Raise :class:`~channelkit.errors.ChannelClosed` once the channel closed."""
+        if self.closed:
+            raise ChannelClosed(f"channel {self.channel_name!r} is closed")
 
-    def tool_call(self, event: ToolCallEvent) -> None:
-        self._channel._events.on_tool_call(self._run, event)
+    def queue(self, run: Run) -> None:
+        """Record an admitted run; ChannelClosed once closed."""
+        with self.lock:
+            self.check_open()
+            self._queued[run.run_id] = run
 
-    def permission_request(self, request: PermissionRequest) -> None:
-        self._channel._requests.dispatch_request(request)
+    def unqueue(self, run: Run) -> None:
+        """Forget a queued run (started, refused or dropped)."""
+        with self.lock:
+            self._queued.pop(run.run_id, None)
 
-    def permission_resolved(self, event: PermissionResolved) -> None:
-        self._channel._requests.dispatch_resolved(event)
+    @property
+    def queued_count(self) -> int:
+        """Runs admitted and not started yet."""
+        with self.lock:
+            return len(self._queued)
 
-    def session_died(self, event: SessionDied) -> None:
-        self._channel._requests.dispatch_session_died(event)
+    def activate(self, run: Run) -> None:
+        """``run`` is its session's live run now."""
+        with self.lock:
+            self._active[run.session_id] = run
 
-    def presentation(self, event: PresentationEvent) -> None:
-        self._channel._on_run_presentation(self._run, event)
+    def deactivate(self, run: Run) -> None:
+        """``run`` ended: its session has no live run (unless another replaced it)."""
+        with self.lock:
+            if self._active.get(run.session_id) is run:
+                del self._active[run.session_id]
 
+    def active_run(self, session_id: str) -> Run | None:
+        """The live run of ``session_id``, if any."""
+        with self.lock:
+            return self._active.get(session_id)
 
-class ChannelSink:
-    """Session-routed sink for bridges that report events outside ``prompt``."""
-
-    __slots__ = ("_channel",)
-
-    def __init__(self, channel: ChannelBase) -> None:
-        self._channel = channel
-
-    def _run(self, session_id: str) -> Run | None:
-        with self._channel._lock:
-            return self._channel._active.get(session_id)
-
-    def text_chunk(self, session_id: str, chunk: str) -> None:
-        run = self._run(session_id)
-        if run is not None:
-            self._channel._events.on_chunk(run, session_id, chunk)
-
-    def response_boundary(self, session_id: str) -> None:
-        run = self._run(session_id)
-        if run is not None:
-            self._channel._events.on_boundary(run, session_id)
-
-    def tool_call(self, event: ToolCallEvent) -> None:
-        run = self._run(event.session_id)
-        if run is not None:
-            self._channel._events.on_tool_call(run, event)
-
-    def permission_request(self, request: PermissionRequest) -> None:
-        self._channel._requests.dispatch_request(request)
-
-    def permission_resolved(self, event: PermissionResolved) -> None:
-        self._channel._requests.dispatch_resolved(event)
-
-    def session_died(self, event: SessionDied) -> None:
-        self._channel._requests.dispatch_session_died(event)
-
-    def presentation(self, event: PresentationEvent) -> None:
-        run = self._run(event.session_id)
-        if run is not None:
-            self._channel._on_run_presentation(run, event)
+    def close(self) -> list[Run] | None:
+        """Mark the table closed and forget the queued runs; the live runs (to cancel),
+        or None when it was closed already."""
+        with self.lock:
+            if self._closed:
+                return None
+            self._closed = True
+            self._queued.clear()
+            return list(self._active.values())

@@ -34,6 +34,8 @@ __all__ = [
     "format_ambiguous",
     "format_permission_request",
     "format_queued",
+    "label_or",
+    "parameter_summary",
     "sanitize_text",
 ]
 
@@ -78,12 +80,16 @@ def sanitize_text(value: object, limit: int) -> str:
     return text
 
 
-def _label(value: object, fallback: str, limit: int = 80) -> str:
+def label_or(value: object, fallback: str, limit: int = 80) -> str:
+    """``value`` sanitized to at most ``limit`` characters, or ``fallback`` when it is
+    not a string or nothing is left of it."""
     text = sanitize_text(value, limit) if isinstance(value, str) else ""
     return text or fallback
 
 
-def _parameters(raw_input: object) -> str | None:
+def parameter_summary(raw_input: object) -> str | None:
+    """The names (never the values) of a tool call's first parameters with their shape,
+    e.g. ``"command, paths (2 items)"``; None when ``raw_input`` is no mapping or empty."""
     if not isinstance(raw_input, Mapping) or not raw_input:
         return None
     parts: list[str] = []
@@ -110,14 +116,14 @@ def format_permission_request(request: PermissionRequest) -> str:
     tool_call: Mapping[str, Any] = request.tool_call
     meta = tool_call.get("_meta")
     meta = meta if isinstance(meta, Mapping) else {}
-    tool = _label(meta.get("toolName"), "") or _label(tool_call.get("kind"), "unknown", 40)
+    tool = label_or(meta.get("toolName"), "") or label_or(tool_call.get("kind"), "unknown", 40)
     lines = [
         "Permission required to run a tool",
         "",
         f"Tool: {tool}",
-        f"Action: {_label(tool_call.get('title'), 'Tool use')}",
+        f"Action: {label_or(tool_call.get('title'), 'Tool use')}",
     ]
-    params = _parameters(tool_call.get("rawInput"))
+    params = parameter_summary(tool_call.get("rawInput"))
     if params:
         lines.append(f"Parameters: {params}")
     options = list(request.options)
@@ -127,10 +133,10 @@ def format_permission_request(request: PermissionRequest) -> str:
     always = next((o for o in options if o.option_id == always_id), None)
     reject = next((o for o in options if is_reject_option(o)), None)
     lines += ["", "Reply with:"]
-    lines.append(f"/approve        {_label(approve.name if approve else None, 'allow once')}")
+    lines.append(f"/approve        {label_or(approve.name if approve else None, 'allow once')}")
     if always is not None:
-        lines.append(f"/approve-always {_label(always.name, 'always allow')}")
-    lines.append(f"/deny           {_label(reject.name if reject else None, 'deny')}")
+        lines.append(f"/approve-always {label_or(always.name, 'always allow')}")
+    lines.append(f"/deny           {label_or(reject.name if reject else None, 'deny')}")
     return "\n".join(lines)
 
 
@@ -138,7 +144,7 @@ def format_ambiguous(decision: str, entries: list[tuple[str, str]]) -> str:
     """The reply listing request ids when a command matches several pending requests."""
     lines = [MSG_AMBIGUOUS.format(decision=decision)]
     for request_id, title in entries[:6]:
-        lines.append(f"- {request_id}: {_label(title, 'Tool use')}")
+        lines.append(f"- {request_id}: {label_or(title, 'Tool use')}")
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ platform handles. The correlation chain is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
@@ -25,6 +26,7 @@ __all__ = [
     "SegmentEndReason",
     "SessionScope",
     "SessionTarget",
+    "SettlementListener",
     "SettlementReason",
     "UserInputPresentationResult",
 ]
@@ -80,6 +82,10 @@ class SettlementReason(_StrEnum):
     CANCELLED = "cancelled"
     #: the run that asked was cancelled locally (/cancel, Stop, close)
     RUN_CANCELLED = "run_cancelled"
+
+
+#: A one-shot listener of a pending request's settlement (``on_settled``).
+SettlementListener = Callable[[SettlementReason], None]
 
 
 class CancellationReason(_StrEnum):

@@ -30,10 +30,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from channelkit.errors import ConfigurationError, DeserializationError
+from channelkit.errors import ConfigurationError, DeliveryPinError, DeserializationError
 from channelkit.presentation.adapt import adapt
 from channelkit.presentation.capabilities import DeliveryCapabilities, PresentationCapabilities
-from channelkit.errors import DeliveryPinError
 from channelkit.presentation.fallback import render_fallback_text
 from channelkit.presentation.model import MessagePresentation, PinRequest, ReplyPayload
 from channelkit.presentation.rendering import split_nonblank
@@ -49,6 +48,7 @@ __all__ = [
     "SenderRegistry",
     "default_registry",
     "deliver",
+    "mention_options",
     "register_sender",
     "response_message_id",
 ]
@@ -201,7 +201,7 @@ def render_for(
     """Adapt and render ``payload`` for ``sender`` without sending: (adapted, bodies)."""
     capabilities = sender.presentation_capabilities
     presentation = payload.presentation or MessagePresentation()
-    options = _mention_options(sender, payload)
+    options = mention_options(sender, payload)
     if capabilities is None or not capabilities.supported:
         text = render_fallback_text(presentation, payload.text)
         return presentation, _render_text(sender, text, capabilities, options)
@@ -224,7 +224,7 @@ def _accepts_keyword(function: Callable[..., Any], name: str) -> bool:
     )
 
 
-def _mention_options(sender: PresentationSender, payload: ReplyPayload) -> dict[str, Any]:
+def mention_options(sender: PresentationSender, payload: ReplyPayload) -> dict[str, Any]:
     """``{"allow_mass_mentions": True}`` when the payload opts in and the sender's
     ``render`` takes the keyword; otherwise ``{}`` (mentions stay neutralised)."""
     if not payload.allow_mass_mentions:

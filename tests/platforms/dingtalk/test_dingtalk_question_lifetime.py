@@ -117,11 +117,12 @@ def test_card_deadline_comes_from_the_context_not_a_grace_window(adapter):
     h = adapter(ask_script, channel_config=config)
     live_card(h)
     record = h.channel.presenter.questions.record("req-1")
-    pending = h.channel._requests.by_id["req-1"]
-    assert pending.context.expires_at == pending.expires_at
+    pending = h.channel._requests.get("req-1")
+    context = record.ctx
+    assert context is not None and context.expires_at == pending.expires_at
     assert record.deadline == pending.expires_at - EXPIRY_MARGIN
     h.clock.advance(60.0 - EXPIRY_MARGIN - 0.25)  # 0.75 s before the card's own expiry
-    assert h.wait_for(lambda: h.channel._requests.by_id.get("req-1") is pending)
-    pending.context.respond({"outcome": {"outcome": "cancelled"}})
+    assert h.wait_for(lambda: h.channel._requests.get("req-1") is pending)
+    context.respond({"outcome": {"outcome": "cancelled"}})
     h.idle()
     assert [u["card_status"] for u in question_updates(h)] == ["cancelled"]

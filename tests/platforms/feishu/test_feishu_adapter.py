@@ -856,7 +856,7 @@ def test_form_expires_before_cores_deadline(
         handle = inbound(ch)
         rid, _message = _form_message(fake, ch)
         record = ch.questions.get(rid)
-        pending = ch._requests.by_id[rid]
+        pending = ch._requests.get(rid)
         assert record is not None and record.deadline == pending.expires_at - EXPIRY_MARGIN
         rt.clock.advance(30.0 - EXPIRY_MARGIN - 0.01)
         assert ch.questions.get(rid) is record and record.cell.state == "pending"
