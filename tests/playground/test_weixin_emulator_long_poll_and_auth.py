@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import requests
 from channelkit.agents import FunctionAgent
-from channelkit.errors import AuthError, BadRequest
+from channelkit.errors import AuthError, BadRequest, ServerError
 from channelkit.http import RetryPolicy
 from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 from channelkit.platforms.weixin.api import WeixinApi
@@ -293,3 +293,18 @@ def test_a_malformed_call_is_refused_naming_the_field(
 def test_a_refused_send_is_a_bad_request_for_the_client(server: EmulatorServer) -> None:
     with pytest.raises(BadRequest, match="msg.context_token"):
         api(server).send_text(emulator(server).user_id, "hello", "forged-token")
+
+
+def test_close_answers_a_held_poll_at_once_and_later_polls_back_off(
+    server: EmulatorServer,
+) -> None:
+    emu = emulator(server)
+    answers: list[Any] = []
+    poll = threading.Thread(target=lambda: answers.append(api(server).get_updates("", 30.0)))
+    poll.start()
+    wait_until(lambda: emu.waiting_polls() == 1, timeout=LONG)
+    emu.close()
+    poll.join(LONG)
+    assert not poll.is_alive() and answers[0].msgs == []
+    with pytest.raises(ServerError):  # retryable: the poller backs off
+        api(server).get_updates("", 30.0)

@@ -64,6 +64,7 @@ __all__ = [
     "INVALID_REQUEST",
     "MAX_PENDING_MESSAGES",
     "SESSION_EXPIRED",
+    "TRANSIENT",
     "WeixinEmulator",
 ]
 
@@ -84,6 +85,8 @@ MAX_TOKENS = 1_000
 SESSION_EXPIRED = -14
 #: ``ret`` of a malformed request (the emulator's choice; iLink documents none).
 INVALID_REQUEST = -2
+#: ``errcode`` of a transient failure (retry with backoff).
+TRANSIENT = -1
 
 TYPING_ON = 1
 TYPING_CANCEL = 2
@@ -265,6 +268,10 @@ class WeixinEmulator(EmulatorBase):
             return _invalid("get_updates_buf: not a cursor this server issued")
         deadline = time.monotonic() + self.hold_seconds
         with self._changed:
+            if self._closed:  # a 5xx: the client backs off instead of polling in a loop
+                return HttpReply(
+                    503, {"ret": TRANSIENT, "errcode": TRANSIENT, "errmsg": "server closing"}
+                )
             while True:
                 while self._queue and self._queue[0].position <= position:
                     self._queue.popleft()  # confirmed by the cursor
@@ -546,7 +553,8 @@ class WeixinEmulator(EmulatorBase):
             super().reset()
 
     def close(self) -> None:
-        """Answer every held ``getupdates`` at once (empty); later polls are not held."""
+        """Answer every held ``getupdates`` at once (empty); later ones answer HTTP 503
+        (``errcode`` -1), so a client still polling backs off."""
         with self._lock:
             self._closed = True
             self._touch()
