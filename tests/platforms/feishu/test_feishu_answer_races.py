@@ -315,7 +315,7 @@ def _claimed_form(rt: Any, api: FeishuApi, fake: FakeFeishu) -> tuple[Any, Any, 
     ctx = Elsewhere()
     p.present(ctx)
     result = p.handle_action(submit({"0": "0", "1": ["1"]}))
-    assert result.disposition == "claimed" and result.execute is not None
+    assert result.outcome == "accepted" and result.after != ()
     return p, ctx, result
 
 
@@ -329,7 +329,7 @@ def test_a_lost_form_waits_for_the_winners_settlement(
     from channelkit.core.types import SettlementReason
 
     p, ctx, result = _claimed_form(rt, api, fake)
-    result.execute()
+    result.run_after()
     rt.settle()
     assert _form_labels(fake) == [] and p.texts == []
     ctx.settle(SettlementReason.CANCELLED)  # the winning /deny lands
@@ -346,7 +346,7 @@ def test_a_form_claimed_after_another_answer_won_shows_that_answer(
 
     p, ctx, result = _claimed_form(rt, api, fake)
     ctx.settle(SettlementReason.RESOLVED_OUTSIDE_PRESENTER)
-    result.execute()
+    result.run_after()
     rt.settle()
     assert _form_labels(fake) == [LABELS["expired"]]
     assert p.texts == [("oc_chat", ALREADY_ANSWERED)]
@@ -356,7 +356,7 @@ def test_a_lost_form_whose_winner_never_settles_expires_at_its_deadline(
     rt: Any, api: FeishuApi, fake: FakeFeishu
 ) -> None:
     p, _ctx, result = _claimed_form(rt, api, fake)
-    result.execute()
+    result.run_after()
     rt.settle()
     rt.advance(260.0)
     assert _form_labels(fake) == []

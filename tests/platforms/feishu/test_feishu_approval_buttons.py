@@ -193,8 +193,8 @@ def test_expiry_on_the_fake_clock_ends_the_card(rt: Any, api: FeishuApi, fake: F
         message_id, _ = run.card()
         late = parse_card_action(card_action(run.buttons()["Allow"], message_id=message_id))
         assert late is not None
-        body, work = run.channel.approvals.handle_action(late)  # a late click: no work
-        assert body["toast"]["content"] == S["stale"] and work == []
+        decision = run.channel.approvals.handle_action(late)  # a late click: no work
+        assert decision.body["toast"]["content"] == S["stale"] and decision.after == ()
     finally:
         run.close()
 

@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 import pytest
+from channelkit.core import ChannelPromptOwner, OutputSegmentContext, SessionTarget
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.output import OutputCardPresenter
 from feishu_helpers import FakeFeishu
@@ -30,13 +31,15 @@ def make(rt: Any, api: FeishuApi, **kw: Any) -> OutputCardPresenter:
 
 def append(p: OutputCardPresenter, chunk: str, segment: str = "seg-1", run: str = "run-1") -> None:
     p.append(
-        segment_id=segment,
-        run_id=run,
-        session_id="s1",
-        owner_id="ou_owner",
-        chat_id="oc_chat",
-        reply_to=None,
-        chunk=chunk,
+        OutputSegmentContext(
+            channel_name="feishu",
+            session_id="s1",
+            run_id=run,
+            segment_id=segment,
+            owner=ChannelPromptOwner("ou_owner"),
+            target=SessionTarget("feishu", "ou_owner", "oc_chat"),
+        ),
+        chunk,
     )
 
 

@@ -143,11 +143,11 @@ def test_submit_encodes_seed_001_format(rt: Any, fake: FakeFeishu, api: FeishuAp
     ctx = FakeCtx()
     p.present(ctx)
     result = p.handle_action(submit({"0": "0", "1": ["0", "1"]}))
-    assert result.disposition == "claimed"
+    assert result.outcome == "accepted"
     assert result.body["toast"]["type"] == "success"
     assert ctx.responses == []  # the responder runs after the ACK
-    assert result.execute is not None
-    result.execute()
+    assert result.after != ()
+    result.run_after()
     rt.settle()
     assert ctx.responses == [
         {
@@ -193,13 +193,13 @@ def test_invalid_forms_rejected_before_claim(
     ctx = FakeCtx()
     p.present(ctx)
     result = p.handle_action(submit(form))
-    assert result.disposition == "invalid" and result.execute is None
+    assert result.outcome == "invalid" and result.after == ()
     assert result.body["toast"]["content"] == "请完整选择有效答案。"
     record = p.get("req-1")
     assert record is not None and record.cell.state == "pending"
     # a later valid submit still works
     good = p.handle_action(submit({"0": "1", "1": ["2"]}))
-    assert good.disposition == "claimed"
+    assert good.outcome == "accepted"
 
 
 def test_duplicate_submit_one_responder_call(rt: Any, fake: FakeFeishu, api: FeishuApi) -> None:
@@ -218,17 +218,17 @@ def test_duplicate_submit_one_responder_call(rt: Any, fake: FakeFeishu, api: Fei
         t.start()
     for t in threads:
         t.join(5.0)
-    claimed = [r for r in results if r.disposition == "claimed"]
+    claimed = [r for r in results if r.outcome == "accepted"]
     assert len(results) == 64 and len(claimed) == 1
     for r in results:
-        if r.execute is not None:
-            r.execute()
+        if r.after != ():
+            r.run_after()
     rt.settle()
     assert len(ctx.responses) == 1
     assert [c.op for c in fake.calls].count("patch") == 1
     # a late duplicate after the answer was taken says it was already answered
     late = p.handle_action(submit({"0": "0", "1": ["1"]}))
-    assert late.execute is None and late.body["toast"]["content"] == "该问题已被回答。"
+    assert late.after == () and late.body["toast"]["content"] == "该问题已被回答。"
 
 
 @pytest.mark.parametrize(
@@ -250,7 +250,7 @@ def test_fail_closed_without_claiming(
     ctx = FakeCtx()
     p.present(ctx)
     result = p.handle_action(action())
-    assert result.disposition == disposition and result.execute is None
+    assert result.outcome == disposition and result.after == ()
     assert result.body["toast"]["type"] == "warning"
     rt.settle()
     assert ctx.responses == [] and fake.ops("patch") == []
@@ -263,8 +263,8 @@ def test_cancel_button(rt: Any, fake: FakeFeishu, api: FeishuApi) -> None:
     ctx = FakeCtx()
     p.present(ctx)
     result = p.handle_action(cancel())
-    assert result.execute is not None
-    result.execute()
+    assert result.after != ()
+    result.run_after()
     rt.settle()
     assert ctx.responses == [{"outcome": {"outcome": "cancelled"}}]
     assert last_label(fake) == "*Cancelled*"
@@ -276,8 +276,8 @@ def test_refused_responder_expires(rt: Any, fake: FakeFeishu, api: FeishuApi, ac
     ctx = FakeCtx(accept=accept)
     p.present(ctx)
     result = p.handle_action(submit({"0": "0", "1": ["1"]}))
-    assert result.execute is not None
-    result.execute()
+    assert result.after != ()
+    result.run_after()
     rt.settle()
     assert last_label(fake) == "*已过期*"
     assert p.get("req-1") is None
@@ -305,7 +305,7 @@ def test_timeout_expires_before_calling_responder(
     assert last_label(fake) == "*已过期*"
     # the settlement the responder caused does not relabel it
     assert len(fake.ops("patch")) == 1
-    assert p.handle_action(submit({"0": "0", "1": ["1"]})).execute is None
+    assert p.handle_action(submit({"0": "0", "1": ["1"]})).after == ()
 
 
 def test_second_request_same_run_unsupported(rt: Any, fake: FakeFeishu, api: FeishuApi) -> None:
@@ -316,7 +316,7 @@ def test_second_request_same_run_unsupported(rt: Any, fake: FakeFeishu, api: Fei
     # the first stays answerable; other runs and owners are independent
     assert p.present(FakeCtx("req-3", run_id="run-2")) is UserInputPresentationResult.PRESENTED
     assert p.present(FakeCtx("req-4", owner="ou_other")) is UserInputPresentationResult.PRESENTED
-    assert p.handle_action(submit({"0": "0", "1": ["1"]})).disposition == "claimed"
+    assert p.handle_action(submit({"0": "0", "1": ["1"]})).outcome == "accepted"
 
 
 @pytest.mark.parametrize(
@@ -371,8 +371,8 @@ def test_claimed_then_run_cancelled_before_execute(
     p.present(ctx)
     result = p.handle_action(submit({"0": "0", "1": ["1"]}))
     ctx.settle(SettlementReason.RUN_CANCELLED)
-    assert result.execute is not None
-    result.execute()
+    assert result.after != ()
+    result.run_after()
     rt.settle()
     assert ctx.responses == []
     assert last_label(fake) == "*已取消*"
@@ -387,8 +387,8 @@ def test_cancel_run_finalizes_each_request_once(rt: Any, fake: FakeFeishu, api: 
     rt.settle()
     assert len(fake.ops("patch")) == 1 and last_label(fake) == "*已取消*"
     assert (
-        p.handle_action(submit({"0": "0", "1": ["1"]}, rid="req-2", message="om_2")).disposition
-        == "claimed"
+        p.handle_action(submit({"0": "0", "1": ["1"]}, rid="req-2", message="om_2")).outcome
+        == "accepted"
     )
 
 
@@ -441,14 +441,14 @@ def test_early_submit_claims_a_reserved_form_delivery_first(
     ctx = FakeCtx()
     box = _present_blocked(rt, fake, p, ctx)
     result = p.handle_action(submit({"0": "1", "1": ["2"]}))
-    assert result.disposition == "claimed" and result.execute is not None
-    assert p.handle_action(submit({"0": "0", "1": ["0"]})).execute is None  # one claim
+    assert result.outcome == "accepted" and result.after != ()
+    assert p.handle_action(submit({"0": "0", "1": ["0"]})).after == ()  # one claim
     fake.gate.set()  # send_card answers: the activation sees the claim
     box["thread"].join(5.0)
     assert box["result"] is UserInputPresentationResult.PRESENTED
     record = p.get("req-1")
     assert record is not None and record.cell.state == "claimed" and record.timer is None
-    result.execute()
+    result.run_after()
     rt.settle()
     assert ctx.responses == [
         {
@@ -468,8 +468,8 @@ def test_early_cancel_claims_a_reserved_form_responder_queued_first(
     ctx = FakeCtx()
     box = _present_blocked(rt, fake, p, ctx)
     result = p.handle_action(cancel())
-    assert result.disposition == "claimed" and result.execute is not None
-    result.execute()  # queued on the run's projection queue, behind the delivery
+    assert result.outcome == "accepted" and result.after != ()
+    result.run_after()  # queued on the run's projection queue, behind the delivery
     assert ctx.responses == []
     fake.gate.set()
     box["thread"].join(5.0)
@@ -488,8 +488,8 @@ def test_early_callback_from_someone_else_claims_nothing(
     p = make(rt, api, fake)
     ctx = FakeCtx()
     box = _present_blocked(rt, fake, p, ctx)
-    assert p.handle_action(cancel(open_id="ou_other")).disposition == "forbidden"
-    assert p.handle_action(cancel(chat_id="oc_other")).execute is None
+    assert p.handle_action(cancel(open_id="ou_other")).outcome == "forbidden"
+    assert p.handle_action(cancel(chat_id="oc_other")).after == ()
     fake.gate.set()
     box["thread"].join(5.0)
     record = p.get("req-1")

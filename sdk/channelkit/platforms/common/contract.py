@@ -235,14 +235,15 @@ class QuestionSurface(Protocol[R_contra]):
     """Where a question or an approval is presented natively (a form card, an inline
     keyboard, approval buttons).
 
-    `present(request)` shows it and returns a `PresentOutcome`; `unsupported` lets
-    core fall back to its text prompt. The surface answers through the request's
+    `present(request)` shows it and returns a `PresentOutcome` value (`"presented"`,
+    `"handled"` or `"unsupported"`, as a string or a `UserInputPresentationResult`);
+    `unsupported` lets core fall back to its text prompt. The surface answers through the request's
     one-shot responder (on a pool thread, after the ACK) and settles its card in place
     only after that responder accepted the answer, or when the request settled
     elsewhere (another surface, a command, expiry, cancellation).
     """
 
-    def present(self, request: R_contra) -> PresentOutcome: ...
+    def present(self, request: R_contra) -> str: ...
 
 
 #: The question surface of structured questions.

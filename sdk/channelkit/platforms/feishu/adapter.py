@@ -58,9 +58,10 @@ from channelkit.core import (
 from channelkit.core.approvals import PermissionRequestContext
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
+from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryTarget
-from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
@@ -72,6 +73,7 @@ from channelkit.platforms.feishu.ingress import (
     FeishuIngressVerifier,
     IngressRejected,
     VerifiedCallback,
+    card_interaction,
     parse_card_action,
     parse_message_event,
 )
@@ -94,13 +96,6 @@ MESSAGE_EVENT = "im.message.receive_v1"
 #: Seconds an event id is remembered for de-duplication of Feishu's redeliveries.
 EVENT_DEDUP_TTL = 600.0
 
-_SEGMENT_STATES: dict[str, OutputState] = {
-    SegmentEndReason.RESPONSE_BOUNDARY.value: "completed",
-    SegmentEndReason.INPUT_REQUESTED.value: "completed",
-    SegmentEndReason.COMPLETED.value: "completed",
-    SegmentEndReason.FAILED.value: "failed",
-    SegmentEndReason.CANCELLED.value: "cancelled",
-}
 _TERMINAL_STATES: dict[str, OutputState] = {
     LifecycleType.COMPLETED.value: "completed",
     LifecycleType.FAILED.value: "failed",
@@ -211,6 +206,17 @@ class FeishuChannel(ChannelBase):
             language=config.language,
             registry=self.registry.cards("feishu-approvals"),
         )
+        #: card actions, in order: Stop, question forms, approval buttons, presentation
+        #: buttons (anything else is acknowledged with ``{}``)
+        self.card_router = InteractionRouter(
+            (
+                self._stop_pressed,
+                self._form_action,
+                self._approval_pressed,
+                self._presentation_pressed,
+            ),
+            name=f"{self.name} card action",
+        )
         # a signed event is acceptable for max_clock_skew_s on both sides of its
         # timestamp: remember its id at least that long so a replay is ignored; with a
         # store shared by every instance, an event reaching two of them runs once
@@ -274,15 +280,7 @@ class FeishuChannel(ChannelBase):
         if segment is None:
             return  # loop / webhook runs: delivered as plain text at the end
         self._streamed_runs[segment.run_id] = True
-        self.output.append(
-            segment_id=segment.segment_id,
-            run_id=segment.run_id,
-            session_id=segment.session_id,
-            owner_id=segment.owner.id,
-            chat_id=segment.target.chat_id,
-            reply_to=None,
-            chunk=chunk,
-        )
+        self.output.append(segment, chunk)
 
     def on_output_segment_end(
         self,
@@ -292,8 +290,7 @@ class FeishuChannel(ChannelBase):
         reason: SegmentEndReason,
     ) -> None:
         """Give the segment's card its terminal label (once)."""
-        state = _SEGMENT_STATES.get(str(reason), "completed")
-        self.output.finish(segment.segment_id, state)
+        self.output.close_segment(segment, str(reason))
 
     def on_response_complete(
         self,
@@ -575,24 +572,24 @@ class FeishuChannel(ChannelBase):
             return IngressResponse.json(200, {})
 
     def _route_event(self, verified: VerifiedCallback) -> IngressResponse:
-        after: list[Callable[[], None]] = []
-        status = 200
-        if verified.event_type == MESSAGE_EVENT and self._first_delivery(verified.event_id):
-            status = self._dispatch_message(verified.payload, after)
-            if status != 200 and verified.event_id:
-                self._events_seen.forget(verified.event_id)  # a redelivery may be served
-        elif verified.event_type == "card.action.trigger":
+        if verified.event_type == "card.action.trigger":
             return self._card_response(verified.payload)
-        return IngressResponse.json(status, {}, after=after)
+        decision = Decision.ignored()
+        if verified.event_type == MESSAGE_EVENT and self._first_delivery(verified.event_id):
+            decision = self._dispatch_message(verified.payload)
+            if decision.status != 200 and verified.event_id:
+                self._events_seen.forget(verified.event_id)  # a redelivery may be served
+        return decision.to_response()
 
-    def _dispatch_message(self, payload: Any, after: list[Callable[[], None]]) -> int:
-        """Hand a message event to the channel; returns the HTTP status to answer
-        (:mod:`channelkit.platforms.common.inbound`: 503 when closed, else 200)."""
+    def _dispatch_message(self, payload: Any) -> Decision:
+        """Hand a message event to the channel; its decision's status is the HTTP status
+        to answer (:mod:`channelkit.platforms.common.inbound`: 503 when closed, else
+        200) and its work starts the run."""
         message = parse_message_event(payload)
         if message is None or message.sender_type != "user" or not message.text.strip():
-            return 200
+            return Decision.ignored()
         if message.is_group and not message.mentions:
-            return 200  # in groups the bot answers only when mentioned
+            return Decision.ignored()  # in groups the bot answers only when mentioned
         inbound = InboundMessage(
             channel_name=self.name,
             chat_id=message.chat_id,
@@ -603,10 +600,10 @@ class FeishuChannel(ChannelBase):
             is_group=message.is_group,
         )
         try:
-            return ack_status(deliver_inbound(self, inbound, defer=after))
+            return decide_inbound(self, inbound)[1]
         except Exception as exc:
             logger.warning("inbound Feishu message not accepted: %s", exc)
-            return 200
+            return Decision.ignored()
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
         """The card action callback: Stop, form Submit and Cancel, presentation buttons.
@@ -628,66 +625,72 @@ class FeishuChannel(ChannelBase):
         action = parse_card_action(payload)
         if action is None:
             return IngressResponse.json(200, {})
-        if action.action == cards.STOP_ACTION:
-            body, after = self._handle_stop(action)
-            return IngressResponse.json(200, body, after=after)
-        if action.action in (cards.SUBMIT_ACTION, cards.CANCEL_ACTION):
-            result = self.questions.handle_action(action)
-            work = () if result.execute is None else (result.execute,)
-            return IngressResponse.json(200, result.body, after=work)
-        if action.action == APPROVAL_ACTION:
-            toast, jobs = self.approvals.handle_action(action)
-            return IngressResponse.json(200, toast, after=jobs)
-        if not action.action:
-            return self._presentation_click(action, payload)
-        return IngressResponse.json(200, {})
+        return self.card_router.route(card_interaction(action)).to_response()
 
-    def _presentation_click(self, action: CardAction, payload: Any) -> IngressResponse:
+    def _form_action(self, interaction: Interaction) -> Decision | None:
+        """Submit or Cancel of a question form (:mod:`.questions`)."""
+        action = interaction.raw
+        if action.action not in (cards.SUBMIT_ACTION, cards.CANCEL_ACTION):
+            return None
+        return self.questions.handle_action(action)
+
+    def _approval_pressed(self, interaction: Interaction) -> Decision | None:
+        """An approval button (:mod:`.approvals`)."""
+        action = interaction.raw
+        if action.action != APPROVAL_ACTION:
+            return None
+        return self.approvals.handle_action(action)
+
+    def _presentation_pressed(self, interaction: Interaction) -> Decision | None:
         """A presentation button (:mod:`.renderer`: ``{"command": ...}`` or ``{"value":
         ...}``): its command or value reaches the channel as a message the clicking
         person typed in the card's chat (a command runs as a command). A redelivered
-        callback (same ``header.event_id``) is ignored; 503 when the channel is closed."""
+        callback (same ``header.event_id``) is ignored; 503 when the channel is closed.
+        None for an action with a name (not a presentation button)."""
+        action: CardAction = interaction.raw
+        if action.action:
+            return None
         raw = action.value.get("command", action.value.get("value"))
         who, chat = action.operator_open_id, action.open_chat_id
         if not isinstance(raw, str) or not raw.strip() or who is None or chat is None:
-            return IngressResponse.json(200, {})
-        header = payload.get("header") if isinstance(payload, dict) else None
-        event_id = header.get("event_id") if isinstance(header, dict) else None
-        if isinstance(event_id, str) and not self._first_delivery(event_id):
-            return IngressResponse.json(200, {})
+            return Decision.ignored()
+        event_id = action.event_id
+        if event_id is not None and not self._first_delivery(event_id):
+            return Decision.ignored()
         inbound = InboundMessage(channel_name=self.name, chat_id=chat, sender_id=who, text=raw)
-        after: list[Callable[[], None]] = []
-        status = ack_status(deliver_inbound(self, inbound, defer=after))
-        if status != 200 and isinstance(event_id, str):
+        decision = decide_inbound(self, inbound)[1]
+        if decision.status != 200 and event_id is not None:
             self._events_seen.forget(event_id)  # a redelivery may be served
-        return IngressResponse.json(status, {}, after=after)
+        return decision
 
     # -- Stop ---------------------------------------------------------------------------
 
-    def _handle_stop(
-        self, action: CardAction
-    ) -> tuple[dict[str, Any], tuple[Callable[[], None], ...]]:
-        """Correlate, authorize (owner only, fail closed) and claim.
+    def _stop_pressed(self, interaction: Interaction) -> Decision | None:
+        """Correlate, authorize (owner only, fail closed) and claim a Stop press.
 
-        Returns the ACK body and the deferred hand-off of the cancellation to the pool.
+        The decision is the ACK body and the hand-off of the cancellation to the pool.
         """
+        action: CardAction = interaction.raw
+        if action.action != cards.STOP_ACTION:
+            return None
         strings = cards.strings(self.feishu.language)
         segment_id = action.value.get("segment")
         if not isinstance(segment_id, str):
-            return {}, ()
+            return Decision.ignored()
         card = self.output.get(segment_id)
         if card is None:
-            return {}, ()  # historical or unknown card: it can never stop a later run
+            return Decision.ignored()  # historical or unknown: it never stops a later run
         if card.message_id is not None and action.open_message_id != card.message_id:
-            return {}, ()
+            return Decision.ignored()
         if action.operator_open_id is None or action.operator_open_id != card.owner_id:
             logger.info("Stop refused: operator is not the run owner")
-            return {"toast": {"type": "warning", "content": strings["toast_not_owner"]}}, ()
+            body = {"toast": {"type": "warning", "content": strings["toast_not_owner"]}}
+            return Decision.ack(body, outcome="forbidden")
         if card.state.state != "running" or not card.stop_claim.try_claim():
-            return {}, ()
+            return Decision.ignored()
         card.stop_requested = True
         body = {"toast": {"type": "info", "content": strings["toast_stopped"]}}
-        return body, (lambda: self.pool.post(self._stop, card),)
+        return Decision.ack(body).then(lambda: self.pool.post(self._stop, card))
 
     def _stop(self, card: Any) -> None:
         try:

@@ -25,10 +25,11 @@ import secrets
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
+from channelkit.platforms.common.contract import Decision, DecisionOutcome
 from channelkit.platforms.common.registry import CardRegistry
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import escape_markdown
@@ -172,27 +173,27 @@ class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
             "feishu approval card failed",
         )
 
-    def handle_action(self, action: CardAction) -> tuple[dict[str, Any], list[Callable[[], None]]]:
+    def handle_action(self, action: CardAction) -> Decision:
         """Correlate, authorize and claim a click (web thread): the ACK body (a toast) and
-        the work to hand to the pool after the ACK."""
+        the hand-off of the answer to the pool after the ACK."""
         s = _texts(self._language)
         token, index = action.value.get("token"), action.value.get("option")
-        work: list[Callable[[], None]] = []
         if not isinstance(token, str) or not isinstance(index, int) or isinstance(index, bool):
-            return _toast("error", s["unknown"]), work
+            return Decision.ignored(_toast("error", s["unknown"]))
         with self._lock:
             record = self.registry.get(token)
             if record is None:
                 stale = self.registry.tombstone(token) is not None
                 key = "stale" if stale else "unknown"
-                return _toast("info" if stale else "error", s[key]), work
+                return Decision.ignored(_toast("info" if stale else "error", s[key]))
             key = self._claim(record, index, action)
-            if key == "sent":
-                record.claimed = True
-                option_id = record.ctx.options[index].option_id
-                job = partial(self._respond, record, option_id)
-                work.append(partial(self._submit, token, job))
-        return _toast("success" if key == "sent" else "error", s[key]), work
+            if key != "sent":
+                outcome: DecisionOutcome = "forbidden" if key == "not_owner" else "ignored"
+                return Decision.ack(_toast("error", s[key]), outcome=outcome)
+            record.claimed = True
+            option_id = record.ctx.options[index].option_id
+            job = partial(self._respond, record, option_id)
+        return Decision.ack(_toast("success", s[key])).then(partial(self._submit, token, job))
 
     @staticmethod
     def _claim(record: _Approval, index: int, action: CardAction) -> str:
@@ -235,3 +236,12 @@ def _button_type(kind: str) -> str:
 
 def _toast(kind: str, content: str) -> dict[str, Any]:
     return {"toast": {"type": kind, "content": content}}
+
+
+if TYPE_CHECKING:
+    from channelkit.platforms.common.contract import ApprovalSurface
+
+    def _satisfies_the_contract(presenter: FeishuApprovalPresenter) -> None:
+        """mypy: the presenter is Feishu's question surface for approvals."""
+        approvals: ApprovalSurface = presenter
+        del approvals

@@ -43,6 +43,7 @@ from typing import Any, Literal
 
 from channelkit.errors import DecryptionError, IngressRejected
 from channelkit.ingress import IngressRequest, loads_json
+from channelkit.platforms.common.contract import Interaction
 from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.feishu.crypto import decrypt_event, verify_signature
 
@@ -52,6 +53,7 @@ __all__ = [
     "FeishuMessage",
     "IngressRejected",
     "VerifiedCallback",
+    "card_interaction",
     "parse_card_action",
     "parse_message_event",
 ]
@@ -278,6 +280,8 @@ class CardAction:
     value: Mapping[str, Any] = field(default_factory=dict)
     form_value: Mapping[str, Any] | None = None
     name: str | None = None
+    #: the callback's ``header.event_id`` (a redelivery repeats it), when present
+    event_id: str | None = None
 
     @property
     def action(self) -> str:
@@ -392,6 +396,8 @@ def parse_card_action(payload: Mapping[str, Any]) -> CardAction | None:
     if not isinstance(value, Mapping):
         value = {}
     form_value = action.get("form_value")
+    header = payload.get("header")
+    event_id = header.get("event_id") if isinstance(header, Mapping) else None
     return CardAction(
         operator_open_id=op,
         open_message_id=message_id,
@@ -399,4 +405,28 @@ def parse_card_action(payload: Mapping[str, Any]) -> CardAction | None:
         value=dict(value),
         form_value=dict(form_value) if isinstance(form_value, Mapping) else None,
         name=_str(action.get("name")),
+        event_id=event_id if isinstance(event_id, str) else None,
+    )
+
+
+def card_interaction(action: CardAction) -> Interaction:
+    """The platform contract's `Interaction` of a parsed card action.
+
+    A callback with form values is a `form_submit`, any other a `button`; the token is
+    the action value's ``token`` / ``request`` / ``segment`` (whichever the card set),
+    the value its ``action``, and `raw` the `CardAction` itself.
+    """
+    token = next(
+        (v for k in ("token", "request", "segment") if isinstance(v := action.value.get(k), str)),
+        None,
+    )
+    return Interaction(
+        kind="form_submit" if action.form_value is not None else "button",
+        platform="feishu",
+        actor_id=action.operator_open_id,
+        chat_id=action.open_chat_id,
+        token=token,
+        value=action.action or None,
+        form=action.form_value or {},
+        raw=action,
     )

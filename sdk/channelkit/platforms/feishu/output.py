@@ -40,8 +40,9 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from channelkit.core.types import OutputSegmentContext
 from channelkit.platforms.common import OneShotClaim, SnapshotWriter, StateCell, bound_text
 from channelkit.platforms.common.delivery import (
     DeliveryChain,
@@ -54,7 +55,16 @@ from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import OutputState
 
-__all__ = ["OutputCard", "OutputCardPresenter", "PatchRateLimiter"]
+__all__ = ["SEGMENT_END_STATES", "OutputCard", "OutputCardPresenter", "PatchRateLimiter"]
+
+#: The card label a segment ends with, by its end reason (anything else: completed).
+SEGMENT_END_STATES: dict[str, OutputState] = {
+    "response_boundary": "completed",
+    "input_requested": "completed",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
 
 logger = logging.getLogger(__name__)
 
@@ -184,18 +194,21 @@ class OutputCardPresenter:
         return len(self.registry)
 
     # -- output path ----------------------------------------------------------------------
-    def append(
-        self,
-        *,
-        segment_id: str,
-        run_id: str,
-        session_id: str,
-        owner_id: str,
-        chat_id: str,
-        reply_to: str | None,
-        chunk: str,
-    ) -> OutputCard | None:
-        """Add visible text to a segment, creating its card on the first text."""
+    def open_segment(self, segment: OutputSegmentContext) -> None:
+        """`OutputSurface.open_segment`: nothing to do, the card comes with the first text."""
+
+    def append(self, segment: OutputSegmentContext, chunk: str) -> bool:
+        """Add visible text to a segment, creating its card on the first text; True when
+        the segment's card took it."""
+        return self._append(segment, chunk) is not None
+
+    def close_segment(self, segment: OutputSegmentContext, reason: str) -> None:
+        """`OutputSurface.close_segment`: the card's terminal label for ``reason``
+        (:data:`SEGMENT_END_STATES`), once; queued, not awaited."""
+        self.finish(segment.segment_id, SEGMENT_END_STATES.get(reason, "completed"))
+
+    def _append(self, segment: OutputSegmentContext, chunk: str) -> OutputCard | None:
+        segment_id, run_id = segment.segment_id, segment.run_id
         if not chunk:
             return None
         if self.registry.tombstone(segment_id) is not None:
@@ -211,10 +224,10 @@ class OutputCardPresenter:
                 card = OutputCard(
                     segment_id=segment_id,
                     run_id=run_id,
-                    session_id=session_id,
-                    owner_id=owner_id,
-                    chat_id=chat_id,
-                    reply_to=reply_to,
+                    session_id=segment.session_id,
+                    owner_id=segment.owner.id,
+                    chat_id=segment.target.chat_id,
+                    reply_to=None,
                     state=self.registry.state("running"),
                     stop_claim=self.registry.claim(),
                 )
@@ -405,3 +418,12 @@ class OutputCardPresenter:
         """Finish every live card (channel shutdown)."""
         for card in self.live_cards():
             self.finish(card.segment_id, state, wait=wait)
+
+
+if TYPE_CHECKING:
+    from channelkit.platforms.common.contract import OutputSurface
+
+    def _satisfies_the_contract(presenter: OutputCardPresenter) -> None:
+        """mypy: the presenter is Feishu's output surface."""
+        output: OutputSurface = presenter
+        del output

@@ -52,17 +52,18 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.core.types import SettlementReason, UserInputPresentationResult
 from channelkit.errors import InvalidForm
 from channelkit.platforms.common import StateCell, question_deadline
+from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.ingress import CardAction
 
-__all__ = ["ActionResult", "QuestionPresenter", "QuestionRecord", "encode_answers"]
+__all__ = ["QuestionPresenter", "QuestionRecord", "encode_answers"]
 
 logger = logging.getLogger(__name__)
 
@@ -158,15 +159,6 @@ class QuestionRecord:
     @property
     def scope(self) -> tuple[str, str, str]:
         return (self.session_id, self.owner_id, self.run_id)
-
-
-@dataclass(frozen=True)
-class ActionResult:
-    """What a card callback produced: the ACK body and optional work for the pool."""
-
-    body: dict[str, Any]
-    execute: Callable[[], None] | None = None
-    disposition: str = "ignored"  # claimed | invalid | forbidden | ignored
 
 
 def _toast(kind: str, content: str) -> dict[str, Any]:
@@ -310,10 +302,13 @@ class QuestionPresenter:
             logger.exception("question fallback message failed")
 
     # -- callbacks (web thread: synchronous, no network) ---------------------------------
-    def handle_action(self, action: CardAction) -> ActionResult:
-        """Correlate, authorize, validate and claim a form callback; never blocks."""
+    def handle_action(self, action: CardAction) -> Decision:
+        """Correlate, authorize, validate and claim a form callback; never blocks.
+
+        The decision's body is the toast; an accepted claim's work hands the responder
+        to the run's projection queue."""
         s = self._strings
-        stale = ActionResult(_toast("warning", s["toast_stale"]))
+        stale = Decision.ignored(_toast("warning", s["toast_stale"]))
         request_id = action.value.get("request")
         kind = action.action
         if not isinstance(request_id, str) or kind not in (
@@ -325,10 +320,10 @@ class QuestionPresenter:
         if record is None:
             buried = self.tombstone(request_id)
             if buried is not None and buried[1] == "submitted":
-                return ActionResult(_toast("warning", s["toast_already_answered"]))
+                return Decision.ignored(_toast("warning", s["toast_already_answered"]))
             return stale
         if action.operator_open_id is None or action.operator_open_id != record.owner_id:
-            return ActionResult(_toast("warning", s["toast_not_owner"]), disposition="forbidden")
+            return Decision.ack(_toast("warning", s["toast_not_owner"]), outcome="forbidden")
         message_id = record.message_id  # None while send_card has not answered
         if action.open_chat_id != record.chat_id or (
             message_id is not None and action.open_message_id != message_id
@@ -343,7 +338,7 @@ class QuestionPresenter:
             except InvalidForm:
                 if record.cell.state not in _CLAIMABLE:
                     return stale
-                return ActionResult(_toast("warning", s["toast_invalid"]), disposition="invalid")
+                return Decision.ack(_toast("warning", s["toast_invalid"]), outcome="invalid")
             response = {
                 "outcome": {"outcome": "selected", "optionId": record.submit_option_id},
                 "answers": answers,
@@ -354,7 +349,7 @@ class QuestionPresenter:
         if not record.cell.compare_and_set(_CLAIMABLE, "claimed"):
             answered = record.cell.state == "claimed" or record.claim_action is not None
             if answered or record.terminal == "submitted":  # a duplicate of a taken answer
-                return ActionResult(_toast("warning", s["toast_already_answered"]))
+                return Decision.ignored(_toast("warning", s["toast_already_answered"]))
             return stale
         record.claim_action = kind
         if record.timer is not None:
@@ -364,7 +359,7 @@ class QuestionPresenter:
         def execute() -> None:
             self._submit(record.run_id, lambda: self._execute(record, response, answers))
 
-        return ActionResult(_toast("success", toast), execute=execute, disposition="claimed")
+        return Decision.ack(_toast("success", toast)).then(execute)
 
     def _execute(
         self, record: QuestionRecord, response: Mapping[str, Any], answers: Mapping[str, str]
@@ -567,3 +562,13 @@ class QuestionPresenter:
 
 def _refused(response: Mapping[str, Any]) -> bool:
     return False
+
+
+if TYPE_CHECKING:
+    from channelkit.core.context import UserInputRequestContext
+    from channelkit.platforms.common.contract import QuestionSurface
+
+    def _satisfies_the_contract(presenter: QuestionPresenter) -> None:
+        """mypy: the presenter is Feishu's question surface."""
+        questions: QuestionSurface[UserInputRequestContext] = presenter
+        del questions
