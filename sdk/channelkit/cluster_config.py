@@ -15,9 +15,14 @@ settings sit beside ``redis``::
 ``channelkit serve --workers N`` starts N processes of one configuration; worker ``i``
 reads its index from :data:`WORKER_ENV` and names itself ``<instanceName>-w<i>`` (when
 an ``instanceName`` is set), so each restarted worker recovers what it left behind.
-Telegram and Feishu channels get the store too: an ``update_id`` / ``event_id``
-reaching two instances starts one run (:mod:`channelkit.platforms.common.shared_dedup`).
-Without ``state.redis`` nothing changes: one process, state in memory.
+Which channels get the store, and how, is each platform's ``shared_store`` in the
+registry (``channelkit.platforms.PLATFORMS``): ``"cluster"`` (DingTalk: the store and
+the lease options), ``"dedup"`` (Feishu, Telegram, Weixin: an ``update_id`` /
+``event_id`` / ``message_id`` reaching two instances starts one run,
+:mod:`channelkit.platforms.common.shared_dedup`) or ``"none"``. Without ``state.redis``
+nothing changes: one process, state in memory.
+
+This module imports nothing from :mod:`channelkit.config` (which imports it).
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.registry import get_platform
 
 __all__ = [
     "LEASE_SCHEMA",
-    "SHARED_DEDUP_PLATFORMS",
     "WORKER_ENV",
+    "build_state_store",
     "check_lease_options",
     "cluster_kwargs",
     "has_shared_store",
@@ -40,9 +46,6 @@ __all__ = [
 
 #: ``channelkit serve --workers N`` sets it to the worker's index (0..N-1) in each child.
 WORKER_ENV = "CHANNELKIT_SERVE_WORKER"
-
-#: Platforms (besides DingTalk) whose update / event dedup uses the shared store.
-SHARED_DEDUP_PLATFORMS = frozenset({"feishu", "telegram"})
 
 #: The JSON Schema properties this module adds to the ``state`` section.
 LEASE_SCHEMA: dict[str, Any] = {
@@ -114,17 +117,24 @@ def lease_options(config: Any, *, environ: Mapping[str, str] | None = None) -> d
     return options
 
 
+def build_state_store(config: Any, *, clock: Any = None) -> Any:
+    """The :class:`~channelkit.state.StateStore` of a `DeploymentConfig`'s ``state``
+    section: a RedisStore when ``state.redis`` is set, else a MemoryStore. The namespace
+    is ``state.redis.namespace``, else the first channel's name (the bot's name)."""
+    from channelkit.state import open_store
+
+    return open_store(config.state, namespace=config.channels[0].name, clock=clock)
+
+
 def cluster_kwargs(config: Any, platform: str) -> dict[str, Any]:
     """Extra keyword arguments of the ``platform`` channel when ``state.redis`` is set
-    (else none): ``store`` and ``cluster_options`` for DingTalk, ``store`` (update /
-    event dedup across instances) for the :data:`SHARED_DEDUP_PLATFORMS`."""
-    if not has_shared_store(config) or (
-        platform != "dingtalk" and platform not in SHARED_DEDUP_PLATFORMS
-    ):
+    (else none), by the platform's ``shared_store`` in the registry: ``store`` and
+    ``cluster_options`` for ``"cluster"``, ``store`` (update / event dedup across
+    instances) for ``"dedup"``, nothing for ``"none"``."""
+    mode = get_platform(platform).shared_store
+    if not has_shared_store(config) or mode == "none":
         return {}
-    from channelkit.config import build_state_store
-
-    if platform != "dingtalk":
+    if mode == "dedup":
         return {"store": build_state_store(config)}
     return {"store": build_state_store(config), "cluster_options": lease_options(config)}
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,11 +32,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge
-from channelkit.cluster_config import LEASE_SCHEMA, check_lease_options, cluster_kwargs
+from channelkit.cluster_config import (
+    LEASE_SCHEMA,
+    build_state_store,
+    check_lease_options,
+    cluster_kwargs,
+)
 from channelkit.errors import ConfigurationError
+from channelkit.platforms.registry import SECRET_SCHEMA, chat_platforms, get_platform
 
 if TYPE_CHECKING:
     import jsonschema
+
+    #: The JSON Schema of the configuration document (`config_schema()`).
+    CONFIG_SCHEMA: dict[str, Any]
 
 __all__ = [
     "CONFIG_SCHEMA",
@@ -48,6 +56,7 @@ __all__ = [
     "build_state_store",
     "check_agent",
     "check_state",
+    "config_schema",
     "load_config",
     "parse_config",
     "validate_config_file",
@@ -56,198 +65,179 @@ __all__ = [
 #: Seconds ``channelkit serve`` gives its channels to close after SIGTERM/SIGINT.
 DEFAULT_SHUTDOWN_GRACE_S = 10.0
 
-_SECRET: dict[str, Any] = {
-    "oneOf": [
-        {"type": "string", "minLength": 1},
-        {
-            "type": "object",
-            "properties": {"env": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}},
-            "required": ["env"],
-            "additionalProperties": False,
-        },
-    ]
-}
 
-_CREDENTIALS: dict[str, dict[str, Any]] = {
-    "dingtalk": {
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy (mappings become dicts, tuples lists) of a registry value."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+_SECRET: dict[str, Any] = _plain(SECRET_SCHEMA)
+
+
+def _credentials_schemas() -> dict[str, dict[str, Any]]:
+    """Every registered chat platform's ``channels[i].credentials`` schema."""
+    return {spec.name: _plain(spec.credentials_schema) for spec in chat_platforms()}
+
+
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the configuration document, built from the
+    platform registry (``channelkit.platforms.PLATFORMS``): the ``platform`` enum lists
+    every registered chat platform, and each one's ``credentials`` get its schema.
+    ``CONFIG_SCHEMA`` is the same document (built on each access)."""
+    credentials = _credentials_schemas()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "channelkit configuration",
         "type": "object",
         "properties": {
-            "clientId": _SECRET,
-            "clientSecret": _SECRET,
-            "cardCallbackSecret": _SECRET,
-        },
-        "required": ["clientId", "clientSecret"],
-        "additionalProperties": False,
-    },
-    "feishu": {
-        "type": "object",
-        "properties": {
-            "appId": _SECRET,
-            "appSecret": _SECRET,
-            "verificationToken": _SECRET,
-            "encryptKey": _SECRET,
-        },
-        # verificationToken: required by the adapter with "ingress": "http" (the default)
-        "required": ["appId", "appSecret"],
-        "additionalProperties": False,
-    },
-    "telegram": {
-        "type": "object",
-        "properties": {"botToken": _SECRET, "webhookSecret": _SECRET},
-        "required": ["botToken"],
-        "additionalProperties": False,
-    },
-}
-
-#: The JSON Schema (draft 2020-12) of the configuration document.
-CONFIG_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "channelkit configuration",
-    "type": "object",
-    "properties": {
-        "$schema": {"type": "string"},
-        "channels": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
+            "$schema": {"type": "string"},
+            "channels": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "platform": {"enum": sorted(credentials)},
+                        "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
+                        "credentials": {"type": "object"},
+                        "options": {"type": "object"},
+                    },
+                    "required": ["platform", "credentials"],
+                    "additionalProperties": False,
+                    "allOf": [
+                        {
+                            "if": {
+                                "properties": {"platform": {"const": platform}},
+                                "required": ["platform"],
+                            },
+                            "then": {"properties": {"credentials": schema}},
+                        }
+                        for platform, schema in sorted(credentials.items())
+                    ],
+                },
+            },
+            "agent": {
                 "type": "object",
                 "properties": {
-                    "platform": {"enum": sorted(_CREDENTIALS)},
-                    "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
-                    "credentials": {"type": "object"},
-                    "options": {"type": "object"},
+                    "type": {"enum": ["demo", "function", "factory", "acp"]},
+                    "function": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$"},
+                    "factory": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$"},
+                    "command": {
+                        "oneOf": [
+                            {"type": "string", "minLength": 1},
+                            {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                        ]
+                    },
+                    "cwd": {"type": "string"},
+                    "env": {"type": "object", "additionalProperties": _SECRET},
+                    "questionTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0},
+                    "requestTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0},
                 },
-                "required": ["platform", "credentials"],
+                "required": ["type"],
                 "additionalProperties": False,
                 "allOf": [
                     {
-                        "if": {
-                            "properties": {"platform": {"const": platform}},
-                            "required": ["platform"],
-                        },
-                        "then": {"properties": {"credentials": schema}},
-                    }
-                    for platform, schema in sorted(_CREDENTIALS.items())
+                        "if": {"properties": {"type": {"const": "function"}}, "required": ["type"]},
+                        "then": {"required": ["function"]},
+                    },
+                    {
+                        "if": {"properties": {"type": {"const": "factory"}}, "required": ["type"]},
+                        "then": {"required": ["factory"]},
+                    },
+                    {
+                        "if": {"properties": {"type": {"const": "acp"}}, "required": ["type"]},
+                        "then": {"required": ["command"]},
+                    },
                 ],
             },
-        },
-        "agent": {
-            "type": "object",
-            "properties": {
-                "type": {"enum": ["demo", "function", "factory", "acp"]},
-                "function": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$"},
-                "factory": {"type": "string", "pattern": r"^[\w.]+:[\w.]+$"},
-                "command": {
-                    "oneOf": [
-                        {"type": "string", "minLength": 1},
-                        {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                    ]
-                },
-                "cwd": {"type": "string"},
-                "env": {"type": "object", "additionalProperties": _SECRET},
-                "questionTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0},
-                "requestTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0},
-            },
-            "required": ["type"],
-            "additionalProperties": False,
-            "allOf": [
-                {
-                    "if": {"properties": {"type": {"const": "function"}}, "required": ["type"]},
-                    "then": {"required": ["function"]},
-                },
-                {
-                    "if": {"properties": {"type": {"const": "factory"}}, "required": ["type"]},
-                    "then": {"required": ["factory"]},
-                },
-                {
-                    "if": {"properties": {"type": {"const": "acp"}}, "required": ["type"]},
-                    "then": {"required": ["command"]},
-                },
-            ],
-        },
-        "options": {
-            "type": "object",
-            "properties": {
-                "maxWorkers": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 256,
-                    "description": "hook pool threads (card writes, replies, timers); default 16",
-                },
-                "maxConcurrentRuns": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 4096,
-                    "description": "agent runs executing at once; runs waiting on a person "
-                    "do not count; default 64",
-                },
-                "maxQueuedRuns": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": 100000,
-                    "description": "runs waiting for a slot before people are told busy; "
-                    "default 1000",
-                },
-                "maxQueuedPerOwner": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "queued runs of one person; default 5",
-                },
-                "maxQueuedPerChat": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "queued runs of one chat; default 100",
-                },
-                "permissionTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0},
-                "sessionScope": {"enum": ["user", "chat", "thread"]},
-                "logLevel": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
-                "maxBodyBytes": {"type": "integer", "minimum": 1024, "maximum": 1048576},
-            },
-            "additionalProperties": False,
-        },
-        "server": {
-            "type": "object",
-            "properties": {
-                "host": {"type": "string", "minLength": 1},
-                "port": {"type": "integer", "minimum": 0, "maximum": 65535},
-                "engine": {"enum": ["auto", "waitress", "gunicorn"]},
-                "threads": {"type": "integer", "minimum": 1, "maximum": 256},
-                "shutdownGraceS": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "maximum": 3600,
-                    "description": "seconds serve gives live runs, cards and connections "
-                    "to close after SIGTERM/SIGINT; default 10",
-                },
-            },
-            "additionalProperties": False,
-        },
-        "state": {
-            "type": "object",
-            "description": "shared state of the processes serving this bot; absent: in memory",
-            "properties": {
-                "redis": {
-                    "type": "object",
-                    "properties": {
-                        "url": _SECRET,
-                        "namespace": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$"},
-                        "socketTimeoutSeconds": {
-                            "type": "number",
-                            "exclusiveMinimum": 0,
-                            "maximum": 60,
-                        },
+            "options": {
+                "type": "object",
+                "properties": {
+                    "maxWorkers": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 256,
+                        "description": "hook pool threads (card writes, replies, timers); "
+                        "default 16",
                     },
-                    "required": ["url"],
-                    "additionalProperties": False,
+                    "maxConcurrentRuns": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 4096,
+                        "description": "agent runs executing at once; runs waiting on a person "
+                        "do not count; default 64",
+                    },
+                    "maxQueuedRuns": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 100000,
+                        "description": "runs waiting for a slot before people are told busy; "
+                        "default 1000",
+                    },
+                    "maxQueuedPerOwner": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "queued runs of one person; default 5",
+                    },
+                    "maxQueuedPerChat": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "queued runs of one chat; default 100",
+                    },
+                    "permissionTimeoutSeconds": {"type": "number", "exclusiveMinimum": 0},
+                    "sessionScope": {"enum": ["user", "chat", "thread"]},
+                    "logLevel": {"enum": ["DEBUG", "INFO", "WARNING", "ERROR"]},
+                    "maxBodyBytes": {"type": "integer", "minimum": 1024, "maximum": 1048576},
                 },
-                **LEASE_SCHEMA,
+                "additionalProperties": False,
             },
-            "additionalProperties": False,
+            "server": {
+                "type": "object",
+                "properties": {
+                    "host": {"type": "string", "minLength": 1},
+                    "port": {"type": "integer", "minimum": 0, "maximum": 65535},
+                    "engine": {"enum": ["auto", "waitress", "gunicorn"]},
+                    "threads": {"type": "integer", "minimum": 1, "maximum": 256},
+                    "shutdownGraceS": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "maximum": 3600,
+                        "description": "seconds serve gives live runs, cards and connections "
+                        "to close after SIGTERM/SIGINT; default 10",
+                    },
+                },
+                "additionalProperties": False,
+            },
+            "state": {
+                "type": "object",
+                "description": "shared state of the processes serving this bot; absent: in memory",
+                "properties": {
+                    "redis": {
+                        "type": "object",
+                        "properties": {
+                            "url": _SECRET,
+                            "namespace": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,128}$"},
+                            "socketTimeoutSeconds": {
+                                "type": "number",
+                                "exclusiveMinimum": 0,
+                                "maximum": 60,
+                            },
+                        },
+                        "required": ["url"],
+                        "additionalProperties": False,
+                    },
+                    **LEASE_SCHEMA,
+                },
+                "additionalProperties": False,
+            },
         },
-    },
-    "required": ["channels"],
-    "additionalProperties": False,
-}
+        "required": ["channels"],
+        "additionalProperties": False,
+    }
 
 
 @dataclass(frozen=True)
@@ -314,7 +304,7 @@ def _format_error(error: jsonschema.ValidationError) -> ConfigurationError:
         if extra:
             parts.append(extra[0])
             message = "is not a known field"
-    elif error.validator == "oneOf" and schema is _SECRET:
+    elif error.validator == "oneOf" and schema == _SECRET:
         message = 'must be a string or {"env": "NAME"}'
     return ConfigurationError(message, path=_json_path(parts))
 
@@ -341,7 +331,7 @@ def parse_config(
     env = os.environ if environ is None else environ
     import jsonschema  # loaded on first use, so importing channelkit stays cheap
 
-    validator = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
+    validator = jsonschema.Draft202012Validator(config_schema())
     errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
     if errors:
         raise _format_error(errors[0])
@@ -443,15 +433,6 @@ def _resolve_state(section: Mapping[str, Any], env: Mapping[str, str]) -> dict[s
     return {"redis": redis}
 
 
-def build_state_store(config: DeploymentConfig, *, clock: Any = None) -> Any:
-    """The :class:`~channelkit.state.StateStore` of the ``state`` section: a RedisStore
-    when ``state.redis`` is set, else a MemoryStore. The namespace is
-    ``state.redis.namespace``, else the first channel's name (the bot's name)."""
-    from channelkit.state import open_store
-
-    return open_store(config.state, namespace=config.channels[0].name, clock=clock)
-
-
 def check_state(config: DeploymentConfig) -> None:
     """With ``state.redis``, reach Redis once (PING): an unreachable Redis is one
     :class:`ConfigurationError` at ``state.redis.url`` (password never shown)."""
@@ -542,13 +523,6 @@ def build_agent(config: DeploymentConfig) -> AgentBridge:
     return AcpBridge(argv, **kwargs)
 
 
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-
-
-def _snake(mapping: Mapping[str, Any]) -> dict[str, Any]:
-    return {_CAMEL.sub("_", key).lower(): value for key, value in mapping.items()}
-
-
 def _channel_config(config: DeploymentConfig, spec: ChannelSpec) -> Any:
     from channelkit.core import ChannelConfig
 
@@ -577,11 +551,6 @@ def _channel_config(config: DeploymentConfig, spec: ChannelSpec) -> Any:
         raise ConfigurationError(str(exc), path="options") from None
 
 
-_CREDENTIAL_KEYS = frozenset(
-    key for schema in _CREDENTIALS.values() for key in schema["properties"]
-)
-
-
 def _user_key(key: str, spec: ChannelSpec) -> tuple[str, str]:
     """The section (``credentials``/``options``) and the spelling the user wrote of an
     adapter field an error names (``typing_interval_s`` -> ``typingIntervalS``)."""
@@ -592,8 +561,9 @@ def _user_key(key: str, spec: ChannelSpec) -> tuple[str, str]:
             return "credentials", candidate
         if candidate in spec.options:
             return "options", candidate
+    credential_keys = get_platform(spec.platform).credential_keys
     for candidate in (key, camel_case(key)):
-        if candidate in _CREDENTIAL_KEYS:
+        if candidate in credential_keys:
             return "credentials", candidate
     return "options", key
 
@@ -673,17 +643,8 @@ def _platform_config(spec: ChannelSpec, seen: set[str] | None = None) -> Any:
         return mapping if seen is None else _ReadKeys(mapping, "", seen)
 
     try:
-        if spec.platform == "dingtalk":
-            from channelkit.platforms.dingtalk import DingtalkConfig
-
-            return DingtalkConfig.from_dict(view({**data, "name": spec.name}))
-        if spec.platform == "feishu":
-            from channelkit.platforms.feishu import FeishuConfig
-
-            return FeishuConfig.from_dict(_snake(view(data)))
-        from channelkit.platforms.telegram import TelegramConfig
-
-        return TelegramConfig.from_dict(view({**data, "channelName": spec.name}))
+        platform = get_platform(spec.platform)
+        return platform.build_config(view(platform.named_settings(data, spec.name)))
     except ConfigurationError as exc:
         raise _platform_error(exc, spec) from None
 
@@ -709,35 +670,15 @@ def _build_channel(
     channel_config = _channel_config(config, spec)
     platform_config = _platform_config(spec)
     executor = executor_factory() if executor_factory is not None else None
+    channel_class = get_platform(spec.platform).channel_class
+    assert channel_class is not None  # the schema admits chat platforms only
     try:
-        if spec.platform == "dingtalk":
-            from channelkit.platforms.dingtalk import DingtalkChannel
-
-            return DingtalkChannel(
-                platform_config,
-                bridge,
-                channel_config=channel_config,
-                executor=executor,
-                **cluster_kwargs(config, spec.platform),  # state.redis: the shared store
-            )
-        if spec.platform == "feishu":
-            from channelkit.platforms.feishu import FeishuChannel
-
-            return FeishuChannel(
-                platform_config,
-                bridge,
-                channel_config=channel_config,
-                executor=executor,
-                **cluster_kwargs(config, spec.platform),  # state.redis: shared event dedup
-            )
-        from channelkit.platforms.telegram import TelegramChannel
-
-        return TelegramChannel(
+        return channel_class.load()(
             platform_config,
             bridge,
             channel_config=channel_config,
             executor=executor,
-            **cluster_kwargs(config, spec.platform),  # state.redis: shared update dedup
+            **cluster_kwargs(config, spec.platform),  # state.redis: the shared store
         )
     except ConfigurationError as exc:
         raise _platform_error(exc, spec) from None
@@ -769,4 +710,11 @@ def build_channels(
 
 def schema_json() -> str:
     """The schema as JSON text (``channelkit config-schema`` prints it)."""
-    return json.dumps(CONFIG_SCHEMA, indent=2)
+    return json.dumps(config_schema(), indent=2)
+
+
+def __getattr__(name: str) -> Any:
+    """``CONFIG_SCHEMA``: the schema of the platforms registered now (`config_schema()`)."""
+    if name == "CONFIG_SCHEMA":
+        return config_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
