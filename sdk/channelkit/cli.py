@@ -43,11 +43,41 @@ NO_SERVER_MESSAGE = (
 
 
 def _platforms() -> list[str]:
-    import channelkit.platforms as platforms
+    """Every registered platform, presentation-only ones marked."""
+    from channelkit.platforms import PLATFORMS
 
-    return sorted(
-        m.name for m in pkgutil.iter_modules(platforms.__path__) if m.ispkg and m.name != "common"
+    return [
+        name if spec.is_chat else f"{name} (presentation only)" for name, spec in PLATFORMS.items()
+    ]
+
+
+def playground_platforms() -> list[str]:
+    """The registered platforms with a playground emulator (``playground --platform``)."""
+    from channelkit.platforms import PLATFORMS
+
+    return [name for name, spec in PLATFORMS.items() if spec.playground is not None]
+
+
+def _ingress_help() -> str:
+    from channelkit.platforms import PLATFORMS
+
+    choices = "; ".join(
+        f"{name} {' or '.join(PLATFORMS[name].ingress)} (default {PLATFORMS[name].ingress[0]})"
+        for name in playground_platforms()
+        if len(PLATFORMS[name].ingress) > 1
     )
+    return f"how the channel receives, where the platform offers a choice: {choices}"
+
+
+def _chat_id_help() -> str:
+    from channelkit.platforms import chat_platforms
+
+    kinds = "; ".join(
+        f"{spec.display_name}: {spec.chat_id_help}"
+        for spec in chat_platforms()
+        if spec.chat_id_help
+    )
+    return f"the chat id ({kinds})"
 
 
 def _clients() -> list[str]:
@@ -532,8 +562,7 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
         "--to",
         required=True,
         metavar="CHAT",
-        help="the chat id: a Telegram chat id, a Feishu chat_id, a DingTalk openConversationId "
-        "(cid...) or user:<userId> for a DingTalk 1:1 chat",
+        help=_chat_id_help(),
     )
     parser.add_argument(
         "--thread", default=None, metavar="ID", help="the thread (topic) inside the chat, if any"
@@ -641,17 +670,14 @@ def build_parser() -> argparse.ArgumentParser:
     play.add_argument(
         "--platform",
         default="dingtalk",
-        choices=["dingtalk", "feishu", "telegram", "slack", "weixin"],
+        choices=playground_platforms(),
         help="platform to emulate (default: dingtalk)",
     )
     play.add_argument(
         "--ingress",
         default=None,
         metavar="MODE",
-        help="how the channel receives, where the platform offers a choice: dingtalk "
-        "stream (default: Stream mode, no callback URL) or http; telegram polling (default) "
-        "or webhook; feishu http (default) or websocket (the long connection); slack events "
-        "(default: signed Events API POSTs) or socket (Socket Mode)",
+        help=_ingress_help(),
     )
     play.add_argument(
         "--feishu-encrypt-key",

@@ -28,7 +28,7 @@ import abc
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -426,9 +426,35 @@ class BotFrameworkTokenProvider(RefreshingTokenProvider):
         return f"BotFrameworkTokenProvider(app_id={self._app_id!r}, app_password=***)"
 
 
-PROVIDERS: dict[str, Callable[..., RefreshingTokenProvider]] = {
-    "dingtalk": DingTalkTokenProvider,
-    "feishu": FeishuTokenProvider,
-    "msteams": BotFrameworkTokenProvider,
-}
-"""Token providers by the ``provider`` name used in a spec's ``x-channelkit-auth``."""
+class _RegisteredProviders(Mapping[str, Callable[..., RefreshingTokenProvider]]):
+    """The refreshing token providers of the registered platforms (each platform's
+    ``token_provider`` in ``channelkit.platforms.PLATFORMS``), by platform name; a
+    provider class is imported when it is looked up."""
+
+    @staticmethod
+    def _refs() -> dict[str, Any]:
+        from channelkit.platforms.registry import PLATFORMS
+
+        return {
+            name: spec.token_provider
+            for name, spec in PLATFORMS.items()
+            if spec.token_provider is not None
+        }
+
+    def __getitem__(self, name: str) -> Callable[..., RefreshingTokenProvider]:
+        provider: Callable[..., RefreshingTokenProvider] = self._refs()[name].load()
+        return provider
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._refs())
+
+    def __len__(self) -> int:
+        return len(self._refs())
+
+    def __repr__(self) -> str:
+        return f"PROVIDERS({', '.join(self)})"
+
+
+PROVIDERS: Mapping[str, Callable[..., RefreshingTokenProvider]] = _RegisteredProviders()
+"""Token providers by the ``provider`` name used in a spec's ``x-channelkit-auth`` (the
+platform's name), read from the platform registry."""

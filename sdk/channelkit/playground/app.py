@@ -38,6 +38,7 @@ from typing import Any
 
 from channelkit.agents.base import AgentBridge
 from channelkit.errors import ConfigurationError
+from channelkit.platforms import PLATFORMS as REGISTRY
 from channelkit.platforms.common.connection import start_connections
 from channelkit.playground.demo import demo_agent
 from channelkit.playground.dingtalk import DingtalkEmulator
@@ -53,16 +54,13 @@ __all__ = ["INGRESS", "PLATFORMS", "Playground"]
 
 logger = logging.getLogger(__name__)
 
-#: Platforms the playground can emulate.
-PLATFORMS = ("dingtalk", "feishu", "telegram", "slack", "weixin")
-#: The ingress modes a platform's channel offers, its default first.
-INGRESS: dict[str, tuple[str, ...]] = {
-    "dingtalk": ("stream", "http"),
-    "feishu": ("http", "websocket"),
-    "telegram": ("polling", "webhook"),
-    "slack": ("events", "socket"),
-    "weixin": ("polling",),
-}
+#: Platforms the playground can emulate: the registered ones with an emulator
+#: (``channelkit.platforms.PLATFORMS``, read when this module is imported).
+PLATFORMS: tuple[str, ...] = tuple(
+    name for name, spec in REGISTRY.items() if spec.playground is not None
+)
+#: The ingress modes a platform's channel offers, its default first (from the registry).
+INGRESS: dict[str, tuple[str, ...]] = {name: REGISTRY[name].ingress for name in PLATFORMS}
 
 _APP_KEY = "playground-app"
 _APP_SECRET = "playground-secret"

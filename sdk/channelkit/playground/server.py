@@ -16,11 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from channelkit.playground.dingtalk import DingtalkEmulator
-from channelkit.playground.emulator import EmulatorBase
-from channelkit.playground.feishu import FeishuEmulator
-from channelkit.playground.telegram import TelegramEmulator
-from channelkit.playground.weixin import WeixinEmulator
+from channelkit.platforms import PLATFORMS, PlaygroundDefaults
 
 __all__ = ["EmulatorServer", "LocalServer", "free_port"]
 
@@ -139,12 +135,13 @@ class LocalServer:
         self.stop()
 
 
-_EMULATORS: dict[str, type[EmulatorBase]] = {
-    "dingtalk": DingtalkEmulator,
-    "feishu": FeishuEmulator,
-    "telegram": TelegramEmulator,
-    "weixin": WeixinEmulator,
-}
+def _playground(platform: str) -> PlaygroundDefaults:
+    """The registry's playground entry of ``platform`` (a ValueError naming the choices)."""
+    spec = PLATFORMS.get(platform)
+    if spec is None or spec.playground is None:
+        emulated = [name for name, entry in PLATFORMS.items() if entry.playground is not None]
+        raise ValueError(f"platform: must be one of {', '.join(emulated)} (got {platform!r})")
+    return spec.playground
 
 
 class EmulatorServer:
@@ -160,18 +157,19 @@ class EmulatorServer:
         EmulatorServer(platform="feishu", events_url=..., card_url=...)
         EmulatorServer(platform="telegram", webhook_url=...)
 
-    Keyword arguments go to the platform's emulator class (:class:`DingtalkEmulator`,
-    :class:`FeishuEmulator`, :class:`TelegramEmulator`: credentials, callback URLs,
-    ``deliver``); they can also be set later on ``emu.emulator``.
+    ``platform`` is any registered platform with an emulator (its ``playground`` entry in
+    ``channelkit.platforms.PLATFORMS``). The emulator class gets the registry's playground
+    credentials, then the keyword arguments given here (credentials, callback URLs,
+    ``deliver``), which can also be set later on ``emu.emulator``.
     """
 
     def __init__(
         self, *, port: int = 0, platform: str = "dingtalk", **emulator_options: Any
     ) -> None:
-        if platform not in _EMULATORS:
-            raise ValueError(f"platform: must be one of {', '.join(_EMULATORS)}")
+        defaults = _playground(platform)
+        emulator_class = defaults.emulator.load()
         self.server = LocalServer(port=port)
-        self.emulator: Any = _EMULATORS[platform](**emulator_options)
+        self.emulator: Any = emulator_class(**defaults.emulator_kwargs(**emulator_options))
         self.emulator.base_url = self.server.url
         self.server.start(self.emulator)
 
