@@ -31,8 +31,8 @@ from channelkit.agents.acp.permissions import (
     parse_params,
     validate_response,
 )
-from channelkit.agents.acp.process import AgentProcess
-from channelkit.agents.acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, Call, RpcPeer, read_line
+from channelkit.agents.acp.process import AgentProcess, Call, read_line
+from channelkit.agents.acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcPeer
 from channelkit.agents.base import (
     AgentEventSink,
     PermissionResolved,
@@ -47,6 +47,7 @@ from channelkit.errors import (
     AgentProcessError,
     ConfigurationError,
 )
+from channelkit.version import __version__
 
 __all__ = ["ACP_PROTOCOL_VERSION", "AcpBridge"]
 
@@ -131,7 +132,7 @@ class AcpBridge:
         self.close_timeout = float(close_timeout)
         self.max_sessions = int(max_sessions)
         self.auth_method = auth_method
-        self.client_info = dict(client_info or {"name": "channelkit", "version": _version()})
+        self.client_info = dict(client_info or {"name": "channelkit", "version": __version__})
         self._scheduler = scheduler
 
         # One condition guards all mutable state below and wakes every waiter.
@@ -655,15 +656,6 @@ CONTEXT_LOST_NOTICE = (
 
 
 # ---------------------------------------------------------------------- helpers
-def _version() -> str:
-    try:
-        from channelkit import __version__
-
-        return __version__
-    except ImportError:  # pragma: no cover
-        return "0"
-
-
 def _emit(fn: Callable[..., None], *args: Any) -> None:
     try:
         fn(*args)

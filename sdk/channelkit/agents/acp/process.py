@@ -1,9 +1,11 @@
-"""The ACP agent's child process: spawning, signalling, stopping and reaping.
+"""The ACP agent's child process: spawning, reading, signalling, stopping and reaping.
 
 An :class:`AgentProcess` is one spawned agent with its reader threads and the requests
-in flight to it (``calls``, settled by :mod:`channelkit.agents.acp.rpc`). The bridge
-decides *when* a process starts and what its death means for turns and permissions;
-this module only knows how to start one and how to make sure it is gone.
+in flight to it (``calls``: one :class:`Call` each, registered and settled by
+:mod:`channelkit.agents.acp.rpc`, which builds on this module). :func:`read_line` reads
+one bounded line of the agent's output. The bridge decides *when* a process starts and
+what its death means for turns and permissions; this module only knows how to start
+one, read from it, and make sure it is gone.
 """
 
 from __future__ import annotations
@@ -15,18 +17,43 @@ import signal
 import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import IO, Any
 
-from channelkit.agents.acp.rpc import read_line
 from channelkit.errors import AgentProcessError
-
-if TYPE_CHECKING:
-    from channelkit.agents.acp.rpc import Call
 
 logger = logging.getLogger(__name__)
 
+#: The longest line read from the agent's output (longer lines are skipped).
+MAX_LINE_BYTES = 16 * 1024 * 1024
+
 _STDERR_LINE_CHARS = 500
 _SIGKILL = getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
+@dataclass
+class Call:
+    """One request the bridge sent; settled by the reader thread."""
+
+    method: str
+    done: bool = False
+    result: Any = None
+    error: BaseException | None = None
+
+
+def read_line(stream: IO[bytes]) -> bytes | None:
+    """One line (without bound overflow), or None at EOF. Over-long lines are skipped."""
+    line = stream.readline(MAX_LINE_BYTES)
+    if not line:
+        return None
+    if len(line) >= MAX_LINE_BYTES and not line.endswith(b"\n"):
+        logger.warning("acp agent wrote a line over %d bytes; skipped", MAX_LINE_BYTES)
+        while True:
+            rest = stream.readline(MAX_LINE_BYTES)
+            if not rest or rest.endswith(b"\n"):
+                break
+        return b""
+    return line
 
 
 class AgentProcess:

@@ -1,9 +1,11 @@
 """JSON-RPC 2.0 over the agent's stdio: framing, request/response correlation, timeouts.
 
-One JSON object per line in each direction. :class:`RpcPeer` writes messages through one
-lock, numbers the bridge's requests, settles them when the reader thread hands it the
-agent's responses (:meth:`RpcPeer.dispatch`), and lets a caller wait for a response with
-a timeout. Requests and notifications *from* the agent are handed to the bridge's
+One JSON object per line in each direction (lines are read by
+:func:`channelkit.agents.acp.process.read_line`). :class:`RpcPeer` writes messages
+through one lock, numbers the bridge's requests (a :class:`~channelkit.agents.acp.process.Call`
+each, kept on the process they were sent to), settles them when the reader thread hands
+it the agent's responses (:meth:`RpcPeer.dispatch`), and lets a caller wait for a
+response with a timeout. Requests and notifications *from* the agent are handed to the bridge's
 callbacks; what they mean is the bridge's business.
 """
 
@@ -16,13 +18,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from channelkit.agents.acp.process import AgentProcess, Call
 from channelkit.errors import AcpRequestError, AcpTimeoutError, AgentProcessError
-
-if TYPE_CHECKING:
-    from channelkit.agents.acp.process import AgentProcess
 
 logger = logging.getLogger(__name__)
 
@@ -30,34 +29,7 @@ logger = logging.getLogger(__name__)
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 
-MAX_LINE_BYTES = 16 * 1024 * 1024
-
 _T = TypeVar("_T")
-
-
-@dataclass
-class Call:
-    """One request the bridge sent; settled by the reader thread."""
-
-    method: str
-    done: bool = False
-    result: Any = None
-    error: BaseException | None = None
-
-
-def read_line(stream: IO[bytes]) -> bytes | None:
-    """One line (without bound overflow), or None at EOF. Over-long lines are skipped."""
-    line = stream.readline(MAX_LINE_BYTES)
-    if not line:
-        return None
-    if len(line) >= MAX_LINE_BYTES and not line.endswith(b"\n"):
-        logger.warning("acp agent wrote a line over %d bytes; skipped", MAX_LINE_BYTES)
-        while True:
-            rest = stream.readline(MAX_LINE_BYTES)
-            if not rest or rest.endswith(b"\n"):
-                break
-        return b""
-    return line
 
 
 def notification(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
