@@ -83,6 +83,10 @@ def test_the_cli_offers_the_registered_platforms() -> None:
     to = next(a for a in send._actions if a.dest == "to")
     for spec in chat_platforms():
         assert spec.chat_id_help in str(to.help)
+    pin = sub.choices["pin"]  # type: ignore[index]
+    pinning = [spec.name for spec in chat_platforms() if "pins" in spec.capabilities]
+    assert {"feishu", "telegram"} <= set(pinning) and "dingtalk" not in pinning
+    assert f"({', '.join(pinning)})" in str(pin.description)
 
 
 def test_info_lists_every_registered_platform(capsys: pytest.CaptureFixture[str]) -> None:
@@ -220,3 +224,36 @@ def test_a_registry_lookup_of_an_unknown_platform_names_the_known_ones() -> None
     with pytest.raises(ConfigurationError, match="unknown platform 'icq'") as info:
         get_platform("icq")
     assert info.value.path == "platform" and "weixin" in str(info.value)
+
+
+class PagerConfig:
+    """The config class of the run-time platform below."""
+
+
+class PagerChannel:
+    """The channel class of the run-time platform below."""
+
+
+def test_the_front_door_resolves_a_platform_registered_at_run_time() -> None:
+    from channelkit.platforms import CHAT as CHAT_KIND
+    from channelkit.platforms import Ref, register_platform, secret_credentials
+
+    spec = PlatformSpec(
+        name="pager",
+        display_name="Pager",
+        kind=CHAT_KIND,
+        docs="platforms/pager.md",
+        config_class=Ref(f"{__name__}:PagerConfig"),
+        channel_class=Ref(f"{__name__}:PagerChannel"),
+        credentials_schema=secret_credentials("token"),
+        ingress=("push",),
+    )
+    with pytest.raises(AttributeError, match="PagerChannel"):
+        channelkit.PagerChannel  # noqa: B018
+    try:
+        with register_platform(spec):
+            assert channelkit.PagerChannel is PagerChannel
+            assert channelkit.PagerConfig is PagerConfig
+    finally:
+        vars(channelkit).pop("PagerChannel", None)
+        vars(channelkit).pop("PagerConfig", None)

@@ -54,28 +54,19 @@ if TYPE_CHECKING:
     from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
     from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 
-__version__ = "0.1.0"
+from channelkit.version import __version__
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-# name -> the module it is imported from on first access
+# name -> the module it is imported from on first access; the platforms' channel and
+# config classes come from the registry (channelkit.platforms.PLATFORMS) instead
 _LAZY = {
     "AcpBridge": "channelkit.agents.acp",
     "ChannelBase": "channelkit.core",
-    "DingtalkChannel": "channelkit.platforms.dingtalk",
-    "DingtalkConfig": "channelkit.platforms.dingtalk",
-    "FeishuChannel": "channelkit.platforms.feishu",
-    "FeishuConfig": "channelkit.platforms.feishu",
     "FunctionAgent": "channelkit.agents",
     "InboundMessage": "channelkit.core",
     "Question": "channelkit.agents",
     "SessionTarget": "channelkit.core",
-    "SlackChannel": "channelkit.platforms.slack",
-    "SlackConfig": "channelkit.platforms.slack",
-    "TelegramChannel": "channelkit.platforms.telegram",
-    "TelegramConfig": "channelkit.platforms.telegram",
-    "WeixinChannel": "channelkit.platforms.weixin",
-    "WeixinConfig": "channelkit.platforms.weixin",
     "load_config": "channelkit.config",
 }
 
@@ -119,12 +110,27 @@ __all__ = [
 ]
 
 
+def _platform_class(name: str) -> Any:
+    """A chat platform's channel or config class named ``name`` (registry lookup), else
+    None."""
+    from channelkit.platforms import chat_platforms
+
+    for spec in chat_platforms():
+        for ref in (spec.channel_class, spec.config_class):
+            if ref is not None and ref.name == name:
+                return ref.load()
+    return None
+
+
 def __getattr__(name: str) -> Any:
-    """Import a front-door name from its home module on first access (then cache it)."""
+    """Import a front-door name from its home module on first access (then cache it):
+    the table above, or a registered chat platform's channel / config class."""
     home = _LAZY.get(name)
-    if home is None:
+    value = getattr(importlib.import_module(home), name) if home is not None else None
+    if value is None and name[:1].isupper():
+        value = _platform_class(name)
+    if value is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
 

@@ -69,6 +69,13 @@ def _ingress_help() -> str:
     return f"how the channel receives, where the platform offers a choice: {choices}"
 
 
+def _pinning() -> str:
+    """The chat platforms whose registry entry lists the ``pins`` capability."""
+    from channelkit.platforms import chat_platforms
+
+    return ", ".join(spec.name for spec in chat_platforms() if "pins" in spec.capabilities)
+
+
 def _chat_id_help() -> str:
     from channelkit.platforms import chat_platforms
 
@@ -610,7 +617,7 @@ def _add_message_commands(sub: Any) -> None:
     send.set_defaults(func=_cmd_send)
 
     for name, summary in (
-        ("pin", "pin an existing message where the platform supports it"),
+        ("pin", f"pin an existing message where the platform supports it ({_pinning()})"),
         ("unpin", "unpin a message where the platform supports it"),
     ):
         parser = sub.add_parser(
