@@ -211,9 +211,16 @@ def _pieces(response: requests.Response) -> Iterator[bytes]:
     so a deadline check runs between reads even when a peer trickles bytes."""
     raw = response.raw
     read1 = getattr(raw, "read1", None)
-    if read1 is None:  # not a urllib3 response (test doubles): plain chunks
-        yield from response.iter_content(_READ_CHUNK)
-        return
+    if read1 is None:  # not a urllib3 2 response (test doubles): plain chunks
+        stream = getattr(raw, "stream", None)
+        if stream is not None:
+            yield from stream(_READ_CHUNK, decode_content=True)
+            return
+        while True:
+            piece = raw.read(_READ_CHUNK)
+            if not piece:
+                return
+            yield piece
     while True:
         piece = read1(_READ_CHUNK, decode_content=True)
         if not piece:
@@ -297,9 +304,12 @@ class Transport:
                         raise TransportError(
                             f"{method} {shown}: answer larger than {MAX_RESPONSE_BYTES} bytes"
                         )
-                response._content = b"".join(chunks)
+                body = b"".join(chunks)
             finally:
-                response.close()
+                response.close()  # the connection goes back to the pool
+            # The body was read here, under the deadline; the caller reads it from memory
+            # (``response.content``, ``.json()``) through the public ``raw`` stream.
+            response.raw = io.BytesIO(body)
             return response
         except requests.ConnectTimeout:
             message = f"{method} {shown}: connect timeout after {connect:g} s"
