@@ -170,7 +170,7 @@ def _install_default_redaction() -> None:
     is wrapped once instead; records of other loggers are untouched.
     """
     previous = logging.getLogRecordFactory()
-    if getattr(previous, "_channelkit_redacting", False):
+    if getattr(previous, "channelkit_redacting", False):
         return
 
     def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
@@ -180,7 +180,7 @@ def _install_default_redaction() -> None:
             REDACTOR.filter(record)
         return record
 
-    factory._channelkit_redacting = True  # type: ignore[attr-defined]
+    factory.channelkit_redacting = True  # type: ignore[attr-defined]  # marks ours
     logging.setLogRecordFactory(factory)
 
 
