@@ -203,6 +203,16 @@ class CardApi:
             )
         self._client = client
 
+    @property
+    def client(self) -> DingtalkClient:
+        """The generated client this layer calls (a sender may share it)."""
+        return self._client
+
+    @property
+    def timeout(self) -> tuple[float, float]:
+        """The ``(connect, overall)`` timeout of every call, in seconds."""
+        return self._timeout
+
     # -- Stream mode ----------------------------------------------------------------------
     def open_stream_connection(
         self, client_secret: str, topics: Sequence[str], *, user_agent: str = "channelkit"

@@ -68,7 +68,7 @@ class DingtalkSender(SenderBase):
     @classmethod
     def for_api(cls, api: CardApi, *, route: Route | None = None) -> DingtalkSender:
         """A sender sharing a :class:`~channelkit.platforms.dingtalk.api.CardApi`'s client."""
-        return cls(api._client, api.robot_code, route=route, timeout=api._timeout)
+        return cls(api.client, api.robot_code, route=route, timeout=api.timeout)
 
     def render(
         self, presentation: MessagePresentation, *, text: str | None = None
