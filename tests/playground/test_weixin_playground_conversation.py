@@ -93,6 +93,11 @@ def endpoint(call: dict[str, Any]) -> str:
     return str(call["path"]).rsplit("/", 1)[1]
 
 
+def typing_statuses(pg: Playground) -> list[int]:
+    """The ``sendtyping`` statuses the emulator answered, in order."""
+    return [c["body"]["status"] for c in calls(pg) if endpoint(c) == "sendtyping"]
+
+
 def user_message_id(pg: Playground, text: str) -> str:
     entry = next(e for e in state(pg)["timeline"] if e["from"] == "user" and e["text"] == text)
     return str(entry["msgId"])
@@ -104,8 +109,9 @@ def test_a_message_reaches_the_agent_and_the_answer_comes_back_as_text() -> None
         send(pg, "hello")
         assert bot_text(pg, lambda t: t.startswith("echo"), "the answer") == "echo: hello"
         assert script.seen() == ["hello"]
-        wait(lambda: not state(pg)["typing"], "typing off after the run")
-
+        # typing runs on its own lane: an instant answer may overtake it
+        wait(lambda: typing_statuses(pg) == [1, 2], "typing on, then off", LONG)
+        assert not state(pg)["typing"]
         recorded = calls(pg)
         polls = [c for c in recorded if endpoint(c) == "getupdates"]
         with_message = next(c for c in polls if c["response"]["msgs"])
@@ -123,8 +129,7 @@ def test_a_message_reaches_the_agent_and_the_answer_comes_back_as_text() -> None
         assert sent["body"]["msg"]["to_user_id"] == message["from_user_id"]
         assert sent["body"]["msg"]["context_token"] == message["context_token"]
         assert sent["body"]["base_info"] == {"channel_version": "2.1.3"}
-        # typing (on its own lane, so an instant answer may overtake it): the ticket
-        # once, then on, then off; every call answered ret 0
+        # the typing ticket once, then on, then off; every call answered ret 0
         order = [
             (endpoint(c), c["body"].get("status"))
             for c in recorded
@@ -146,7 +151,8 @@ def test_typing_shows_while_the_run_works_and_stops_when_it_ends() -> None:
         script.release.set()
         # Markdown is flattened: Weixin shows it verbatim
         assert bot_text(pg, lambda t: t.startswith("done"), "the answer") == "done waiting"
-        wait(lambda: not state(pg)["typing"], "typing off once the run ended", LONG)
+        wait(lambda: typing_statuses(pg) == [1, 2], "typing off once the run ended", LONG)
+        assert not state(pg)["typing"]
         order = [
             (endpoint(c), c["body"].get("status"))
             for c in calls(pg)
@@ -176,7 +182,8 @@ def test_a_question_arrives_as_a_text_prompt_and_a_typed_reply_answers_it(
         assert "/deny" in prompt
         waiting = wait(lambda: (s := state(pg))["requestPending"] and s, "the prompt pending")
         # the person's turn: typing is off and the page shows no working indicator
-        wait(lambda: not state(pg)["typing"], "typing off while the prompt waits", LONG)
+        wait(lambda: typing_statuses(pg) == [1, 2], "typing off while the prompt waits", LONG)
+        assert not state(pg)["typing"]
         assert waiting["waiting"] and waiting["views"] == {} and waiting["cards"] == {}
 
         send(pg, reply)
@@ -187,11 +194,17 @@ def test_a_question_arrives_as_a_text_prompt_and_a_typed_reply_answers_it(
             # typing comes back once the request is no longer pending (checked each
             # second on the channel's clock) while the run goes on
             wait(
-                lambda: state(pg)["typing"], "typing on again", LONG, tick=lambda: clock.advance(1)
+                lambda: typing_statuses(pg) == [1, 2, 1],
+                "typing on again",
+                LONG,
+                tick=lambda: clock.advance(1),
             )
+            assert state(pg)["typing"]
         script.release.set()
         assert bot_text(pg, lambda t: t.startswith("asked"), "the answer") == f"asked: {answers}"
-        wait(lambda: not state(pg)["typing"], "typing off at the end", LONG)
+        ended = [1, 2, 1, 2] if reply == "/approve" else [1, 2]
+        wait(lambda: typing_statuses(pg) == ended, "typing off at the end", LONG)
+        assert not state(pg)["typing"]
 
 
 def test_cancel_stops_the_run() -> None:
