@@ -8,6 +8,9 @@ Methods (``POST /<method>`` with JSON bodies, ``Authorization: Bearer <token>``;
   message: appended to while it streams, ``message_not_in_streaming_state`` after);
 * ``chat.postEphemeral`` (a notice only ``user`` sees; the page labels it);
 * ``assistant.threads.setStatus`` (shown while not empty);
+* ``pins.add`` / ``pins.remove`` / ``pins.list`` (a message of the channel, by its
+  ``ts``: ``already_pinned`` / ``no_pin`` for a repeat, ``message_not_found`` for an
+  unknown one; the list has the latest pin first; the page marks pinned messages);
 * ``apps.connections.open`` with the app-level token: a one-time Socket Mode URL
   (:mod:`channelkit.playground.slack_gateway`).
 
@@ -44,8 +47,12 @@ BOT_METHODS = frozenset(
         "chat.stopStream",
         "chat.postEphemeral",
         "assistant.threads.setStatus",
+        "pins.add",
+        "pins.remove",
+        "pins.list",
     }
 )
+PIN_METHODS = frozenset({"pins.add", "pins.remove", "pins.list"})
 APP_METHODS = frozenset({"apps.connections.open"})
 SUBMIT, CANCEL, STOP = "ck:q:submit", "ck:q:cancel", "ck:stop"
 TEAMMATE = "U0TEAMMATE"
@@ -125,6 +132,7 @@ def slack_view(message: Mapping[str, Any]) -> dict[str, Any]:
         "updates": message.get("edits", 0),
         "toast": message.get("toast"),
         "ephemeral": message.get("ephemeral"),
+        "pinned": bool(message.get("pinned")),
     }
     if any(b["action_id"] == SUBMIT for b in buttons):
         return {
@@ -196,6 +204,7 @@ class SlackEmulator(EmulatorBase):
         self.team = team
         self.gateway = SlackSocketGateway()
         self._status: dict[str, str] = {}
+        self._pins: list[dict[str, Any]] = []  # pins.list items, oldest pin first
         self._ts = 0
         self._events = 0
 
@@ -232,6 +241,8 @@ class SlackEmulator(EmulatorBase):
             self._status[str(body.get("thread_ts", ""))] = str(body.get("status", ""))
             self._touch()
             return _ok()
+        if name in PIN_METHODS:
+            return self._pin_method(name, channel, body)
         if name in ("chat.postMessage", "chat.startStream", "chat.postEphemeral"):
             text = body.get("markdown_text") if name == "chat.startStream" else body.get("text")
             if name != "chat.startStream" and not text and not body.get("blocks"):
@@ -270,6 +281,44 @@ class SlackEmulator(EmulatorBase):
         message["edits"] += 1
         self._touch()
         return _ok(channel=channel, ts=message["ts"])
+
+    def _pin_method(self, name: str, channel: str, body: Mapping[str, Any]) -> HttpReply:
+        """``pins.add`` / ``pins.remove`` / ``pins.list`` (lock held)."""
+        # a message the emulator no longer holds (its bounded history) is no pin either
+        self._pins = [p for p in self._pins if p["message"] in self._cards]
+        if name == "pins.list":
+            items = []
+            for pin in reversed(self._pins):
+                if pin["channel"] != channel:
+                    continue
+                held = self._cards[pin["message"]]
+                shown = {"type": "message", "ts": held["ts"], "text": held["text"]}
+                items.append({**pin, "message": {**shown, "pinned_to": [channel]}})
+            return _ok(items=items)
+        message = self._cards.get(str(body.get("timestamp", "")))
+        if message is None or message["channel"] != channel or message.get("ephemeral"):
+            return _error("message_not_found")
+        pinned = bool(message.get("pinned"))
+        if name == "pins.add":
+            if pinned:
+                return _error("already_pinned")
+            message["pinned"] = True
+            self._pins.append(
+                {
+                    "type": "message",
+                    "channel": channel,
+                    "created": int(time.time()),
+                    "created_by": "U0BOT",
+                    "message": message["ts"],
+                }
+            )
+        else:
+            if not pinned:
+                return _error("no_pin")
+            message["pinned"] = False
+            self._pins = [p for p in self._pins if p["message"] != message["ts"]]
+        self._touch()
+        return _ok()
 
     # -- visible state ----------------------------------------------------------------------
     def extra_state(self) -> dict[str, Any]:
@@ -412,6 +461,7 @@ class SlackEmulator(EmulatorBase):
     def reset(self) -> None:
         with self._lock:
             self._status.clear()
+            self._pins.clear()
         super().reset()
 
     def close(self) -> None:
