@@ -55,3 +55,21 @@ def test_a_stop_signal_exits_within_two_seconds(text: str, signum: int, waiting:
         assert "Traceback" not in "".join(playground.stderr), playground.stderr
     finally:
         playground.kill()
+
+
+def test_ctrl_c_stops_the_playground_even_when_the_test_run_ignores_it() -> None:
+    # pytest started from a background shell inherits SIGINT ignored; the playground the test
+    # starts must still get Ctrl+C's default disposition (the child sets it itself).
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        playground = CommandProcess(["playground", "--port", "0"])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        url = playground.wait_for_line(r"Open (http://127\.0\.0\.1:\d+)/").group(1)
+        _views(url)  # serving: the stop handlers are installed
+        playground.signal(signal.SIGINT)
+        assert playground.wait(timeout=30) == 0, (playground.stdout, playground.stderr)
+        assert "Traceback" not in "".join(playground.stderr), playground.stderr
+    finally:
+        playground.kill()

@@ -13,9 +13,30 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+# The child sets the signal dispositions a command started from a terminal has, then runs
+# ``channelkit`` as ``-m`` would. A process inherits ignored signals across exec: pytest
+# started from a background or non-interactive shell (``pytest &``, some CI runners) ignores
+# SIGINT, and so would every child it starts (Python installs its KeyboardInterrupt handler
+# only when SIGINT is not ignored at start, and ``channelkit`` leaves an ignored signal
+# ignored), so a test sending SIGINT would wait for an exit that never comes. Set in the
+# child itself, not with ``preexec_fn`` (unsafe in this threaded test process).
+_RUN_WITH_TERMINAL_SIGNALS = (
+    "import runpy, signal\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+    "runpy.run_module('channelkit', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def channelkit_argv(args: Sequence[str]) -> list[str]:
+    """``python -m channelkit ARGS`` with SIGINT and SIGTERM at their defaults in the child,
+    whatever this test process inherited."""
+    return [sys.executable, "-c", _RUN_WITH_TERMINAL_SIGNALS, *args]
+
 
 class CommandProcess:
-    """``python -m channelkit ARGS`` with stdout read line by line on a thread."""
+    """``python -m channelkit ARGS`` with stdout read line by line on a thread; SIGINT and
+    SIGTERM have their default dispositions in the child (see ``channelkit_argv``)."""
 
     def __init__(self, args: Sequence[str], *, pythonpath: Sequence[Path] = ()) -> None:
         env = dict(os.environ)
@@ -25,7 +46,7 @@ class CommandProcess:
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env["PYTHONUNBUFFERED"] = "1"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "channelkit", *args],
+            channelkit_argv(args),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
