@@ -261,8 +261,8 @@ def _pending_form(pg: Playground, start: int) -> dict[str, Any]:
 
 def _expiry_timer(pg: Playground, form_id: str) -> Any:
     """The channel's expiry timer of the pending form posted as ``form_id`` (None until
-    scheduled); read from SlackQuestions' registry, which has no public accessor."""
-    forms = list(pg.channel.questions._forms.values())
+    scheduled), from SlackQuestions' live forms."""
+    forms = pg.channel.questions.live_forms()
     return next((f.timer for f in forms if f.ts == form_id and f.timer is not None), None)
 
 

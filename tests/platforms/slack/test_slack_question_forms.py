@@ -63,7 +63,7 @@ def _state(env_choice: str, parts: list[str], other: str = "") -> dict[str, Any]
 
 
 def _ts_of_form(env: Env) -> str:
-    ts = env.channel.questions._forms and next(iter(env.channel.questions._forms.values())).ts
+    ts = next(iter(env.channel.questions.live_forms())).ts
     assert isinstance(ts, str)
     return ts
 

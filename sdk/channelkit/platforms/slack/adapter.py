@@ -24,9 +24,16 @@ answer ends the live segment, and text no message showed is posted through the d
 chain (:mod:`channelkit.platforms.common.delivery`).
 
 Questions (:mod:`channelkit.platforms.slack.questions`): a Block Kit form answered
-through the request's one-shot ``respond``; updated in place to submitted / cancelled /
-expired. Tool permissions (:mod:`channelkit.platforms.slack.approvals`): one button per
+through the request's one-shot ``respond``; at most one per session, owner and run (a
+second question of the run gets the text prompt); updated in place to submitted /
+cancelled / expired only from the responder's result (when another answer won, the
+winner's state). Tool permissions (:mod:`channelkit.platforms.slack.approvals`): one button per
 agent option, owner-only, one-shot, updated in place to the outcome.
+
+Presentations (:meth:`SlackChannel.presentation_sender`): Block Kit messages through
+:class:`~channelkit.platforms.slack.sender.SlackSender`, in the conversation's thread;
+the message ``ts`` is the message id that ``pin_message`` / ``unpin_message`` /
+``pinned_messages`` use (``pins.add`` / ``pins.remove`` / ``pins.list``).
 
 Lifecycle: in assistant threads (a thread in a direct message) ``started`` sets
 ``assistant.threads.setStatus`` ("is thinking...") and the end of the run clears it;
@@ -48,6 +55,7 @@ from channelkit.core import (
     LifecycleType,
     OutputSegmentContext,
     SegmentEndReason,
+    SessionTarget,
     UserInputPresentationResult,
     UserInputRequestContext,
 )
@@ -147,7 +155,7 @@ class SlackChannel(ChannelBase):
         )
         self.questions = SlackQuestions(
             self.api,
-            submit=self.pool.post,
+            submit=lambda key, fn: self.lanes.post(("slack-question", key), fn),
             scheduler=self.scheduler,
             clock=self.clock,
             timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
@@ -282,6 +290,16 @@ class SlackChannel(ChannelBase):
             logger.warning("slack chat.postEphemeral failed: %s", type(exc).__name__)
 
     # -- hooks ---------------------------------------------------------------------------
+    def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
+        """Presentations as Block Kit messages in the target's thread
+        (:mod:`channelkit.platforms.slack.sender`): ``send_presentation`` and
+        ``Turn.present`` return the message ``ts``; ``pin_message`` /
+        ``unpin_message`` / ``pinned_messages`` use ``pins.add`` / ``pins.remove`` /
+        ``pins.list``. Slack has no silent messages, so ``silent`` changes nothing."""
+        from channelkit.platforms.slack.sender import SlackSender
+
+        return SlackSender(self.api.client, thread_ts=target.thread_id or None)
+
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
         """Plain text, split at 4,000 characters, in the thread."""
         for part in split_text(text or " ", MAX_POST_CHARS):

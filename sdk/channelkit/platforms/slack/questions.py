@@ -8,32 +8,63 @@ read when Submit is pressed (Other text wins over the choice; multi-select answe
 joined with ", "). A question without an answer gets an ephemeral hint and nothing
 changes.
 
+At most one form is active per session, owner and run
+(:mod:`channelkit.platforms.common.native_input`): a second question of the same run
+while the first form is live gets the text prompt (``unsupported``), and the first form
+stays answerable. Forms live in the channel's card registry (1,000 at most: beyond
+that, the text prompt), keyed by an opaque random token carried in the buttons' values,
+never by the request id; an ended form leaves a tombstone, so late clicks change
+nothing.
+
+State machine, changed only by compare-and-set:
+``reserved`` (registered, being posted) -> ``pending`` (posted, expiry armed) ->
+``claimed`` (the owner's Submit or Cancel, on the web thread before the ACK) ->
+``terminal`` (``submitted`` / ``cancelled`` / ``expired``, shown by updating the form in
+place, once). A click on a form whose ``chat.postMessage`` has not answered yet counts
+too (the token proves the form; the click names its ``ts``).
+
 Only the request's owner can answer; anyone else gets one ephemeral notice per form.
-The answer goes to the original request through the one-shot
-:meth:`~channelkit.core.UserInputRequestContext.respond` on the pool (after the ACK),
-and the form is updated in place to its terminal state: submitted (with the answers),
-cancelled or expired. The terminal state is set once (compare-and-set). Expiry runs on
-the scheduler ``EXPIRY_MARGIN`` before core's own deadline; a request settled elsewhere
-(the run ended, core's timeout) closes its form as cancelled.
+The claimed answer goes to the original request through the one-shot
+:meth:`~channelkit.core.UserInputRequestContext.respond` on the form's serial lane
+(after the ACK), and the form never shows success before that responder accepted it:
+accepted -> ``Submitted`` with the answers (or ``Cancelled``); refused by the agent or
+failed -> ``Expired``; another answer won (a ``/deny``, an answer typed as text, the
+run's end) -> the winner's state (``Cancelled`` for a cancel or deny, ``Expired`` for
+an answer given elsewhere), waiting for that settlement if it is still on its way (at
+most until the form's deadline), and the conversation is told once that the question
+was already answered (not when the run itself was cancelled). Expiry runs on the
+scheduler ``EXPIRY_MARGIN`` before core's own deadline: the form shows ``Expired``
+first, then the request is cancelled. A request settled elsewhere before any click
+ends its form in the winner's state. Answers are never logged.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from channelkit.core import UserInputRequestContext
+from channelkit.core.types import SettlementReason
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
+from channelkit.platforms.common.native_input import (
+    AnswerRace,
+    input_scope,
+    reserve_native_input,
+    winner_state,
+)
+from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 
 __all__ = [
     "CANCEL_ACTION",
     "SUBMIT_ACTION",
+    "TEXT_ALREADY_ANSWERED",
     "TEXT_ANSWER_ALL",
     "TEXT_NOT_OWNER",
+    "Form",
     "SlackQuestions",
 ]
 
@@ -45,25 +76,34 @@ CHOICE_ACTION = "ck:q:choice"
 OTHER_ACTION = "ck:q:other"
 TEXT_NOT_OWNER = "Only the person who asked can answer this."
 TEXT_ANSWER_ALL = "Answer every question first."
+#: Posted once in the conversation when a claimed form answer lost to another answer.
+TEXT_ALREADY_ANSWERED = "This question was already answered; the form's answer was not used."
 TEXT_TERMINAL = {"submitted": "Submitted", "cancelled": "Cancelled", "expired": "Expired"}
 MAX_LIVE_FORMS = 1_000
+_CLAIMABLE = ("reserved", "pending")
 
-Post = Callable[[str, str, "str | None", list[dict[str, Any]]], "str | None"]
+Submit = Callable[[Hashable, Callable[[], Any]], Any]
 
 
 @dataclass(eq=False)
 class Form:
-    """One presented form."""
+    """One presented form: the captured request and its native handle (``ts``)."""
 
     context: UserInputRequestContext
     token: str
     channel: str
     anchor: str | None
+    deadline: float
+    state: StateCell[str]
     ts: str | None = None
-    state: StateCell[str] = field(default_factory=lambda: StateCell("pending"))
+    terminal: str | None = None  # submitted | cancelled | expired, once terminal
+    action: str | None = None  # the claimed click: submit | cancel
+    answers: dict[str, str] | None = None  # the claimed Submit's answers
+    ended_while_posting: bool = False  # settled before chat.postMessage answered
+    race: AnswerRace = field(default_factory=AnswerRace)
     noticed: set[str] = field(default_factory=set)
-    lock: threading.Lock = field(default_factory=threading.Lock)
     timer: Any = None
+    unsubscribe: Callable[[], Any] | None = None
 
 
 def _plain(text: str) -> dict[str, Any]:
@@ -170,94 +210,155 @@ def terminal_blocks(
 
 
 class SlackQuestions:
-    """Presents forms and handles their ``block_actions``; see the module docstring."""
+    """Presents forms and handles their ``block_actions``; see the module docstring.
+
+    ``submit(key, fn)`` runs ``fn`` on a per-key serial lane of the pool (a form's
+    responder and projections stay ordered and never run on the web thread);
+    ``scheduler.call_later`` arms the expiry; ``registry`` holds the live forms (key:
+    the buttons' token; index ``scope``) and their tombstones (token -> (request id,
+    terminal state)).
+    """
 
     def __init__(
         self,
         api: Any,
         *,
-        submit: Callable[[Callable[[], Any]], Any],
+        submit: Submit,
         scheduler: Any,
         clock: Any,
         timeout_s: float,
+        registry: CardRegistry[Form, tuple[str, str]] | None = None,
     ) -> None:
         self._api = api
         self._submit = submit
         self._scheduler = scheduler
         self._clock = clock
         self._timeout_s = timeout_s
-        self._lock = threading.Lock()
-        self._forms: dict[str, Form] = {}
+        self.registry: CardRegistry[Form, tuple[str, str]] = (
+            registry if registry is not None else MemoryCardRegistry(clock, maxsize=MAX_LIVE_FORMS)
+        )
+        self._lock = self.registry.lock
 
+    # -- introspection (tests, diagnostics) ----------------------------------------------
     def state_of(self, request_id: str) -> str | None:
+        """``reserved`` / ``pending`` / ``claimed`` for a live form, else its terminal
+        state (from the tombstone), else None."""
         with self._lock:
-            for form in self._forms.values():
+            for form in self.registry.records():
                 if form.context.request_id == request_id:
                     return form.state.state
+            for tomb_request_id, state in self.registry.tombstones():
+                if tomb_request_id == request_id:
+                    return state
         return None
 
     def live_count(self) -> int:
-        with self._lock:
-            return sum(1 for f in self._forms.values() if f.state.state == "pending")
+        """Forms posted and not ended yet (pending or claimed)."""
+        return sum(1 for f in self.live_forms() if f.state.state in ("pending", "claimed"))
 
-    def present(self, context: UserInputRequestContext, anchor: str | None) -> str:
-        """Post the form; ``"presented"`` or ``"unsupported"`` (posting failed)."""
-        token = secrets.token_urlsafe(12)
-        form = Form(context, token, context.target.chat_id, anchor)
+    def live_forms(self) -> list[Form]:
+        """Every live form, oldest first."""
+        return self.registry.records()
+
+    # -- presentation --------------------------------------------------------------------
+    def present(self, context: UserInputRequestContext, anchor: str | None = None) -> str:
+        """Post the form (on the run's worker; it blocks on the post): ``"presented"``,
+        or ``"unsupported"`` (the text prompt) when the run already has a live form, too
+        many forms are live, or posting failed. ``anchor``: the thread to post in
+        (default: the request's thread, else the message that started the run)."""
+        if anchor is None:
+            anchor = context.target.thread_id or context.message_id
+        now = self._clock.now()
+        form = Form(
+            context=context,
+            token=secrets.token_urlsafe(12),
+            channel=context.target.chat_id,
+            anchor=anchor,
+            deadline=question_deadline(now, self._timeout_s, context),
+            state=self.registry.state("reserved"),
+        )
+        if not reserve_native_input(self.registry, form.token, form, input_scope(context)):
+            return "unsupported"
+        form.unsubscribe = context.on_settled(partial(self._on_settled, form))
+        if form.state.state != "reserved":
+            return "presented"  # settled while subscribing: nothing to show
         text = "; ".join(q.question for q in context.questions)[:3000] or "Question"
         try:
-            form.ts = self._api.post(form.channel, text, anchor, form_blocks(context, token))
+            ts = self._api.post(form.channel, text, anchor, form_blocks(context, form.token))
         except Exception as exc:
             logger.warning("slack question form could not be posted: %s", type(exc).__name__)
-            return "unsupported"
+            if self._end(form, "reserved", "expired"):
+                return "unsupported"
+            return "presented"  # answered by an early click, or settled meanwhile
         with self._lock:
-            if len(self._forms) >= MAX_LIVE_FORMS:
-                oldest = next(iter(self._forms))
-                self._forms.pop(oldest)
-            self._forms[token] = form
-        deadline = question_deadline(self._clock.now(), self._timeout_s, context)
-        form.timer = self._scheduler.call_later(
-            max(0.0, deadline - self._clock.now()), lambda: self._submit(lambda: self._expire(form))
-        )
-        context.on_settled(lambda _reason: self._settled_elsewhere(form))
-        return "presented"
+            if form.ts is None:
+                form.ts = ts
+        if form.state.compare_and_set("reserved", "pending"):
+            form.timer = self._scheduler.call_later(
+                max(0.0, form.deadline - self._clock.now()),
+                partial(self._submit, form.token, partial(self._expire, form)),
+            )
+            return "presented"
+        with self._lock:
+            unshown = form.ended_while_posting
+        if unshown:  # settled while posting: end the form just posted
+            self._submit(form.token, partial(self._project, form))
+        return "presented"  # or claimed by an early click: its responder projects
 
+    # -- clicks (web thread: correlate, authorize, validate, claim; no network) ----------
     def handle_action(
         self, action: Mapping[str, Any], payload: Mapping[str, Any], after: list[Callable[[], None]]
     ) -> bool:
-        """A ``block_actions`` action of a form: True when it was one of ours."""
+        """A ``block_actions`` action of a form: True when it was one of ours (the
+        network work is appended to ``after``)."""
         action_id = str(action.get("action_id") or "")
         if not action_id.startswith("ck:q:"):
             return False
         if action_id not in (SUBMIT_ACTION, CANCEL_ACTION):
             return True  # a choice or typed text: read from the state on Submit
+        form = self.registry.get(str(action.get("value") or ""))
+        if form is None or form.state.state not in _CLAIMABLE:
+            return True  # unknown, ended (tombstoned) or already claimed
+        clicked = (payload.get("container") or {}).get("message_ts")
         with self._lock:
-            form = self._forms.get(str(action.get("value") or ""))
-        if form is None or form.state.state != "pending":
-            return True
-        container = payload.get("container") or {}
-        if container.get("message_ts") not in (None, form.ts):
+            known = form.ts
+        if known is not None and clicked not in (None, known):
             return True
         user = str((payload.get("user") or {}).get("id") or "")
         if user != form.context.owner.id:
-            with form.lock:
+            with self._lock:
                 notice = first_notice(form.noticed, user)
             if notice:
-                after.append(lambda: self._post(lambda: self._notice(form, user, TEXT_NOT_OWNER)))
+                notify = self._later(form, f"n:{form.token}", self._notice, user, TEXT_NOT_OWNER)
+                after.append(notify)
             return True
-        if action_id == CANCEL_ACTION:
-            after.append(lambda: self._post(lambda: self._finish(form, "cancelled", None)))
-            return True
-        values = ((payload.get("state") or {}).get("values")) or {}
-        answers = read_answers(form.context, values)
-        if answers is None:
-            after.append(lambda: self._post(lambda: self._notice(form, user, TEXT_ANSWER_ALL)))
-            return True
-        after.append(lambda: self._post(lambda: self._finish(form, "submitted", answers)))
+        answers: dict[str, str] | None = None
+        if action_id == SUBMIT_ACTION:
+            values = ((payload.get("state") or {}).get("values")) or {}
+            answers = read_answers(form.context, values)
+            if answers is None:
+                after.append(
+                    self._later(form, f"n:{form.token}", self._notice, user, TEXT_ANSWER_ALL)
+                )
+                return True
+        if not form.state.compare_and_set(_CLAIMABLE, "claimed"):
+            return True  # a concurrent click or the settlement came first
+        with self._lock:
+            form.action = "submit" if action_id == SUBMIT_ACTION else "cancel"
+            form.answers = answers
+            if form.ts is None and isinstance(clicked, str) and clicked:
+                form.ts = clicked  # clicked before chat.postMessage answered
+            timer, form.timer = form.timer, None
+        if timer is not None:
+            timer.cancel()
+        after.append(self._later(form, form.token, self._answer))
         return True
 
-    def _post(self, work: Callable[[], None]) -> None:
-        self._submit(work)
+    def _later(
+        self, form: Form, key: Hashable, fn: Callable[..., Any], *args: Any
+    ) -> Callable[[], None]:
+        """A callable that queues ``fn(form, *args)`` on lane ``key`` (run after the ACK)."""
+        return partial(self._submit, key, partial(fn, form, *args))
 
     def _notice(self, form: Form, user: str, text: str) -> None:
         try:
@@ -265,49 +366,110 @@ class SlackQuestions:
         except Exception as exc:
             logger.warning("slack ephemeral notice failed: %s", type(exc).__name__)
 
-    def _finish(self, form: Form, state: str, answers: dict[str, str] | None) -> None:
-        if not form.state.compare_and_set("pending", state):
-            return
-        if form.timer is not None:
-            form.timer.cancel()
-        if state == "submitted":
+    # -- the claimed answer (the form's lane) --------------------------------------------
+    def _answer(self, form: Form) -> None:
+        """Answer the request; show only what the responder decided."""
+        if form.action == "submit":
             response: dict[str, Any] = {
                 "outcome": {"outcome": "selected", "optionId": form.context.submit_option_id},
-                "answers": answers or {},
+                "answers": form.answers or {},
             }
         else:
             response = {"outcome": {"outcome": "cancelled"}}
+        result = form.race.respond(
+            partial(form.context.respond, response), str(form.context.request_id)
+        )
+        if result.kind == "waiting":  # another answer holds the request: wait for it
+            timer = self._scheduler.call_later(
+                max(0.0, form.deadline - self._clock.now()),
+                partial(self._submit, form.token, partial(self._give_up, form)),
+            )
+            with self._lock:
+                form.timer = timer
+            return
+        claimed = "submitted" if form.action == "submit" else "cancelled"
+        if self._end(form, "claimed", result.state(claimed)):
+            self._project(form)
+            if result.kind == "lost":
+                self._tell_lost(form, str(result.reason))
+
+    def _end_lost(self, form: Form, reason: str) -> None:
+        """The claimed answer lost and the winner's settlement just came."""
+        if self._end(form, "claimed", winner_state(reason)):
+            self._project(form)
+            self._tell_lost(form, reason)
+
+    def _give_up(self, form: Form) -> None:
+        """The winner's settlement never came before the deadline: expired."""
+        if form.race.give_up() and self._end(form, "claimed", "expired"):
+            self._project(form)
+
+    def _tell_lost(self, form: Form, reason: str) -> None:
+        if reason == SettlementReason.RUN_CANCELLED:
+            return  # the run ended: its own terminal output says so
         try:
-            form.context.respond(response)
+            self._api.post(form.channel, TEXT_ALREADY_ANSWERED, form.anchor)
         except Exception as exc:
-            logger.warning("slack question answer failed: %s", type(exc).__name__)
-        self._render_terminal(form, state, answers)
+            logger.warning("slack already-answered notice failed: %s", type(exc).__name__)
+
+    # -- settlement, expiry ----------------------------------------------------------------
+    def _on_settled(self, form: Form, reason: Any) -> None:
+        """Settlement from core (any thread): the winner's state, unless the form's own
+        claimed answer decides (see :class:`AnswerRace`)."""
+        reason = str(reason)
+        if form.race.settled(reason):
+            self._submit(form.token, partial(self._end_lost, form, reason))
+            return
+        state = winner_state(reason)
+        if self._end(form, "reserved", state):
+            return  # the post that is under way ends the form when it returns
+        if self._end(form, "pending", state):
+            self._submit(form.token, partial(self._project, form))
 
     def _expire(self, form: Form) -> None:
-        self._finish(form, "expired", None)
-
-    def _settled_elsewhere(self, form: Form) -> None:
-        if form.state.compare_and_set("pending", "cancelled"):
-            if form.timer is not None:
-                form.timer.cancel()
-            self._submit(lambda: self._render_terminal(form, "cancelled", None))
-
-    def _render_terminal(self, form: Form, state: str, answers: Mapping[str, str] | None) -> None:
-        with self._lock:
-            self._forms.pop(form.token, None)
-        if form.ts is None:
+        """The form's lifetime ended: show Expired first, then cancel the request."""
+        if not self._end(form, "pending", "expired"):
             return
+        self._project(form)
+        try:
+            form.context.respond({"outcome": {"outcome": "cancelled"}})
+        except Exception as exc:
+            logger.warning("slack question expiry answer failed: %s", type(exc).__name__)
+
+    def _end(self, form: Form, expected: str, terminal: str) -> bool:
+        """Make ``form`` terminal (from ``expected``) exactly once: tombstone, no timer,
+        no settlement listener. True for the caller that did it."""
+        with self._lock:
+            if not form.state.compare_and_set(expected, "terminal"):
+                return False
+            form.terminal = terminal
+            form.ended_while_posting = expected == "reserved"
+            timer, form.timer = form.timer, None
+            unsubscribe, form.unsubscribe = form.unsubscribe, None
+            self.registry.remove(form.token, form)
+            self.registry.bury(form.token, (str(form.context.request_id), terminal))
+        if timer is not None:
+            timer.cancel()
+        if unsubscribe is not None:
+            unsubscribe()
+        return True
+
+    def _project(self, form: Form) -> None:
+        """Update the form in place to its terminal state (a failure is logged; it never
+        changes the answer)."""
+        with self._lock:
+            ts, state = form.ts, form.terminal or "expired"
+        if ts is None:
+            return
+        answers = form.answers if state == "submitted" else None
         text, blocks = terminal_blocks(form.context, state, answers)
         try:
-            self._api.update(form.channel, form.ts, text, blocks)
+            self._api.update(form.channel, ts, text, blocks)
         except Exception as exc:
             logger.warning("slack question form update failed: %s", type(exc).__name__)
 
     def close(self) -> None:
-        with self._lock:
-            forms = list(self._forms.values())
-        for form in forms:
-            if form.state.compare_and_set("pending", "expired"):
-                if form.timer is not None:
-                    form.timer.cancel()
-                self._render_terminal(form, "expired", None)
+        """Expire every form nobody claimed (shown at once; responders not called)."""
+        for form in self.registry.records():
+            if self._end(form, "pending", "expired") or self._end(form, "reserved", "expired"):
+                self._project(form)

@@ -1,0 +1,207 @@
+"""Native input rules every question presenter keeps: one per run, and no early success.
+
+Two rules of the platform contract hold for any native input presentation (a form card,
+an inline keyboard, a Block Kit form):
+
+* **One at a time.** At most one native input presentation is active per session, owner
+  and run (:func:`input_scope`). A second request of the same run while the first is
+  still live gets the text prompt: :func:`reserve_native_input` registers the record
+  under its scope in the presenter's
+  :class:`~channelkit.platforms.common.registry.CardRegistry` only when the scope is
+  free (and the registry is not full), so the presenter answers ``UNSUPPORTED``
+  otherwise.
+* **No success before the responder accepted.** A click is *claimed* on the web thread
+  (compare-and-set, before the ACK); the answer then goes through the request's one-shot
+  ``respond`` on the pool, and only its result decides what the card shows.
+  :class:`AnswerRace` arbitrates that responder against the request's settlement: the
+  answer was accepted (show it), refused by the agent or failed (expired), or another
+  surface won (a ``/deny``, an ``/approve``, an answer typed as text, the run's end:
+  the card shows the winner's state, :func:`winner_state`). The winner's settlement may
+  arrive before the claim, while the responder runs, or after it returned ``False``;
+  in the last case the card waits for it (the presenter arms a timer at the question's
+  deadline and calls :meth:`AnswerRace.give_up` there, then shows expired).
+
+The order in a presenter is: the settlement listener calls :meth:`AnswerRace.settled`
+first, whatever the card's state (it records the reason, so a claim landing just after
+another answer won reads it); a ``True`` means "end the claimed card now in the winner's
+state"; otherwise the presenter runs its own settled-elsewhere path (a card that was not
+claimed). The claimed card's job calls :meth:`AnswerRace.respond` once and ends the
+card from the :class:`RaceResult`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from channelkit.core.types import SettlementReason
+from channelkit.platforms.common.registry import CardRegistry
+
+__all__ = [
+    "AnswerRace",
+    "RaceResult",
+    "input_scope",
+    "reserve_native_input",
+    "winner_state",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The secondary index of a presenter's registry that holds the one live input per scope.
+SCOPE_INDEX = "scope"
+
+
+def input_scope(context: Any) -> tuple[str, str, str]:
+    """``(session_id, owner id, run_id)`` of a ``UserInputRequestContext``: the scope in
+    which at most one native input presentation is active."""
+    return (str(context.session_id), str(context.owner.id), str(context.run_id))
+
+
+def reserve_native_input(
+    registry: CardRegistry[Any, Any],
+    key: Hashable,
+    record: Any,
+    scope: tuple[str, str, str],
+) -> bool:
+    """Register ``record`` under ``key`` and ``scope`` (index ``"scope"``) when no live
+    native input holds ``scope`` and the registry has room; False (nothing changes) when
+    the caller must fall back to the text prompt."""
+    with registry.lock:
+        if registry.find(SCOPE_INDEX, scope) is not None:
+            return False  # a second request in the same run: the text prompt
+        if len(registry) >= registry.maxsize:
+            logger.warning("too many live native questions; using the text prompt")
+            return False
+        return registry.add(key, record, **{SCOPE_INDEX: scope})
+
+
+def winner_state(reason: str) -> str:
+    """The terminal state a card shows when the request was settled by ``reason`` and
+    not by the card: an answer given elsewhere ends it ``expired``; a cancel, a deny or
+    the run's end ends it ``cancelled``."""
+    return "expired" if str(reason) == SettlementReason.RESOLVED_OUTSIDE_PRESENTER else "cancelled"
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    """How a claimed answer's responder ended.
+
+    ``kind``: ``accepted`` (the agent took the card's answer), ``refused`` (the agent
+    refused it or the responder failed: the card shows expired), ``lost`` (another
+    surface settled the request first; ``reason`` is that settlement) or ``waiting``
+    (another surface holds the request and its settlement has not arrived yet: the
+    presenter waits, bounded by the question's deadline).
+    """
+
+    kind: Literal["accepted", "refused", "lost", "waiting"]
+    reason: str | None = None
+
+    def state(self, claimed: str) -> str:
+        """The card's terminal state: ``claimed`` (the state the card's own answer means,
+        e.g. ``submitted``) when accepted, the winner's state when lost, else expired."""
+        if self.kind == "accepted":
+            return claimed
+        if self.kind == "lost" and self.reason is not None:
+            return winner_state(self.reason)
+        return "expired"
+
+
+class AnswerRace:
+    """The race of one card's claimed answer against the request's settlement.
+
+    Thread-safe; one per presented request. See the module docstring for the order in
+    which a presenter calls it.
+    """
+
+    __slots__ = (
+        "_done",
+        "_lock",
+        "_lost_to",
+        "_own",
+        "_responder",
+        "_started",
+        "_waiting",
+        "settled_as",
+    )
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        #: the request's settlement reason, whenever it arrived (None while pending)
+        self.settled_as: str | None = None
+        self._started = False  # the claimed answer's responder job began
+        self._responder: int | None = None  # the thread inside ``respond``
+        self._own = False  # the responder's own response settled the request
+        self._lost_to: str | None = None  # another surface settled while it ran
+        self._waiting = False  # lost; the winner's settlement has not arrived yet
+        self._done = False  # the race is decided
+
+    def settled(self, reason: str) -> bool:
+        """The request was settled with ``reason`` (any thread). True exactly when the
+        claimed answer already lost and waited for this settlement: the caller ends the
+        card now in ``winner_state(reason)``. False: the responder decides (the card is
+        claimed) or the card was never claimed (the caller's own settled-elsewhere path)."""
+        reason = str(reason)
+        with self._lock:
+            if self.settled_as is None:
+                self.settled_as = reason
+            if self._done or not self._started:
+                return False
+            if self._responder == threading.get_ident():
+                self._own = True  # the card's own response: its result decides
+                return False
+            if self._waiting:
+                self._waiting = False
+                self._done = True
+                self._lost_to = reason
+                return True
+            if self._lost_to is None:
+                self._lost_to = reason  # the responder sees it when it returns
+            return False
+
+    def respond(self, respond: Callable[[], object], request_id: str = "") -> RaceResult:
+        """Call the request's one-shot ``respond`` for the claimed answer (once, on the
+        pool) and say how the race ended. When the request was already settled the
+        responder is not called: the answer lost."""
+        with self._lock:
+            self._started = True
+            if self.settled_as is not None:
+                self._done = True
+                return RaceResult("lost", self.settled_as)
+            self._responder = threading.get_ident()
+        accepted = failed = False
+        try:
+            accepted = bool(respond())
+        except Exception as exc:
+            failed = True
+            logger.warning(
+                "native answer responder failed for request %s: %s",
+                request_id,
+                type(exc).__name__,
+            )
+        with self._lock:
+            self._responder = None
+            if accepted:
+                self._done = True
+                return RaceResult("accepted")
+            if failed or self._own:
+                self._done = True
+                return RaceResult("refused")
+            lost = self._lost_to or self.settled_as
+            if lost is not None:
+                self._done = True
+                return RaceResult("lost", lost)
+            self._waiting = True
+            return RaceResult("waiting")
+
+    def give_up(self) -> bool:
+        """The question's deadline passed while waiting for the winner's settlement:
+        True once (the caller ends the card expired); False when it came meanwhile."""
+        with self._lock:
+            if not self._waiting:
+                return False
+            self._waiting = False
+            self._done = True
+            return True
