@@ -333,12 +333,11 @@ def test_early_tap_claims_a_reserved_question_responder_first(env) -> None:  # t
     rt, api, presenter = env
     ctx = FakeCtx(questions=(q("0"),))
     box = _present_blocked(presenter, api, ctx)
-    after: list = []
-    presenter.handle_callback(tap(cb(presenter, ctx, "option", 0, 2), message_id=100), after=after)
+    decision = presenter.decide_callback(tap(cb(presenter, ctx, "option", 0, 2), message_id=100))
+    assert decision is not None and decision.outcome == "accepted"
     assert presenter.state_of("req-1") == "claimed"
     assert ctx.responses == [] and api.answers == []  # nothing before the ACK
-    for hand_off in after:
-        hand_off()
+    decision.run_after()
     rt.wait_for(lambda: presenter.state_of("req-1") == "submitted")
     assert ctx.responses == [
         {"outcome": {"outcome": "selected", "optionId": "proceed_once"}, "answers": {"0": "Red"}}
@@ -357,15 +356,14 @@ def test_early_cancel_claims_a_reserved_question_delivery_first(env) -> None:  #
     rt, api, presenter = env
     ctx = FakeCtx(questions=(q("0"), q("1")))
     box = _present_blocked(presenter, api, ctx)  # the first message is visible
-    after: list = []
-    presenter.handle_callback(tap(cb(presenter, ctx, "cancel"), message_id=100), after=after)
+    decision = presenter.decide_callback(tap(cb(presenter, ctx, "cancel"), message_id=100))
+    assert decision is not None and decision.outcome == "accepted"
     assert presenter.state_of("req-1") == "claimed"
     api.send_gate.set()  # the activation sees the claim: no second message, no timer
     box["thread"].join(5)
     assert box["result"] == "presented" and len(api.sent) == 1
     assert presenter.state_of("req-1") == "claimed"
-    for hand_off in after:
-        hand_off()
+    decision.run_after()
     rt.wait_for(lambda: presenter.state_of("req-1") == "cancelled")
     rt.settle()
     assert ctx.responses == [{"outcome": {"outcome": "cancelled"}}]
@@ -378,15 +376,14 @@ def test_early_foreign_tap_on_a_reserved_question_claims_nothing(env) -> None:  
     rt, api, presenter = env
     ctx = FakeCtx(questions=(q("0"),))
     box = _present_blocked(presenter, api, ctx)
-    after: list = []
-    presenter.handle_callback(
-        tap(cb(presenter, ctx, "option", 0, 0), message_id=100, user=7), after=after
+    decision = presenter.decide_callback(
+        tap(cb(presenter, ctx, "option", 0, 0), message_id=100, user=7)
     )
+    assert decision is not None and decision.outcome == "forbidden"
     assert presenter.state_of("req-1") == "reserved"
     api.send_gate.set()
     box["thread"].join(5)
-    for hand_off in after:
-        hand_off()
+    decision.run_after()
     rt.settle()
     assert presenter.state_of("req-1") == "pending" and api.answers[-1][1] == TEXT_NOT_OWNER
 

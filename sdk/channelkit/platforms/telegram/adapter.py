@@ -46,7 +46,7 @@ through, the mention removed (:mod:`channelkit.platforms.telegram.groups`); give
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
@@ -67,9 +67,11 @@ from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ApiError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection, stop_connections
+from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
-from channelkit.platforms.common.inbound import InboundOutcome, ack_status, deliver_inbound
+from channelkit.platforms.common.inbound import CLOSED_STATUS
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.approvals import TelegramApprovalPresenter
@@ -83,6 +85,7 @@ from channelkit.platforms.telegram.ingress import (
     TgUpdate,
     parse_update,
     presentation_tap,
+    tap_interaction,
 )
 from channelkit.platforms.telegram.ingress import receive_update as receive_decoded
 from channelkit.platforms.telegram.markdown import PARSE_MODE, is_entity_error, to_html
@@ -227,6 +230,14 @@ class TelegramChannel(ChannelBase):
             submit=lambda key, fn: self.lanes.post(("telegram-approval", key), fn),
             clock=self.clock,
             registry=self.registry.cards("telegram-approvals"),
+            prompt=lambda context: self.format_permission_request(context.request),
+        )
+        #: button taps, in order: questions, approval buttons, presentation buttons;
+        #: any other tap is still answered (the client's spinner stops)
+        self.tap_router = InteractionRouter(
+            (self._question_tapped, self._approval_tapped, self._presentation_tapped),
+            fallback=self._unknown_tap,
+            name=f"{self.name} button",
         )
         self.output = SegmentOutput(
             lambda chat_id, text, thread_id: self.send_reply(chat_id, text, thread_id=thread_id),
@@ -344,37 +355,36 @@ class TelegramChannel(ChannelBase):
         the answer a webhook would give (its ``after`` holds the pool hand-offs)."""
         return receive_decoded(data, self._webhook_dispatch, transport=self.telegram_config.ingress)
 
-    def dispatch_update(self, update: TgUpdate | Mapping[str, Any]) -> list[Callable[[], None]]:
+    def dispatch_update(self, update: TgUpdate | Mapping[str, Any]) -> Decision:
         """The synchronous part of one ``Update``: parse, correlate, authorize, claim.
 
-        Returns quick callables that hand the update's network work to the pool; run
-        them after the ACK (the webhook route does, via ``IngressResponse.after``).
+        Its `Decision`'s work holds quick callables that hand the update's network work
+        to the pool; run them after the ACK (the webhook route does, via
+        ``IngressResponse.after``).
         """
-        return self._dispatch(update)[1]
+        return self._dispatch(update)
 
     def _webhook_dispatch(self, update: TgUpdate) -> IngressResponse:
         """The webhook's answer to one update (:mod:`channelkit.platforms.common.inbound`:
         503 when the channel is closed, else 200 with the update's ``after``)."""
-        outcome, after = self._dispatch(update)
-        status = ack_status(outcome)
-        return IngressResponse.json(status, {} if status == 200 else {"ok": False}, after=after)
+        decision = self._dispatch(update)
+        if decision.status != 200:
+            decision = decision.with_body({"ok": False})
+        return decision.to_response()
 
-    def _dispatch(
-        self, update: TgUpdate | Mapping[str, Any]
-    ) -> tuple[InboundOutcome, list[Callable[[], None]]]:
+    def _dispatch(self, update: TgUpdate | Mapping[str, Any]) -> Decision:
         parsed = update if isinstance(update, TgUpdate) else parse_update(update)
-        after: list[Callable[[], None]] = []
         if not self._seen_updates.first(parsed.update_id):
             logger.info("telegram update %s already handled; ignored", parsed.update_id)
-            return "accepted", after
-        outcome: InboundOutcome = "accepted"
+            return Decision.ignored()
+        decision = Decision.ignored()
         if parsed.callback_query is not None:
-            self._handle_callback(parsed.callback_query, after)
+            decision = self.tap_router.route(tap_interaction(parsed.callback_query))
         elif parsed.message is not None:
-            outcome = self._handle_message(parsed.message, after)
-        if outcome == "closed":
+            decision = self._handle_message(parsed.message)
+        if decision.status == CLOSED_STATUS:
             self._seen_updates.forget(parsed.update_id)  # a redelivery may be served
-        return outcome, after
+        return decision
 
     def process_update(self, update: TgUpdate | Mapping[str, Any]) -> None:
         """Handle one ``Update`` you fetched yourself (no ACK to wait for).
@@ -382,23 +392,33 @@ class TelegramChannel(ChannelBase):
         Runs synchronously and returns quickly: messages become runs or commands on the
         pool, button taps are claimed in memory and answered on the pool.
         """
-        for hand_off in self.dispatch_update(update):
-            hand_off()
+        self.dispatch_update(update).run_after()
 
-    def _handle_callback(self, query: TgCallbackQuery, after: list[Callable[[], None]]) -> None:
-        if self.questions.handle_callback(query, after=after):
-            return
-        if self.approvals.handle_callback(query, after=after):
-            return
-        query_id = query.id
+    def _question_tapped(self, interaction: Interaction) -> Decision | None:
+        """A question keyboard's tap (:mod:`.questions`)."""
+        return self.questions.decide_callback(interaction.raw)
+
+    def _approval_tapped(self, interaction: Interaction) -> Decision | None:
+        """An approval button's tap (:mod:`.approvals`)."""
+        return self.approvals.decide_callback(interaction.raw)
+
+    def _presentation_tapped(self, interaction: Interaction) -> Decision | None:
+        """A presentation button: the person "typed" its value (or command) here."""
+        query: TgCallbackQuery = interaction.raw
         tap = presentation_tap(query)
-        if tap is not None:
-            # A presentation button: the person "typed" its value (or command) here.
-            after.append(lambda: self.pool.post(self._answer_quietly, query_id, None))
-            self._handle_message(tap, after, tapped=True)
-            return
-        # Not one of ours: still answer it so the client's spinner stops.
-        after.append(lambda: self.pool.post(self._answer_quietly, query_id, TEXT_UNKNOWN))
+        if tap is None:
+            return None
+        query_id = query.id
+        answer = Decision.ack().then(lambda: self.pool.post(self._answer_quietly, query_id, None))
+        typed = self._handle_message(tap, tapped=True)
+        return answer.merge(typed).with_body(None, status=200)  # a tap is always ACKed
+
+    def _unknown_tap(self, interaction: Interaction) -> Decision:
+        """Not one of ours: still answer it so the client's spinner stops."""
+        query_id = interaction.raw.id
+        return Decision.ignored().then(
+            lambda: self.pool.post(self._answer_quietly, query_id, TEXT_UNKNOWN)
+        )
 
     def _answer_quietly(self, query_id: str, text: str | None) -> None:
         try:
@@ -406,29 +426,29 @@ class TelegramChannel(ChannelBase):
         except Exception as exc:
             logger.warning("telegram answerCallbackQuery failed: %s", type(exc).__name__)
 
-    def _handle_message(
-        self, message: TgMessage, after: list[Callable[[], None]], *, tapped: bool = False
-    ) -> InboundOutcome:
+    def _handle_message(self, message: TgMessage, *, tapped: bool = False) -> Decision:
         """A person's message (``tapped``: a presentation button's value, addressed to the
-        bot by the tap itself, so only ``group_policy="disabled"`` drops it in groups)."""
+        bot by the tap itself, so only ``group_policy="disabled"`` drops it in groups);
+        its decision's status is 503 when the channel is closed."""
         sender = message.from_user
         if sender is None or sender.is_bot or message.text is None:
-            return "accepted"  # service messages, channel posts, media without text
+            return Decision.ignored()  # service messages, channel posts, media without text
         if tapped:
             private = message.chat.type == "private"
             text = message.text if private or self.groups.policy != "disabled" else None
         else:
             text = self.groups.admit(message)
         if text is None:
-            return "accepted"  # a group message not addressed to the bot (group_policy)
+            return Decision.ignored()  # a group message not addressed to the bot (group_policy)
         thread = message.message_thread_id if message.is_topic_message else None
         command = (
             text.strip().split(maxsplit=1)[0][1:].split("@", 1)[0].lower() if text.strip() else ""
         )
         if text.startswith("/") and command in _LOCAL_COMMANDS:
             chat_id = str(message.chat.id)
-            after.append(lambda: self.pool.post(self._send_quietly, chat_id, HELP_TEXT, thread))
-            return "accepted"
+            return Decision.ack().then(
+                lambda: self.pool.post(self._send_quietly, chat_id, HELP_TEXT, thread)
+            )
         msg = InboundMessage(
             channel_name=self.name,
             chat_id=str(message.chat.id),
@@ -439,7 +459,7 @@ class TelegramChannel(ChannelBase):
             is_group=message.chat.type != "private",
             sender_name=sender.first_name or sender.username,
         )
-        return deliver_inbound(self, msg, defer=after)
+        return decide_inbound(self, msg)[1]
 
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
         """Presentations as text + inline keyboard (:mod:`.renderer`), in the target's
@@ -538,7 +558,7 @@ class TelegramChannel(ChannelBase):
         """``response_boundary`` / ``input_requested`` (and ``completed``): send the
         segment's text now, before a following question; ``failed`` / ``cancelled``:
         drop it, like the final text of such a run."""
-        self.output.segment_ended(segment, str(reason))
+        self.output.close_segment(segment, str(reason))
         super().on_output_segment_end(chat_id, session_id, segment, reason)
 
     def on_response_complete(
@@ -580,10 +600,7 @@ class TelegramChannel(ChannelBase):
         key = _wait_key(context.session_id, context.request_id)
         self.typing.pause(chat, key, thread)  # the person's turn: typing pauses
         context.on_settled(lambda _reason: self.typing.resume(chat, key, thread))
-        result = self.questions.present(
-            context, context.target.chat_id, _thread_int(context.target.thread_id)
-        )
-        return UserInputPresentationResult(result)
+        return UserInputPresentationResult(self.questions.present(context))
 
     def present_permission_request(
         self, context: PermissionRequestContext
@@ -593,10 +610,8 @@ class TelegramChannel(ChannelBase):
         ``native_questions`` is off or the keyboard cannot be sent."""
         if not self.telegram_config.native_questions:
             return UserInputPresentationResult.UNSUPPORTED
-        text = self.format_permission_request(context.request)  # pauses typing too
-        thread = _thread_int(context.target.thread_id)
-        result = self.approvals.present(context, text, context.target.chat_id, thread)
-        return UserInputPresentationResult(result)
+        # the prompt is format_permission_request's, which pauses typing too
+        return UserInputPresentationResult(self.approvals.present(context))
 
     def format_permission_request(self, request: PermissionRequest) -> str:
         """The core's text prompt; typing pauses until the request is answered."""

@@ -28,13 +28,14 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
+from channelkit.platforms.common.contract import Decision, DecisionOutcome
 from channelkit.platforms.common.registry import CardRegistry
 from channelkit.platforms.telegram.ingress import TgCallbackQuery
-from channelkit.platforms.telegram.questions import QuestionApi
+from channelkit.platforms.telegram.questions import QuestionApi, topic_of
 
 __all__ = [
     "APPROVAL_PREFIX",
@@ -106,14 +107,29 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
         submit: Callable[[str, Callable[[], Any]], Any],
         clock: Any,
         registry: CardRegistry[Any, Any] | None = None,
+        prompt: Callable[[PermissionRequestContext], str] | None = None,
     ) -> None:
         super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
+        self._prompt = prompt
 
     def present(
-        self, ctx: PermissionRequestContext, text: str, chat_id: int | str, thread_id: int | None
+        self,
+        ctx: PermissionRequestContext,
+        text: str | None = None,
+        chat_id: int | str | None = None,
+        thread_id: int | None = None,
     ) -> str:
-        """Send the prompt with its keyboard; ``presented`` or ``unsupported``."""
+        """Send the prompt with its keyboard; ``presented`` or ``unsupported``.
+
+        ``text`` defaults to ``prompt(ctx)`` (the constructor's), ``chat_id`` /
+        ``thread_id`` to the request's own chat and forum topic."""
+        if text is None:
+            if self._prompt is None:
+                raise ValueError("text: required when the presenter has no prompt")
+            text = self._prompt(ctx)
+        if chat_id is None:
+            chat_id, thread_id = ctx.target.chat_id, topic_of(ctx.target.thread_id)
         if not 1 <= len(ctx.options) <= MAX_BUTTONS:
             return "unsupported"
         with self._lock:
@@ -140,17 +156,25 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
             "telegram approval keyboard failed",
         )
 
-    def handle_callback(
-        self, query: TgCallbackQuery, *, after: list[Callable[[], None]] | None = None
-    ) -> bool:
-        """Correlate, authorize and claim a tap (web thread). False when the data is not
-        an approval button's; the network work is queued (or appended to ``after``)."""
+    def handle_callback(self, query: TgCallbackQuery) -> bool:
+        """:meth:`decide_callback` with its work queued at once (no ACK to wait for);
+        False when the data is not an approval button's."""
+        decision = self.decide_callback(query)
+        if decision is None:
+            return False
+        decision.run_after()
+        return True
+
+    def decide_callback(self, query: TgCallbackQuery) -> Decision | None:
+        """Correlate, authorize and claim a tap (web thread). None when the data is not
+        an approval button's; else a `Decision` whose work queues the callback's answer
+        and, for a claimed tap, the responder (run it after the ACK)."""
         data = query.data or ""
         if not data.startswith(APPROVAL_PREFIX + ":"):
-            return False
-        work: list[Callable[[], None]] = []
+            return None
         parsed = parse_approval_callback(data)
         reply = TEXT_UNKNOWN
+        respond: Callable[[], None] | None = None
         if parsed is not None:
             token, index = parsed
             with self._lock:
@@ -159,40 +183,35 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
                     if self.registry.tombstone(token) is not None:
                         reply = TEXT_STALE
                 else:
-                    reply = self._claim(record, index, query, work)
-        answer = partial(self._answer, query.id, reply)
-        work.insert(0, partial(self._submit, f"cq:{query.id}", answer))
-        if after is not None:
-            after.extend(work)
-        else:
-            for job in work:
-                job()
-        return True
+                    reply, respond = self._claim(record, index, query)
+        answer = partial(self._submit, f"cq:{query.id}", partial(self._answer, query.id, reply))
+        if respond is not None:
+            return Decision.ack().then(answer, respond)
+        outcome: DecisionOutcome = "forbidden" if reply == TEXT_NOT_OWNER else "ignored"
+        return Decision.ack(outcome=outcome).then(answer)
 
     def _claim(
-        self,
-        record: _Approval,
-        index: int,
-        query: TgCallbackQuery,
-        work: list[Callable[[], None]],
-    ) -> str:
+        self, record: _Approval, index: int, query: TgCallbackQuery
+    ) -> tuple[str, Callable[[], None] | None]:
+        """The tap's answer text and, when it claimed the record, the hand-off of the
+        responder to the pool."""
         message = query.message
         if message is None or str(message.chat.id) != str(record.chat_id):
-            return TEXT_WRONG_MESSAGE
+            return TEXT_WRONG_MESSAGE, None
         if record.message_id is not None and message.message_id != record.message_id:
-            return TEXT_WRONG_MESSAGE
+            return TEXT_WRONG_MESSAGE, None
         if str(query.from_user.id) != record.owner_id:
-            return TEXT_NOT_OWNER
+            return TEXT_NOT_OWNER, None
         if index >= len(record.ctx.options):
-            return TEXT_UNKNOWN
+            return TEXT_UNKNOWN, None
         if record.settled:
-            return TEXT_STALE
+            return TEXT_STALE, None
         if record.claimed:
-            return TEXT_BUSY
+            return TEXT_BUSY, None
         record.claimed = True
         option_id = record.ctx.options[index].option_id
-        work.append(partial(self._submit, record.token, partial(self._respond, record, option_id)))
-        return TEXT_SENT
+        respond = partial(self._respond, record, option_id)
+        return TEXT_SENT, partial(self._submit, record.token, respond)
 
     def _answer(self, query_id: str, text: str | None) -> None:
         try:
@@ -213,3 +232,12 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
             self._api.edit_message_text(record.chat_id, ref, text)
         except Exception as exc:
             logger.warning("telegram approval edit failed: %s", type(exc).__name__)
+
+
+if TYPE_CHECKING:
+    from channelkit.platforms.common.contract import ApprovalSurface
+
+    def _satisfies_the_contract(presenter: TelegramApprovalPresenter) -> None:
+        """mypy: the presenter is Telegram's question surface for approvals."""
+        approvals: ApprovalSurface = presenter
+        del approvals

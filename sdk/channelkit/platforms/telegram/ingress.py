@@ -30,6 +30,7 @@ from typing import Any
 
 from channelkit.errors import UpdateParseError
 from channelkit.ingress import Headers, IngressRequest, IngressResponse, loads_json
+from channelkit.platforms.common.contract import Interaction
 from channelkit.platforms.telegram.renderer import COMMAND_PREFIX
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "parse_update",
     "presentation_tap",
     "receive_update",
+    "tap_interaction",
     "verify_secret_token",
 ]
 
@@ -326,3 +328,19 @@ class TelegramWebhook:
             logger.warning("telegram webhook rejected: body is not JSON (%s)", type(exc).__name__)
             return IngressResponse.json(400, {"ok": False, "error": "invalid JSON"})
         return receive_update(data, self._dispatch)
+
+
+def tap_interaction(query: TgCallbackQuery) -> Interaction:
+    """The platform contract's `Interaction` of an inline-keyboard tap: a `button`
+    whose token is the button's ``callback_data``; `raw` is the `TgCallbackQuery`."""
+    message = query.message
+    topic = message.message_thread_id if message is not None and message.is_topic_message else None
+    return Interaction(
+        kind="button",
+        platform="telegram",
+        actor_id=str(query.from_user.id),
+        chat_id=str(message.chat.id) if message is not None else None,
+        thread_id=str(topic) if topic is not None else None,
+        token=query.data,
+        raw=query,
+    )

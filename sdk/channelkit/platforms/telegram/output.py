@@ -58,7 +58,7 @@ import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
 from channelkit.errors import ApiError, RateLimited
@@ -566,10 +566,15 @@ class SegmentOutput:
         """Runs with output state."""
         return len(self._runs)
 
-    def append(self, segment: OutputSegmentContext, chunk: str) -> None:
-        """Add a visible chunk to the segment's text."""
+    def open_segment(self, segment: OutputSegmentContext) -> None:
+        """`OutputSurface.open_segment`: nothing to do, the segment's text (and its live
+        stream) starts with its first chunk."""
+
+    def append(self, segment: OutputSegmentContext, chunk: str) -> bool:
+        """Add a visible chunk to the segment's text (True: it was taken; an empty chunk
+        is not)."""
         if not chunk:
-            return
+            return False
         state = self._runs.setdefault(segment.run_id, _RunOutput)
         if state.segment_id != segment.segment_id:
             self._end_stream(state)
@@ -583,6 +588,11 @@ class SegmentOutput:
         state.text = bound_text(state.text + chunk, self._max_chars)
         if state.stream is not None:
             state.stream.append(chunk)
+        return True
+
+    def close_segment(self, segment: OutputSegmentContext, reason: str) -> None:
+        """`OutputSurface.close_segment`: :meth:`segment_ended`."""
+        self.segment_ended(segment, reason)
 
     def segment_ended(self, segment: OutputSegmentContext, reason: str) -> None:
         """Send the segment's text (``response_boundary`` / ``input_requested`` /
@@ -705,3 +715,12 @@ class SegmentOutput:
                 return rest
             rest = rest[len(part) :].lstrip("\n")
         return ""
+
+
+if TYPE_CHECKING:
+    from channelkit.platforms.common.contract import OutputSurface
+
+    def _satisfies_the_contract(output: SegmentOutput) -> None:
+        """mypy: the segment output is Telegram's output surface."""
+        surface: OutputSurface = output
+        del surface

@@ -64,10 +64,11 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from channelkit.core.types import SettlementReason
 from channelkit.platforms.common import question_deadline
+from channelkit.platforms.common.contract import Decision, DecisionOutcome
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.telegram.ingress import TgCallbackQuery
 
@@ -370,11 +371,18 @@ class TelegramQuestionPresenter:
         return None
 
     # -- presentation --------------------------------------------------------------------
-    def present(self, ctx: Any, chat_id: int | str, thread_id: int | None) -> str:
+    def present(
+        self, ctx: Any, chat_id: int | str | None = None, thread_id: int | None = None
+    ) -> str:
         """Deliver the question messages; returns ``presented`` or ``unsupported``.
 
-        Called on the run's worker (never on a web thread); it blocks on the sends.
+        ``chat_id`` / ``thread_id`` default to the request's own target (its chat and
+        forum topic). Called on the run's worker (never on a web thread); it blocks on
+        the sends.
         """
+        if chat_id is None:
+            chat_id = ctx.target.chat_id
+            thread_id = topic_of(ctx.target.thread_id)
         owner_id = str(ctx.owner.id)
         scope = (str(ctx.session_id), owner_id, str(ctx.run_id))
         questions = list(ctx.questions)
@@ -450,33 +458,29 @@ class TelegramQuestionPresenter:
         return "presented"
 
     # -- callbacks -----------------------------------------------------------------------
-    def handle_callback(
-        self, query: TgCallbackQuery, *, after: list[Callable[[], None]] | None = None
-    ) -> bool:
-        """Handle a button tap synchronously (web thread): correlate, authorize, claim.
+    def handle_callback(self, query: TgCallbackQuery) -> bool:
+        """:meth:`decide_callback` with its work queued at once (no ACK to wait for):
+        True when the tap belonged to this presenter's scheme, False when it is not
+        ours (the caller answers it)."""
+        decision = self.decide_callback(query)
+        if decision is None:
+            return False
+        decision.run_after()
+        return True
 
-        Returns True when the tap belonged to this presenter's scheme (it is always
-        answered), False when ``callback_data`` is not ours (the caller answers it).
-        The network work (``answerCallbackQuery``, the responder, message edits) is
-        queued at once, or, with ``after``, appended to it as quick callables that queue
-        it (run them after the webhook ACK).
+    def decide_callback(self, query: TgCallbackQuery) -> Decision | None:
+        """Decide a button tap synchronously (web thread): correlate, authorize, claim.
+
+        None when ``callback_data`` is not this presenter's scheme (the caller answers
+        it); else a `Decision` whose work queues the network work
+        (``answerCallbackQuery``, the responder, message edits): run it after the ACK.
         """
-        work: list[Callable[[], None]] = []
-        handled = self._decide(query, work)
-        if after is not None:
-            after.extend(work)
-        else:
-            for queue_it in work:
-                queue_it()
-        return handled
-
-    def _decide(self, query: TgCallbackQuery, work: list[Callable[[], None]]) -> bool:
         action = parse_callback(query.data)
         if action is None:
             if not (query.data or "").startswith(CALLBACK_PREFIX + ":"):
-                return False
-            work.append(self._answer_job(query.id, TEXT_UNKNOWN, key=f"cq:{query.id}"))
-            return True
+                return None
+            answer = self._answer_job(query.id, TEXT_UNKNOWN, key=f"cq:{query.id}")
+            return Decision.ignored().then(answer)
         response: list[Callable[[], None]] = []
         with self._lock:
             record = self.registry.get(action.token)
@@ -486,13 +490,18 @@ class TelegramQuestionPresenter:
                 reply = self._apply(record, action, query, response)
         if record is None:
             text = TEXT_STALE if stale else TEXT_UNKNOWN
-            work.append(self._answer_job(query.id, text, key=f"cq:{query.id}"))
-            return True
+            answer = self._answer_job(query.id, text, key=f"cq:{query.id}")
+            return Decision.ignored().then(answer)
         token = record.token
-        work.append(self._answer_job(query.id, reply, key=token))
-        for job in response:
-            work.append(partial(self._submit, token, job))
-        return True
+        outcome: DecisionOutcome = "accepted"
+        if reply == TEXT_NOT_OWNER:
+            outcome = "forbidden"
+        elif reply in (TEXT_WRONG_MESSAGE, TEXT_BUSY, TEXT_STALE, TEXT_UNKNOWN):
+            outcome = "ignored"
+        return Decision.ack(outcome=outcome).then(
+            self._answer_job(query.id, reply, key=token),
+            *(partial(self._submit, token, job) for job in response),
+        )
 
     def _apply(
         self,
@@ -794,3 +803,21 @@ class TelegramQuestionPresenter:
         for record in records:
             if self._finalize(record, "expired"):
                 self._enqueue_terminal_projection(record)
+
+
+def topic_of(thread_id: str | None) -> int | None:
+    """A forum topic id as the Bot API takes it (None when absent or not a number)."""
+    try:
+        return int(thread_id) if thread_id else None
+    except ValueError:
+        return None
+
+
+if TYPE_CHECKING:
+    from channelkit.core.context import UserInputRequestContext
+    from channelkit.platforms.common.contract import QuestionSurface
+
+    def _satisfies_the_contract(presenter: TelegramQuestionPresenter) -> None:
+        """mypy: the presenter is Telegram's question surface."""
+        questions: QuestionSurface[UserInputRequestContext] = presenter
+        del questions
