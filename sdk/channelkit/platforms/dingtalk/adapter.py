@@ -56,6 +56,7 @@ from channelkit.core import (
     LifecycleEvent,
     LifecycleType,
     OutputSegmentContext,
+    PermissionRequestContext,
     SegmentEndReason,
     UserInputPresentationResult,
     UserInputRequestContext,
@@ -81,7 +82,7 @@ from channelkit.platforms.dingtalk.api import (
     CardTarget,
     log_card_error,
 )
-from channelkit.platforms.dingtalk.approvals import present_approval_card
+from channelkit.platforms.dingtalk.approvals import ApprovalCards
 from channelkit.platforms.dingtalk.cluster import DingtalkCluster
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
@@ -283,6 +284,20 @@ class DingtalkChannel(ChannelBase):
                 question_timeout=self.question_lifetime(),
                 registry=self.registry,
                 notify_forbidden=self._send_forbidden_notice,
+            )
+        #: approval cards for tool permissions with 2-4 options (question cards on)
+        self.approvals: ApprovalCards | None = None
+        if self.presenter is not None and self.presenter.questions is not None:
+            self.approvals = ApprovalCards(
+                api,
+                presenter=self.presenter,
+                registry=self.presenter.questions.registry,
+                clock=self.clock,
+                scheduler=self.scheduler,
+                timeout_seconds=self.question_lifetime(),
+                send_text=lambda chat_id, text: self._send_fallback(chat_id, text, ""),
+                notify_forbidden=self._send_forbidden_notice,
+                lifetime=self.question_lifetime,
             )
         #: card actions: the store's claim first (several processes), else this
         #: instance's Stop and question / approval forms
@@ -751,7 +766,14 @@ class DingtalkChannel(ChannelBase):
             target = DeliveryTarget(self.name, chat_id, self.active_run_id(session_id))
         self.delivery.deliver(self._final_parts(chat_id, text), target).raise_if_refused()
 
-    present_permission_request = present_approval_card  # a question card (:mod:`.approvals`)
+    def present_permission_request(
+        self, context: PermissionRequestContext
+    ) -> UserInputPresentationResult:
+        """A tool permission with 2-4 options as an approval card (:mod:`.approvals`),
+        else UNSUPPORTED (the text prompt)."""
+        if self.approvals is None:
+            return UserInputPresentationResult.UNSUPPORTED
+        return self.approvals.present(context)
 
     def present_user_input_request(
         self, context: UserInputRequestContext

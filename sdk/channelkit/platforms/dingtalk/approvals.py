@@ -14,7 +14,10 @@ The card is a :class:`~channelkit.platforms.dingtalk.questions.QuestionCardContr
 card on the presenter's own registry, so callbacks reach it through the presenter's usual
 routing and it is owner-only, one-shot, tombstoned and expires exactly like a question
 card (``EXPIRY_MARGIN`` before core's deadline; the request is then answered cancelled).
-The adapter wraps the permission in :class:`PermissionAsQuestion`, which translates the
+The adapter builds one :class:`ApprovalCards` (its own controller over an
+:class:`ApprovalCardApi`) and calls :meth:`ApprovalCards.present` from
+``present_permission_request``. The permission is wrapped in
+:class:`PermissionAsQuestion`, which translates the
 card's answer: Submit selects the chosen option's id through the request's one-shot
 responder; the card's Cancel selects the agent's reject option (``reject_once`` first),
 or answers cancelled when there is none. Buttons and commands race on that responder,
@@ -26,27 +29,31 @@ from __future__ import annotations
 
 import logging
 import threading
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
 from channelkit.core.types import UserInputPresentationResult
+from channelkit.platforms.common.registry import CardRegistry
+from channelkit.platforms.common.types import Clock, Scheduler
 from channelkit.platforms.dingtalk.api import CardTarget
-from channelkit.platforms.dingtalk.questions import QuestionCardController
-
-if TYPE_CHECKING:
-    from channelkit.platforms.dingtalk.adapter import DingtalkChannel
-    from channelkit.platforms.dingtalk.output import DingtalkPresenter
+from channelkit.platforms.dingtalk.output import DingtalkPresenter
+from channelkit.platforms.dingtalk.questions import (
+    ForbiddenNotice,
+    QuestionCardApi,
+    QuestionCardController,
+    QuestionRecord,
+    QuestionTombstone,
+)
 
 __all__ = [
     "ANSWER_KEY",
     "MAX_OPTIONS",
     "MIN_OPTIONS",
+    "ApprovalCardApi",
+    "ApprovalCards",
     "PermissionAsQuestion",
-    "PermissionRequestContext",
-    "present_approval_card",
 ]
 
 logger = logging.getLogger(__name__)
@@ -59,6 +66,9 @@ ANSWER_KEY = "0"
 _OTHER_SUFFIX = "_other"
 #: Approval cards whose outcome is remembered for their in-place end state.
 MAX_LIVE_APPROVALS = 1_000
+
+#: The presenter's question card registry, which approval cards share.
+QuestionRegistry = CardRegistry[QuestionRecord, QuestionTombstone]
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,7 @@ class PermissionAsQuestion:
     """A :class:`PermissionRequestContext` seen by the question card controller as a
     one-question input request (see the module docstring)."""
 
-    def __init__(self, ctx: PermissionRequestContext, registry: Any) -> None:
+    def __init__(self, ctx: PermissionRequestContext, registry: QuestionRegistry) -> None:
         self.ctx = ctx
         self._registry = registry
         choices = tuple(
@@ -153,112 +163,125 @@ class PermissionAsQuestion:
         return self.ctx.respond({"outcome": {"outcome": "cancelled"}})
 
 
-class _ApprovalCardApi:
-    """The card API of approval cards: no "Other" choice on the card, and the winner of
-    a settlement elsewhere shown in place."""
+class ApprovalCardApi:
+    """The card calls of approval cards: no "Other" choice on the card, and the winner
+    of a settlement elsewhere shown in place. Wraps the adapter's ``CardApi`` (the two
+    calls of :class:`~channelkit.platforms.dingtalk.questions.QuestionCardApi`)."""
 
-    def __init__(self, api: Any, registry: Any) -> None:
+    def __init__(self, api: QuestionCardApi, registry: QuestionRegistry) -> None:
         self._api = api
         self._registry = registry
         self._lock = threading.Lock()
         self._live: dict[str, PermissionAsQuestion] = {}  # request id -> live wrapper
 
     def watch(self, wrapper: PermissionAsQuestion) -> None:
+        """Remember a presented approval, to show its outcome when its card ends."""
         with self._lock:
             while len(self._live) >= MAX_LIVE_APPROVALS:
                 self._live.pop(next(iter(self._live)))
             self._live[wrapper.request_id] = wrapper
 
     def forget(self, request_id: str) -> None:
+        """Drop an approval that was not presented."""
         with self._lock:
             self._live.pop(request_id, None)
 
     def create_and_deliver(
-        self, template_id: str, out_track_id: str, target: CardTarget, data: dict[str, Any]
-    ) -> Any:
-        form = data.get("form") or {}
+        self,
+        template_id: str,
+        out_track_id: str,
+        target: CardTarget,
+        card_param_map: Mapping[str, Any],
+    ) -> None:
+        """The question card without its "Other" choice and text input."""
+        form = card_param_map.get("form") or {}
         fields = []
         for entry in form.get("fields") or ():
             if str(entry.get("name", "")).endswith(_OTHER_SUFFIX):
                 continue
             options = [o for o in entry.get("options") or () if o.get("text") != "Other"]
             fields.append({**entry, "options": options})
-        return self._api.create_and_deliver(
-            template_id, out_track_id, target, {**data, "form": {"fields": fields}}
+        self._api.create_and_deliver(
+            template_id, out_track_id, target, {**card_param_map, "form": {"fields": fields}}
         )
 
-    def update_instance(self, out_track_id: str, params: Mapping[str, str]) -> Any:
+    def update_instance(self, out_track_id: str, card_param_map: Mapping[str, Any]) -> None:
+        """The card's end state, naming the winner when another surface answered."""
         tomb = self._registry.tombstone(out_track_id)
         with self._lock:
             wrapper = self._live.pop(tomb.request_id, None) if tomb is not None else None
         outcome = wrapper.ctx.outcome() if wrapper is not None else None
         if wrapper is not None and outcome is not None and outcome.kind != "expired":
-            params = {
-                **params,
+            card_param_map = {
+                **card_param_map,
                 "question_desc": f"{wrapper.ctx.title}\n\n{describe_outcome(outcome)}",
             }
-        return self._api.update_instance(out_track_id, params)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._api, name)
+        self._api.update_instance(out_track_id, card_param_map)
 
 
-class _ApprovalCards:
-    """A question card controller for approvals, sharing the presenter's registry."""
+class ApprovalCards:
+    """The DingTalk adapter's approval cards (``present_permission_request``).
 
-    def __init__(self, presenter: DingtalkPresenter, questions: QuestionCardController) -> None:
-        self.api = _ApprovalCardApi(questions._api, questions.registry)
+    Built once by the adapter when it has question cards: ``api`` is its card API,
+    ``presenter`` its presenter (whose run bindings, question switch and question
+    registry approval cards share, so callbacks reach them through the presenter's
+    usual routing), ``clock``, ``scheduler``, ``timeout_seconds``, ``send_text`` and
+    ``notify_forbidden`` as for the presenter's question cards, and ``lifetime`` the
+    channel's current question lifetime (read for every card).
+    """
+
+    def __init__(
+        self,
+        api: QuestionCardApi,
+        *,
+        presenter: DingtalkPresenter,
+        registry: QuestionRegistry,
+        clock: Clock,
+        scheduler: Scheduler,
+        timeout_seconds: float,
+        send_text: Callable[[str, str], Any],
+        notify_forbidden: ForbiddenNotice | None,
+        lifetime: Callable[[], float],
+    ) -> None:
+        self._presenter = presenter
+        self._registry = registry
+        self._lifetime = lifetime
+        self.api = ApprovalCardApi(api, registry)
+        switch = presenter.question_switch
         self.controller = QuestionCardController(
-            self.api,  # type: ignore[arg-type]
-            clock=questions._clock,
-            scheduler=questions._scheduler,
-            timeout_seconds=questions._timeout,
-            send_text=questions._send_text,
-            on_template_rejected=lambda: presenter.question_switch.reject_globally("template"),
-            registry=questions.registry,
-            notify_forbidden=questions.notify_forbidden,
+            self.api,
+            clock=clock,
+            scheduler=scheduler,
+            timeout_seconds=timeout_seconds,
+            send_text=send_text,
+            on_template_rejected=lambda: switch.reject_globally("template"),
+            registry=registry,
+            notify_forbidden=notify_forbidden,
         )
 
-
-_CARDS: weakref.WeakKeyDictionary[Any, _ApprovalCards] = weakref.WeakKeyDictionary()
-
-
-def _cards_of(presenter: DingtalkPresenter, questions: QuestionCardController) -> _ApprovalCards:
-    with questions.registry.lock:
-        cards = _CARDS.get(presenter)
-        if cards is None:
-            cards = _CARDS[presenter] = _ApprovalCards(presenter, questions)
-        return cards
-
-
-def present_approval_card(
-    channel: DingtalkChannel, context: PermissionRequestContext
-) -> UserInputPresentationResult:
-    """``DingtalkChannel.present_permission_request``: the agent's options as one
-    single-choice question card; UNSUPPORTED (text prompt) without question cards, for
-    a run not bound to cards, or with fewer than 2 / more than 4 options."""
-    presenter = channel.presenter
-    unsupported = UserInputPresentationResult.UNSUPPORTED
-    if presenter is None or presenter.questions is None:
-        return unsupported
-    if not MIN_OPTIONS <= len(context.options) <= MAX_OPTIONS:
-        return unsupported
-    binding = presenter._eligible(context.run_id, context.owner.id, context.target.chat_id)
-    if binding is None or bool(context.target.is_group) != binding.is_group:
-        return unsupported
-    if not presenter.question_switch.allows(binding.chat_id):
-        return unsupported
-    cards = _cards_of(presenter, presenter.questions)
-    wrapper = PermissionAsQuestion(context, presenter.questions.registry)
-    cards.api.watch(wrapper)
-    result = cards.controller.present(
-        wrapper,
-        owner_key=binding.owner_key,
-        chat_id=binding.chat_id,
-        target=binding.card_target,
-        queue=binding.queue,
-        timeout=channel.question_lifetime(),
-    )
-    if result != "presented":
-        cards.api.forget(context.request_id)
-    return UserInputPresentationResult(result)
+    def present(self, context: PermissionRequestContext) -> UserInputPresentationResult:
+        """The agent's options as one single-choice question card; UNSUPPORTED (text
+        prompt) for a run not bound to cards, with question cards switched off for the
+        chat, or with fewer than 2 / more than 4 options."""
+        unsupported = UserInputPresentationResult.UNSUPPORTED
+        if not MIN_OPTIONS <= len(context.options) <= MAX_OPTIONS:
+            return unsupported
+        presenter = self._presenter
+        binding = presenter.eligible(context.run_id, context.owner.id, context.target.chat_id)
+        if binding is None or bool(context.target.is_group) != binding.is_group:
+            return unsupported
+        if not presenter.question_switch.allows(binding.chat_id):
+            return unsupported
+        wrapper = PermissionAsQuestion(context, self._registry)
+        self.api.watch(wrapper)
+        result = self.controller.present(
+            wrapper,
+            owner_key=binding.owner_key,
+            chat_id=binding.chat_id,
+            target=binding.card_target,
+            queue=binding.queue,
+            timeout=self._lifetime(),
+        )
+        if result != "presented":
+            self.api.forget(context.request_id)
+        return UserInputPresentationResult(result)

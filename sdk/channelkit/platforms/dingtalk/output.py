@@ -567,7 +567,9 @@ class DingtalkPresenter:
     def live_runs(self) -> int:
         return len(self._runs)
 
-    def _eligible(self, run_id: str, owner_id: str, chat_id: str) -> RunBinding | None:
+    def eligible(self, run_id: str, owner_id: str, chat_id: str) -> RunBinding | None:
+        """The live card binding of ``run_id`` when it belongs to ``owner_id`` in
+        ``chat_id`` (None: the run gets no card: unbound, ended or someone else's)."""
         binding = self.run(run_id)
         if binding is None or binding.terminal:
             return None
@@ -581,7 +583,7 @@ class DingtalkPresenter:
         status = self.status
         if status is None or not chunk:
             return False
-        binding = self._eligible(segment.run_id, segment.owner.id, segment.target.chat_id)
+        binding = self.eligible(segment.run_id, segment.owner.id, segment.target.chat_id)
         if binding is None or not self.status_switch.allows(binding.chat_id):
             return False
         record = status.append(segment, binding, chunk)
@@ -701,7 +703,7 @@ class DingtalkPresenter:
         questions = self.questions
         if questions is None:
             return "unsupported"
-        binding = self._eligible(ctx.run_id, ctx.owner.id, ctx.target.chat_id)
+        binding = self.eligible(ctx.run_id, ctx.owner.id, ctx.target.chat_id)
         if binding is None or bool(ctx.target.is_group) != binding.is_group:
             return "unsupported"
         if not self.question_switch.allows(binding.chat_id):

@@ -47,7 +47,6 @@ from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistr
 from channelkit.platforms.common.types import Clock, Scheduler, TimerHandle
 from channelkit.platforms.dingtalk.api import (
     QUESTION_CARD_TEMPLATE_ID,
-    CardApi,
     CardTarget,
     is_template_rejection,
     log_card_error,
@@ -75,6 +74,7 @@ __all__ = [
     "FormSpec",
     "InputRequestLike",
     "OwnerLike",
+    "QuestionCardApi",
     "QuestionCardController",
     "QuestionLike",
     "QuestionRecord",
@@ -399,6 +399,25 @@ class QuestionRecord:
     settled_as: str | None = None
 
 
+class QuestionCardApi(Protocol):
+    """The two card calls a :class:`QuestionCardController` makes (a ``CardApi`` is one;
+    approval cards pass their own, see :mod:`channelkit.platforms.dingtalk.approvals`)."""
+
+    def create_and_deliver(
+        self,
+        template_id: str,
+        out_track_id: str,
+        target: CardTarget,
+        card_param_map: Mapping[str, Any],
+    ) -> None:
+        """Create the card and deliver it to ``target``."""
+        ...
+
+    def update_instance(self, out_track_id: str, card_param_map: Mapping[str, Any]) -> None:
+        """Merge ``card_param_map`` into the card's variables."""
+        ...
+
+
 class QuestionCardController:
     """Owns every question card of one adapter; see the module docstring.
 
@@ -412,7 +431,7 @@ class QuestionCardController:
 
     def __init__(
         self,
-        api: CardApi,
+        api: QuestionCardApi,
         *,
         clock: Clock,
         scheduler: Scheduler,
