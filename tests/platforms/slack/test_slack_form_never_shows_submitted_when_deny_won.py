@@ -4,7 +4,8 @@ winner's state), is updated once, never reads ``Submitted``, and the conversatio
 told once that the question was already answered.
 
 Each interleaving is forced with events (no sleeps), on the real ``SlackChannel``
-against the Slack emulator over real HTTP:
+against the Slack emulator over real HTTP, with both ingress modes (Events API and
+Socket Mode):
 
 * the ``/deny`` reached the agent and is held there when the owner clicks Submit: the
   form's answer is refused at once, and the form waits for the deny's settlement;
@@ -78,12 +79,12 @@ class Race:
         return [t for t in self.rig.texts() if t == TEXT_ALREADY_ANSWERED]
 
 
-@pytest.fixture
-def race() -> Iterator[Race]:
+@pytest.fixture(params=["events", "socket"])
+def race(request: pytest.FixtureRequest) -> Iterator[Race]:
     asker = Asker()
     agent = FunctionAgent(asker, question_timeout=600.0, name="asker")
     try:
-        with SlackRig.start(agent) as rig:
+        with SlackRig.start(agent, ingress=request.param) as rig:
             yield Race(rig, asker, agent)
     finally:
         agent.close()
