@@ -100,6 +100,8 @@ class IngressResponse:
     :meth:`run_after` once the response has been written (WSGI: when the server closes
     the body iterable), so no responder or platform API call can start before the ACK.
     Callers that invoke a handler directly must call :meth:`run_after` themselves.
+    Chat platforms decide an interaction as a ``Decision``
+    (``channelkit.platforms.common.contract``) and answer its ``to_response()``.
     """
 
     status: int
