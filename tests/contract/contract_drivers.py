@@ -1,0 +1,773 @@
+"""Test drivers for the platform contract suite: one per chat platform, one protocol.
+
+A driver starts the platform's emulator and the real channel (``Playground``) with a given
+agent and an injected FakeClock, over real HTTP/WebSocket on 127.0.0.1, and translates the
+contract's vocabulary into the emulator's: a person sends text, the bot's visible output
+segments end ``running`` / ``completed`` / ``cancelled`` / ``failed``, a person presses
+Stop, a question is shown (a native form or a text prompt) and settles in place
+(``pending`` / ``submitted`` / ``cancelled`` / ``expired``), a person answers or cancels
+it, notices reach one person privately.
+
+What a platform lacks is a :class:`Capabilities` flag with a reason; the suite skips a rule
+only where a driver declares the capability missing (``Driver.require``), never silently.
+A new platform adds a driver class and one entry in :data:`DRIVERS`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pytest
+import requests
+from channelkit.agents.base import AgentBridge
+from channelkit.playground import Playground
+from channelkit.runtime import FakeClock
+
+#: Bound on every wait of the suite (real seconds; the machine may be loaded).
+BOUND_S = 10.0
+#: The person who talks to the bot (each emulator's default user).
+OWNER = None
+#: Somebody else in the chat (a teammate pressing the owner's buttons).
+FOREIGN = "70017001"
+
+SEGMENT_STATES = ("running", "completed", "cancelled", "failed")
+PROMPT_STATES = ("pending", "submitted", "cancelled", "expired")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One visible output segment: ``id`` (its message/card), ``text``, ``state``."""
+
+    id: str
+    text: str
+    state: str
+    stop_id: str | None = None  # where its Stop button lives (None: no Stop button)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A question as the chat shows it: ``native`` (a form / keyboard the person answers
+    in place) or a text prompt; ``state`` one of :data:`PROMPT_STATES`."""
+
+    id: str
+    native: bool
+    state: str
+    text: str
+    view: dict[str, Any] = field(repr=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a platform offers; each missing capability names why (the skip reason)."""
+
+    live_output: str | None = None  # None: a segment shows while it runs; else why not
+    stop_button: str | None = None  # None: it has one; else why not
+    private_notice: str | None = None
+    foreign_users: str | None = None
+    native_questions: str | None = None
+    approval_buttons: str | None = None
+    native_presentation: str | None = None
+    pins: str | None = None
+
+
+def wait_for(
+    predicate: Callable[[], Any],
+    what: str,
+    timeout: float = BOUND_S,
+    tick: Callable[[], None] | None = None,
+) -> Any:
+    """Poll ``predicate`` until truthy (bounded); ``tick`` runs between polls."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        if tick is not None:
+            tick()
+        time.sleep(0.01)
+
+
+class Driver:
+    """The protocol the contract tests use (see the module docstring)."""
+
+    platform: ClassVar[str]
+    caps: ClassVar[Capabilities] = Capabilities()
+    #: contract rule -> the platform's open defect breaking it (a strict xfail: the test
+    #: fails as soon as the defect is fixed, so the entry gets removed)
+    known_defects: ClassVar[dict[str, str]] = {}
+    playground_options: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, pg: Playground, clock: FakeClock) -> None:
+        self.pg = pg
+        self.clock = clock
+        self.emulator: Any = pg.emulator
+        self._labels: dict[str, str] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @classmethod
+    @contextmanager
+    def start(cls, agent: AgentBridge, clock: FakeClock) -> Iterator[Driver]:
+        with Playground(
+            platform=cls.platform, agent=agent, clock=clock, **cls.playground_options
+        ) as pg:
+            driver = cls(pg, clock)
+            driver.ready()
+            yield driver
+
+    def ready(self) -> None:
+        """Wait until the channel can receive (long connections connected)."""
+        for connection in getattr(self.pg.channel, "connections", ()) or ():
+            wait_for(lambda c=connection: c.state().status == "connected", "the connection")
+
+    def reset(self) -> None:
+        """Between tests: no run active, no request pending, the emulator forgets."""
+        wait_for(lambda: self.pg.channel.wait_idle(0.2), "the channel to go idle")
+        wait_for(lambda: not self.pg.channel.pending_request_ids(), "no pending request")
+        self.settle()
+        response = requests.post(f"{self.pg.url}/_emulator/reset", timeout=5)
+        assert response.status_code == 200
+
+    def require(self, capability: str) -> None:
+        """Skip (with the platform's reason) when the platform lacks ``capability``."""
+        reason = getattr(self.caps, capability)
+        if reason is not None:
+            pytest.skip(f"{self.platform} has no {capability.replace('_', ' ')}: {reason}")
+
+    def tick(self) -> None:
+        """Let the channel's fake time pass a little (card flushes are >= 500 ms apart)."""
+        self.clock.advance(0.25)
+
+    def settle(self) -> None:
+        """Let pending flushes and projections run out (fake time + bounded real time)."""
+        for _ in range(8):
+            self.tick()
+            time.sleep(0.01)
+
+    # -- the emulator's generic surface ------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        response = requests.get(f"{self.pg.url}/_emulator/state", timeout=5)
+        assert response.status_code == 200
+        return dict(response.json())
+
+    def bot_views(self) -> list[dict[str, Any]]:
+        """The bot's cards/messages in timeline order."""
+        current = self.state()
+        return [
+            current["views"][e["card"]]
+            for e in current["timeline"]
+            if e["kind"] == "card" and e["card"] in current["views"]
+        ]
+
+    def send(self, text: str) -> None:
+        """The owner sends ``text``; the channel ACKs it."""
+        response = requests.post(f"{self.pg.url}/_emulator/send", json={"text": text}, timeout=5)
+        assert response.status_code == 200, response.text
+        assert response.json()["status"] == 200, response.json()
+
+    def click(
+        self, card_id: str, action: str, form: Any = None, user: str | None = None
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {"action": action, "form": form or {}}
+        if user is not None:
+            payload["userId"] = user
+        response = requests.post(
+            f"{self.pg.url}/_emulator/cards/{card_id}/action", json=payload, timeout=5
+        )
+        assert response.status_code == 200, response.text
+        body = dict(response.json())
+        assert body["status"] == 200, body
+        return body
+
+    # -- output segments ---------------------------------------------------------------------
+    def segments(self) -> list[Segment]:
+        raise NotImplementedError
+
+    def segment(self, containing: str) -> Segment | None:
+        """The segment whose text contains ``containing`` (the newest), or None."""
+        found = [s for s in self.segments() if containing in s.text]
+        return found[-1] if found else None
+
+    def wait_segment(self, containing: str, state: str) -> Segment:
+        assert state in SEGMENT_STATES
+
+        def find() -> Segment | None:
+            seg = self.segment(containing)
+            return seg if seg is not None and seg.state == state else None
+
+        return wait_for(
+            find,
+            f"a {state} segment with {containing!r} (now: {self.segments()})",
+            tick=self.tick,
+        )
+
+    def wait_stoppable(self, containing: str) -> Segment:
+        """The running segment with ``containing``, once its Stop button shows."""
+
+        def find() -> Segment | None:
+            seg = self.segment(containing)
+            return seg if seg is not None and seg.state == "running" and seg.stop_id else None
+
+        return wait_for(find, f"a Stop button on {containing!r}: {self.segments()}", tick=self.tick)
+
+    def failures(self) -> int:
+        """How many times the chat tells that a run failed (failed segments + notices)."""
+        raise NotImplementedError
+
+    def stop(self, segment: Segment, user: str | None = None) -> None:
+        """``user`` (None: the owner) presses the Stop button of ``segment``."""
+        assert segment.stop_id is not None, f"{segment} has no Stop button"
+        self.click(segment.stop_id, "stop", user=user)
+
+    def stop_run(self, segment: Segment | None) -> None:
+        """The owner stops the run showing ``segment`` (Stop button or ``/cancel``)."""
+        assert segment is not None
+        self.stop(segment)
+
+    # -- notices -----------------------------------------------------------------------------
+    def notices(self, user: str) -> list[str]:
+        """The notices shown to ``user`` alone (ephemeral messages, toasts)."""
+        raise NotImplementedError
+
+    # -- questions ---------------------------------------------------------------------------
+    def prompts(self) -> list[Prompt]:
+        """The questions shown, each with the text it was first shown with (a settled
+        form may show its answers or terminal label instead)."""
+        out = []
+        for p in self._prompts():
+            text = self._labels.setdefault(p.id, p.text)
+            out.append(Prompt(p.id, p.native, p.state, text, p.view))
+        return out
+
+    def _prompts(self) -> list[Prompt]:
+        raise NotImplementedError
+
+    def prompt(self, containing: str) -> Prompt | None:
+        found = [p for p in self.prompts() if containing in p.text]
+        return found[-1] if found else None
+
+    def wait_prompt(self, containing: str, state: str = "pending") -> Prompt:
+        assert state in PROMPT_STATES
+
+        def find() -> Prompt | None:
+            p = self.prompt(containing)
+            return p if p is not None and p.state == state else None
+
+        return wait_for(find, f"a {state} question with {containing!r}: {self.prompts()}")
+
+    def shown(self, prompt: Prompt) -> str:
+        """Everything the chat shows of ``prompt`` now (its answers once submitted)."""
+        current = next((p for p in self.prompts() if p.id == prompt.id), prompt)
+        return json.dumps(current.view, ensure_ascii=False)
+
+    def answer(self, prompt: Prompt, label: str, user: str | None = None) -> None:
+        """``user`` answers a one-question, single-choice ``prompt`` with ``label``."""
+        raise NotImplementedError
+
+    def cancel(self, prompt: Prompt, user: str | None = None) -> None:
+        raise NotImplementedError
+
+    # -- approvals ---------------------------------------------------------------------------
+    def approval_buttons(self, title: str) -> dict[str, Any] | None:
+        """The bot message offering approval buttons for the tool ``title``: ``{"id",
+        "buttons": {label: data}}`` (no buttons once settled), or None."""
+        for v in self.bot_views():
+            if title not in json.dumps(v, ensure_ascii=False):
+                continue
+            buttons = {b["text"]: b["data"] for row in v.get("keyboard") or [] for b in row}
+            return {"id": v["id"], "buttons": {k: d for k, d in buttons.items() if d}}
+        return None
+
+    def press(self, approval: dict[str, Any], label: str, user: str | None = None) -> None:
+        """``user`` presses the approval button ``label``."""
+        self.click(approval["id"], "tap", {"data": approval["buttons"][label]}, user=user)
+
+    # -- presentations -----------------------------------------------------------------------
+    def presentations(self, title: str) -> list[dict[str, Any]]:
+        """The bot messages rendering a presentation titled ``title``: ``{"messageId",
+        "text", "pinned"}``; a ``messageId`` of None means no platform message id."""
+        raise NotImplementedError
+
+
+# -- DingTalk ----------------------------------------------------------------------------------
+
+
+def _status_state(raw: str) -> str:
+    return {"stopped": "cancelled"}.get(raw, raw)
+
+
+class DingtalkDriver(Driver):
+    platform = "dingtalk"
+    caps = Capabilities(pins="DingTalk robots cannot pin messages")
+
+    def segments(self) -> list[Segment]:
+        return [
+            Segment(
+                v["id"],
+                v.get("content", ""),
+                _status_state(v["state"]),
+                v["id"] if "stop" in v["actions"] else None,
+            )
+            for v in self.bot_views()
+            if v["kind"] == "status"
+        ]
+
+    def _markdown(self) -> list[dict[str, Any]]:
+        return [
+            e for e in self.state()["timeline"] if e.get("from") == "bot" and e["kind"] == "message"
+        ]
+
+    def failures(self) -> int:
+        from channelkit.platforms.dingtalk.adapter import FAILED_TEXT
+
+        notices = [e for e in self._markdown() if FAILED_TEXT in e.get("text", "")]
+        return len(notices) + sum(1 for s in self.segments() if s.state == "failed")
+
+    def notices(self, user: str) -> list[str]:
+        out = []
+        for call in self.emulator.calls("/v1.0/robot/oToMessages/batchSend"):
+            body = call["body"]
+            if body.get("userIds") == [user]:
+                param = json.loads(body.get("msgParam") or "{}")
+                out.append(str(param.get("text") or param.get("content") or ""))
+        return out
+
+    def _prompts(self) -> list[Prompt]:
+        out = [
+            Prompt(v["id"], True, v["state"], f"{v.get('desc', '')}", v)
+            for v in self.bot_views()
+            if v["kind"] == "question"
+        ]
+        out += [
+            Prompt(str(e["seq"]), False, "pending", e.get("text", ""), e)
+            for e in self._markdown()
+            if "/approve" in e.get("text", "") or "reply with" in e.get("text", "").lower()
+        ]
+        return out
+
+    def answer(self, prompt: Prompt, label: str, user: str | None = None) -> None:
+        (question,) = prompt.view["questions"]
+        value = next(o["value"] for o in question["options"] if o["text"] == label)
+        self.click(prompt.id, "submit", {question["name"]: value}, user=user)
+
+    def cancel(self, prompt: Prompt, user: str | None = None) -> None:
+        self.click(prompt.id, "cancel", user=user)
+
+    def approval_buttons(self, title: str) -> dict[str, Any] | None:
+        """DingTalk: an approval card (one choice per agent option, then Submit)."""
+        for v in self.bot_views():
+            if v["kind"] == "question" and v.get("title") == title:
+                if v["state"] != "pending":
+                    return {"id": v["id"], "buttons": {}}
+                (question,) = v["questions"]
+                options = {o["text"]: o["value"] for o in question["options"]}
+                return {"id": v["id"], "buttons": options}
+        return None
+
+    def press(self, approval: dict[str, Any], label: str, user: str | None = None) -> None:
+        self.click(approval["id"], "submit", {"0": approval["buttons"][label]}, user=user)
+
+    def presentations(self, title: str) -> list[dict[str, Any]]:
+        out = []
+        for call in self.emulator.calls():
+            body = call.get("body") or {}
+            if not isinstance(body, dict) or "msgParam" not in body:
+                continue
+            param = json.loads(body.get("msgParam") or "{}")
+            if param.get("title") == title:
+                response = call.get("response") or {}
+                message_id = response.get("processQueryKey") if isinstance(response, dict) else None
+                out.append(
+                    {
+                        "messageId": message_id,
+                        "text": param.get("text"),
+                        "native": body.get("msgKey") != "sampleText",
+                        "pinned": False,
+                    }
+                )
+        return out
+
+
+# -- Feishu ------------------------------------------------------------------------------------
+
+
+class FeishuDriver(Driver):
+    platform = "feishu"
+
+    def segments(self) -> list[Segment]:
+        return [
+            Segment(
+                v["id"],
+                v.get("content", ""),
+                _status_state(v["state"]),
+                v["id"] if "stop" in v["actions"] else None,
+            )
+            for v in self.bot_views()
+            if v["kind"] == "status"
+        ]
+
+    def _texts(self) -> list[dict[str, Any]]:
+        return [
+            e for e in self.state()["timeline"] if e.get("from") == "bot" and e["kind"] == "message"
+        ]
+
+    def failures(self) -> int:
+        notices = [e for e in self._texts() if "Failed, please retry" in e.get("text", "")]
+        return len(notices) + sum(1 for s in self.segments() if s.state == "failed")
+
+    def click(
+        self, card_id: str, action: str, form: Any = None, user: str | None = None
+    ) -> dict[str, Any]:
+        body = super().click(card_id, action, form, user)
+        self._toasts.append((user, card_id, body))
+        return body
+
+    def __init__(self, pg: Playground, clock: FakeClock) -> None:
+        super().__init__(pg, clock)
+        self._toasts: list[tuple[str | None, str, dict[str, Any]]] = []
+
+    def reset(self) -> None:
+        super().reset()
+        self._toasts.clear()
+
+    def notices(self, user: str) -> list[str]:
+        """Feishu's toast answers the clicker alone."""
+        out = []
+        for who, _, body in self._toasts:
+            if who != user:
+                continue
+            try:
+                toast = json.loads(body.get("body") or "{}").get("toast") or {}
+            except ValueError:
+                continue
+            if toast.get("content"):
+                out.append(str(toast["content"]))
+        return out
+
+    def _prompts(self) -> list[Prompt]:
+        out = []
+        for v in self.bot_views():
+            if v["kind"] != "question":
+                continue
+            label = " ".join(q["label"] for q in v.get("questions", []))
+            out.append(Prompt(v["id"], True, v["state"], label or v.get("desc", ""), v))
+        out += [
+            Prompt(str(e["seq"]), False, "pending", e.get("text", ""), e)
+            for e in self._texts()
+            if "/approve" in e.get("text", "") or "reply with" in e.get("text", "").lower()
+        ]
+        return out
+
+    def answer(self, prompt: Prompt, label: str, user: str | None = None) -> None:
+        (question,) = prompt.view["questions"]
+        value = next(o["value"] for o in question["options"] if o["text"] == label)
+        self.click(prompt.id, "submit", {question["name"]: value}, user=user)
+
+    def cancel(self, prompt: Prompt, user: str | None = None) -> None:
+        self.click(prompt.id, "cancel", user=user)
+
+    def presentations(self, title: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "messageId": v.get("messageId"),
+                "text": v.get("content"),
+                "native": True,  # an interactive card
+                "pinned": v["pinned"],
+            }
+            for v in self.bot_views()
+            if v["kind"] not in ("status", "question") and title in (v.get("title") or "")
+        ]
+
+
+# -- Telegram ----------------------------------------------------------------------------------
+
+
+class TelegramDriver(Driver):
+    platform = "telegram"
+    caps = Capabilities(
+        stop_button="a run is stopped with /cancel (streamed drafts carry no buttons)",
+        foreign_users="the emulated chat is private: nobody else can send /cancel in it",
+    )
+
+    def _messages(self) -> list[dict[str, Any]]:
+        return self.bot_views()
+
+    def segments(self) -> list[Segment]:
+        from channelkit.platforms.telegram.adapter import TEXT_FAILED
+        from channelkit.platforms.telegram.output import CANCELLED_MARKER
+
+        out = []
+        for v in self._messages():
+            text = v.get("text", "")
+            if v["keyboard"] or v["state"] == "deleted" or text == TEXT_FAILED:
+                continue
+            suffix = "\n\n" + CANCELLED_MARKER
+            state = "cancelled" if text.endswith(suffix) else "completed"
+            out.append(Segment(v["id"], text, state))
+        draft = self.state().get("draft")
+        if draft and draft.get("text"):
+            out.append(Segment("draft", str(draft["text"]), "running"))
+        return out
+
+    def failures(self) -> int:
+        from channelkit.platforms.telegram.adapter import TEXT_FAILED
+
+        return sum(1 for v in self._messages() if v.get("text") == TEXT_FAILED)
+
+    def stop_run(self, segment: Segment | None) -> None:
+        self.send("/cancel")
+
+    def click(
+        self, card_id: str, action: str, form: Any = None, user: str | None = None
+    ) -> dict[str, Any]:
+        before = {q["id"] for q in self.emulator.callback_answers()}
+        body = super().click(card_id, action, form, user)
+        for q in self.emulator.callback_answers():
+            if q["id"] not in before:
+                self._taps[q["id"]] = user
+        return body
+
+    def __init__(self, pg: Playground, clock: FakeClock) -> None:
+        super().__init__(pg, clock)
+        self._taps: dict[str, str | None] = {}
+
+    def notices(self, user: str) -> list[str]:
+        """answerCallbackQuery's text is shown to the person who tapped."""
+        out = []
+        for q in self.emulator.callback_answers():
+            if self._taps.get(q["id"]) == user and q.get("answer"):
+                out.append(str(q["answer"]))
+        return out
+
+    def _prompts(self) -> list[Prompt]:
+        from channelkit.platforms.telegram.questions import (
+            LABEL_CANCELLED,
+            LABEL_EXPIRED,
+            LABEL_SUBMITTED,
+        )
+
+        out = []
+        for v in self._messages():
+            text = v.get("text", "")
+            if v.get("awaitsAnswer"):
+                out.append(Prompt(v["id"], True, "pending", text, v))
+                continue
+            for label, state in (
+                (LABEL_SUBMITTED, "submitted"),
+                (LABEL_CANCELLED, "cancelled"),
+                (LABEL_EXPIRED, "expired"),
+            ):
+                if label in text and "\n" in text:
+                    out.append(Prompt(v["id"], True, state, text, v))
+                    break
+            else:
+                if "/approve" in text or "reply with" in text.lower():
+                    out.append(Prompt(v["id"], False, "pending", text, v))
+        return out
+
+    def answer(self, prompt: Prompt, label: str, user: str | None = None) -> None:
+        data = next(b["data"] for row in prompt.view["keyboard"] for b in row if b["text"] == label)
+        self.click(prompt.id, "tap", {"data": data}, user=user)
+
+    def cancel(self, prompt: Prompt, user: str | None = None) -> None:
+        data = next(
+            b["data"] for row in prompt.view["keyboard"] for b in row if b["text"] == "Cancel"
+        )
+        self.click(prompt.id, "tap", {"data": data}, user=user)
+
+    def presentations(self, title: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "messageId": v["id"],
+                "text": v["text"],
+                "native": bool(v["keyboard"]),  # its buttons as an inline keyboard
+                "pinned": v["pinned"],
+            }
+            for v in self._messages()
+            if v.get("text", "").startswith(title)
+        ]
+
+
+# -- Slack -------------------------------------------------------------------------------------
+
+_SLACK_CONTROL = {
+    "Working…": "running",
+    "Done.": "completed",
+    "Stopped.": "cancelled",
+    "Failed.": "failed",
+}
+
+
+class SlackDriver(Driver):
+    platform = "slack"
+    known_defects = {
+        "failure_told_once": (
+            "a run failing before its segment's message opened shows nothing: "
+            "SegmentStreams._close hands the unseen text back and nobody posts a failure"
+        ),
+    }
+
+    def _is_control(self, v: dict[str, Any]) -> bool:
+        return "stop" in v["actions"] or (
+            v.get("text") in _SLACK_CONTROL and not v.get("ephemeral")
+        )
+
+    def segments(self) -> list[Segment]:
+        from channelkit.platforms.slack.output import TEXT_STOPPED
+
+        views = [v for v in self.bot_views() if not v.get("ephemeral")]
+        out = []
+        for i, v in enumerate(views):
+            if v["kind"] != "message" or self._is_control(v):
+                continue
+            control = next((c for c in views[i + 1 :] if self._is_control(c)), None)
+            text = v.get("text", "")
+            if v.get("streaming"):
+                state = "running"
+            elif control is not None and "stop" not in control["actions"]:
+                state = _SLACK_CONTROL.get(control.get("text", ""), "completed")
+            elif text.endswith(TEXT_STOPPED):
+                state = "cancelled"
+            elif control is not None:
+                state = "running"
+            else:
+                state = "completed"
+            live = control is not None and "stop" in control["actions"]
+            stop_id = control["id"] if live and control is not None else None
+            out.append(Segment(v["id"], text, state, stop_id))
+        return out
+
+    def failures(self) -> int:
+        return sum(1 for s in self.segments() if s.state == "failed")
+
+    def shown(self, prompt: Prompt) -> str:
+        """The form's last ``chat.update`` (its blocks carry the answers)."""
+        calls = self.emulator.calls("/chat.update")
+        updates = [c["body"] for c in calls if c["body"].get("ts") == prompt.id]
+        return json.dumps(updates[-1] if updates else prompt.view, ensure_ascii=False)
+
+    def notices(self, user: str) -> list[str]:
+        return [n["text"] for n in self.emulator.ephemerals() if n["user"] == user]
+
+    def _prompts(self) -> list[Prompt]:
+        from channelkit.platforms.slack.questions import TEXT_TERMINAL
+
+        terminal = {label: state for state, label in TEXT_TERMINAL.items()}
+        out = []
+        for v in self.bot_views():
+            if v.get("ephemeral"):
+                continue
+            if v["kind"] == "question":
+                label = " ".join(q["label"] for q in v.get("questions", []))
+                out.append(Prompt(v["id"], True, "pending", label, v))
+            elif v["id"] in self._labels and v.get("text") in terminal:
+                out.append(Prompt(v["id"], True, terminal[v["text"]], "", v))
+            elif "/approve" in v.get("text", "") or "reply with" in v.get("text", "").lower():
+                out.append(Prompt(v["id"], False, "pending", v["text"], v))
+        return out
+
+    def answer(self, prompt: Prompt, label: str, user: str | None = None) -> None:
+        (question,) = prompt.view["questions"]
+        value = next(o["value"] for o in question["options"] if o["text"] == label)
+        self.click(prompt.id, "submit", {question["name"]: value}, user=user)
+
+    def cancel(self, prompt: Prompt, user: str | None = None) -> None:
+        self.click(prompt.id, "cancel", user=user)
+
+    def presentations(self, title: str) -> list[dict[str, Any]]:
+        out = []
+        views = {v["id"]: v for v in self.bot_views()}
+        for call in self.emulator.calls("/chat.postMessage"):
+            body = call.get("body") or {}
+            blocks = body.get("blocks")
+            if title not in json.dumps(blocks) and title not in str(body.get("text")):
+                continue
+            response = call.get("response") or {}
+            ts = response.get("ts") if isinstance(response, dict) else None
+            out.append(
+                {
+                    "messageId": ts,
+                    "text": body.get("text"),
+                    "native": bool(blocks),
+                    "pinned": bool(views.get(ts, {}).get("pinned")),
+                }
+            )
+        return out
+
+
+# -- Weixin ------------------------------------------------------------------------------------
+
+
+class WeixinDriver(Driver):
+    platform = "weixin"
+    caps = Capabilities(
+        live_output="iLink messages cannot be edited: a segment is sent once, when it ends",
+        stop_button="iLink has no buttons: a run is stopped with /cancel",
+        private_notice="iLink has no ephemeral messages or toasts",
+        foreign_users="the emulated chat is private: nobody else can send /cancel in it",
+        native_questions="iLink has no cards: a question is the text prompt",
+        approval_buttons="iLink has no buttons: /approve or /deny",
+        native_presentation="iLink shows plain text only",
+        pins="iLink has no pins",
+    )
+
+    def ready(self) -> None:
+        """The channel receives once its ``getupdates`` long poll is held."""
+        wait_for(lambda: self.state().get("waitingPolls"), "the channel's long poll")
+
+    def _texts(self) -> list[dict[str, Any]]:
+        return [
+            e for e in self.state()["timeline"] if e.get("from") == "bot" and e["kind"] == "message"
+        ]
+
+    def segments(self) -> list[Segment]:
+        from channelkit.platforms.weixin.adapter import TEXT_FAILED
+
+        return [
+            Segment(str(e["seq"]), str(e.get("text", "")), "completed")
+            for e in self._texts()
+            if e.get("text") != TEXT_FAILED
+        ]
+
+    def failures(self) -> int:
+        from channelkit.platforms.weixin.adapter import TEXT_FAILED
+
+        return sum(1 for e in self._texts() if e.get("text") == TEXT_FAILED)
+
+    def stop_run(self, segment: Segment | None) -> None:
+        self.send("/cancel")
+
+    def notices(self, user: str) -> list[str]:
+        return []
+
+    def _prompts(self) -> list[Prompt]:
+        return [
+            Prompt(str(e["seq"]), False, "pending", str(e.get("text", "")), e)
+            for e in self._texts()
+            if "/approve" in e.get("text", "")
+        ]
+
+    def presentations(self, title: str) -> list[dict[str, Any]]:
+        sent = {
+            (c.get("body") or {}).get("msg", {}).get("client_id"): c
+            for c in self.emulator.calls("/ilink/bot/sendmessage")
+        }
+        return [
+            {"messageId": client_id, "text": json.dumps(call["body"]), "native": False}
+            | {"pinned": False}
+            for client_id, call in sent.items()
+            if title in json.dumps(call.get("body"), ensure_ascii=False)
+        ]
+
+
+#: Chat platform name -> its contract test driver (a new platform adds one entry).
+DRIVERS: dict[str, type[Driver]] = {
+    driver.platform: driver
+    for driver in (DingtalkDriver, FeishuDriver, TelegramDriver, SlackDriver, WeixinDriver)
+}
