@@ -1,4 +1,8 @@
-"""A tiny W3C WebDriver client over ``requests`` (no selenium) for headless Chromium."""
+"""A tiny W3C WebDriver client over ``requests`` (no selenium) for headless Chromium.
+
+The session records the browser's console (``goog:loggingPrefs``): :meth:`Browser.browser_log`
+reads and clears it (console messages, uncaught errors, failed page requests).
+"""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ CHROME_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
-    "--window-size=1100,1400",
+    "--window-size=1100,800",  # a laptop screen: a long answer outgrows it
 ]
 
 
@@ -77,6 +81,7 @@ class Browser:
                 "capabilities": {
                     "alwaysMatch": {
                         "browserName": "chrome",
+                        "goog:loggingPrefs": {"browser": "ALL"},
                         "goog:chromeOptions": {
                             "binary": chrome,
                             "args": [*CHROME_ARGS, f"--user-data-dir={self._profile}"],
@@ -124,6 +129,18 @@ class Browser:
 
     def script(self, source: str, *args: Any) -> Any:
         return self.cmd("POST", "/execute/sync", {"script": source, "args": list(args)})
+
+    def find_js(self, source: str, *args: Any) -> str:
+        """The element a script returns (``return document.querySelector(...)``)."""
+        value = self.script(source, *args)
+        if not isinstance(value, dict) or ELEMENT not in value:
+            raise WebDriverError(f"the script returned no element: {value!r}")
+        return str(value[ELEMENT])
+
+    def browser_log(self) -> list[dict[str, Any]]:
+        """The console entries since the last call (``level``, ``source``, ``message``):
+        console calls, uncaught errors and failed requests; reading clears them."""
+        return list(self.cmd("POST", "/se/log", {"type": "browser"}))
 
     def screenshot(self, path: Path) -> Path:
         data = self.cmd("GET", "/screenshot")

@@ -158,6 +158,7 @@ def telegram_message_view(card: Mapping[str, Any]) -> dict[str, Any]:
         "kind": "message",
         "state": state,
         "text": "" if card.get("deleted") else str(card.get("text", "")),
+        "parseMode": card.get("parse_mode"),  # the page renders HTML's few tags
         "keyboard": keyboard,
         "edited": bool(card.get("edits")),
         "updates": card.get("edits", 0),
@@ -461,6 +462,7 @@ class TelegramEmulator(DraftChat, EmulatorBase):
                 "message_id": message_id,
                 "kind": "message",
                 "text": text,
+                "parse_mode": params.get("parse_mode") or None,
                 "reply_markup": markup,
                 "date": int(time.time()),
                 "edits": 0,
@@ -501,6 +503,7 @@ class TelegramEmulator(DraftChat, EmulatorBase):
                     "are exactly the same as a current content and reply markup of the message"
                 )
             card["text"] = text
+            card["parse_mode"] = params.get("parse_mode") or None
             card["reply_markup"] = markup
             card["edits"] += 1
             card["edit_date"] = int(time.time())

@@ -69,7 +69,12 @@ class DraftChat:
         if len(text) > _MAX_TEXT:
             return _bad("TEXT_TOO_LONG")
         with self._lock:
-            self._draft = {"draftId": draft_id, "text": text, "at": time.time()}
+            self._draft = {
+                "draftId": draft_id,
+                "text": text,
+                "parseMode": params.get("parse_mode") or None,
+                "at": time.time(),
+            }
             self._drafts.append({"draftId": draft_id, "text": text, "monotonic": time.monotonic()})
             self._touch()
         return HttpReply(200, {"ok": True, "result": True})
@@ -78,11 +83,11 @@ class DraftChat:
         draft = self._draft
         if draft is None or time.time() - draft["at"] > DRAFT_SECONDS:
             return None
-        return {"draftId": draft["draftId"], "text": draft["text"]}
+        return {"draftId": draft["draftId"], "text": draft["text"], "parseMode": draft["parseMode"]}
 
     def draft(self) -> dict[str, Any] | None:
-        """The draft the chat shows now (``{"draftId", "text"}``; ``text`` ``""`` is the
-        thinking placeholder), None when none is live."""
+        """The draft the chat shows now (``{"draftId", "text", "parseMode"}``; ``text``
+        ``""`` is the thinking placeholder), None when none is live."""
         with self._lock:
             return self._live_draft()
 

@@ -1,4 +1,9 @@
-/* channelkit playground page: long-polls /_emulator/state and renders the emulated chat. */
+/* channelkit playground page: long-polls /_emulator/state and renders the emulated chat.
+ *
+ * Every piece of text from the emulator (messages, cards, drafts) is put on the page as
+ * DOM nodes built here (text nodes, or the few Telegram HTML tags allowed), never as HTML.
+ * An unexpected error is logged with console.error and shown in the error bar; the page
+ * keeps polling, and one card that fails to render does not stop the others. */
 (function () {
   "use strict";
 
@@ -8,12 +13,49 @@
   var form = document.getElementById("composer-form");
   var input = document.getElementById("composer");
   var platformEl = document.getElementById("platform");
+  var errorBar = document.getElementById("error-bar");
+  var errorText = document.getElementById("error-text");
+  var errorClose = document.getElementById("error-close");
   var rendered = {};   // timeline seq -> element
   var cardEls = {};    // card id -> element
   var msgEls = {};     // user msgId -> element
   var version = -1;
   var pollWait = 8;
+  var offline = false; // the last poll could not reach the playground
+  var platform = "";   // the emulated platform, from the first poll
 
+  // -- errors ----------------------------------------------------------------------------
+  function describe(err) {
+    if (err && err.message) return err.message;
+    return String(err);
+  }
+
+  function showError(text) {
+    if (!errorBar) return;
+    errorText.textContent = text;
+    errorBar.hidden = false;
+  }
+
+  function hideError() {
+    if (errorBar) errorBar.hidden = true;
+  }
+
+  // An unexpected error: the console gets the whole error (with its stack), the page a line.
+  function reportError(what, err) {
+    console.error("playground: " + what + " failed:", err);
+    showError(what + " failed: " + describe(err));
+  }
+
+  if (errorClose) errorClose.addEventListener("click", hideError);
+  // Whatever escapes a handler: the browser logs it already, the page shows it too.
+  window.addEventListener("error", function (e) {
+    showError("error: " + (e.message || "unknown error"));
+  });
+  window.addEventListener("unhandledrejection", function (e) {
+    reportError("a background task", e.reason);
+  });
+
+  // -- nodes -----------------------------------------------------------------------------
   function el(tag, cls, text) {
     var node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -21,9 +63,13 @@
     return node;
   }
 
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
   // Minimal, safe Markdown: **bold** and line breaks (text nodes only).
   function renderText(node, text) {
-    node.textContent = "";
+    clear(node);
     var parts = String(text || "").split(/(\*\*[^*]+\*\*)/);
     parts.forEach(function (part) {
       if (/^\*\*[^*]+\*\*$/.test(part)) node.appendChild(el("b", null, part.slice(2, -2)));
@@ -31,15 +77,130 @@
     });
   }
 
+  // -- Telegram HTML (parse_mode "HTML") ----------------------------------------------------
+  // The tags Telegram's HTML parse mode knows, by the group an end tag must match.
+  var TG_TAGS = {
+    b: "b", strong: "b", i: "i", em: "i", u: "u", ins: "u", s: "s", strike: "s", del: "s",
+    code: "code", pre: "pre", a: "a", blockquote: "blockquote",
+    "tg-spoiler": "spoiler", span: "spoiler"
+  };
+  var TG_ELEMENT = { spoiler: "span", a: "a" };
+  var TG_TAG_RE = /<(\/?)([a-zA-Z][a-zA-Z0-9-]*)((?:\s[^<>]*)?)>/g;
+  var TG_ENTITIES = { lt: "<", gt: ">", amp: "&", quot: "\"" };
+
+  function decodeEntities(text) {
+    return text.replace(/&(#[xX][0-9a-fA-F]{1,6}|#[0-9]{1,7}|lt|gt|amp|quot);/g, function (m, name) {
+      if (name.charAt(0) !== "#") return TG_ENTITIES[name];
+      var hex = name.charAt(1) === "x" || name.charAt(1) === "X";
+      var code = parseInt(name.slice(hex ? 2 : 1), hex ? 16 : 10);
+      return code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff)
+        ? String.fromCodePoint(code) : m;
+    });
+  }
+
+  function tagAttribute(attrs, name) {
+    var re = new RegExp("(?:^|\\s)" + name + "\\s*=\\s*(?:\"([^\"]*)\"|'([^']*)'|([^\\s\"'=<>`]+))", "i");
+    var m = re.exec(attrs);
+    if (!m) return null;
+    return decodeEntities(m[1] !== undefined ? m[1] : m[2] !== undefined ? m[2] : m[3]);
+  }
+
+  // Only http(s) and tg: links become links.
+  function safeHref(href) {
+    if (href === null) return null;
+    href = href.trim();
+    return /^(?:https?|tg):/i.test(href) ? href : null;
+  }
+
+  function openTgTag(name, attrs) {
+    var group = TG_TAGS[name];
+    if (!group) return null;
+    if (name === "span" && tagAttribute(attrs, "class") !== "tg-spoiler") return null;
+    var node = el(TG_ELEMENT[group] || group, "tg-" + group);
+    if (group === "spoiler") {
+      node.title = "spoiler: click to show";
+      node.addEventListener("click", function () { node.classList.toggle("revealed"); });
+    } else if (group === "a") {
+      var href = safeHref(tagAttribute(attrs, "href"));
+      if (href === null) return el("span", "tg-link-refused");
+      node.href = href;
+      node.target = "_blank";
+      node.rel = "noopener noreferrer";
+    }
+    return node;
+  }
+
+  // Telegram HTML as DOM nodes: the allowed tags become elements (no attributes but a
+  // checked href), entities are decoded, anything else (other tags, unmatched end tags)
+  // stays visible as the literal text it is.
+  function renderTelegramHtml(node, html) {
+    clear(node);
+    var stack = [{ group: null, node: node }];
+    var top = function () { return stack[stack.length - 1].node; };
+    var addText = function (text, decode) {
+      if (text) top().appendChild(document.createTextNode(decode ? decodeEntities(text) : text));
+    };
+    var last = 0;
+    var m;
+    TG_TAG_RE.lastIndex = 0;
+    while ((m = TG_TAG_RE.exec(html)) !== null) {
+      addText(html.slice(last, m.index), true);
+      last = TG_TAG_RE.lastIndex;
+      var name = m[2].toLowerCase();
+      var handled = false;
+      if (m[1]) {
+        var group = TG_TAGS[name];
+        for (var i = stack.length - 1; group && i > 0; i--) {
+          if (stack[i].group === group) { stack.length = i; handled = true; break; }
+        }
+      } else {
+        var opened = openTgTag(name, m[3]);
+        if (opened) {
+          top().appendChild(opened);
+          stack.push({ group: TG_TAGS[name], node: opened });
+          handled = true;
+        }
+      }
+      if (!handled) addText(m[0], false);
+    }
+    addText(html.slice(last), true);
+  }
+
+  // A message's text in the format it was sent with: Telegram's HTML parse mode; Slack's
+  // Markdown (**bold**); anything else as plain text.
+  function renderFormatted(node, text, parseMode) {
+    if (parseMode && String(parseMode).toUpperCase() === "HTML") renderTelegramHtml(node, text || "");
+    else if (platform === "slack") renderText(node, text);
+    else node.textContent = text || "";
+  }
+
+  // -- requests ----------------------------------------------------------------------------
+  function readJson(response, what) {
+    if (!response.ok) {
+      return response.text().then(function (body) {
+        throw new Error(what + " answered HTTP " + response.status + ": " + body.slice(0, 200));
+      });
+    }
+    return response.json();
+  }
+
   function post(path, body) {
     return fetch(path, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify(body || {})
-    }).then(function (r) { return r.json(); });
+    }).then(function (r) { return readJson(r, "POST " + path); });
   }
 
+  // -- chat rows ---------------------------------------------------------------------------
   function scrollDown() { chat.scrollTop = chat.scrollHeight; }
+
+  // Rows go before the draft, which stays the last thing in the list.
+  function appendRow(row) {
+    if (draftEl && draftEl.parentNode === chat) chat.insertBefore(row, draftEl);
+    else chat.appendChild(row);
+    return row;
+  }
 
   function addMessage(entry) {
     var row = el("div", "row " + (entry.from === "user" ? "user" : "bot"));
@@ -55,8 +216,7 @@
     } else if (entry.via) {
       row.appendChild(el("div", "meta", "via " + entry.via));
     }
-    chat.appendChild(row);
-    return row;
+    return appendRow(row);
   }
 
   function addCard(entry) {
@@ -66,37 +226,48 @@
     card.dataset.cardId = entry.card;
     row.appendChild(card);
     cardEls[entry.card] = card;
-    chat.appendChild(row);
-    return row;
+    return appendRow(row);
+  }
+
+  function setButtons(card, disabled) {
+    card.querySelectorAll("button").forEach(function (b) { b.disabled = disabled; });
   }
 
   function action(cardId, name, formData, userId) {
     // A teammate's click changes nothing (the SDK refuses it), so it locks no buttons.
     var card = userId ? null : cardEls[cardId];
     var before = card ? card.dataset.state + "/" + card.dataset.rev : null;
-    if (card) card.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    if (card) setButtons(card, true);
     // A click the platform acknowledged but the SDK ignored (for example one that raced
     // the card's activation) changes nothing: let the person click again.
     setTimeout(function () {
-      if (card && card.dataset.state + "/" + card.dataset.rev === before) {
-        card.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
-      }
+      if (card && card.dataset.state + "/" + card.dataset.rev === before) setButtons(card, false);
     }, 1500);
     var body = { action: name, form: formData || {} };
     if (userId) body.userId = userId;
     return post("/_emulator/cards/" + encodeURIComponent(cardId) + "/action", body).then(function (res) {
       if (card && (!res || res.status >= 300 || res.status === 0)) {
+        // the channel's answer to the platform's callback: shown on the card itself
         var note = card.querySelector(".error-note") || el("div", "error-note");
         note.textContent = "callback answered " + (res ? res.status : "?");
         card.appendChild(note);
-        card.querySelectorAll("button").forEach(function (b) { b.disabled = false; });
+        setButtons(card, false);
       }
+    }).catch(function (err) {
+      if (card) setButtons(card, false);
+      reportError("the " + name + " click", err);
     });
+  }
+
+  function renderBadge(card, view) {
+    var badge = card.querySelector(".badge");
+    var state = String(view.state || "");
+    badge.className = "badge " + state;
+    badge.textContent = state.charAt(0).toUpperCase() + state.slice(1);
   }
 
   function renderStatus(card, view) {
     if (!card.dataset.built) {
-      card.innerHTML = "";
       var head = el("div", "card-head");
       head.appendChild(el("span", "badge"));
       head.appendChild(el("span", "status-line"));
@@ -118,14 +289,12 @@
       card.appendChild(actions);
       card.dataset.built = "1";
     }
-    var badge = card.querySelector(".badge");
-    badge.className = "badge " + view.state;
-    badge.textContent = view.state.charAt(0).toUpperCase() + view.state.slice(1);
+    renderBadge(card, view);
     card.querySelector(".status-line").textContent = view.statusLine || "";
     var content = card.querySelector(".card-content");
     renderText(content, view.content);
     content.classList.toggle("empty", !view.content);
-    var canStop = view.actions.indexOf("stop") >= 0;
+    var canStop = (view.actions || []).indexOf("stop") >= 0;
     card.querySelectorAll(".stop-btn, .stop-teammate-btn").forEach(function (b) {
       b.hidden = !canStop;
       if (!canStop) b.disabled = true;
@@ -136,11 +305,11 @@
     var data = {};
     (view.questions || []).forEach(function (q) {
       var checked = Array.prototype.slice.call(
-        card.querySelectorAll('input[data-q="' + q.name + '"]:checked')
+        card.querySelectorAll('input[data-q="' + CSS.escape(q.name) + '"]:checked')
       ).map(function (i) { return i.value; });
       data[q.name] = q.multi ? checked : (checked[0] || "");
       if (q.other) {
-        var text = card.querySelector('input[name="' + q.other.name + '"]');
+        var text = card.querySelector('input[name="' + CSS.escape(q.other.name) + '"]');
         if (text && text.value.trim()) data[q.other.name] = text.value.trim();
       }
     });
@@ -149,7 +318,6 @@
 
   function renderQuestion(card, view) {
     if (!card.dataset.built) {
-      card.innerHTML = "";
       card.classList.add("question-card");
       var head = el("div", "card-head");
       head.appendChild(el("span", "badge"));
@@ -161,7 +329,7 @@
         var fs = el("fieldset", "question");
         fs.dataset.name = q.name;
         fs.appendChild(el("legend", null, q.label + (q.multi ? " (choose any)" : "")));
-        q.options.forEach(function (o, oi) {
+        (q.options || []).forEach(function (o, oi) {
           var label = el("label", "option");
           var box = document.createElement("input");
           box.type = q.multi ? "checkbox" : "radio";
@@ -195,12 +363,10 @@
       card.appendChild(actions);
       card.dataset.built = "1";
     }
-    var badge = card.querySelector(".badge");
-    badge.className = "badge " + view.state;
-    badge.textContent = view.state.charAt(0).toUpperCase() + view.state.slice(1);
+    renderBadge(card, view);
     card.querySelector(".q-title").textContent = view.title || "Question";
     card.querySelector(".q-desc").textContent = view.desc || "";
-    var open = view.actions.indexOf("submit") >= 0;
+    var open = (view.actions || []).indexOf("submit") >= 0;
     card.querySelectorAll("input").forEach(function (i) { i.disabled = !open; });
     var submitBtn = card.querySelector(".submit-btn");
     submitBtn.textContent = view.button || "Submit";
@@ -211,7 +377,7 @@
   // Buttons under a message or card: a callback button sends a tap (the platform's
   // callback_query or card action), a link button opens its http(s) link.
   function renderKeyboard(kb, view) {
-    kb.innerHTML = "";
+    clear(kb);
     (view.keyboard || []).forEach(function (row) {
       var line = el("div", "kb-row");
       row.forEach(function (b) {
@@ -241,7 +407,7 @@
     var key = JSON.stringify([view.content || "", view.keyboard || []]);
     if (card.dataset.custom === key) return;
     card.dataset.custom = key;
-    card.innerHTML = "";
+    clear(card);
     var body = el("div", "card-body");
     body.appendChild(el("pre", "card-content", view.content || ""));
     card.appendChild(body);
@@ -252,18 +418,22 @@
     }
   }
 
-  // A chat message with an optional inline keyboard (Telegram): edited in place.
+  // A chat message with an optional inline keyboard (Telegram, Slack): edited in place.
   function renderMessage(card, view) {
     if (!card.dataset.built) {
-      card.innerHTML = "";
       card.classList.add("message-card");
       card.appendChild(el("div", "card-body msg-text"));
       card.appendChild(el("div", "keyboard"));
       card.appendChild(el("div", "meta msg-meta"));
       card.dataset.built = "1";
     }
-    card.querySelector(".msg-text").textContent = view.state === "deleted"
-      ? "(message deleted)" : view.text;
+    var text = card.querySelector(".msg-text");
+    var textKey = JSON.stringify([view.state === "deleted", view.text || "", view.parseMode || ""]);
+    if (text.dataset.key !== textKey) {
+      text.dataset.key = textKey;
+      if (view.state === "deleted") text.textContent = "(message deleted)";
+      else renderFormatted(text, view.text, view.parseMode);
+    }
     var kbKey = JSON.stringify(view.keyboard || []);
     var kb = card.querySelector(".keyboard");
     if (card.dataset.kb !== kbKey) {
@@ -284,10 +454,21 @@
     toast.textContent = view.toast.text;
   }
 
+  // A bot message may change kind in place (Slack's form becomes a plain message once
+  // it is answered): start that card over in its new kind.
+  function resetCard(card, kind) {
+    clear(card);
+    card.className = "card";
+    delete card.dataset.built;
+    delete card.dataset.custom;
+    delete card.dataset.kb;
+    card.dataset.kind = kind;
+  }
+
   function renderCard(cardId, view) {
     var card = cardEls[cardId];
     if (!card || !view) return;
-    card.dataset.kind = view.kind;
+    if (card.dataset.kind !== view.kind) resetCard(card, view.kind);
     card.dataset.state = view.state;
     card.dataset.rev = view.updates || 0;
     if (view.kind === "status") renderStatus(card, view);
@@ -314,7 +495,22 @@
     hint.textContent = text;
   }
 
+  // Telegram's sendMessageDraft: the bot's message as it is being written, shown as the
+  // last entry of the message list.
+  function renderDraft(draft) {
+    if (!draftEl) return;
+    draftEl.hidden = !draft;
+    draftEl.dataset.placeholder = draft && !draft.text ? "1" : "0";
+    if (!draft) return;
+    var key = JSON.stringify([draft.text || "", draft.parseMode || ""]);
+    if (draftEl.dataset.key === key) return;
+    draftEl.dataset.key = key;
+    if (draft.text) renderFormatted(draftEl, draft.text, draft.parseMode);
+    else draftEl.textContent = "Thinking\u2026";
+  }
+
   function apply(state) {
+    platform = state.platform || "";
     if (platformEl && state.platform) platformEl.textContent = state.platform + " (emulated)";
     applyHint(state.platform);
     var atBottom = chat.scrollHeight - chat.scrollTop - chat.clientHeight < 80;
@@ -327,7 +523,11 @@
     var views = state.views || {};
     var running = false;
     Object.keys(cardEls).forEach(function (id) {
-      renderCard(id, views[id]);
+      try {
+        renderCard(id, views[id]);
+      } catch (err) {  // one card's trouble leaves the rest of the chat up to date
+        reportError("rendering card " + id, err);
+      }
       if (views[id] && views[id].state === "running") running = true;
     });
     var reactions = state.reactions || {};
@@ -345,12 +545,7 @@
     });
     document.body.dataset.waiting = waiting ? "1" : "0";
     typing.hidden = waiting || !(running || state.typing);
-    // Telegram's sendMessageDraft: the bot's message as it is being written.
-    if (draftEl) {
-      draftEl.hidden = !state.draft;
-      if (state.draft) renderText(draftEl, state.draft.text || "Thinking\u2026");
-      draftEl.dataset.placeholder = state.draft && !state.draft.text ? "1" : "0";
-    }
+    renderDraft(state.draft);
     // Telegram's typing status lasts 5 s, and an answered request may change nothing
     // else the page sees at once: poll sooner so either can lapse.
     pollWait = state.typing || state.draft || state.requestPending ? 1 : 8;
@@ -366,13 +561,27 @@
 
   function poll() {
     fetch("/_emulator/state?since=" + version + "&wait=" + pollWait, { cache: "no-store" })
-      .then(function (r) { return r.json(); })
+      .then(function (r) { return readJson(r, "GET /_emulator/state"); })
       .then(function (state) {
+        if (offline) { offline = false; hideError(); }
         version = state.version;
-        apply(state);
+        try {
+          apply(state);
+        } catch (err) {
+          reportError("updating the chat", err);
+        }
         setTimeout(poll, 30);
-      })
-      .catch(function () { setTimeout(poll, 1000); });
+      }, function (err) {
+        if (err instanceof TypeError) {
+          // the request never got an answer: the playground stopped or restarts
+          offline = true;
+          console.warn("playground: cannot reach the playground, retrying:", describe(err));
+          showError("cannot reach the playground; retrying\u2026");
+        } else {
+          reportError("polling the chat", err);
+        }
+        setTimeout(poll, 1000);
+      });
   }
 
   form.addEventListener("submit", function (e) {
@@ -380,7 +589,16 @@
     var text = input.value.trim();
     if (!text) return;
     input.value = "";
-    post("/_emulator/send", { text: text });
+    scrollDown();
+    post("/_emulator/send", { text: text }).then(function (res) {
+      if (res && (res.status === 0 || res.status >= 300)) {
+        console.warn("playground: the channel answered", res.status, "to a message:", res.body);
+        showError("the channel answered " + res.status + " to your message");
+      }
+    }).catch(function (err) {
+      if (!input.value) input.value = text;  // nothing lost: the text is back in the box
+      reportError("sending your message", err);
+    });
   });
 
   poll();
