@@ -54,7 +54,7 @@ from channelkit.platforms.common import (
     bound_text,
     first_notice,
 )
-from channelkit.platforms.common.contract import Decision, Interaction, PresentOutcome
+from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.projection_queue import ProjectionQueue
 from channelkit.platforms.common.registry import (
     CardRegistry,
@@ -800,11 +800,9 @@ class DingtalkPresenter:
         """`OutputSurface.close_segment`: the segment's card ends (queued, not awaited)."""
         self.close_output(segment, "", reason, wait=False)
 
-    def present(self, request: InputRequestLike) -> PresentOutcome:
+    def present(self, request: InputRequestLike) -> str:
         """`QuestionSurface.present`: :meth:`present_input` with the default lifetime."""
-        result = self.present_input(request)
-        assert result in ("presented", "handled", "unsupported")
-        return result  # type: ignore[return-value]
+        return self.present_input(request)
 
     def close(self) -> None:
         """Finalize every live run as cancelled (used by ``ChannelBase.close``)."""
