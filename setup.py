@@ -26,6 +26,12 @@ FEISHU_WS_REQUIRES = ["protobuf>=5.26"]
 #: RedisStore). An extra, because one process keeps its state in memory.
 REDIS_REQUIRES = ["redis>=5"]
 
+#: Every optional feature the README and ``channelkit playground --help`` offer, in one
+#: extra: serve, Flask, Django, the Feishu long connection and the Redis store.
+ALL_REQUIRES = sorted(
+    {*SERVE_REQUIRES, *FEISHU_WS_REQUIRES, *REDIS_REQUIRES, "flask>=2.3", "django>=4.2"}
+)
+
 REPOSITORY = "https://github.com/channelkit/channelkit"
 DOCUMENTATION = "https://channelkit.github.io/channelkit/"
 
@@ -77,6 +83,7 @@ setup(
         "serve": SERVE_REQUIRES,
         "feishu-ws": FEISHU_WS_REQUIRES,
         "redis": REDIS_REQUIRES,
+        "all": ALL_REQUIRES,
         "test": TEST_REQUIRES
         + FEISHU_WS_REQUIRES
         + REDIS_REQUIRES
