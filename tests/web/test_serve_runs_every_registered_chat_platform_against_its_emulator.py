@@ -44,8 +44,14 @@ def _point_slack_at(emulator: Any, url: str) -> None:
 CALLBACKS: dict[tuple[str, str], Callable[[Any, str], None]] = {
     ("slack", "events"): _point_slack_at,
 }
-#: emulator keyword arguments per platform (how the emulator delivers to the bot)
-EMULATOR_OPTIONS: dict[str, dict[str, Any]] = {"slack": {"ingress": "events"}}
+#: emulator keyword arguments per platform (how the emulator delivers to the bot). The
+#: Weixin emulator holds an idle getupdates 2 s instead of 25: a polling connection counts
+#: as connected once its first poll has returned, so /healthz would answer 503 for the
+#: whole first hold.
+EMULATOR_OPTIONS: dict[str, dict[str, Any]] = {
+    "slack": {"ingress": "events"},
+    "weixin": {"hold_seconds": 2.0},
+}
 
 #: chat platforms without an emulator yet (they cannot join a message round trip)
 WITHOUT_EMULATOR: frozenset[str] = frozenset()
