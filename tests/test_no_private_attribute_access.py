@@ -13,8 +13,10 @@ starts with an underscore and is not a dunder (``__name__``). It is allowed only
 The only other names let through are the few the standard library documents as public
 despite their underscore (:data:`STDLIB_PUBLIC`).
 
-Importing another module's private name (``from a.b import _helper``) is the same reach
-and is reported too (an alias such as ``import_module as _im`` of a public name is not).
+Importing another module's private name (``from a.b import _helper``) and reaching it by
+reflection with a literal name (``getattr(obj, "_x")``, ``setattr``, ``hasattr``,
+``delattr``) are the same reach and are reported too (an alias such as
+``import_module as _im`` of a public name is not).
 
 Everything else is a reach into another module's internals: use a public (or documented
 internal) method of the object, or hand the code the narrow collaborator it needs.
@@ -148,6 +150,24 @@ def _own_receiver(value: ast.expr) -> bool:
     )
 
 
+REFLECTION = frozenset({"getattr", "setattr", "hasattr", "delattr"})
+
+
+def _reflective_access(node: ast.AST) -> tuple[ast.expr, str] | None:
+    """``(receiver, name)`` of ``getattr(receiver, "_name", ...)`` and its siblings."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in REFLECTION
+        and len(node.args) >= 2
+    ):
+        return None
+    name = node.args[1]
+    if isinstance(name, ast.Constant) and isinstance(name.value, str) and is_private(name.value):
+        return node.args[0], name.value
+    return None
+
+
 def private_accesses(source: str, filename: str = "<module>") -> list[tuple[int, str]]:
     """``(line, "expr._name")`` of every disallowed access in ``source``."""
     tree = ast.parse(source, filename=filename)
@@ -159,6 +179,12 @@ def private_accesses(source: str, filename: str = "<module>") -> list[tuple[int,
             for alias in node.names:
                 if is_private(alias.name):
                     found.append((node.lineno, f"from {module} import {alias.name}"))
+            continue
+        reflective = _reflective_access(node)
+        if reflective is not None:
+            receiver, name = reflective
+            if not _own_receiver(receiver) and name not in own:
+                found.append((node.lineno, f"{ast.unparse(node)}"))
             continue
         if not isinstance(node, ast.Attribute) or not is_private(node.attr):
             continue
@@ -207,6 +233,7 @@ def test_reaching_into_another_object_is_found() -> None:
         "        channel._active[run.session_id] = run\n"
         "    del run._cache\n"
         "    from channelkit.core.text import _label, sanitize_text as _clean\n"
+        "    getattr(run, '_state', None), getattr(run, name), hasattr(self, '_own')\n"
         "    return channel.public, channel.__class__\n"
     )
     assert private_accesses(source) == [
@@ -214,6 +241,7 @@ def test_reaching_into_another_object_is_found() -> None:
         (3, "channel._active"),
         (4, "run._cache"),
         (5, "from channelkit.core.text import _label"),
+        (6, "getattr(run, '_state', None)"),
     ]
 
 
