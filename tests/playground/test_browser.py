@@ -215,6 +215,13 @@ class Page:
                 f"return !{stop} && !document.querySelector('.card[data-state=\"running\"]')",
                 "the stream to stop and its Stop button to go",
             )
+            # the stopped stream ends with Slack's _Stopped._: italic, no underscores shown
+            self.wait(
+                "return Array.from(document.querySelectorAll('.msg-text i'))"
+                ".some(i => i.textContent === 'Stopped.')",
+                "the italic Stopped. mark",
+            )
+            assert "_Stopped._" not in self.browser.script(BOT_TEXT)
         else:  # Telegram and Weixin stop a run with the /cancel command
             self.send("/cancel")
             self.wait_text("Cancelled current request.")

@@ -77,6 +77,25 @@
     });
   }
 
+  // Slack's message text: **bold**, _italic_ and `code` (the forms Slack's Markdown and
+  // mrkdwn agree on), the rest as text nodes.
+  var SLACK_MARKUP = /(\*\*[^*\n]+\*\*|`[^`\n]+`|(?<![\w_])_[^_\n]+_(?![\w_]))/;
+
+  function renderSlackText(node, text) {
+    clear(node);
+    String(text || "").split(SLACK_MARKUP).forEach(function (part, index) {
+      if (index % 2 === 0) {
+        if (part) node.appendChild(document.createTextNode(part));
+      } else if (part.charAt(0) === "*") {
+        node.appendChild(el("b", null, part.slice(2, -2)));
+      } else if (part.charAt(0) === "`") {
+        node.appendChild(el("code", "tg-code", part.slice(1, -1)));
+      } else {
+        node.appendChild(el("i", null, part.slice(1, -1)));
+      }
+    });
+  }
+
   // -- Telegram HTML (parse_mode "HTML") ----------------------------------------------------
   // The tags Telegram's HTML parse mode knows, by the group an end tag must match.
   var TG_TAGS = {
@@ -167,10 +186,10 @@
   }
 
   // A message's text in the format it was sent with: Telegram's HTML parse mode; Slack's
-  // Markdown (**bold**); anything else as plain text.
+  // Markdown; anything else as plain text.
   function renderFormatted(node, text, parseMode) {
     if (parseMode && String(parseMode).toUpperCase() === "HTML") renderTelegramHtml(node, text || "");
-    else if (platform === "slack") renderText(node, text);
+    else if (platform === "slack") renderSlackText(node, text);
     else node.textContent = text || "";
   }
 
