@@ -111,6 +111,10 @@ def test_a_spec_is_frozen_and_its_tables_are_read_only() -> None:
         spec.credentials_schema["type"] = "string"  # type: ignore[index]
     with pytest.raises(TypeError):
         PLATFORMS["telegram"] = spec  # type: ignore[index]
+    # equal by value, and hashable (a set of specs, a dict keyed by spec)
+    assert _spec(ingress=("polling", "webhook")) == spec
+    assert len({spec, _spec(ingress=("polling", "webhook")), PLATFORMS["telegram"]}) == 2
+    assert hash(PLATFORMS["dingtalk"].playground) == hash(PLATFORMS["dingtalk"].playground)
 
 
 def test_playground_defaults_check_that_the_emulator_credentials_exist() -> None:

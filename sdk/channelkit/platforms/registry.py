@@ -170,9 +170,9 @@ class PlaygroundDefaults:
     """
 
     emulator: Ref
-    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
-    emulator_credentials: Mapping[str, str] = field(default_factory=dict)
-    emulator_options: Mapping[str, Any] = field(default_factory=dict)
+    credentials: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
+    emulator_credentials: Mapping[str, str] = field(default_factory=dict, hash=False)
+    emulator_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     api_base_url_option: str = "apiBaseUrl"
 
     def __post_init__(self) -> None:
@@ -235,7 +235,7 @@ class PlatformSpec:
     docs: str
     config_class: Ref | None = None
     channel_class: Ref | None = None
-    credentials_schema: Mapping[str, Any] | None = field(default=None, repr=False)
+    credentials_schema: Mapping[str, Any] | None = field(default=None, repr=False, hash=False)
     ingress: tuple[str, ...] = ()
     parse_config: Ref | None = None
     settings_case: str = "camel"
