@@ -68,7 +68,7 @@ class Capabilities:
     live_output: str | None = None  # None: a segment shows while it runs; else why not
     stop_button: str | None = None  # None: it has one; else why not
     private_notice: str | None = None
-    foreign_users: str | None = None
+    foreign_users: str | None = None  # somebody else can press the bot's buttons
     native_questions: str | None = None
     approval_buttons: str | None = None
     native_presentation: str | None = None
@@ -109,6 +109,18 @@ class Driver:
         self.clock = clock
         self.emulator: Any = pg.emulator
         self._labels: dict[str, str] = {}
+        self._last_msg_id: str | None = None
+        # every HTTP delivery to the SDK (the emulator's public ``deliver`` seam), so a
+        # test can deliver one again as the platform retries it
+        self._deliveries: list[tuple[str, dict[str, str], bytes]] = []
+        self._deliver = self.emulator.deliver
+
+        def recording(url: str, headers: Any, body: bytes) -> Any:
+            self._deliveries.append((url, dict(headers), body))
+            del self._deliveries[:-20]
+            return self._deliver(url, headers, body)
+
+        self.emulator.deliver = recording
 
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
@@ -170,6 +182,20 @@ class Driver:
         response = requests.post(f"{self.pg.url}/_emulator/send", json={"text": text}, timeout=5)
         assert response.status_code == 200, response.text
         assert response.json()["status"] == 200, response.json()
+        self._last_msg_id = str(response.json()["msgId"])
+
+    #: a chat of the platform other than the emulated one (its id's shape)
+    other_chat: ClassVar[str] = "other-chat"
+    #: the ingress path a person's message is delivered to (HTTP ingress)
+    message_path: ClassVar[str] = ""
+
+    def redeliver_last_message(self) -> int:
+        """Deliver the owner's last message again, as the platform retries a delivery it
+        thinks was lost (same message / event id); the channel's answer status."""
+        url, headers, body = next(
+            d for d in reversed(self._deliveries) if d[0].endswith(self.message_path)
+        )
+        return int(self._deliver(url, headers, body).status)
 
     def click(
         self, card_id: str, action: str, form: Any = None, user: str | None = None
@@ -304,7 +330,14 @@ def _status_state(raw: str) -> str:
 
 class DingtalkDriver(Driver):
     platform = "dingtalk"
+    other_chat = "cidOtherChat"
     caps = Capabilities(pins="DingTalk robots cannot pin messages")
+
+    def redeliver_last_message(self) -> int:
+        """Stream mode: the gateway sends the ACKed frame again (same message id)."""
+        frame = next(c for c in reversed(self.emulator.callbacks()) if c["kind"] == "robot")
+        ack = self.emulator.stream.redeliver(frame["messageId"])
+        return 200 if ack is not None and ack.code == 200 else 0
 
     def segments(self) -> list[Segment]:
         return [
@@ -399,6 +432,15 @@ class DingtalkDriver(Driver):
 
 class FeishuDriver(Driver):
     platform = "feishu"
+    other_chat = "oc_other_chat"
+    message_path = "/feishu/events"
+
+    def redeliver_last_message(self) -> int:
+        """Feishu retries an event with the same ``event_id`` under a fresh signature."""
+        url, _, _ = next(d for d in reversed(self._deliveries) if d[0].endswith(self.message_path))
+        envelope = self._sealed[-1]
+        headers, body = self._seal(envelope)
+        return int(self._deliver(url, headers, body).status)
 
     def segments(self) -> list[Segment]:
         return [
@@ -431,6 +473,16 @@ class FeishuDriver(Driver):
     def __init__(self, pg: Playground, clock: FakeClock) -> None:
         super().__init__(pg, clock)
         self._toasts: list[tuple[str | None, str, dict[str, Any]]] = []
+        self._sealed: list[Any] = []  # the message events sealed for delivery
+        self._seal = self.emulator.seal
+
+        def seal(payload: Any) -> Any:
+            if (payload.get("header") or {}).get("event_type") == "im.message.receive_v1":
+                self._sealed.append(payload)
+                del self._sealed[:-20]
+            return self._seal(payload)
+
+        self.emulator.seal = seal
 
     def reset(self) -> None:
         super().reset()
@@ -490,9 +542,13 @@ class FeishuDriver(Driver):
 
 class TelegramDriver(Driver):
     platform = "telegram"
+    other_chat = "777001"
+    # webhook ingress: a redelivered update is the same POST again (the polling path
+    # has its own tests)
+    playground_options = {"ingress": "webhook"}
+    message_path = "/telegram/webhook"
     caps = Capabilities(
         stop_button="a run is stopped with /cancel (streamed drafts carry no buttons)",
-        foreign_users="the emulated chat is private: nobody else can send /cancel in it",
     )
 
     def _messages(self) -> list[dict[str, Any]]:
@@ -606,6 +662,31 @@ _SLACK_CONTROL = {
 
 class SlackDriver(Driver):
     platform = "slack"
+    other_chat = "D0OTHERCHAT"
+    message_path = "/slack/events"
+
+    def redeliver_last_message(self) -> int:
+        """Slack retries an event (same ``event_id``) with ``X-Slack-Retry-Num``, signed
+        anew."""
+        from channelkit.platforms.slack.ingress import (
+            RETRY_HEADER,
+            SIGNATURE_HEADER,
+            TIMESTAMP_HEADER,
+            sign,
+        )
+
+        url, headers, body = next(
+            d for d in reversed(self._deliveries) if d[0].endswith(self.message_path)
+        )
+        timestamp = str(int(time.time()) + 1)
+        signed = {
+            **headers,
+            RETRY_HEADER: "1",
+            TIMESTAMP_HEADER: timestamp,
+            SIGNATURE_HEADER: sign(self.emulator.signing_secret, timestamp, body),
+        }
+        return int(self._deliver(url, signed, body).status)
+
     known_defects = {
         "failure_told_once": (
             "a run failing before its segment's message opened shows nothing: "
@@ -706,16 +787,25 @@ class SlackDriver(Driver):
 
 class WeixinDriver(Driver):
     platform = "weixin"
+    other_chat = "other-user@im.wechat"
     caps = Capabilities(
         live_output="iLink messages cannot be edited: a segment is sent once, when it ends",
         stop_button="iLink has no buttons: a run is stopped with /cancel",
         private_notice="iLink has no ephemeral messages or toasts",
-        foreign_users="the emulated chat is private: nobody else can send /cancel in it",
+        foreign_users="iLink has no buttons anybody else could press",
         native_questions="iLink has no cards: a question is the text prompt",
         approval_buttons="iLink has no buttons: /approve or /deny",
         native_presentation="iLink shows plain text only",
         pins="iLink has no pins",
     )
+
+    def redeliver_last_message(self) -> int:
+        """iLink answers a message again to a poll that did not move past it."""
+        response = requests.post(
+            f"{self.pg.url}/_emulator/redeliver", json={"msgId": self._last_msg_id}, timeout=5
+        )
+        assert response.status_code == 200, response.text
+        return 200
 
     def ready(self) -> None:
         """The channel receives once its ``getupdates`` long poll is held."""

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from channelkit.agents import FunctionAgent, Question, Turn
 from channelkit.agents.base import PermissionResponse
+from channelkit.core import InboundMessage
 from channelkit.errors import QuestionError
 from channelkit.runtime import FakeClock
 from contract_drivers import BOUND_S, DRIVERS, FOREIGN, Driver, wait_for
@@ -206,6 +207,52 @@ def test_the_owners_stop_cancels_the_run_and_ends_its_segment_cancelled(ctx: Con
     assert d.failures() == 0
 
 
+def test_a_stop_cancels_exactly_its_own_run_and_a_run_in_another_chat_goes_on(
+    ctx: Context,
+) -> None:
+    """Run A (the emulated chat) and run B (another chat and person, handed to the
+    channel as a real human message) run at once; stopping A leaves B running."""
+    d = ctx.driver
+    token = _token()
+    said_a, entered_b, release_b = threading.Event(), threading.Event(), threading.Event()
+    hold_a = _hold_until_cancelled(ctx.script, f"holding {token}", said_a)
+
+    def fn(turn: Turn) -> str | None:
+        if turn.text != "run B":
+            return hold_a(turn)
+        entered_b.set()
+        deadline = time.monotonic() + BOUND_S
+        while not turn.cancelled and not release_b.is_set() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ctx.script.outcomes.put("B cancelled" if turn.cancelled else "B released")
+        return None
+
+    ctx.script.fn = fn
+    d.send("hold")
+    assert said_a.wait(BOUND_S)
+    channel = d.pg.channel
+    channel.handle_inbound(
+        InboundMessage(
+            channel_name=channel.name,
+            chat_id=d.other_chat,
+            sender_id=FOREIGN,
+            text="run B",
+            message_id=f"other-{token}",
+        )
+    )
+    assert entered_b.wait(BOUND_S)
+    running = None
+    if d.caps.live_output is None:
+        running = d.wait_segment(token, "running")
+        if d.caps.stop_button is None:
+            running = d.wait_stoppable(token)
+    d.stop_run(running)  # type: ignore[arg-type]
+    assert ctx.script.outcome() == "cancelled"  # run A
+    assert ctx.script.no_outcome(0.3)  # run B goes on
+    release_b.set()
+    assert ctx.script.outcome() == "B released"
+
+
 def test_a_foreign_users_stop_is_refused_privately_and_the_run_goes_on(ctx: Context) -> None:
     d = ctx.driver
     d.require("stop_button")
@@ -249,6 +296,27 @@ def test_a_failed_run_ends_failed_and_the_failure_is_told_once(
     assert d.failures() == 1
     seg = d.segment(token)
     assert seg is None or seg.state == "failed", seg  # never shown as a normal answer
+
+
+def test_a_redelivered_message_starts_no_second_run(ctx: Context) -> None:
+    d = ctx.driver
+    token = _token()
+    runs: list[str] = []
+
+    def counts(turn: Turn) -> str:
+        runs.append(turn.text)
+        return f"once {token}"
+
+    ctx.script.fn = counts
+    d.send(f"dedup {token}")
+    d.wait_segment(f"once {token}", "completed")
+    assert d.pg.channel.wait_idle(BOUND_S)
+    assert d.redeliver_last_message() == 200  # ACKed, so the platform stops retrying
+    time.sleep(0.3)  # a second run would start now
+    assert d.pg.channel.wait_idle(BOUND_S)
+    d.settle()
+    assert runs == [f"dedup {token}"]
+    assert len([s for s in d.segments() if f"once {token}" in s.text]) == 1
 
 
 # -- questions -----------------------------------------------------------------------------------
@@ -298,7 +366,7 @@ def test_a_question_is_one_shot_a_second_answer_changes_nothing(ctx: Context) ->
 def test_a_foreign_users_answer_is_refused_then_the_owners_answer_works(ctx: Context) -> None:
     d = ctx.driver
     d.require("native_questions")
-    d.require("foreign_users") if d.platform != "telegram" else None
+    d.require("foreign_users")
     ctx.script.fn = _ask(ctx.script, COLOR)
     d.send("ask")
     prompt = _pending(d, "Pick a color?")
