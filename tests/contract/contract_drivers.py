@@ -125,10 +125,15 @@ class Driver:
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     @contextmanager
-    def start(cls, agent: AgentBridge, clock: FakeClock) -> Iterator[Driver]:
-        with Playground(
-            platform=cls.platform, agent=agent, clock=clock, **cls.playground_options
-        ) as pg:
+    def start(
+        cls, agent: AgentBridge, clock: FakeClock, **channel_options: Any
+    ) -> Iterator[Driver]:
+        """The platform's emulator and channel (``channel_options``: `ChannelConfig`
+        overrides, e.g. admission limits)."""
+        options = dict(cls.playground_options)
+        if channel_options:
+            options["channel_options"] = channel_options
+        with Playground(platform=cls.platform, agent=agent, clock=clock, **options) as pg:
             driver = cls(pg, clock)
             driver.ready()
             yield driver
@@ -176,6 +181,20 @@ class Driver:
             for e in current["timeline"]
             if e["kind"] == "card" and e["card"] in current["views"]
         ]
+
+    def chat_texts(self) -> list[str]:
+        """Every text the bot shows in the chat now (messages and cards), in order."""
+        current = self.state()
+        out = []
+        for entry in current["timeline"]:
+            if entry.get("from") != "bot":
+                continue
+            if entry["kind"] == "card":
+                view = current["views"].get(entry["card"]) or {}
+                out.append(str(view.get("text") or view.get("content") or ""))
+            else:
+                out.append(str(entry.get("text", "")))
+        return out
 
     def send(self, text: str) -> None:
         """The owner sends ``text``; the channel ACKs it."""

@@ -93,7 +93,7 @@ class Context:
 
 
 @contextmanager
-def _open(platform: str) -> Iterator[Context]:
+def _open(platform: str, **channel_options: Any) -> Iterator[Context]:
     from channelkit.playground.app import PLATFORMS as EMULATED
 
     if platform not in EMULATED:
@@ -102,7 +102,7 @@ def _open(platform: str) -> Iterator[Context]:
     agent = GatedAgent(script)
     clock = FakeClock(start=time.monotonic(), wall_start=time.time())
     try:
-        with DRIVERS[platform].start(agent, clock) as driver:
+        with DRIVERS[platform].start(agent, clock, **channel_options) as driver:
             yield Context(driver, script, agent)
     finally:
         agent.close()
@@ -317,6 +317,50 @@ def test_a_redelivered_message_starts_no_second_run(ctx: Context) -> None:
     d.settle()
     assert runs == [f"dedup {token}"]
     assert len([s for s in d.segments() if f"once {token}" in s.text]) == 1
+
+
+@pytest.fixture(params=sorted(DRIVERS))
+def one_slot(request: pytest.FixtureRequest) -> Iterator[Context]:
+    """A channel of its own that runs one agent run at a time (admission limit)."""
+    with _open(request.param, max_concurrent_runs=1) as context:
+        yield context
+
+
+def test_a_run_that_must_wait_for_a_slot_is_told_it_is_queued_then_runs(
+    one_slot: Context,
+) -> None:
+    from channelkit.core.text import MSG_QUEUED_AHEAD, MSG_QUEUED_NEXT
+
+    ctx = one_slot
+    d = ctx.driver
+    entered_b, release_b = threading.Event(), threading.Event()
+    token = _token()
+
+    def fn(turn: Turn) -> str | None:
+        if turn.text == "run B":  # holds the only slot
+            entered_b.set()
+            release_b.wait(BOUND_S)
+            return None
+        return f"after the queue {token}"
+
+    ctx.script.fn = fn
+    channel = d.pg.channel
+    channel.handle_inbound(
+        InboundMessage(
+            channel_name=channel.name, chat_id=d.other_chat, sender_id=FOREIGN, text="run B"
+        )
+    )
+    assert entered_b.wait(BOUND_S)
+    d.send("hello")
+    queued = (MSG_QUEUED_NEXT, MSG_QUEUED_AHEAD.split("{", 1)[0])
+    wait_for(
+        lambda: any(t.startswith(queued) for t in d.chat_texts()),
+        "the queue notice in the waiting person's chat",
+        tick=d.tick,
+    )
+    assert d.segment(f"after the queue {token}") is None  # it waits
+    release_b.set()
+    d.wait_segment(f"after the queue {token}", "completed")
 
 
 # -- questions -----------------------------------------------------------------------------------

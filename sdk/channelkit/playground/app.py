@@ -33,7 +33,8 @@ from __future__ import annotations
 import logging
 import shlex
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from channelkit.agents.base import AgentBridge
@@ -101,7 +102,8 @@ class Playground:
     :data:`INGRESS`; None = the platform's default). ``instances`` > 1 (DingTalk, HTTP
     ingress): that many SDK instances of the bot share a state store (``state``, a
     ``redis://`` URL, else one MemoryStore) and receive the callbacks in turn
-    (:mod:`channelkit.playground.instances`).
+    (:mod:`channelkit.playground.instances`). ``channel_options`` overrides fields of the
+    channel's `ChannelConfig` (e.g. ``{"max_concurrent_runs": 1}`` to see runs queue).
     """
 
     def __init__(
@@ -118,6 +120,7 @@ class Playground:
         ingress: str | None = None,
         instances: int = 1,
         state: str | None = None,
+        channel_options: Mapping[str, Any] | None = None,
     ) -> None:
         if instances > 1 or state is not None:  # several SDK instances of one DingTalk bot
             if platform != "dingtalk" or ingress == "stream":
@@ -140,6 +143,19 @@ class Playground:
         self._server = LocalServer(host, port)
         self.url = self._server.url
         self.clock = clock
+        self._channel_options = dict(channel_options or {})
+        if self._channel_options:
+            from dataclasses import fields
+
+            from channelkit.core import ChannelConfig
+
+            known = {f.name for f in fields(ChannelConfig)}
+            for key in self._channel_options:
+                if key not in known or key == "name":
+                    raise ConfigurationError(
+                        "is not a ChannelConfig field the playground can set",
+                        path=f"channel_options.{key}",
+                    )
         self._owns_agent = not isinstance(agent, AgentBridge)
         if agent is None:
             self.agent: AgentBridge = demo_agent(delay=demo_delay)
@@ -194,7 +210,20 @@ class Playground:
         config = DingtalkConfig.from_dict(options)
         self.emulator = emulator
         if self.instances is None:
-            self.channel = DingtalkChannel(config, self.agent, clock=self.clock)
+            channel_config = None
+            if self._channel_options:  # the channel's own defaults, then the overrides
+                from channelkit.core import ChannelConfig
+
+                channel_config = self._channel_config(
+                    ChannelConfig(
+                        name=config.name,
+                        model=config.model,
+                        permission_timeout=config.host_permission_timeout_s,
+                    )
+                )
+            self.channel = DingtalkChannel(
+                config, self.agent, clock=self.clock, channel_config=channel_config
+            )
             return
         group = self.instances  # instance 0 here; the others on their own ports
 
@@ -232,7 +261,10 @@ class Playground:
         )
         self.emulator = emulator
         self.channel = FeishuChannel(
-            config, self.agent, channel_config=ChannelConfig(name="feishu"), clock=self.clock
+            config,
+            self.agent,
+            channel_config=self._channel_config(ChannelConfig(name="feishu")),
+            clock=self.clock,
         )
 
     def _build_telegram(self, model: str | None) -> None:
@@ -256,7 +288,7 @@ class Playground:
         self.channel = TelegramChannel(
             config,
             self.agent,
-            channel_config=ChannelConfig(name="telegram", model=model),
+            channel_config=self._channel_config(ChannelConfig(name="telegram", model=model)),
             clock=self.clock,
         )
 
@@ -285,7 +317,7 @@ class Playground:
         self.channel = SlackChannel(
             config,
             self.agent,
-            channel_config=ChannelConfig(name="slack", model=model),
+            channel_config=self._channel_config(ChannelConfig(name="slack", model=model)),
             clock=self.clock,
         )
 
@@ -301,9 +333,13 @@ class Playground:
         self.channel = WeixinChannel(
             config,
             self.agent,
-            channel_config=ChannelConfig(name="weixin", model=model),
+            channel_config=self._channel_config(ChannelConfig(name="weixin", model=model)),
             clock=self.clock,
         )
+
+    def _channel_config(self, base: Any) -> Any:
+        """``base`` (a `ChannelConfig`) with the ``channel_options`` overrides."""
+        return replace(base, **self._channel_options) if self._channel_options else base
 
     def _setup_platform(self) -> None:
         """What a deployment does once at startup: Telegram's setWebhook (or start polling)
