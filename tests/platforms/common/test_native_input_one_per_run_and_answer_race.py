@@ -14,6 +14,7 @@ from channelkit.platforms.common.native_input import (
     RaceResult,
     input_scope,
     reserve_native_input,
+    tell_already_answered,
     winner_state,
 )
 from channelkit.platforms.common.registry import MemoryCardRegistry
@@ -118,3 +119,29 @@ def test_a_winner_that_never_settles_gives_up_once_at_the_deadline() -> None:
     assert race.give_up()
     assert not race.give_up()
     assert not race.settled(SettlementReason.CANCELLED)  # too late: already expired
+
+
+def test_a_responder_failing_after_another_answer_won_shows_the_winner() -> None:
+    race = AnswerRace()
+    inside, settled = threading.Event(), threading.Event()
+
+    def respond() -> bool:
+        inside.set()
+        assert settled.wait(WAIT)
+        raise RuntimeError("bridge gone")  # failed, but the request was taken meanwhile
+
+    def deny() -> None:
+        assert inside.wait(WAIT)
+        assert not race.settled(SettlementReason.CANCELLED)  # the responder sees it
+        settled.set()
+
+    other = threading.Thread(target=deny)
+    other.start()
+    assert race.respond(respond) == RaceResult("lost", "cancelled")
+    other.join(WAIT)
+
+
+def test_the_already_answered_notice_is_not_told_when_the_run_ended() -> None:
+    assert tell_already_answered(SettlementReason.CANCELLED)
+    assert tell_already_answered(SettlementReason.RESOLVED_OUTSIDE_PRESENTER)
+    assert not tell_already_answered(SettlementReason.RUN_CANCELLED)

@@ -45,6 +45,7 @@ __all__ = [
     "RaceResult",
     "input_scope",
     "reserve_native_input",
+    "tell_already_answered",
     "winner_state",
 ]
 
@@ -85,13 +86,21 @@ def winner_state(reason: str) -> str:
     return "expired" if str(reason) == SettlementReason.RESOLVED_OUTSIDE_PRESENTER else "cancelled"
 
 
+def tell_already_answered(reason: str) -> bool:
+    """Whether a claimed answer that lost to the settlement ``reason`` tells the
+    conversation once that the question was already answered: always, except when the
+    run itself was cancelled (the run's own terminal output says so)."""
+    return str(reason) != SettlementReason.RUN_CANCELLED
+
+
 @dataclass(frozen=True)
 class RaceResult:
     """How a claimed answer's responder ended.
 
     ``kind``: ``accepted`` (the agent took the card's answer), ``refused`` (the agent
-    refused it or the responder failed: the card shows expired), ``lost`` (another
-    surface settled the request first; ``reason`` is that settlement) or ``waiting``
+    refused it, or the responder failed while no other surface had settled the request:
+    the card shows expired), ``lost`` (another surface settled the request first, even
+    when the responder then failed; ``reason`` is that settlement) or ``waiting``
     (another surface holds the request and its settlement has not arrived yet: the
     presenter waits, bounded by the question's deadline).
     """
@@ -186,13 +195,16 @@ class AnswerRace:
             if accepted:
                 self._done = True
                 return RaceResult("accepted")
-            if failed or self._own:
+            if self._own:
                 self._done = True
                 return RaceResult("refused")
             lost = self._lost_to or self.settled_as
-            if lost is not None:
+            if lost is not None:  # the winner is known, even if the responder failed
                 self._done = True
                 return RaceResult("lost", lost)
+            if failed:
+                self._done = True
+                return RaceResult("refused")
             self._waiting = True
             return RaceResult("waiting")
 
