@@ -46,6 +46,11 @@ question's deadline, then ``Expired``), and the chat is told once that the quest
 already answered. A run that was cancelled ends its messages ``Cancelled`` without
 that notice (the run's own terminal output says so).
 
+At most one keyboard is live per session, owner and run: a second request of the same
+run while the first is live gets the text prompt. That rule, the arbitration of a
+claimed answer against the settlement and the winner's state are the ones every native
+input keeps (:mod:`channelkit.platforms.common.native_input`).
+
 Terminal records leave a tombstone (token -> terminal state, 10 minutes, 1,000 entries)
 so late taps are answered "no longer active".
 
@@ -60,15 +65,20 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from channelkit.core.types import SettlementReason
 from channelkit.platforms.common import question_deadline
 from channelkit.platforms.common.contract import Decision, DecisionOutcome
+from channelkit.platforms.common.native_input import (
+    AnswerRace,
+    input_scope,
+    reserve_native_input,
+    tell_already_answered,
+    winner_state,
+)
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.telegram.ingress import TgCallbackQuery
 
@@ -164,12 +174,6 @@ def parse_callback(data: str | None) -> CallbackAction | None:
     if q_sub is not None:
         return CallbackAction(token=token, kind="submit", question=int(q_sub))
     return CallbackAction(token=token, kind="option", question=int(q_opt), option=int(o_opt))
-
-
-def _state_for(reason: str) -> str:
-    """The visible terminal state a settlement means: an answer given elsewhere expires
-    the keyboard; a cancel, deny or cancelled run cancels it."""
-    return "expired" if reason == SettlementReason.RESOLVED_OUTSIDE_PRESENTER else "cancelled"
 
 
 def _attr(obj: Any, *names: str, default: Any = None) -> Any:
@@ -280,7 +284,6 @@ class _Record:
     chat_id: int | str
     thread_id: int | None
     owner_id: str
-    scope: tuple[str, str, str]
     questions: Sequence[Any]
     texts: list[str]
     state: str = "reserved"  # reserved | pending | claimed | terminal
@@ -291,13 +294,8 @@ class _Record:
     timer: Any = None
     unsubscribe: Callable[[], Any] | None = None
     deadline: float = 0.0  # absolute expiry on the injected clock
-    executing: bool = False  # the claim's responder job started
-    deferred: str | None = None  # settlement received while claimed, before the responder
-    responder_thread: int | None = None  # the thread calling ``ctx.respond``
-    own_settlement: bool = False  # the keyboard's own response settled the request
-    lost_to: str | None = None  # another surface's settlement while the responder ran
-    awaiting_winner: bool = False  # lost; the winner's settlement has not arrived yet
-    settled_as: str | None = None  # the request's settlement, whenever it arrived
+    #: the claimed answer's responder against the request's settlement
+    race: AnswerRace = field(default_factory=AnswerRace)
 
 
 class TelegramQuestionPresenter:
@@ -383,17 +381,10 @@ class TelegramQuestionPresenter:
         if chat_id is None:
             chat_id = ctx.target.chat_id
             thread_id = topic_of(ctx.target.thread_id)
-        owner_id = str(ctx.owner.id)
-        scope = (str(ctx.session_id), owner_id, str(ctx.run_id))
         questions = list(ctx.questions)
         if not 1 <= len(questions) <= 4:
             return "unsupported"
         with self._lock:
-            if self.registry.find("scope", scope) is not None:
-                return "unsupported"  # second request in the same run: text fallback
-            if len(self.registry) >= self.MAX_LIVE:
-                logger.warning("telegram: too many live questions; using the text prompt")
-                return "unsupported"
             token = new_token()
             while (  # pragma: no cover
                 self.registry.get(token) is not None or self.registry.tombstone(token) is not None
@@ -404,8 +395,7 @@ class TelegramQuestionPresenter:
                 ctx=ctx,
                 chat_id=chat_id,
                 thread_id=thread_id,
-                owner_id=owner_id,
-                scope=scope,
+                owner_id=str(ctx.owner.id),
                 questions=questions,
                 texts=[build_question_text(q, i, len(questions)) for i, q in enumerate(questions)],
                 message_ids=[None] * len(questions),
@@ -413,7 +403,10 @@ class TelegramQuestionPresenter:
                 done=[False] * len(questions),
                 deadline=question_deadline(self._clock.now(), self._timeout_s, ctx),
             )
-            self.registry.add(token, record, scope=scope)
+            # a second request of the run while its keyboard is live, or a full
+            # registry: the text prompt
+            if not reserve_native_input(self.registry, token, record, input_scope(ctx)):
+                return "unsupported"
         record.unsubscribe = ctx.on_settled(lambda reason: self._on_settled(record, reason))
 
         for index, question in enumerate(questions):
@@ -590,61 +583,42 @@ class TelegramQuestionPresenter:
 
     # -- responder, settlement, expiry ---------------------------------------------------
     def _respond(self, record: _Record, action: str, answers: dict[str, str] | None) -> None:
-        """Run on the record's serial queue after the callback was claimed."""
-        with self._lock:
-            deferred = record.deferred
-            record.executing = deferred is None
-            if deferred is None:
-                record.responder_thread = threading.get_ident()
-        if deferred is not None:  # settled elsewhere between the claim and now
-            self._end_lost(record, deferred)
-            return
+        """Run on the record's serial queue after the callback was claimed: answer the
+        request, then end the keyboard in what the responder decided (`AnswerRace`)."""
         response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
         if action == "submit":
             response = {
                 "outcome": {"outcome": "selected", "optionId": record.ctx.submit_option_id},
                 "answers": answers or {},
             }
-        accepted = failed = False
-        try:
-            accepted = bool(record.ctx.respond(response))
-        except Exception as exc:
-            failed = True
-            logger.warning(
-                "telegram question responder failed for request %s: %s",
-                record.ctx.request_id,
-                type(exc).__name__,
-            )
-        with self._lock:
-            record.responder_thread = None
-            lost_to = record.lost_to
-            if lost_to is None and not (accepted or failed or record.own_settlement):
-                lost_to = record.settled_as  # settled just before the claim: winner known
-            wait = not (accepted or failed or record.own_settlement or lost_to is not None)
-            record.awaiting_winner = wait
-            if wait:  # another surface holds the request; its settlement is on its way
+        result = record.race.respond(
+            partial(record.ctx.respond, response), str(record.ctx.request_id)
+        )
+        if result.kind == "waiting":  # another surface holds the request: wait for it
+            with self._lock:
+                if record.state != "claimed":
+                    return  # pragma: no cover - ended by the settlement meanwhile
                 if record.timer is not None:
                     record.timer.cancel()  # the question's own expiry: never needed now
                 record.timer = self._scheduler.call_later(
                     max(0.0, record.deadline - self._clock.now()),
                     lambda: self._give_up_waiting(record),
                 )
-        if wait:
             return
-        if not accepted and lost_to is not None:
-            self._end_lost(record, lost_to)
+        if result.kind == "lost":
+            self._end_lost(record, str(result.reason))
             return
-        terminal = ("submitted" if action == "submit" else "cancelled") if accepted else "expired"
-        if self._finalize(record, terminal, from_claim=True):
+        claimed = "submitted" if action == "submit" else "cancelled"
+        if self._finalize(record, result.state(claimed), from_claim=True):
             self._project_terminal(record)
 
     def _end_lost(self, record: _Record, reason: str) -> None:
         """End a claimed record whose answer lost: the winner's state, one notice."""
-        if not self._finalize(record, _state_for(reason), from_claim=True):
+        if not self._finalize(record, winner_state(reason), from_claim=True):
             return
         self._project_terminal(record)
-        if reason == SettlementReason.RUN_CANCELLED:
-            return  # the run ended: its own terminal output says so
+        if not tell_already_answered(reason):
+            return
         try:
             self._api.send_message(
                 record.chat_id, TEXT_ALREADY_ANSWERED, message_thread_id=record.thread_id
@@ -654,33 +628,16 @@ class TelegramQuestionPresenter:
 
     def _give_up_waiting(self, record: _Record) -> None:
         """The winner's settlement never came: end the lost record as expired."""
-        with self._lock:
-            waiting, record.awaiting_winner = record.awaiting_winner, False
-        if waiting and self._finalize(record, "expired", from_claim=True):
+        if record.race.give_up() and self._finalize(record, "expired", from_claim=True):
             self._enqueue_terminal_projection(record)
 
     def _on_settled(self, record: _Record, reason: str) -> None:
         """Settlement from ChannelBase (any thread); a claimed record's responder decides."""
         reason = str(reason)
-        with self._lock:
-            record.settled_as = record.settled_as or reason  # a claim racing us reads it
-            if record.state == "terminal":
-                return
-            if record.state == "claimed":
-                if not record.executing:
-                    record.deferred = reason  # the responder job that follows ends it
-                    return
-                if record.responder_thread == threading.get_ident():
-                    record.own_settlement = True  # its own response: the result decides
-                    return
-                record.lost_to = reason  # another surface won while the responder ran
-                waiting, record.awaiting_winner = record.awaiting_winner, False
-                if not waiting:
-                    return  # the responder sees ``lost_to`` when it returns
-        if record.lost_to is not None:  # the lost record waited for this settlement
+        if record.race.settled(reason):  # the lost answer waited for this settlement
             self._submit(record.token, partial(self._end_lost, record, reason))
             return
-        if self._finalize(record, _state_for(reason)):
+        if self._finalize(record, winner_state(reason)):
             self._enqueue_terminal_projection(record)
 
     def _on_timeout(self, record: _Record) -> None:
