@@ -182,8 +182,8 @@ class Round:
         record = self.ch.questions.get(ctx.request_id) if ctx is not None else None
         if record is None:
             return f"record gone, tombstone {ctx and self.ch.questions.tombstone(ctx.request_id)}"
-        fields = ("terminal", "lost_to", "awaiting_winner", "executing", "deferred", "claim_action")
-        return f"cell {record.cell.state}, " + ", ".join(
+        fields = ("terminal", "claim_action")
+        return f"cell {record.cell.state}, settled as {record.race.settled_as!r}, " + ", ".join(
             f"{name}={getattr(record, name, None)!r}" for name in fields
         )
 

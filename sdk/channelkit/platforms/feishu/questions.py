@@ -18,7 +18,9 @@ Visible terminal states are ``submitted``, ``cancelled`` and ``expired``; every 
 projected by patching the *same* message in place (never deleted).
 
 * A second request in the same ``session_id + owner.id + run_id`` scope returns
-  UNSUPPORTED (text fallback) and the first form stays answerable.
+  UNSUPPORTED (text fallback) and the first form stays answerable. This rule, the
+  arbitration of a claimed answer against the settlement and the winner's state are the
+  ones every native input keeps (:mod:`channelkit.platforms.common.native_input`).
 * Callbacks are correlated by request id, then checked against the captured operator
   (owner only, fail closed), chat and message; the form is validated (every question
   answered, no unknown keys) *before* the claim; only a successful claim reaches the
@@ -46,7 +48,6 @@ projected by patching the *same* message in place (never deleted).
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -54,10 +55,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from channelkit.core.types import SettlementReason, UserInputPresentationResult
+from channelkit.core.types import UserInputPresentationResult
 from channelkit.errors import InvalidForm
 from channelkit.platforms.common import StateCell, question_deadline
 from channelkit.platforms.common.contract import Decision
+from channelkit.platforms.common.native_input import (
+    AnswerRace,
+    input_scope,
+    reserve_native_input,
+    tell_already_answered,
+    winner_state,
+)
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
@@ -67,7 +75,6 @@ __all__ = ["QuestionPresenter", "QuestionRecord", "encode_answers"]
 
 logger = logging.getLogger(__name__)
 
-MAX_LIVE_REQUESTS = 1_000
 #: States a valid owner callback may claim (reserved: the callback proves delivery).
 _CLAIMABLE = ("reserved", "pending")
 DELIVERY_WAIT = 25.0
@@ -146,19 +153,8 @@ class QuestionRecord:
     timer: Any = None
     claim_action: str | None = None
     deadline: float = 0.0  # absolute expiry on the injected clock
-    executing: bool = False
-    deferred: str | None = None  # settlement received while claimed, before execute
-    #: the thread calling the responder (the card's own settlement arrives there)
-    responder_thread: int | None = None
-    own_settlement: bool = False  # the card's own response settled the request
-    lost_to: str | None = None  # another surface's settlement while the responder ran
-    awaiting_winner: bool = False  # lost; the winner's settlement has not arrived yet
-    settled_as: str | None = None  # the request's settlement, whenever it arrived
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def scope(self) -> tuple[str, str, str]:
-        return (self.session_id, self.owner_id, self.run_id)
+    #: the claimed answer's responder against the request's settlement
+    race: AnswerRace = field(default_factory=AnswerRace)
 
 
 def _toast(kind: str, content: str) -> dict[str, Any]:
@@ -230,15 +226,10 @@ class QuestionPresenter:
             deadline=question_deadline(self._clock.now(), self._timeout_s, context),
             cell=self.registry.state("reserved"),
         )
-        with self._lock:
-            registry = self.registry
-            taken = registry.find("scope", record.scope) or registry.get(record.request_id)
-            if taken is not None:
-                return UserInputPresentationResult.UNSUPPORTED
-            if len(registry) >= MAX_LIVE_REQUESTS:
-                logger.warning("question registry full; using the text fallback")
-                return UserInputPresentationResult.UNSUPPORTED
-            registry.add(record.request_id, record, scope=record.scope)
+        # a second request of the run while its form is live (or the same request
+        # again), or a full registry: the text prompt
+        if not reserve_native_input(self.registry, record.request_id, record, input_scope(context)):
+            return UserInputPresentationResult.UNSUPPORTED
         record.unsubscribe = context.on_settled(
             lambda reason, r=record: self._on_settled(r, reason)
         )
@@ -364,46 +355,22 @@ class QuestionPresenter:
     def _execute(
         self, record: QuestionRecord, response: Mapping[str, Any], answers: Mapping[str, str]
     ) -> None:
-        with record.lock:
-            deferred = record.deferred
-            record.executing = deferred is None
-        if deferred is not None:
-            # settled (run cancelled, resolved elsewhere) between claim and execute
-            self._end_lost(record, deferred)
+        """The claimed answer, on the run's projection queue: answer the request, then
+        end the card in what the responder decided (`AnswerRace`)."""
+        result = record.race.respond(partial(record.respond, response), record.request_id)
+        if result.kind == "waiting":  # another surface holds the request: wait for it
+            record.timer = self._scheduler.call_later(
+                max(0.0, record.deadline - self._clock.now()),
+                lambda r=record: self._give_up_waiting(r),
+            )
             return
-        accepted = failed = False
-        with record.lock:
-            record.responder_thread = threading.get_ident()
-        try:
-            accepted = bool(record.respond(response))
-        except Exception:
-            failed = True
-            logger.exception("question responder raised (request %s)", record.request_id)
-        with record.lock:
-            record.responder_thread = None
-            lost_to = record.lost_to
-            if lost_to is None and not (accepted or failed or record.own_settlement):
-                lost_to = record.settled_as  # settled just before the claim: winner known
-            wait = not (accepted or failed or record.own_settlement or lost_to is not None)
-            record.awaiting_winner = wait
-            if wait:
-                # another surface holds the request; its settlement is on its way
-                record.timer = self._scheduler.call_later(
-                    max(0.0, record.deadline - self._clock.now()),
-                    lambda r=record: self._give_up_waiting(r),
-                )
-        if wait:
-            return
-        if not accepted and lost_to is not None:
-            self._end_lost(record, lost_to)
+        if result.kind == "lost":
+            self._end_lost(record, str(result.reason))
             return
         if not record.cell.compare_and_set("claimed", "terminal"):
             return
-        if accepted:
-            submitted = record.claim_action == cards.SUBMIT_ACTION
-            record.terminal = "submitted" if submitted else "cancelled"
-        else:
-            record.terminal = "expired"
+        submitted = record.claim_action == cards.SUBMIT_ACTION
+        record.terminal = result.state("submitted" if submitted else "cancelled")
         shown = answers if record.terminal == "submitted" else None
         self._patch(record, record.terminal, answers=shown)
         self._cleanup(record)
@@ -412,11 +379,11 @@ class QuestionPresenter:
         """End a claimed card whose answer lost: the winner's state, one notice."""
         if not record.cell.compare_and_set("claimed", "terminal"):
             return
-        record.terminal = self._state_for(reason)
+        record.terminal = winner_state(reason)
         self._patch(record, record.terminal)
         self._cleanup(record)
-        if reason == SettlementReason.RUN_CANCELLED or self._send_text is None:
-            return  # the run ended: its own terminal output says so
+        if not tell_already_answered(reason) or self._send_text is None:
+            return
         try:
             self._send_text(record.chat_id, self._strings["already_answered"])
         except Exception:
@@ -424,9 +391,7 @@ class QuestionPresenter:
 
     def _give_up_waiting(self, record: QuestionRecord) -> None:
         """The winner's settlement never came: end the lost card as expired."""
-        with record.lock:
-            waiting, record.awaiting_winner = record.awaiting_winner, False
-        if not waiting:
+        if not record.race.give_up():
             return
 
         def expire() -> None:
@@ -445,35 +410,14 @@ class QuestionPresenter:
             return False
 
     # -- settlement, timeout, run end ------------------------------------------------------
-    @staticmethod
-    def _state_for(reason: str) -> str:
-        if reason == SettlementReason.RESOLVED_OUTSIDE_PRESENTER:
-            return "expired"
-        return "cancelled"
-
     def _on_settled(self, record: QuestionRecord, reason: Any) -> None:
         reason = str(reason)
-        state = self._state_for(reason)
-        with record.lock:
-            record.settled_as = record.settled_as or reason  # a claim racing us reads it
-            if record.cell.state == "claimed":
-                if not record.executing:
-                    record.deferred = reason
-                    return  # the execute that follows ends the card
-                if record.responder_thread == threading.get_ident():
-                    record.own_settlement = True  # its own response: the result decides
-                    return
-                record.lost_to = reason  # another surface won while the responder ran
-                waiting, record.awaiting_winner = record.awaiting_winner, False
-                if not waiting:
-                    return  # the responder call sees ``lost_to`` when it returns
-            else:
-                waiting = False
-        if waiting:
+        if record.race.settled(reason):  # the lost answer waited for this settlement
             if record.timer is not None:
                 record.timer.cancel()
             self._submit(record.run_id, partial(self._end_lost, record, reason))
             return
+        state = winner_state(reason)
         if record.cell.compare_and_set("reserved", "terminal"):
             record.terminal = state  # delivery finishing later patches it
             return
