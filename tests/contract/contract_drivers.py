@@ -306,6 +306,13 @@ class Driver:
 
         return wait_for(find, f"a {state} question with {containing!r}: {self.prompts()}")
 
+    def inputs(self, prompt: Prompt) -> list[str]:
+        """What the person can still press on ``prompt`` (buttons / form actions)."""
+        current = next((p for p in self.prompts() if p.id == prompt.id), prompt)
+        view = current.view
+        keys = [b["text"] for row in view.get("keyboard") or [] for b in row if b.get("data")]
+        return keys + [a for a in view.get("actions") or [] if a != "tap"]
+
     def shown(self, prompt: Prompt) -> str:
         """Everything the chat shows of ``prompt`` now (its answers once submitted)."""
         current = next((p for p in self.prompts() if p.id == prompt.id), prompt)
