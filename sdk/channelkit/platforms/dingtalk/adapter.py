@@ -20,7 +20,9 @@ Behaviour:
 * status cards (one per visible output segment) when ``interactiveCards.enabled`` and
   ``statusCard.enabled`` and block streaming is off; otherwise Markdown replies (the
   final answer through the delivery chain of :mod:`channelkit.platforms.common.delivery`:
-  the chat's trusted session webhook while it is valid, then the robot API); the
+  the trusted session webhook bound to the chat and the run's owner - the pair it
+  arrived with, see :meth:`DingtalkChannel.record_inbound` - while it is valid, then
+  the robot API); the
   eye reaction on the inbound message while the run works (attached on ``started``,
   recalled on the terminal event), with or without status cards;
 * question cards for structured questions when ``questionCard.enabled`` (and tool
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -137,8 +140,14 @@ class _InboundOwner:
 class _ChatRoute:
     is_group: bool
     user_id: str
-    webhook: str | None
-    webhook_expires_ms: int | None
+
+
+@dataclass(frozen=True)
+class _SessionWebhook:
+    """A ``sessionWebhook`` bound to the (conversation, sender) pair it arrived with."""
+
+    url: str
+    expires_ms: int | None
 
 
 def agent_label(bridge: object) -> str | None:
@@ -264,6 +273,12 @@ class DingtalkChannel(ChannelBase):
         #: robot and card signatures already accepted (each is one-use)
         self._signatures = ReplayGuard(self.clock.time)
         self._chats = self.registry.map("dingtalk-chats")
+        #: (conversation id, sender) -> the session webhook that arrived with that pair,
+        #: and the reverse binding (webhook URL -> its pair): a body naming a webhook
+        #: already bound to another pair is not believed (see :meth:`record_inbound`)
+        self._webhooks = self.registry.map("dingtalk-webhooks")
+        self._webhook_pairs = self.registry.map("dingtalk-webhook-pairs")
+        self._webhook_lock = threading.Lock()
         self._reactions = self.registry.map("dingtalk-reactions")
         #: the final Markdown answer's retries and alternate paths (webhook -> robot API)
         self.delivery = DeliveryChain(self.scheduler)
@@ -458,12 +473,45 @@ class DingtalkChannel(ChannelBase):
             self._owners[message.msg_id] = _InboundOwner(
                 message.owner_key, message.conversation_id, message.is_group, message.msg_id
             )
-        self._chats[message.conversation_id] = _ChatRoute(
-            message.is_group,
-            message.owner_key,
-            message.session_webhook,
-            message.session_webhook_expires_ms,
-        )
+        self._chats[message.conversation_id] = _ChatRoute(message.is_group, message.owner_key)
+        if message.session_webhook:
+            self._bind_webhook(
+                message.conversation_id,
+                message.owner_key,
+                _SessionWebhook(message.session_webhook, message.session_webhook_expires_ms),
+            )
+
+    def _bind_webhook(self, chat_id: str, owner_key: str, webhook: _SessionWebhook) -> None:
+        """Bind ``webhook`` to ``(chat_id, owner_key)``. The body carrying it is not
+        signed: a URL already bound to another pair is dropped (the replies of this pair
+        go through the robot API), so a forged body can neither borrow another
+        conversation's webhook nor replace that conversation's binding."""
+        pair = (chat_id, owner_key)
+        with self._webhook_lock:
+            bound = self._webhook_pairs.get(webhook.url)
+            if bound is not None and bound != pair:
+                logger.warning(
+                    "[%s] a sessionWebhook bound to another conversation or sender arrived "
+                    "for chat %s; it is not used",
+                    self.name,
+                    chat_id,
+                )
+                return
+            previous = self._webhooks.get(pair)
+            if previous is not None and previous.url != webhook.url:
+                self._webhook_pairs.pop(previous.url)
+            self._webhooks[pair] = webhook
+            self._webhook_pairs[webhook.url] = pair
+
+    def _session_webhook(self, chat_id: str, owner_key: str | None) -> _SessionWebhook | None:
+        """The webhook bound to ``(chat_id, owner_key)`` while it is valid, else None."""
+        if not owner_key:
+            return None
+        with self._webhook_lock:
+            webhook = self._webhooks.get((chat_id, owner_key))
+        if webhook is None or not self._webhook_valid(webhook):
+            return None
+        return webhook
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
         """Verify a card action (``x-ddpaas-signature`` when ``card_callback_secret`` is
@@ -556,16 +604,13 @@ class DingtalkChannel(ChannelBase):
     # =================================================================================
 
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
-        """Markdown to a chat: the inbound session webhook while valid, else the robot API."""
+        """Markdown to a chat: the session webhook bound to the chat and its last sender
+        while valid, else the robot API."""
         route = self._chats.get(chat_id)
-        now_ms = int(self.clock.time() * 1000)
         for part in _split(text):
-            if (
-                route is not None
-                and route.webhook
-                and (route.webhook_expires_ms is None or route.webhook_expires_ms > now_ms + 5000)
-            ):
-                self.api.send_webhook_markdown(route.webhook, _title(part), part)
+            webhook = self._session_webhook(chat_id, route.user_id if route else None)
+            if webhook is not None:
+                self.api.send_webhook_markdown(webhook.url, _title(part), part)
             elif (route is not None and route.is_group) or (
                 route is None and chat_id.startswith("cid")
             ):
@@ -575,18 +620,21 @@ class DingtalkChannel(ChannelBase):
             else:
                 raise ChannelKitError(f"no DingTalk route known for chat {chat_id!r}")
 
-    def _final_parts(self, chat_id: str, text: str) -> list[tuple[DeliveryPath, ...]]:
-        """The final answer's Markdown parts, each tried on the chat's trusted session
-        webhook while it is valid (checked at each attempt; the reply path
-        :meth:`send_message` prefers too), then on the robot API (group or direct).
-        Neither has an idempotency key: no path is ``idempotent``."""
+    def _final_parts(
+        self, chat_id: str, text: str, owner_key: str | None
+    ) -> list[tuple[DeliveryPath, ...]]:
+        """The final answer's Markdown parts, each tried on the session webhook bound to
+        the chat and the run's owner (``owner_key``) while it is valid (checked at each
+        attempt), then on the robot API (group or direct). Neither has an idempotency
+        key: no path is ``idempotent``."""
         route = self._chats.get(chat_id)
+        webhook = self._session_webhook(chat_id, owner_key)
         parts: list[tuple[DeliveryPath, ...]] = []
         for part in _split(text):
             title = _title(part)
             paths: list[DeliveryPath] = []
-            if route is not None and route.webhook and self._webhook_valid(route):
-                send = partial(self._send_by_webhook, route, title, part)
+            if webhook is not None:
+                send = partial(self._send_by_webhook, webhook, title, part)
                 paths.append(DeliveryPath("session webhook", send))
             if (route is not None and route.is_group) or (
                 route is None and chat_id.startswith("cid")
@@ -599,14 +647,14 @@ class DingtalkChannel(ChannelBase):
             parts.append(tuple(paths))
         return parts
 
-    def _webhook_valid(self, route: _ChatRoute) -> bool:
+    def _webhook_valid(self, webhook: _SessionWebhook) -> bool:
         now_ms = int(self.clock.time() * 1000)
-        return route.webhook_expires_ms is None or route.webhook_expires_ms > now_ms + 5000
+        return webhook.expires_ms is None or webhook.expires_ms > now_ms + 5000
 
-    def _send_by_webhook(self, route: _ChatRoute, title: str, text: str) -> None:
-        if not route.webhook or not self._webhook_valid(route):
+    def _send_by_webhook(self, webhook: _SessionWebhook, title: str, text: str) -> None:
+        if not self._webhook_valid(webhook):
             raise ChannelKitError("the session webhook expired")  # a refusal: next path
-        self.api.send_webhook_markdown(route.webhook, title, text)
+        self.api.send_webhook_markdown(webhook.url, title, text)
 
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
         """Presentations as robot Markdown messages (:mod:`.renderer`), to the group or
@@ -761,10 +809,14 @@ class DingtalkChannel(ChannelBase):
             if not text:
                 return
         if segment is not None:
-            target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
+            owner_key: str | None = segment.owner.id
+            target = DeliveryTarget(self.name, chat_id, segment.run_id, owner_key)
         else:
+            session_target = self.target_for_session(session_id)
+            owner_key = session_target.sender_id if session_target is not None else None
             target = DeliveryTarget(self.name, chat_id, self.active_run_id(session_id))
-        self.delivery.deliver(self._final_parts(chat_id, text), target).raise_if_refused()
+        parts = self._final_parts(chat_id, text, owner_key)
+        self.delivery.deliver(parts, target).raise_if_refused()
 
     def present_permission_request(
         self, context: PermissionRequestContext
@@ -803,6 +855,7 @@ class DingtalkChannel(ChannelBase):
             "owners": len(self._owners),
             "seen": len(self._seen),
             "chats": len(self._chats),
+            "webhooks": len(self._webhooks),
             "reactions": len(self._reactions),
         }
         if self.presenter is not None:
