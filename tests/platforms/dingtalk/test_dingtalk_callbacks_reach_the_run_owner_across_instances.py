@@ -158,7 +158,7 @@ def test_the_survivor_finalizes_a_dead_instances_cards_and_tells_the_owner_once(
     survivor.wait_for(lambda: INTERRUPTED_TEXT in b.api.texts())
     updates = {c[1]["out_track_id"]: c[1]["params"] for c in b.api.ops("update")}
     assert updates[status]["statusLine"].startswith("Failed")
-    assert updates[status]["content"] == INTERRUPTED_TEXT
+    assert updates[status]["content"] == f"still working\n\n{INTERRUPTED_TEXT}"  # text kept
     assert updates[question]["card_status"] == "expired"
     assert b.memory.get(f"dingtalk:tomb:{status}") is not None
     assert not store_has_card(b, status) and not store_has_card(b, question)

@@ -299,6 +299,7 @@ class DingtalkChannel(ChannelBase):
                 question_timeout=self.question_lifetime(),
                 registry=self.registry,
                 notify_forbidden=self._send_forbidden_notice,
+                on_card_text=self.cluster.card_text if self.cluster is not None else None,
             )
         #: approval cards for tool permissions with 2-4 options (question cards on)
         self.approvals: ApprovalCards | None = None

@@ -6,7 +6,9 @@ there before the card is delivered):
 
 * ``<channel>:run:<run id>``: instance, owner, session, chat of a live run;
 * ``<channel>:card:<outTrackId>``: kind (status / question), run, request id, owner,
-  chat, instance and, for a question card, its form (keys, option labels);
+  chat, instance and, for a question card, its form (keys, option labels); for a
+  status card also ``text``, the visible text of its last successful write (at most
+  20,000 characters, rewritten after each write);
 * ``<channel>:tomb:<outTrackId>``: the terminal state of an ended card (TTL 10 min).
 
 A card callback, on whichever instance it arrives, is correlated and authorized from
@@ -23,7 +25,8 @@ error logged per outage); runs go on and their answers are delivered as usual.
 
 Recovery: an instance finalizes the cards of every instance whose lease expired (and,
 at start-up, of its own previous incarnation by ``instanceName``): a status card ends
-``Failed`` with :data:`INTERRUPTED_TEXT`, a question card ends ``expired``, a tombstone
+``Failed`` showing the last text the store knew followed by :data:`INTERRUPTED_TEXT`
+(bounded at 20,000 characters), a question card ends ``expired``, a tombstone
 is written and the run's owner is told once. ``<channel>:recover:<track>`` and
 ``<channel>:told:<run>`` make each step happen once across survivors.
 """
@@ -39,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common.cluster import Cluster
 from channelkit.platforms.common.contract import Decision
+from channelkit.platforms.common.text import bound_text
 from channelkit.platforms.dingtalk.api import CardTarget
 from channelkit.platforms.dingtalk.ingress import CardCallback
 from channelkit.platforms.dingtalk.markdown import option_label
@@ -58,7 +62,7 @@ if TYPE_CHECKING:
     from channelkit.platforms.dingtalk.api import CardApi
     from channelkit.runtime.clock import Clock
 
-__all__ = ["INTERRUPTED_TEXT", "INTERRUPTED_TITLE", "DingtalkCluster"]
+__all__ = ["INTERRUPTED_TEXT", "INTERRUPTED_TITLE", "DingtalkCluster", "interrupted_content"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +98,15 @@ def _form(card: dict[str, Any]) -> FormSpec:
     )
 
 
+def interrupted_content(card: dict[str, Any]) -> str:
+    """The final content of a dead instance's status card: the text it last showed (as
+    the store knew it) and the interrupted line, within the segment bound."""
+    shown = card.get("text")
+    if not isinstance(shown, str) or not shown.strip():
+        return INTERRUPTED_TEXT
+    return bound_text(f"{shown.rstrip()}\n\n{INTERRUPTED_TEXT}")
+
+
 class DingtalkCluster:
     """The DingTalk side of one instance; see the module docstring.
 
@@ -122,6 +135,7 @@ class DingtalkCluster:
         self.presenter: DingtalkPresenter | None = None
         self._lock = threading.Lock()
         self._queues: dict[str, Any] = {}  # outTrackId -> the run's projection queue
+        self._records: dict[str, dict[str, Any]] = {}  # outTrackId -> live status record
 
     # -- records (observer; called under registry locks: queue only) --------------------
     def added(self, kind: str, key: Hashable, record: Any, index: dict[str, Hashable]) -> None:
@@ -162,7 +176,21 @@ class DingtalkCluster:
             ]
         with self._lock:
             self._queues[record.out_track_id] = record.queue
+            if kind == _STATUS:
+                self._records[record.out_track_id] = value
         self._write(record.queue, c.key("card", record.out_track_id), value)
+
+    def card_text(self, track: str, text: str) -> None:
+        """A status card showed ``text`` (called on its run's projection queue, after
+        the record's own write): kept with the card record, bounded, so a survivor
+        finalizes the card with it."""
+        with self._lock:
+            value = self._records.get(track)
+            if value is None:
+                return  # not recorded here, or already buried
+            value = self._records[track] = {**value, "text": bound_text(text)}
+        key = self.cluster.key("card", track)
+        self.cluster.call("card text", lambda: self.store.put(key, value))
 
     def removed(self, kind: str, key: Hashable, record: Any) -> None:
         if kind == _RUNS:
@@ -176,6 +204,7 @@ class DingtalkCluster:
         track = str(key)
         with self._lock:
             queue = self._queues.pop(track, None)
+            self._records.pop(track, None)
         job = lambda: self.cluster.call("tombstone", lambda: self._bury(track, tombstone.state))  # noqa: E731
         if queue is not None:
             queue.enqueue(job)
@@ -333,7 +362,7 @@ class DingtalkCluster:
                 logger.debug("interrupted status card %s: stream close failed", track)
             elapsed = self._clock.time() - float(card.get("at", self._clock.time()))
             line = status_line("Failed", self._model, elapsed)
-            self._api.update_instance(track, final_param_map(INTERRUPTED_TEXT, line))
+            self._api.update_instance(track, final_param_map(interrupted_content(card), line))
         except ChannelKitError as exc:
             logger.warning("finalizing interrupted card %s failed: %s", track, exc)
         return "Failed"

@@ -170,6 +170,8 @@ class StatusCardController:
     ``registry`` holds the live records (key: segment id; index ``track``: outTrackId)
     and their tombstones (key: outTrackId); ``segments`` remembers (as tombstones) the
     segments that ended, so a late chunk never opens a second card.
+    ``on_flushed(out_track_id, text)`` is called with the card's visible text after each
+    successful content write.
     """
 
     def __init__(
@@ -185,8 +187,10 @@ class StatusCardController:
         on_chat_rejected: Callable[[str], None] | None = None,
         registry: CardRegistry[StatusRecord, StatusTombstone] | None = None,
         segments: CardRegistry[StatusRecord, str] | None = None,
+        on_flushed: Callable[[str, str], None] | None = None,
     ) -> None:
         self._api = api
+        self._on_flushed = on_flushed
         self._clock = clock
         self._scheduler = scheduler
         self._model = model.strip() if model and model.strip() else None
@@ -336,9 +340,13 @@ class StatusCardController:
                 logger.debug("could not mark status card %s unavailable", record.out_track_id)
 
     def _write_snapshot(self, record: StatusRecord, snapshot: str) -> None:
-        self._api.stream(
-            record.out_track_id, "content", sanitize_image_markers(snapshot), finalize=False
-        )
+        shown = sanitize_image_markers(snapshot)
+        self._api.stream(record.out_track_id, "content", shown, finalize=False)
+        if self._on_flushed is not None:
+            try:  # the card's visible text, for a survivor that finalizes it
+                self._on_flushed(record.out_track_id, shown)
+            except Exception:
+                logger.exception("status card %s: recording its text failed", record.out_track_id)
         second = math.floor(self._clock.now() - record.started_at)
         if second != record.last_status_second and not record.terminal:
             record.last_status_second = second
@@ -470,6 +478,8 @@ class DingtalkPresenter:
     that a card is not theirs. ``cancel_run(session_id, run_id)`` is the exact-run
     cancellation of ChannelBase. ``status_cards`` / ``question_cards`` enable the two card
     types; ``question_timeout`` is the effective question lifetime in seconds.
+    ``on_card_text(out_track_id, text)`` is told each status card's visible text after
+    every successful write (on the run's projection queue).
     """
 
     def __init__(
@@ -489,6 +499,7 @@ class DingtalkPresenter:
         wait_timeout: float = 45.0,
         registry: StateRegistry | None = None,
         notify_forbidden: ForbiddenNotice | None = None,
+        on_card_text: Callable[[str, str], None] | None = None,
     ) -> None:
         self._submit = submit
         #: the notice to a person who pressed a card that is not theirs (None: no notice)
@@ -518,6 +529,7 @@ class DingtalkPresenter:
                 on_chat_rejected=lambda chat: self.status_switch.reject_chat(chat, "delivery"),
                 registry=state.cards("dingtalk-status"),
                 segments=state.cards("dingtalk-status-segments"),
+                on_flushed=on_card_text,
             )
         if question_cards:
             self.questions = QuestionCardController(
