@@ -715,8 +715,8 @@ class SlackDriver(Driver):
 
     known_defects = {
         "failure_told_once": (
-            "a run failing before its segment's message opened shows nothing: "
-            "SegmentStreams._close hands the unseen text back and nobody posts a failure"
+            "a run failing while no segment message is open (before any output, or before "
+            "its first text was posted) shows nothing: no failure notice is posted"
         ),
     }
 

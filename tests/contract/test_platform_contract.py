@@ -273,15 +273,17 @@ def test_a_foreign_users_stop_is_refused_privately_and_the_run_goes_on(ctx: Cont
     assert len(d.notices(FOREIGN)) == (1 if d.caps.private_notice is None else 0)
 
 
+@pytest.mark.parametrize("when", ["mid-run", "before any output"])
 def test_a_failed_run_ends_failed_and_the_failure_is_told_once(
-    ctx: Context, request: pytest.FixtureRequest
+    ctx: Context, request: pytest.FixtureRequest, when: str
 ) -> None:
     d = ctx.driver
     _known_defect(d, "failure_told_once", request)
     token = _token()
 
     def fails(turn: Turn) -> str:
-        turn.say(f"partial {token}")
+        if when == "mid-run":
+            turn.say(f"partial {token}")
         raise RuntimeError("agent process exited")
 
     ctx.script.fn = lambda turn: f"before {_token()}"  # not the chat's first run
