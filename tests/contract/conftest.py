@@ -1,0 +1,44 @@
+"""Fixtures of the contract suite: one emulator + channel per platform and module, reset
+between tests; channels of their own where a test needs other settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from contract_drivers import DRIVERS
+from contract_harness import Context, open_platform
+
+
+@pytest.fixture(scope="module", params=sorted(DRIVERS))
+def platform_ctx(request: pytest.FixtureRequest) -> Iterator[Context]:
+    """One emulator + channel per platform for the module's tests."""
+    with open_platform(request.param) as context:
+        yield context
+
+
+@pytest.fixture
+def ctx(platform_ctx: Context) -> Iterator[Context]:
+    """The platform's shared channel, reset after the test."""
+    platform_ctx.script.fn = lambda turn: "idle"
+    while not platform_ctx.script.outcomes.empty():
+        platform_ctx.script.outcomes.get_nowait()
+    yield platform_ctx
+    if platform_ctx.driver.pg.channel.pending_request_ids():
+        platform_ctx.driver.send("/cancel")
+    platform_ctx.driver.reset()
+
+
+@pytest.fixture(params=sorted(DRIVERS))
+def own_ctx(request: pytest.FixtureRequest) -> Iterator[Context]:
+    """A channel of its own, for a test that moves the clock far (signed callbacks carry
+    the real time, so a clock minutes ahead would refuse the next test's callbacks)."""
+    with open_platform(request.param) as context:
+        yield context
+
+
+@pytest.fixture(params=sorted(DRIVERS))
+def one_slot(request: pytest.FixtureRequest) -> Iterator[Context]:
+    """A channel of its own that runs one agent run at a time (admission limit)."""
+    with open_platform(request.param, max_concurrent_runs=1) as context:
+        yield context
