@@ -67,6 +67,7 @@ class Capabilities:
 
     live_output: str | None = None  # None: a segment shows while it runs; else why not
     stop_button: str | None = None  # None: it has one; else why not
+    keeps_failed_text: str | None = None  # a failed segment keeps the text said so far
     private_notice: str | None = None
     foreign_users: str | None = None  # somebody else can press the bot's buttons
     native_questions: str | None = None
@@ -575,6 +576,7 @@ class TelegramDriver(Driver):
     message_path = "/telegram/webhook"
     caps = Capabilities(
         stop_button="a run is stopped with /cancel (streamed drafts carry no buttons)",
+        keeps_failed_text="a failed run delivers no final text: the draft is dropped",
     )
 
     def _messages(self) -> list[dict[str, Any]]:
@@ -817,6 +819,7 @@ class WeixinDriver(Driver):
     caps = Capabilities(
         live_output="iLink messages cannot be edited: a segment is sent once, when it ends",
         stop_button="iLink has no buttons: a run is stopped with /cancel",
+        keeps_failed_text="a segment is sent when it ends, and a failed run sends no text",
         private_notice="iLink has no ephemeral messages or toasts",
         foreign_users="iLink has no buttons anybody else could press",
         native_questions="iLink has no cards: a question is the text prompt",

@@ -135,6 +135,8 @@ def test_a_failed_run_ends_failed_and_the_failure_is_told_once(
     d.send("hello")
     wait_for(lambda: [s for s in d.segments() if s.state == "completed"], "a first reply")
     assert d.pg.channel.wait_idle(BOUND_S)
+    d.settle()
+    shown_before = len(d.chat_texts())
     ctx.script.fn = fails
     d.send("fail")
     wait_for(d.failures, "the failure shown in the chat", bound, tick=d.tick)
@@ -143,3 +145,7 @@ def test_a_failed_run_ends_failed_and_the_failure_is_told_once(
     assert d.failures() == 1
     seg = d.segment(token)
     assert seg is None or seg.state == "failed", seg  # never shown as a normal answer
+    if when == "before any output":  # the failure is all the chat shows of this run
+        assert len(d.chat_texts()) == shown_before + 1, d.chat_texts()[shown_before:]
+    elif d.caps.keeps_failed_text is None:  # the failed segment keeps what was said
+        assert seg is not None and seg.state == "failed", d.segments()
