@@ -41,7 +41,7 @@ from channelkit.errors import (
     TransportError,
 )
 from channelkit.http.errormap import ErrorSpec, map_error
-from channelkit.http.redact import REDACTOR
+from channelkit.http.redact import REDACTOR, redact_value
 from channelkit.http.transport import DEFAULT_TIMEOUT, Transport
 
 if TYPE_CHECKING:
@@ -288,7 +288,9 @@ class AppCredentialTokenProvider(RefreshingTokenProvider):
         if error is not None:
             raise _as_auth_error(error, f"{self.LABEL} request failed")
         if not isinstance(parsed, dict) or not isinstance(parsed.get(self.TOKEN_FIELD), str):
-            raise DeserializationError(self.TOKEN_FIELD, parsed, "missing from the token response")
+            raise DeserializationError(
+                self.TOKEN_FIELD, redact_value(parsed), "missing from the token response"
+            )
         expire = parsed.get(self.EXPIRE_FIELD, 7200)
         if not isinstance(expire, int | float) or isinstance(expire, bool):
             raise DeserializationError(self.EXPIRE_FIELD, expire, "expected integer seconds")
@@ -414,7 +416,9 @@ class BotFrameworkTokenProvider(RefreshingTokenProvider):
         if error is not None:
             raise _as_auth_error(error, f"{self.LABEL} request failed")
         if not isinstance(parsed, dict) or not isinstance(parsed.get("access_token"), str):
-            raise DeserializationError("access_token", parsed, "missing from the token response")
+            raise DeserializationError(
+                "access_token", redact_value(parsed), "missing from the token response"
+            )
         expires_in = parsed.get("expires_in", 3600)
         if isinstance(expires_in, str) and expires_in.isdigit():
             expires_in = int(expires_in)  # Azure AD v1 endpoints send it as a string

@@ -34,7 +34,7 @@ from channelkit.errors import (
 from channelkit.http.auth import PROVIDERS, StaticTokenProvider, TokenProvider
 from channelkit.http.errormap import ErrorSpec, map_error
 from channelkit.http.model import UNSET, Codec, Model, encode_value
-from channelkit.http.redact import redact_url
+from channelkit.http.redact import redact_url, redact_value
 from channelkit.http.retry import RetryPolicy
 from channelkit.http.transport import (
     DEFAULT_POOL_SIZE,
@@ -383,7 +383,9 @@ class BaseClient:
                 )
                 if error is None:
                     if isinstance(parsed, _Unparsed):
-                        raise DeserializationError("<body>", parsed.text, "response is not JSON")
+                        raise DeserializationError(
+                            "<body>", redact_value(parsed.text), "response is not JSON"
+                        )
                     return parsed
                 raise error
             except ConfigurationError:

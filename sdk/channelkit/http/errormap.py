@@ -10,6 +10,9 @@ The rules come from the spec's ``x-channelkit-errors`` object (see
   AuthError/RateLimited whatever the status; ``retryableCodes`` to ServerError.
 - On a 2xx, a body whose ``okField`` is not ``true`` or whose code is not in
   ``successValues`` is an error too: BadRequest unless the code is listed above.
+
+The error's text and its ``body`` never carry a registered secret (a token or secret a
+platform echoed back): both are scrubbed with :func:`~channelkit.http.redact.redact_value`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from channelkit.errors import (
     RateLimited,
     ServerError,
 )
+from channelkit.http.redact import REDACTOR, redact_value
 from channelkit.http.retry import parse_retry_after
 
 __all__ = ["ErrorSpec", "dig", "map_error"]
@@ -130,12 +134,15 @@ def map_error(
     if not request_id and spec.request_id_field:
         found = dig(body, spec.request_id_field)
         request_id = str(found) if found is not None else None
+    if isinstance(code, str):
+        code = REDACTOR.scrub(code)
     kwargs: dict[str, Any] = {
         "status": status,
         "code": code,
-        "request_id": request_id or None,
-        "body": body,
+        "request_id": REDACTOR.scrub(request_id) if request_id else None,
+        "body": redact_value(body),
     }
+    message = REDACTOR.scrub(message)
     retry_after = parse_retry_after(headers.get("Retry-After"), clock())
     if retry_after is None and spec.retry_after_field:
         found = dig(body, spec.retry_after_field)

@@ -7,6 +7,8 @@
   query parameters.
 - :class:`RedactingFilter` is a ``logging.Filter`` that replaces registered secret values in
   every record that passes through it; clients register their tokens with it.
+- :func:`redact_value` scrubs a JSON value (a platform's error body) of registered
+  secrets and secret-named fields, for the text and attributes of an exception.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "redact_headers",
     "redact_text",
     "redact_url",
+    "redact_value",
 ]
 
 MASK = "***"
@@ -99,6 +102,23 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
+
+
+def redact_value(value: Any) -> Any:
+    """A deep copy of a JSON value without registered secrets: every string scrubbed by
+    :data:`REDACTOR` (a platform echoing a token or secret back in an error body) and
+    secret-named fields masked (see :func:`redact_fields`)."""
+    return _scrub(redact_fields(value))
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return REDACTOR.scrub(value)
+    if isinstance(value, Mapping):
+        return {_scrub(k) if isinstance(k, str) else k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
 
 
 class RedactingFilter(logging.Filter):

@@ -21,6 +21,7 @@ __all__ = [
     "check_http_url",
     "check_non_empty",
     "check_positive_seconds",
+    "register_secrets",
     "secret_repr",
     "settings_kwargs",
 ]
@@ -99,3 +100,20 @@ def secret_repr(config: Any, secrets: Collection[str]) -> str:
         text = "***" if item.name in secrets and value else repr(value)
         shown.append(f"{item.name}={text}")
     return f"{type(config).__name__}({', '.join(shown)})"
+
+
+#: Shortest configured value :func:`register_secrets` registers.
+MIN_REGISTERED_SECRET = 8
+
+
+def register_secrets(*values: object) -> None:
+    """Register configured secrets (tokens, app secrets, signing secrets) with the
+    process-wide redactor, so that no log record and no exception text built from a
+    platform's answer (an error body echoing one back) carries them. Non-strings and
+    values shorter than 8 characters (no real credential is that short; scrubbing a
+    short common word would garble unrelated text) are ignored."""
+    from channelkit.http.redact import REDACTOR
+
+    for value in values:
+        if isinstance(value, str) and len(value.strip()) >= MIN_REGISTERED_SECRET:
+            REDACTOR.add(value)

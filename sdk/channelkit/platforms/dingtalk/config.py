@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.errors import ConfigurationError
-from channelkit.platforms.common.config import secret_repr
+from channelkit.platforms.common.config import register_secrets, secret_repr
 
 __all__ = [
     "DEFAULT_HOST_PERMISSION_TIMEOUT_MS",
@@ -189,6 +189,7 @@ class DingtalkConfig:
         return self.host_permission_timeout_ms / 1000.0
 
     def __post_init__(self) -> None:
+        register_secrets(self.client_secret, self.card_callback_secret)
         if not isinstance(self.client_id, str) or not self.client_id.strip():
             raise ConfigurationError("must be a non-empty string", path="clientId")
         if not isinstance(self.client_secret, str) or not self.client_secret:

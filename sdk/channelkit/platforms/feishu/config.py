@@ -22,6 +22,7 @@ from channelkit.errors import ConfigurationError
 from channelkit.platforms.common.config import (
     check_http_url,
     check_positive_seconds,
+    register_secrets,
     secret_repr,
     settings_kwargs,
 )
@@ -88,6 +89,7 @@ class FeishuConfig:
     ingress: Literal["http", "websocket"] = "http"
 
     def __post_init__(self) -> None:
+        register_secrets(self.app_secret, self.verification_token, self.encrypt_key)
         _validate(self, "feishu")
 
     def __repr__(self) -> str:

@@ -16,6 +16,7 @@ from channelkit.platforms.common.config import (
     check_http_url,
     check_non_empty,
     check_positive_seconds,
+    register_secrets,
     secret_repr,
 )
 
@@ -77,6 +78,7 @@ class SlackConfig:
     assistant_status: bool = True
 
     def __post_init__(self) -> None:
+        register_secrets(self.bot_token, self.signing_secret, self.app_token)
         _check_token(self.bot_token, "xoxb-", "slack.bot_token")
         if self.ingress not in INGRESS_MODES:
             raise ConfigurationError(

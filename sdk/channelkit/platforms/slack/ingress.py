@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from channelkit.ingress import IngressRequest, IngressResponse
+from channelkit.platforms.common.config import register_secrets
 from channelkit.platforms.common.replay import ReplayGuard
 
 __all__ = [
@@ -55,6 +56,9 @@ SIGNATURE_WINDOW_S = 300.0
 MAX_BODY_BYTES = 1_000_000
 
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+#: What a ``v0`` signature header looks like (ASCII only).
+_SIGNATURE = re.compile(r"v0=[0-9a-fA-F]{64}", re.ASCII)
+_MAX_TIMESTAMP_DIGITS = 15
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -70,6 +74,7 @@ class SlackVerifier:
         self, signing_secret: str, time: Callable[[], float], *, window: float = SIGNATURE_WINDOW_S
     ) -> None:
         self._secret = signing_secret
+        register_secrets(signing_secret)
         self._time = time
         self._window = window
         self._seen = ReplayGuard(time, ttl=2 * window)
@@ -80,10 +85,15 @@ class SlackVerifier:
         signature = headers.get(SIGNATURE_HEADER, "")
         if not timestamp or not signature:
             return "missing signature"
-        try:
-            signed_at = int(timestamp)
-        except ValueError:
+        # both are checked as ASCII before any use: a non-ASCII or oversized value is a
+        # refusal, never an exception (compare_digest and encode("ascii") would raise)
+        if len(timestamp) > _MAX_TIMESTAMP_DIGITS or not (
+            timestamp.isascii() and timestamp.isdigit()
+        ):
             return "malformed timestamp"
+        if not _SIGNATURE.fullmatch(signature):
+            return "malformed signature"
+        signed_at = int(timestamp)
         if abs(self._time() - signed_at) > self._window:
             return "stale timestamp"
         if not hmac.compare_digest(sign(self._secret, timestamp, body), signature):

@@ -19,6 +19,7 @@ from channelkit.platforms.common.config import (
     check_http_url,
     check_non_empty,
     check_positive_seconds,
+    register_secrets,
     secret_repr,
     settings_kwargs,
 )
@@ -92,6 +93,7 @@ class TelegramConfig:
     stream_interval_s: float = 0.5
 
     def __post_init__(self) -> None:
+        register_secrets(self.bot_token, self.webhook_secret)
         if not isinstance(self.bot_token, str) or not _BOT_TOKEN_RE.match(self.bot_token):
             raise ConfigurationError(
                 "must be a Bot API token like '123456:ABC-def' (digits, colon, token)",

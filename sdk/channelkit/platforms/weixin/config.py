@@ -15,6 +15,7 @@ from channelkit.platforms.common.config import (
     check_http_url,
     check_non_empty,
     check_positive_seconds,
+    register_secrets,
     settings_kwargs,
 )
 
@@ -56,6 +57,7 @@ class WeixinConfig:
     polling_timeout_s: float = 35.0
 
     def __post_init__(self) -> None:
+        register_secrets(self.bot_token)
         check_non_empty(self.bot_token, "weixin.bot_token")
         check_http_url(self.base_url, "weixin.base_url")
         check_non_empty(self.channel_version, "weixin.channel_version")
