@@ -213,8 +213,13 @@ def test_card_submit_racing_the_owners_deny_shows_the_winner():
                 assert terminal["card_status"] == "cancelled"  # never submitted
                 assert MSG_DENIED in texts and MSG_NOT_PENDING not in texts
                 assert texts.count(ALREADY_ANSWERED_TEXT) == claimed
-            # the card's own respond() said True exactly when the card won
-            assert r.results == ([True] if "answers" in responses[0][1] else [False] * claimed)
+            # the card's own respond() said True exactly when the card won; a claimed card
+            # that lost was refused, or not asked at all when the deny had settled the
+            # request before the card's responder started (the shared AnswerRace)
+            if "answers" in responses[0][1]:
+                assert r.results == [True]
+            else:
+                assert r.results == [False] * len(r.results) and len(r.results) <= claimed
         finally:
             r.close()
     assert outcomes  # at least one interleaving ran to the end

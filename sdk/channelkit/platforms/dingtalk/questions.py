@@ -25,13 +25,19 @@ the card expired *before* it calls the responder with a cancel, so the collapsed
 cancellation that follows cannot relabel it; it fires ``EXPIRY_MARGIN`` before core's
 own deadline for the request (``ctx.expires_at``), so a neutral ``cancelled`` settlement
 always means a real cancellation.
+
+The arbitration of a claimed answer against the settlement and the winner's state are
+the ones every native input keeps (:mod:`channelkit.platforms.common.native_input`).
+Two things are DingTalk's own: one live card per session and owner, where a newer run's
+question supersedes the older run's card (see :meth:`QuestionCardController.present`),
+and an answer given elsewhere shown as its own expired state ("Resolved outside this
+card.").
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -42,6 +48,11 @@ from typing import Any, Protocol
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
 from channelkit.platforms.common.contract import Decision
+from channelkit.platforms.common.native_input import (
+    AnswerRace,
+    tell_already_answered,
+    winner_state,
+)
 from channelkit.platforms.common.projection_queue import ProjectionQueue, Slot
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.common.types import Clock, Scheduler, TimerHandle
@@ -102,10 +113,13 @@ NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
 #: Sent to the chat when a claimed card answer lost to another surface.
 ALREADY_ANSWERED_TEXT = "This question was already answered; the card's answer was not used."
 
+#: The card state of an answer given elsewhere: shown expired, with its own text.
+RESOLVED_OUTSIDE = "resolved_outside_presenter"
+
 _TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
     "submitted": ("submitted", "Submitted.", "Submitted"),
     "expired": ("expired", "This question expired. Please retry.", "Expired"),
-    "resolved_outside_presenter": ("expired", "Resolved outside this card.", "Expired"),
+    RESOLVED_OUTSIDE: ("expired", "Resolved outside this card.", "Expired"),
     "cancelled": ("cancelled", "Cancelled.", "Cancelled"),
 }
 
@@ -387,16 +401,10 @@ class QuestionRecord:
     deadline: float = 0.0
     timer: TimerHandle | None = None
     unsubscribe: Callable[[], Any] | None = None
-    #: the thread calling the responder of a claimed card (its own settlement arrives there)
-    responder_thread: int | None = None
-    #: set when the claimed card's own response settled the request
-    own_settlement: bool = False
-    #: the settlement reason of another surface that won while the card was claimed
-    lost_to: str | None = None
-    #: a lost card's reserved projection, filled once the winner's settlement arrives
-    awaiting_winner: Slot | None = None
-    #: the request's settlement, whenever it arrived (a claim racing it reads it)
-    settled_as: str | None = None
+    #: the claimed card's place in the run's projection queue, reserved at the claim
+    slot: Slot | None = None
+    #: the claimed answer's responder against the request's settlement
+    race: AnswerRace = field(default_factory=AnswerRace)
 
 
 class QuestionCardApi(Protocol):
@@ -494,6 +502,11 @@ class QuestionCardController:
         ``ctx.expires_at`` (core's own deadline) so the card expires first. Blocks
         (bounded) until the card was delivered or failed; call it from a pool thread.
         """
+        # DingTalk's own scope, not `input_scope` / `reserve_native_input`: one live card
+        # per session and owner. A second request of the same run gets the text prompt
+        # as everywhere, but a request of a newer run supersedes the older run's card
+        # (ended expired, "A newer question is available"), and a claimed card (its
+        # answer on its way to the agent) never blocks the next question.
         scope = (ctx.session_id, owner_key)
         superseded: QuestionRecord | None = None
         with self._lock:
@@ -657,32 +670,17 @@ class QuestionCardController:
             )
 
     def _on_settled(self, record: QuestionRecord, reason: str) -> None:
-        slot: Slot | None = None
-        with self._lock:
-            record.settled_as = record.settled_as or reason
-            state = record.state.state
-            if state == "terminal":
-                return
-            if state == "claimed":
-                if record.responder_thread == threading.get_ident():
-                    record.own_settlement = True  # the card's own response: its result decides
-                    return
-                # another surface won while the card is claimed
-                record.lost_to = reason
-                slot, record.awaiting_winner = record.awaiting_winner, None
-                if slot is None:
-                    return  # the card's responder call sees ``lost_to`` when it returns
-        if slot is not None:
-            self._end_lost(record, reason, slot)
+        if record.race.settled(reason):  # the lost answer waited for this settlement
+            self._end_lost(record, reason, record.slot)
             return
         self._finalize(record, _winner_state(reason), ("reserved", "pending"))
 
-    def _end_lost(self, record: QuestionRecord, reason: str, slot: Slot) -> None:
+    def _end_lost(self, record: QuestionRecord, reason: str, slot: Slot | None) -> None:
         """End a claimed card whose answer lost: the winner's state, one notice."""
         if not self._finalize(record, _winner_state(reason), ("claimed",), slot=slot):
             return
-        if reason == "run_cancelled":
-            return  # the run ended: its own terminal output says so
+        if not tell_already_answered(reason):
+            return
         try:
             self._send_text(record.chat_id, ALREADY_ANSWERED_TEXT)
         except Exception:
@@ -690,10 +688,8 @@ class QuestionCardController:
 
     def _give_up_waiting(self, record: QuestionRecord) -> None:
         """The winner's settlement never came: end the lost card as unavailable."""
-        with self._lock:
-            slot, record.awaiting_winner = record.awaiting_winner, None
-        if slot is not None:
-            self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=slot)
+        if record.race.give_up():
+            self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=record.slot)
 
     def _expire(self, record: QuestionRecord) -> None:
         ctx = record.ctx
@@ -727,6 +723,12 @@ class QuestionCardController:
         one compare-and-set. The controller lock is held only for the lookups and the
         claim; the form is validated outside it (against the card's immutable spec).
         An accepted claim's work calls the responder: run it on the pool after the ACK.
+
+        With a state store, DingTalk's one difference comes first: the claim across
+        processes (one atomic store ``add`` in
+        :class:`~channelkit.platforms.dingtalk.cluster.DingtalkCluster`), after which
+        the instance that owns the run claims here as well, so the answer's race against
+        the settlement stays local to that instance.
         """
         actor = callback.actor_id
         record = self.registry.find("track", callback.out_track_id)
@@ -761,40 +763,27 @@ class QuestionCardController:
             if not record.state.compare_and_set(_CLAIMABLE, "claimed"):
                 return Decision.ignored()
             timer, record.timer = record.timer, None
-            slot = record.queue.reserve()
+            slot = record.slot = record.queue.reserve()
         if timer is not None:
             timer.cancel()
 
         shown = response.get("answers")
 
         def execute() -> None:
-            accepted = failed = False
-            with self._lock:
-                record.responder_thread = threading.get_ident()
-            try:
-                accepted = bool(ctx.respond(response))
-            except Exception:
-                failed = True
-                logger.exception("question response failed for request %s", record.request_id)
-            with self._lock:
-                record.responder_thread = None
-                lost_to = record.lost_to
-                if lost_to is None and not (accepted or failed or record.own_settlement):
-                    lost_to = record.settled_as  # settled just before the claim
-                wait = not (accepted or failed or record.own_settlement or lost_to is not None)
-                if wait:
-                    # another surface holds the request and its settlement is on its way
-                    record.awaiting_winner = slot
-                    record.timer = self._scheduler.call_later(
-                        max(0.0, record.deadline - self._clock.now()),
-                        lambda: self._give_up_waiting(record),
-                    )
-            if wait:
-                return
-            if accepted:
+            """The claimed answer (pool, after the ACK): end the card in what the
+            responder decided (`AnswerRace`)."""
+            result = record.race.respond(partial(ctx.respond, response), record.request_id)
+            if result.kind == "waiting":  # another surface holds the request: wait for it
+                with self._lock:
+                    if record.state.state == "claimed":  # not ended by the settlement yet
+                        record.timer = self._scheduler.call_later(
+                            max(0.0, record.deadline - self._clock.now()),
+                            lambda: self._give_up_waiting(record),
+                        )
+            elif result.kind == "lost":
+                self._end_lost(record, str(result.reason), slot)
+            elif result.kind == "accepted":
                 self._finalize(record, success_state, ("claimed",), slot=slot, answers=shown)
-            elif lost_to is not None:
-                self._end_lost(record, lost_to, slot)
             else:
                 self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=slot)
 
@@ -802,10 +791,12 @@ class QuestionCardController:
 
 
 def _winner_state(reason: str) -> str:
-    """The card state of a settlement: an answer given elsewhere, or a cancellation."""
-    if reason == "resolved_outside_presenter":
-        return "resolved_outside_presenter"
-    return "cancelled"
+    """The card state of a settlement elsewhere: `winner_state`, except that a DingTalk
+    card tells an answer given elsewhere apart from its own expiry, so that one gets a
+    state of its own (:data:`RESOLVED_OUTSIDE`: shown expired with "Resolved outside
+    this card.", also on a card delivered after the settlement, from its tombstone)."""
+    state = winner_state(reason)
+    return RESOLVED_OUTSIDE if state == "expired" else state
 
 
 def _description_for(state: str) -> str | None:
