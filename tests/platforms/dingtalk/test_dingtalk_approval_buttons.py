@@ -21,10 +21,12 @@ OPTIONS = (
 def script_with(options: tuple[PermissionOption, ...]) -> Any:
     def script(bridge: Any, sid: str, text: str, sink: Any) -> str:
         event = bridge.answered.setdefault("perm-1", threading.Event())
+        # Cancelling the run (the channel closing on an unanswered card) ends the wait too.
+        bridge.cancel_events[sid] = event
         sink.response_boundary(sid)
         tool = {"toolCallId": "t-1", "kind": "execute", "title": "Run ls"}
         sink.permission_request(PermissionRequest("perm-1", sid, tool, options))
-        event.wait(5)
+        assert event.wait(5), "neither answered nor cancelled"
         return "done"
 
     return script
