@@ -26,6 +26,7 @@ from tests.multiprocess.test_dingtalk_processes_share_one_bot_through_redis impo
     APP_SECRET,
     CARD_SECRET,
     Instance,
+    stop_all,
     views,
 )
 
@@ -67,8 +68,7 @@ def pair(redis_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         made.append(Instance(emulator.url, redis_server.url, namespace, logs / "other"))
         yield Pair(emulator.emulator, made[0], made[1])
     finally:
-        for instance in made:
-            instance.stop()
+        stop_all(made)
         emulator.close()
 
 
@@ -201,6 +201,5 @@ def test_an_unanswered_question_card_expires_and_a_late_click_elsewhere_is_harml
         assert pair.view(question["id"]) == before  # the expired card stays as it was
         assert pair.owner.answers() + pair.other.answers() == []  # nothing was chosen
     finally:
-        for instance in made:
-            instance.stop()
+        stop_all(made)
         emulator.close()

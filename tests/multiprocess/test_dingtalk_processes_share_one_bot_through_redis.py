@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -59,7 +60,14 @@ def _refused(exc: BaseException) -> bool:
     return isinstance(reason, ConnectionResetError | ConnectionRefusedError)
 
 
+READY_S = 60.0  # a process's start on a loaded 2-core CI machine
+
+
 class Instance:
+    """One ``dingtalk_instance.py`` process. It starts at once; the first use of ``url``
+    or ``instance_id`` waits (bounded) for its ``PORT`` line, so instances made one after
+    the other boot side by side."""
+
     def __init__(
         self,
         emulator_url: str,
@@ -75,10 +83,26 @@ class Instance:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             env={**os.environ, **(env or {})},
         )  # fmt: skip
-        line = self.process.stdout.readline().split()
-        assert line and line[0] == "PORT", line
-        self.url = f"http://127.0.0.1:{line[1]}"
-        self.instance_id = line[2]
+        self._port_line: list[str] | None = None
+        self._ready_lock = threading.Lock()  # the first use may come from many threads
+
+    def _ready(self) -> list[str]:
+        with self._ready_lock:
+            if self._port_line is None:
+                readable, _, _ = select.select([self.process.stdout], [], [], READY_S)
+                assert readable, f"no PORT line within {READY_S} s"
+                line = self.process.stdout.readline().split()
+                assert line and line[0] == "PORT", line
+                self._port_line = line
+            return self._port_line
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._ready()[1]}"
+
+    @property
+    def instance_id(self) -> str:
+        return self._ready()[2]
 
     def message(self, text: str, chat: str) -> None:
         ts = _timestamp()
@@ -114,16 +138,32 @@ class Instance:
     def answers(self) -> list[str]:
         return self.log.read_text().split() if self.log.exists() else []
 
-    def stop(self) -> None:
+    def begin_stop(self) -> None:
+        """Ask the process to stop (close its stdin) without waiting for it."""
         if self.process.poll() is None:
             try:
                 self.process.stdin.close()
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.begin_stop()
                 self.process.wait(10)
             except Exception:
                 pass
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+
+
+def stop_all(instances: list[Instance]) -> None:
+    """Stop the instances side by side (each takes about a second to close)."""
+    for instance in instances:
+        instance.begin_stop()
+    for instance in instances:
+        instance.stop()
 
 
 @pytest.fixture
@@ -139,8 +179,7 @@ def bot(redis_server, tmp_path):
     try:
         yield emulator.emulator, start
     finally:
-        for instance in made:
-            instance.stop()
+        stop_all(made)
         emulator.close()
         if not redis_server.running:
             redis_server.start()
