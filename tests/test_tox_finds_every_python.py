@@ -190,6 +190,7 @@ def _run_tox(tmp_path: Path, pyenv_root: Path) -> subprocess.CompletedProcess[st
         "HOME": str(tmp_path / "home"),
         "PYENV_ROOT": str(pyenv_root),
         "VIRTUALENV_OVERRIDE_APP_DATA": str(tmp_path / "virtualenv-app-data"),
+        "VIRTUALENV_NO_SEED": "1",  # nothing is installed: no pip in the environments
     }
     return subprocess.run(
         [sys.executable, "-m", "tox", "--workdir", str(tmp_path / "work")],
