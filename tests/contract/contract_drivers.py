@@ -73,6 +73,7 @@ class Capabilities:
     native_questions: str | None = None
     approval_buttons: str | None = None
     native_presentation: str | None = None
+    presentation_buttons: str | None = None  # a presentation's value button can be pressed
     pins: str | None = None
 
 
@@ -337,6 +338,15 @@ class Driver:
             return {"id": v["id"], "buttons": {k: d for k, d in buttons.items() if d}}
         return None
 
+    def presentation_keyboard(self, label: str) -> dict[str, Any] | None:
+        """The bot message whose buttons include ``label``: ``{"id", "buttons": {label:
+        {"data", "url"}}}``, or None."""
+        for v in self.bot_views():
+            buttons = {b["text"]: b for row in v.get("keyboard") or [] for b in row}
+            if label in buttons:
+                return {"id": v["id"], "buttons": buttons}
+        return None
+
     def press(self, approval: dict[str, Any], label: str, user: str | None = None) -> None:
         """``user`` presses the approval button ``label``."""
         self.click(approval["id"], "tap", {"data": approval["buttons"][label]}, user=user)
@@ -358,7 +368,10 @@ def _status_state(raw: str) -> str:
 class DingtalkDriver(Driver):
     platform = "dingtalk"
     other_chat = "cidOtherChat"
-    caps = Capabilities(pins="DingTalk robots cannot pin messages")
+    caps = Capabilities(
+        pins="DingTalk robots cannot pin messages",
+        presentation_buttons="robot Markdown shows a value button as a text line (links stay)",
+    )
 
     def redeliver_last_message(self) -> int:
         """Stream mode: the gateway sends the ACKed frame again (same message id)."""
@@ -720,6 +733,10 @@ class SlackDriver(Driver):
             "a run failing while no segment message is open (before any output, or before "
             "its first text was posted) shows nothing: no failure notice is posted"
         ),
+        "presentation_buttons": (
+            "a click on a presentation's value button (ck:button) reaches nobody: "
+            "SlackChannel._handle_action serves questions, approvals and Stop only"
+        ),
     }
 
     def _is_control(self, v: dict[str, Any]) -> bool:
@@ -825,6 +842,7 @@ class WeixinDriver(Driver):
         native_questions="iLink has no cards: a question is the text prompt",
         approval_buttons="iLink has no buttons: /approve or /deny",
         native_presentation="iLink shows plain text only",
+        presentation_buttons="iLink shows plain text only",
         pins="iLink has no pins",
     )
 

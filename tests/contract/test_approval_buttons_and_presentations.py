@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from channelkit.agents import Turn
 from contract_drivers import FOREIGN, wait_for
 from contract_harness import (
     Context,
+    known_defect,
     new_token,
 )
 
@@ -96,3 +98,48 @@ def test_a_pinned_presentation_is_pinned_where_the_platform_pins(ctx: Context) -
         lambda: [p for p in d.presentations(title) if p["pinned"]], "the pinned presentation"
     )
     assert len(shown) == 1
+
+
+def test_a_presentations_value_button_reaches_the_agent_as_the_persons_message(
+    ctx: Context, request: pytest.FixtureRequest
+) -> None:
+    """The person presses a value button of a presentation: the agent receives its value
+    as that person's message in the same conversation, and its answer shows; a link
+    button is a link (no callback)."""
+    d = ctx.driver
+    d.require("presentation_buttons")
+    bound = known_defect(d, "presentation_buttons", request)
+    value = f"hello from a button {new_token()}"
+    seen: list[tuple[str, str]] = []
+
+    def fn(turn: Turn) -> str:
+        seen.append((turn.text, turn.session_id))
+        if turn.text == "present":
+            turn.present(
+                {
+                    "title": "Buttons",
+                    "blocks": [
+                        {
+                            "type": "buttons",
+                            "buttons": [
+                                {"label": "Open docs", "url": "https://example.com/docs"},
+                                {"label": "Say hello", "value": value},
+                            ],
+                        }
+                    ],
+                }
+            )
+            return ""
+        return f"You wrote: {turn.text}"
+
+    ctx.script.fn = fn
+    d.send("present")
+    shown = wait_for(lambda: d.presentation_keyboard("Say hello"), "the presentation's buttons")
+    link = shown["buttons"].get("Open docs")
+    if link is not None:  # where the chat lists link buttons, they are links
+        assert link["url"] == "https://example.com/docs" and not link["data"], link
+    d.click(shown["id"], "tap", {"data": shown["buttons"]["Say hello"]["data"]})
+    wait_for(lambda: value in [t for t, _ in seen], "the agent to receive the value", bound)
+    assert [text for text, _ in seen] == ["present", value]
+    assert len({session for _, session in seen}) == 1  # the same conversation
+    d.wait_segment(f"You wrote: {value}", "completed")
