@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 import os
 import sys
@@ -123,13 +124,22 @@ def _rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
-def _parse(path: Path, found: list[str]) -> ast.Module | None:
-    """The module's AST, or ``None`` with a violation added when it does not parse."""
+@functools.cache
+def _parsed(path: Path) -> ast.Module | SyntaxError:
+    """The module's AST (parsed once for all the checks, which only read it), or the error."""
     try:
         return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except SyntaxError as exc:
-        found.append(f"{_rel(path)}:{exc.lineno}: does not parse ({exc.msg})")
+        return exc
+
+
+def _parse(path: Path, found: list[str]) -> ast.Module | None:
+    """The module's AST, or ``None`` with a violation added when it does not parse."""
+    tree = _parsed(path)
+    if isinstance(tree, SyntaxError):
+        found.append(f"{_rel(path)}:{tree.lineno}: does not parse ({tree.msg})")
         return None
+    return tree
 
 
 def _defines_nothing_of_its_own(tree: ast.Module) -> bool:
