@@ -16,6 +16,7 @@ A new platform adds a driver class and one entry in :data:`DRIVERS`.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -114,12 +115,14 @@ class Driver:
         self._last_msg_id: str | None = None
         # every HTTP delivery to the SDK (the emulator's public ``deliver`` seam), so a
         # test can deliver one again as the platform retries it
-        self._deliveries: list[tuple[str, dict[str, str], bytes]] = []
+        self._deliveries: list[tuple[str, dict[str, str], bytes]] = []  # the last 20
+        self._deliveries_lock = threading.Lock()  # the emulator delivers from many threads
         self._deliver = self.emulator.deliver
 
         def recording(url: str, headers: Any, body: bytes) -> Any:
-            self._deliveries.append((url, dict(headers), body))
-            del self._deliveries[:-20]
+            with self._deliveries_lock:
+                self._deliveries.append((url, dict(headers), body))
+                del self._deliveries[:-20]
             return self._deliver(url, headers, body)
 
         self.emulator.deliver = recording
@@ -210,12 +213,15 @@ class Driver:
     #: the ingress path a person's message is delivered to (HTTP ingress)
     message_path: ClassVar[str] = ""
 
+    def last_delivery(self) -> tuple[str, dict[str, str], bytes]:
+        """The last HTTP delivery of a person's message to the SDK."""
+        with self._deliveries_lock:
+            return next(d for d in reversed(self._deliveries) if d[0].endswith(self.message_path))
+
     def redeliver_last_message(self) -> int:
         """Deliver the owner's last message again, as the platform retries a delivery it
         thinks was lost (same message / event id); the channel's answer status."""
-        url, headers, body = next(
-            d for d in reversed(self._deliveries) if d[0].endswith(self.message_path)
-        )
+        url, headers, body = self.last_delivery()
         return int(self._deliver(url, headers, body).status)
 
     def click(
@@ -477,8 +483,9 @@ class FeishuDriver(Driver):
 
     def redeliver_last_message(self) -> int:
         """Feishu retries an event with the same ``event_id`` under a fresh signature."""
-        url, _, _ = next(d for d in reversed(self._deliveries) if d[0].endswith(self.message_path))
-        envelope = self._sealed[-1]
+        url, _, _ = self.last_delivery()
+        with self._deliveries_lock:
+            envelope = self._sealed[-1]
         headers, body = self._seal(envelope)
         return int(self._deliver(url, headers, body).status)
 
@@ -518,8 +525,9 @@ class FeishuDriver(Driver):
 
         def seal(payload: Any) -> Any:
             if (payload.get("header") or {}).get("event_type") == "im.message.receive_v1":
-                self._sealed.append(payload)
-                del self._sealed[:-20]
+                with self._deliveries_lock:
+                    self._sealed.append(payload)
+                    del self._sealed[:-20]
             return self._seal(payload)
 
         self.emulator.seal = seal
@@ -716,9 +724,7 @@ class SlackDriver(Driver):
             sign,
         )
 
-        url, headers, body = next(
-            d for d in reversed(self._deliveries) if d[0].endswith(self.message_path)
-        )
+        url, headers, body = self.last_delivery()
         timestamp = str(int(time.time()) + 1)
         signed = {
             **headers,
