@@ -1,7 +1,8 @@
 """The settlement side of approval buttons, shared by Telegram, Feishu and Slack.
 
 A platform presenter keeps its live approval records in a :class:`CardRegistry` and
-answers through the request's one-shot responder. What follows the platform's own
+answers through the request's one-shot responder. The registration (the text prompt
+when the registry is full), the one-shot claim of a tap, what follows the platform's own
 send (subscribe to the settlement, undo on a failed send, finalize when the request
 ended before the send returned), the answer on the pool, the settlement (tombstone,
 then one finalize on the pool) and the once-only finalize are the same everywhere;
@@ -15,9 +16,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.platforms.common.native_input import reserve_native_input
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 
 __all__ = ["ApprovalButtons", "ApprovalRecord"]
@@ -28,6 +30,7 @@ class ApprovalRecord(Protocol):
 
     token: str
     ctx: PermissionRequestContext
+    claimed: bool
     settled: bool
     finalized: bool
 
@@ -72,6 +75,23 @@ class ApprovalButtons(Generic[R]):
     def _show_outcome(self, record: R, ref: Any) -> None:
         """Show the request's end state on the sent message ``ref`` (on the pool)."""
         raise NotImplementedError
+
+    def _register(self, record: R) -> bool:
+        """Register ``record`` under its token; False (the text prompt) when the registry
+        is full (:func:`~channelkit.platforms.common.native_input.reserve_native_input`)."""
+        return reserve_native_input(self.registry, record.token, record, None)
+
+    @staticmethod
+    def _take(record: R) -> Literal["stale", "busy"] | None:
+        """The one-shot claim of ``record`` by a correlated and authorized tap (call it
+        under the registry lock): None when this tap claimed it, ``stale`` once the
+        request ended, ``busy`` while an earlier tap's answer is on its way."""
+        if record.settled:
+            return "stale"
+        if record.claimed:
+            return "busy"
+        record.claimed = True
+        return None
 
     def _deliver(self, record: R, send: Callable[[], Any], failure: str) -> str:
         """Send the registered ``record``'s prompt with ``send`` (its result is the sent

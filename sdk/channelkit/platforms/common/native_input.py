@@ -65,17 +65,20 @@ def reserve_native_input(
     registry: CardRegistry[Any, Any],
     key: Hashable,
     record: Any,
-    scope: tuple[str, str, str],
+    scope: tuple[str, str, str] | None,
 ) -> bool:
     """Register ``record`` under ``key`` and ``scope`` (index ``"scope"``) when no live
     native input holds ``scope`` and the registry has room; False (nothing changes) when
-    the caller must fall back to the text prompt."""
+    the caller must fall back to the text prompt. ``scope=None`` registers without the
+    one-per-run rule (approval buttons: one message per permission request)."""
     with registry.lock:
-        if registry.find(SCOPE_INDEX, scope) is not None:
+        if scope is not None and registry.find(SCOPE_INDEX, scope) is not None:
             return False  # a second request in the same run: the text prompt
         if len(registry) >= registry.maxsize:
-            logger.warning("too many live native questions; using the text prompt")
+            logger.warning("too many live native inputs; using the text prompt")
             return False
+        if scope is None:
+            return registry.add(key, record)
         return registry.add(key, record, **{SCOPE_INDEX: scope})
 
 
