@@ -7,13 +7,16 @@ from typing import Any
 
 from channelkit.core.text import MSG_DENIED
 from channelkit.platforms.telegram.approvals import (
+    TEXT_BUSY,
     TEXT_NOT_OWNER,
+    TEXT_SENT,
     TEXT_STALE,
     parse_approval_callback,
 )
+from channelkit.platforms.telegram.ingress import parse_update
 from channelkit.testing import ScriptedBridge, ask, final, permission_request, wait_until
 
-from tests.platforms.telegram.tg_env import Env, texts
+from tests.platforms.telegram.tg_env import CHAT, OWNER, Env, texts
 
 ALLOW = {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}
 REJECT = {"outcome": {"outcome": "selected", "optionId": "cancel"}}
@@ -174,4 +177,41 @@ def test_native_questions_off_keeps_the_text_prompt(rt, mock) -> None:  # type: 
     env.message("/approve")
     env.settle()
     assert env.bridge.responses == [("req-1", ALLOW)]
+    env.channel.close()
+
+
+def test_a_second_tap_while_the_first_answer_is_on_its_way_is_busy(rt, mock) -> None:  # type: ignore[no-untyped-def]
+    env = _env(rt, mock)
+    env.message("write it")
+    buttons = _buttons(_keyboard_message(rt, env))
+    mid = _message_id(env)
+
+    def decide(label: str) -> Any:
+        update = parse_update(
+            {
+                "update_id": 1,
+                "callback_query": {
+                    "id": f"cq-{label}",
+                    "chat_instance": "ci",
+                    "data": buttons[label],
+                    "from": {"id": OWNER, "is_bot": False, "first_name": "x"},
+                    "message": {
+                        "message_id": mid,
+                        "date": 0,
+                        "chat": {"id": CHAT, "type": "private"},
+                    },
+                },
+            }
+        )
+        assert update.callback_query is not None
+        return env.channel.approvals.decide_callback(update.callback_query)
+
+    first = decide("Allow")  # claimed; its answer not handed on yet
+    second = decide("Reject")
+    second.run_after()
+    first.run_after()
+    env.settle()
+    answers = [c["text"] for c in env.calls("answerCallbackQuery")]
+    assert TEXT_BUSY in answers and TEXT_SENT in answers
+    assert env.bridge.responses == [("req-1", ALLOW)]  # the first tap's
     env.channel.close()

@@ -132,19 +132,17 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
             chat_id, thread_id = ctx.target.chat_id, topic_of(ctx.target.thread_id)
         if not 1 <= len(ctx.options) <= MAX_BUTTONS:
             return "unsupported"
-        with self._lock:
-            if len(self.registry) >= self.registry.maxsize:
-                return "unsupported"
-            token = secrets.token_urlsafe(8)
-            record = _Approval(
-                token=token,
-                ctx=ctx,
-                chat_id=chat_id,
-                thread_id=thread_id,
-                owner_id=str(ctx.owner.id),
-                text=text[:MAX_MESSAGE_CHARS],
-            )
-            self.registry.add(token, record)
+        token = secrets.token_urlsafe(8)
+        record = _Approval(
+            token=token,
+            ctx=ctx,
+            chat_id=chat_id,
+            thread_id=thread_id,
+            owner_id=str(ctx.owner.id),
+            text=text[:MAX_MESSAGE_CHARS],
+        )
+        if not self._register(record):
+            return "unsupported"
         return self._deliver(
             record,
             lambda: self._api.send_message(
@@ -204,11 +202,9 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
             return TEXT_NOT_OWNER, None
         if index >= len(record.ctx.options):
             return TEXT_UNKNOWN, None
-        if record.settled:
-            return TEXT_STALE, None
-        if record.claimed:
-            return TEXT_BUSY, None
-        record.claimed = True
+        taken = self._take(record)
+        if taken is not None:
+            return (TEXT_STALE if taken == "stale" else TEXT_BUSY), None
         option_id = record.ctx.options[index].option_id
         respond = partial(self._respond, record, option_id)
         return TEXT_SENT, partial(self._submit, record.token, respond)
