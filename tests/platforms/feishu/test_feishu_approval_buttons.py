@@ -209,3 +209,27 @@ def test_forms_disabled_keeps_the_text_prompt(rt: Any, api: FeishuApi, fake: Fak
         assert [d.option_id for d in run.decisions] == ["proceed_once"]
     finally:
         run.close()
+
+
+def test_a_second_click_while_the_first_answer_is_on_its_way_is_busy(
+    rt: Any, api: FeishuApi, fake: FakeFeishu
+) -> None:
+    run = Run(rt, api, fake)
+    try:
+        message_id, _ = run.card()
+        buttons = run.buttons()
+
+        def decide(label: str) -> Any:
+            action = parse_card_action(card_action(buttons[label], message_id=message_id))
+            assert action is not None
+            return run.channel.approvals.handle_action(action)
+
+        first = decide("Allow")  # claimed; its answer not handed on yet
+        assert first.body["toast"]["content"] == S["sent"] and first.after != ()
+        second = decide("Reject")
+        assert second.body["toast"]["content"] == S["busy"] and second.after == ()
+        first.run_after()
+        run.done()
+        assert [d.option_id for d in run.decisions] == ["proceed_once"]  # the first click's
+    finally:
+        run.close()

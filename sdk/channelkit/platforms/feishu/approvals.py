@@ -161,12 +161,10 @@ class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
         """Send the card; ``presented`` or ``unsupported`` (text prompt)."""
         if not 1 <= len(ctx.options) <= MAX_BUTTONS:
             return "unsupported"
-        with self._lock:
-            if len(self.registry) >= self.registry.maxsize:
-                return "unsupported"
-            token = secrets.token_urlsafe(12)
-            record = _Approval(token, ctx, ctx.target.chat_id, str(ctx.owner.id))
-            self.registry.add(token, record)
+        token = secrets.token_urlsafe(12)
+        record = _Approval(token, ctx, ctx.target.chat_id, str(ctx.owner.id))
+        if not self._register(record):
+            return "unsupported"
         return self._deliver(
             record,
             lambda: self._api.send_card(record.chat_id, approval_card(token, ctx, self._language)),
@@ -186,17 +184,17 @@ class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
                 stale = self.registry.tombstone(token) is not None
                 key = "stale" if stale else "unknown"
                 return Decision.ignored(_toast("info" if stale else "error", s[key]))
-            key = self._claim(record, index, action)
-            if key != "sent":
-                outcome: DecisionOutcome = "forbidden" if key == "not_owner" else "ignored"
-                return Decision.ack(_toast("error", s[key]), outcome=outcome)
-            record.claimed = True
+            refused = self._refusal(record, index, action) or self._take(record)
+            if refused is not None:
+                outcome: DecisionOutcome = "forbidden" if refused == "not_owner" else "ignored"
+                return Decision.ack(_toast("error", s[refused]), outcome=outcome)
             option_id = record.ctx.options[index].option_id
             job = partial(self._respond, record, option_id)
-        return Decision.ack(_toast("success", s[key])).then(partial(self._submit, token, job))
+        return Decision.ack(_toast("success", s["sent"])).then(partial(self._submit, token, job))
 
     @staticmethod
-    def _claim(record: _Approval, index: int, action: CardAction) -> str:
+    def _refusal(record: _Approval, index: int, action: CardAction) -> str | None:
+        """Why the click may not claim ``record`` (its toast's key), else None."""
         if action.operator_open_id is None or action.operator_open_id != record.owner_id:
             return "not_owner"
         if action.open_chat_id is not None and action.open_chat_id != record.chat_id:
@@ -209,11 +207,7 @@ class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
             return "unknown"
         if not 0 <= index < len(record.ctx.options):
             return "unknown"
-        if record.settled:
-            return "stale"
-        if record.claimed:
-            return "busy"
-        return "sent"
+        return None
 
     def _sent_ref(self, record: _Approval) -> str | None:
         return record.message_id
