@@ -48,12 +48,12 @@ from functools import partial
 from typing import Any
 
 from channelkit.core import UserInputRequestContext
-from channelkit.core.types import SettlementReason
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
 from channelkit.platforms.common.native_input import (
     AnswerRace,
     input_scope,
     reserve_native_input,
+    tell_already_answered,
     winner_state,
 )
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
@@ -405,7 +405,7 @@ class SlackQuestions:
             self._project(form)
 
     def _tell_lost(self, form: Form, reason: str) -> None:
-        if reason == SettlementReason.RUN_CANCELLED:
+        if not tell_already_answered(reason):
             return  # the run ended: its own terminal output says so
         try:
             self._api.post(form.channel, TEXT_ALREADY_ANSWERED, form.anchor)
