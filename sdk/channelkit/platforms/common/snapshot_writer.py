@@ -15,7 +15,11 @@ with these guarantees:
   for the final delivery path) and ``failed`` becomes True;
 * :meth:`finalize` stops accepting text, cancels the timer, drops the pending snapshot
   (its text is already part of :attr:`content`) and waits - with a timeout - for the
-  write in flight, then returns the final bounded text.
+  write in flight, then returns the final bounded text;
+* **offsets** for append-only targets (``with_total=True``): ``write(snapshot, total)``
+  also gets how many characters were appended in all (the snapshot's last character is
+  character ``total`` of the whole text), so a writer that can only append (a stream)
+  sends what is new since its last call even after the bounded text dropped its head.
 
 Writes run through ``submit`` (typically the run's per-key serial queue, so they are
 ordered with the adapter's other projections of the same run). Appending never blocks
@@ -65,12 +69,13 @@ class SnapshotWriter:
 
     ``write(snapshot)`` performs one platform write and raises on failure. ``ready=False``
     holds writes until :meth:`start` (for example until the card has been created).
-    ``on_error(exc)`` is called once when a write fails.
+    ``on_error(exc)`` is called once when a write fails. ``with_total=True`` calls
+    ``write(snapshot, total)`` instead (see the module docstring).
     """
 
     def __init__(
         self,
-        write: Callable[[str], object],
+        write: Callable[..., object],
         *,
         clock: Clock,
         scheduler: Scheduler,
@@ -80,8 +85,12 @@ class SnapshotWriter:
         marker: str = TRUNCATION_MARKER,
         ready: bool = True,
         on_error: Callable[[BaseException], object] | None = None,
+        with_total: bool = False,
     ) -> None:
-        self._write = write
+        self._write: Callable[..., object] = write
+        self._with_total = with_total
+        self._total = 0  # characters appended in all (replace() starts over)
+        self._pending_total = 0
         self._clock = clock
         self._scheduler = scheduler
         self._submit = submit
@@ -121,6 +130,12 @@ class SnapshotWriter:
             return self._closed
 
     @property
+    def total_chars(self) -> int:
+        """How many characters were appended in all (after :meth:`replace`: its length)."""
+        with self._cond:
+            return self._total
+
+    @property
     def has_pending(self) -> bool:
         """True while a snapshot is waiting to be written."""
         with self._cond:
@@ -141,7 +156,9 @@ class SnapshotWriter:
             if not chunk:
                 return True
             self._content = bound_text(self._content + chunk, self._max_chars, self._marker)
+            self._total += len(chunk)
             self._pending = self._content
+            self._pending_total = self._total
             action = self._arrange_locked()
         if action is not None:
             action()
@@ -153,7 +170,9 @@ class SnapshotWriter:
             if self._closed:
                 return False
             self._content = bound_text(text, self._max_chars, self._marker)
+            self._total = len(text)
             self._pending = self._content
+            self._pending_total = self._total
             action = self._arrange_locked()
         if action is not None:
             action()
@@ -264,13 +283,17 @@ class SnapshotWriter:
             if self._closed or self._failed or self._pending is None:
                 return
             snapshot = self._pending
+            total = self._pending_total
             self._pending = None
             self._in_flight = True
             self._writes += 1
             self._last_write_at = self._clock.now()
         error: BaseException | None = None
         try:
-            self._write(snapshot)
+            if self._with_total:
+                self._write(snapshot, total)
+            else:
+                self._write(snapshot)
         except Exception as exc:
             error = exc
         with self._cond:

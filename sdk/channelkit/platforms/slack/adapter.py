@@ -17,7 +17,8 @@ and hands its payload to the same handlers, minus the signature check.
 
 Output (:mod:`channelkit.platforms.slack.output`): one streamed message per visible
 output segment (``chat.startStream`` / ``appendStream`` / ``stopStream``, coalesced to
-one call every 0.5 s), falling back to ``chat.postMessage`` + ``chat.update`` when
+one call every 0.6 s at most, Slack's Tier 4 budget; the end paced like the rest),
+falling back to ``chat.postMessage`` + ``chat.update`` when
 streaming is refused. The live segment has a Stop button: the run's owner cancels
 exactly that run; anyone else gets one ephemeral notice and nothing changes. The final
 answer ends the live segment, and text no message showed is posted through the delivery
@@ -152,6 +153,7 @@ class SlackChannel(ChannelBase):
             mode=config.streaming,
             stream_interval=config.stream_interval_s,
             update_interval=config.update_interval_s,
+            on_unseen=self._deliver_unseen,
         )
         self.questions = SlackQuestions(
             self.api,
@@ -338,6 +340,12 @@ class SlackChannel(ChannelBase):
             target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
             self.delivery.deliver(self._parts(chat_id, unseen, self._anchor(segment)), target)
         super().on_output_segment_end(chat_id, session_id, segment, reason)
+
+    def _deliver_unseen(self, segment: OutputSegmentContext, text: str) -> None:
+        """Text a paced stream end could not show: posted through the delivery chain."""
+        chat_id = segment.target.chat_id
+        target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
+        self.delivery.deliver(self._parts(chat_id, text, self._anchor(segment)), target)
 
     def _parts(self, chat_id: str, text: str, anchor: str | None) -> list[list[DeliveryPath]]:
         def path(part: str) -> list[DeliveryPath]:

@@ -9,10 +9,21 @@ replaceable pending snapshot, at least ``stream_interval_s`` (0.5 s) between two
 * **stream** mode: ``chat.startStream`` (a reply in the request's thread; in channels
   with ``recipient_user_id`` / ``recipient_team_id``) with the text so far, then
   ``chat.appendStream`` with what was added since the last call, and one
-  ``chat.stopStream`` when the segment ends. A streamed segment therefore makes at most
-  ``ceil(T / 0.5 s) + 2`` streaming calls over ``T`` seconds. The Stop button lives on a
-  small control message posted next to the stream (streams take no blocks until they
-  stop); it is updated to its terminal text when the segment ends.
+  ``chat.stopStream`` when the segment ends. What was added is tracked by offset (the
+  writer's running total), not by comparing the 20,000-character bounded text, so the
+  stream keeps growing for the whole answer. Slack's documented limits are encoded:
+  ``markdown_text`` holds at most :data:`MAX_MARKDOWN` (12,000) characters per call, and
+  ``chat.appendStream`` is a Tier 4 method (:data:`APPEND_STREAM_CALLS_PER_MINUTE`, 100 a
+  minute), so calls of a stream are at least :data:`MIN_STREAM_INTERVAL` (0.6 s) apart
+  whatever ``stream_interval_s`` says. A streamed segment therefore makes at most
+  ``ceil(T / interval) + 2`` streaming calls over ``T`` seconds while text keeps coming.
+  The end is one bounded call sequence: the rest of the text goes with
+  ``chat.stopStream`` (one call, right after the last update at most); a rest longer
+  than one call (only when output outran ``12,000`` characters per interval) is sent
+  one ``chat.appendStream`` now and the remaining pieces spaced by the interval on the
+  scheduler, the last one with ``chat.stopStream``; never a burst. The Stop button lives
+  on a small control message posted next to the stream (streams take no blocks until
+  they stop); it is updated to its terminal text when the stream stops.
 * **update** mode (``streaming="update"``, or after ``chat.startStream`` was refused:
   the channel then stops trying to stream): ``chat.postMessage`` with the text and a
   Stop button, then ``chat.update`` at most once per ``update_interval_s`` (the failing
@@ -22,7 +33,7 @@ replaceable pending snapshot, at least ``stream_interval_s`` (0.5 s) between two
 The final answer: :meth:`SegmentStreams.finish_run` ends the live segment with the part
 of the run's text no earlier segment showed (``chat.stopStream`` markdown, or the last
 ``chat.update``); text no message showed goes through the delivery chain as
-``chat.postMessage``.
+``chat.postMessage`` (text a paced end could not stream is handed to ``on_unseen``).
 """
 
 from __future__ import annotations
@@ -37,19 +48,30 @@ from typing import Any
 from channelkit.core import OutputSegmentContext
 from channelkit.errors import ApiError
 from channelkit.platforms.common import SnapshotWriter, StreamedText, first_notice
-from channelkit.platforms.common.text import MAX_VISIBLE_CHARS
+from channelkit.platforms.common.text import MAX_VISIBLE_CHARS, TRUNCATION_MARKER
 from channelkit.platforms.slack.api import SlackApi
 from channelkit.platforms.slack.renderer import escape_mass_mentions
-from channelkit.presentation.text import split_text
 
-__all__ = ["STOP_ACTION", "LiveSegment", "SegmentStreams"]
+__all__ = [
+    "APPEND_STREAM_CALLS_PER_MINUTE",
+    "MAX_MARKDOWN",
+    "MIN_STREAM_INTERVAL",
+    "STOP_ACTION",
+    "LiveSegment",
+    "SegmentStreams",
+]
 
 logger = logging.getLogger(__name__)
 
 #: ``action_id`` of the Stop button (its ``value`` is the segment id).
 STOP_ACTION = "ck:stop"
-#: Characters of ``markdown_text`` per streaming call (Slack: 12,000).
+#: Characters of ``markdown_text`` per streaming call (Slack documents 12,000 for
+#: ``chat.startStream``, ``chat.appendStream`` and ``chat.stopStream``).
 MAX_MARKDOWN = 12_000
+#: ``chat.appendStream`` is a Tier 4 Web API method: 100 calls a minute.
+APPEND_STREAM_CALLS_PER_MINUTE = 100
+#: The shortest time between two streaming calls of a segment (the Tier 4 budget).
+MIN_STREAM_INTERVAL = 60.0 / APPEND_STREAM_CALLS_PER_MINUTE
 #: Characters of ``text`` per posted / updated message.
 MAX_TEXT = 3_000
 FINALIZE_TIMEOUT = 10.0
@@ -58,6 +80,37 @@ TEXT_STOPPED = "_Stopped._"
 TEXT_FINISHED = {"completed": "Done.", "cancelled": "Stopped.", "failed": "Failed."}
 
 Submit = Callable[[Hashable, Callable[[], Any]], object]
+Unseen = Callable[[OutputSegmentContext, str], object]
+
+
+def fit_markdown(raw: str, limit: int = MAX_MARKDOWN) -> tuple[int, str]:
+    """How many characters of ``raw`` fit in one ``markdown_text`` once mass mentions
+    are escaped, and that escaped piece."""
+    n = min(len(raw), limit)
+    piece = escape_mass_mentions(raw[:n])
+    while len(piece) > limit:  # escaping only lengthens: take fewer characters
+        n -= len(piece) - limit
+        piece = escape_mass_mentions(raw[:n])
+    return n, piece
+
+
+def markdown_pieces(raw: str, limit: int = MAX_MARKDOWN) -> list[tuple[str, str]]:
+    """``raw`` cut into ``(raw piece, escaped piece)`` pairs, each escaped piece one
+    ``markdown_text`` of at most ``limit`` characters."""
+    pieces: list[tuple[str, str]] = []
+    while raw:
+        n, piece = fit_markdown(raw, limit)
+        pieces.append((raw[:n], piece))
+        raw = raw[n:]
+    return pieces
+
+
+def _body(snapshot: str, total: int) -> tuple[str, int]:
+    """The text a bounded snapshot holds and the offset of its first character."""
+    if total > len(snapshot) and snapshot.startswith(TRUNCATION_MARKER):
+        body = snapshot[len(TRUNCATION_MARKER) :]
+        return body, total - len(body)
+    return snapshot, max(0, total - len(snapshot))
 
 
 @dataclass(eq=False)
@@ -71,7 +124,11 @@ class LiveSegment:
     mode: str  # stream | update
     ts: str | None = None  # the message ts (stream or posted message)
     control_ts: str | None = None  # stream mode: the Stop button's message
-    sent: str = ""  # the text the message shows
+    sent: str = ""  # update mode: the text the message shows
+    shown: int = 0  # stream mode: characters of the segment's text the stream showed
+    shown_tail: str = ""  # stream mode: the last of them (at most 20,000)
+    gapped: bool = False  # stream mode: text fell out of the bounded buffer unshown
+    last_call_at: float | None = None  # stream mode: when the last streaming call went
     writer: SnapshotWriter | None = None
     stopping: bool = False
     ended: bool = False
@@ -115,17 +172,21 @@ class SegmentStreams:
         mode: str = "stream",
         stream_interval: float = 0.5,
         update_interval: float = 1.0,
+        on_unseen: Unseen | None = None,
     ) -> None:
         self._api = api
         self._clock = clock
         self._scheduler = scheduler
         self._submit = submit
         self._mode = mode
-        self._stream_interval = stream_interval
+        self._stream_interval = max(float(stream_interval), MIN_STREAM_INTERVAL)
+        self._on_unseen = on_unseen
         self._update_interval = update_interval
         self._lock = threading.Lock()
         self._live: dict[str, LiveSegment] = {}
         self._shown: dict[str, StreamedText] = {}  # run id -> text closed segments showed
+        #: paced stream ends still waiting for their timer (sent at once on close)
+        self._paced: dict[int, tuple[object, LiveSegment, list[tuple[str, str]], str]] = {}
         self.streaming_available = mode == "stream"
 
     # -- state --------------------------------------------------------------------------
@@ -169,15 +230,16 @@ class SegmentStreams:
                     submit=functools.partial(self._submit, ("slack-stream", segment.run_id)),
                     min_interval=interval,
                     max_chars=MAX_VISIBLE_CHARS,
+                    with_total=True,
                 )
                 self._live[segment.segment_id] = live
         assert live.writer is not None
         live.writer.append(chunk)
 
-    def _write(self, live: LiveSegment, snapshot: str) -> None:
+    def _write(self, live: LiveSegment, snapshot: str, total: int) -> None:
         if live.mode == "stream":
             try:
-                self._write_stream(live, snapshot)
+                self._write_stream(live, snapshot, total)
                 return
             except ApiError as exc:
                 if live.ts is not None:
@@ -187,20 +249,33 @@ class SegmentStreams:
                 live.mode = "update"
         self._write_update(live, snapshot, final=False)
 
-    def _write_stream(self, live: LiveSegment, snapshot: str) -> None:
-        text = escape_mass_mentions(snapshot)
+    def _write_stream(self, live: LiveSegment, snapshot: str, total: int) -> None:
+        """One streaming call with what is new since the last one (at most one
+        ``markdown_text``; a longer lag is carried by the next calls)."""
+        body, start = _body(snapshot, total)
+        prefix = ""
+        if live.shown < start:  # more than the bounded buffer arrived within one interval
+            logger.info("slack stream lagged by more than %d characters", len(body))
+            prefix = TRUNCATION_MARKER
+            live.shown, live.gapped = start, True
+        new = body[live.shown - start :]
+        if not new:
+            return
+        n, piece = fit_markdown(new, MAX_MARKDOWN - len(prefix))
         if live.ts is None:
-            first = text[:MAX_MARKDOWN]
-            live.ts = self._api.start_stream(live.channel, live.anchor, first, live.recipient)
-            live.sent = first
+            live.ts = self._api.start_stream(
+                live.channel, live.anchor, prefix + piece, live.recipient
+            )
+            self._mark_shown(live, new[:n])
             self._post_control(live)
             return
-        if not text.startswith(live.sent):
-            return  # the bounded text dropped its head: the rest arrives with the final
-        delta = text[len(live.sent) :][:MAX_MARKDOWN]
-        if delta:
-            self._api.append_stream(live.channel, live.ts, delta)
-            live.sent += delta
+        self._api.append_stream(live.channel, live.ts, prefix + piece)
+        self._mark_shown(live, new[:n])
+
+    def _mark_shown(self, live: LiveSegment, raw: str) -> None:
+        live.last_call_at = self._clock.now()
+        live.shown += len(raw)
+        live.shown_tail = (live.shown_tail + raw)[-MAX_VISIBLE_CHARS:]
 
     def _post_control(self, live: LiveSegment) -> None:
         try:
@@ -230,7 +305,12 @@ class SegmentStreams:
         assert live.writer is not None
         content = live.writer.finalize(FINALIZE_TIMEOUT)
         if state == "completed":
-            self._shown.setdefault(segment.run_id, StreamedText()).add(content)
+            self._shown_by_run(segment.run_id).add(content)
+        if live.mode == "stream":
+            body, start = _body(content, live.writer.total_chars)
+            if live.shown >= start:
+                return self._close_stream(live, body[live.shown - start :], state)
+            return self._close_stream(live, TRUNCATION_MARKER + body, state)
         return self._close(live, content, state)
 
     def finish_run(self, segment: OutputSegmentContext, text: str) -> str:
@@ -244,27 +324,109 @@ class SegmentStreams:
             return remainder
         assert live.writer is not None
         live.writer.finalize(FINALIZE_TIMEOUT)
+        if live.mode == "stream":
+            tail = live.shown_tail
+            if live.gapped or remainder[max(0, live.shown - len(tail)) : live.shown] == tail:
+                rest, unseen = remainder[live.shown :], ""
+            else:  # the final text is not what streamed: the stream ends as it is
+                rest, unseen = "", remainder[live.shown :]
+            return (self._close_stream(live, rest, "completed") or "") + unseen
         unsent = self._close(live, remainder, "completed")
         return unsent or ""
 
+    def _shown_by_run(self, run_id: str) -> StreamedText:
+        with self._lock:
+            return self._shown.setdefault(run_id, StreamedText())
+
+    def _close_stream(self, live: LiveSegment, rest: str, state: str) -> str | None:
+        """End a stream with ``rest`` (raw text it did not show yet) as one bounded call
+        sequence; returns the text nobody saw (no stream, or a failed stop), else None."""
+        with live.lock:
+            live.ended = True
+        if live.ts is None:
+            self._close_control(live, state)
+            return rest or None
+        suffix = "\n\n" + TEXT_STOPPED if state == "cancelled" else ""
+        pieces = markdown_pieces(rest)
+        if suffix and (not pieces or len(pieces[-1][1]) + len(suffix) > MAX_MARKDOWN):
+            pieces.append(("", ""))
+        if pieces:
+            pieces[-1] = (pieces[-1][0], pieces[-1][1] + suffix)
+        if len(pieces) > 1:
+            # more than one call's worth: every piece spaced by the interval (the first
+            # one too, after the last update), the last one with the stop; never a burst
+            since = self._clock.now() - (live.last_call_at or float("-inf"))
+            self._schedule_piece(live, pieces, state, max(0.0, self._stream_interval - since))
+            return None
+        try:
+            self._api.stop_stream(live.channel, live.ts, pieces[0][1] if pieces else None)
+        except Exception as exc:
+            logger.warning("slack segment close failed: %s", type(exc).__name__)
+            self._close_control(live, state)
+            return rest or None
+        self._close_control(live, state)
+        return None
+
+    def _schedule_piece(
+        self, live: LiveSegment, pieces: list[tuple[str, str]], state: str, delay: float
+    ) -> None:
+        """Send ``pieces`` one per interval on the run's stream lane (the last with
+        ``chat.stopStream``); on a failure the pieces not shown go to ``on_unseen``."""
+        key = ("slack-stream", live.segment.run_id)
+        token = object()
+
+        def send() -> None:
+            with self._lock:
+                if self._paced.pop(id(token), None) is None:
+                    return  # close() sent the pieces already
+            (_, piece), more = pieces[0], pieces[1:]
+            assert live.ts is not None  # a paced end follows a started stream
+            try:
+                if more:
+                    self._api.append_stream(live.channel, live.ts, piece)
+                else:
+                    self._api.stop_stream(live.channel, live.ts, piece or None)
+            except Exception as exc:
+                logger.warning("slack paced stream end failed: %s", type(exc).__name__)
+                self._close_control(live, state)
+                self._unseen(live, "".join(raw for raw, _ in pieces))
+                return
+            if more:
+                self._schedule_piece(live, more, state, self._stream_interval)
+            else:
+                self._close_control(live, state)
+
+        def due() -> None:
+            try:
+                self._submit(key, send)
+            except Exception:
+                logger.exception("could not queue a paced stream write")
+                with self._lock:
+                    if self._paced.pop(id(token), None) is None:
+                        return
+                self._unseen(live, "".join(raw for raw, _ in pieces))
+
+        with self._lock:
+            self._paced[id(token)] = (token, live, pieces, state)
+        self._scheduler.call_later(delay, due)
+
+    def _unseen(self, live: LiveSegment, unseen: str) -> None:
+        """Hand text a paced stream end could not show to ``on_unseen``."""
+        if unseen.strip() and self._on_unseen is not None:
+            try:
+                self._on_unseen(live.segment, unseen)
+            except Exception:
+                logger.exception("slack: delivering the unstreamed rest failed")
+
     def _close(self, live: LiveSegment, content: str, state: str) -> str | None:
-        """Write ``content`` as the message's final text; the unseen rest or None."""
+        """Update mode: write ``content`` as the message's final text; the unseen rest
+        or None."""
         with live.lock:
             live.ended = True
         suffix = "\n\n" + TEXT_STOPPED if state == "cancelled" else ""
         try:
             if live.ts is None:
                 return content or None
-            if live.mode == "stream":
-                text = escape_mass_mentions(content)
-                rest = text[len(live.sent) :] if text.startswith(live.sent) else ""
-                pieces = split_text(rest + suffix, MAX_MARKDOWN) if rest + suffix else []
-                for piece in pieces[:-1]:
-                    self._api.append_stream(live.channel, live.ts, piece)
-                self._api.stop_stream(live.channel, live.ts, pieces[-1] if pieces else None)
-                if not text.startswith(live.sent):
-                    return content[len(live.sent) :] or None
-                return None
             full = escape_mass_mentions(content + suffix)
             if len(full) > MAX_TEXT:
                 self._write_update(live, live.sent, final=True)
@@ -304,10 +466,30 @@ class SegmentStreams:
             self.end_segment(live.segment, "cancelled")
 
     def close(self) -> None:
+        """Abandon live writers; a paced stream end still waiting sends its remaining
+        pieces now (nothing of a finished answer is dropped)."""
         with self._lock:
             leftovers = list(self._live.values())
             self._live.clear()
             self._shown.clear()
+            paced = list(self._paced.values())
+            self._paced.clear()
         for live in leftovers:
             if live.writer is not None:
                 live.writer.close()
+        for _, live, pieces, state in paced:
+            self._send_now(live, pieces, state)
+
+    def _send_now(self, live: LiveSegment, pieces: list[tuple[str, str]], state: str) -> None:
+        assert live.ts is not None  # a paced end follows a started stream
+        for n, (_, piece) in enumerate(pieces):
+            try:
+                if n < len(pieces) - 1:
+                    self._api.append_stream(live.channel, live.ts, piece)
+                else:
+                    self._api.stop_stream(live.channel, live.ts, piece or None)
+            except Exception as exc:
+                logger.warning("slack stream end at close failed: %s", type(exc).__name__)
+                self._unseen(live, "".join(raw for raw, _ in pieces[n:]))
+                break
+        self._close_control(live, state)
