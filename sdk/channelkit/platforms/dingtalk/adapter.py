@@ -509,7 +509,7 @@ class DingtalkChannel(ChannelBase):
         if not owner_key:
             return None
         with self._webhook_lock:
-            webhook = self._webhooks.get((chat_id, owner_key))
+            webhook: _SessionWebhook | None = self._webhooks.get((chat_id, owner_key))
         if webhook is None or not self._webhook_valid(webhook):
             return None
         return webhook
