@@ -38,6 +38,9 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
     daemon_threads = True
+    # a burst of simultaneous calls (the SDK's card writes of 128 runs at once) must
+    # queue at the listening socket, not be reset (socketserver's default backlog is 5)
+    request_queue_size = 256
     allow_reuse_address = True
     block_on_close = False
 

@@ -300,7 +300,8 @@ class WeixinEmulator(EmulatorBase):
             )
 
     def _known_user(self, user: Any, field: str) -> HttpReply | None:
-        if user != self.user_id:
+        # the person, or anybody who wrote to the bot lately (a context token names them)
+        if user != self.user_id and user not in self._context_tokens.values():
             return _invalid(f"{field}: no conversation with this user")
         return None
 
@@ -323,7 +324,7 @@ class WeixinEmulator(EmulatorBase):
         token = msg.get("context_token")
         with self._lock:
             issued_to = self._context_tokens.get(token) if isinstance(token, str) else None
-        if issued_to != self.user_id:
+        if issued_to is None or issued_to != msg.get("to_user_id"):
             return _invalid("msg.context_token: must be one the user's messages carried")
         items = msg.get("item_list")
         if not isinstance(items, list) or not items:

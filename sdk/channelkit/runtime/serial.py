@@ -14,6 +14,12 @@ of one worker, too). The pool task the lane queued for itself finds the work don
 returns. A wait's timeout is therefore a fault path (a job that hangs), never the normal
 one.
 
+The Futures a lane hands out (:meth:`SerialLane.submit`, :meth:`KeyedSerialQueue.submit`,
+:attr:`Slot.future`) keep that promise too: ``future.result(timeout)`` and
+``future.exception(timeout)`` help to drain the lane exactly like :meth:`SerialLane.wait`,
+so a hook that waits for a card write of its run with a plain ``future.result(...)`` never
+holds the only worker the card write needs.
+
 :meth:`SerialLane.reserve` takes a place in the order *now* for a job that is known only
 later (the terminal update of a question card whose responder is still running); jobs
 behind it wait until :meth:`Slot.fill` or :meth:`Slot.skip`. Always fill or skip a slot.
@@ -35,11 +41,40 @@ from typing import Any, TypeVar
 
 from channelkit.runtime.pool import Executor
 
-__all__ = ["KeyedSerialQueue", "SerialExecutor", "SerialLane", "Slot"]
+__all__ = ["KeyedSerialQueue", "LaneFuture", "SerialExecutor", "SerialLane", "Slot"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class LaneFuture(Future[T]):
+    """The Future of a lane job: waiting for it drains the lane in the waiting thread
+    whenever nobody else is running it (see the module docstring).
+
+    A wait from inside a job of the same lane cannot help (the lane is busy running the
+    waiter); it waits like a plain Future, so give it a timeout.
+    """
+
+    def __init__(self, lane: SerialLane | None = None) -> None:
+        super().__init__()
+        self._lane = lane
+
+    def result(self, timeout: float | None = None) -> T:
+        self._help(timeout)
+        return super().result(timeout=0 if self.done() else timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._help(timeout)
+        return super().exception(timeout=0 if self.done() else timeout)
+
+    def _help(self, timeout: float | None) -> None:
+        lane = self._lane
+        if lane is None or self.done():
+            return
+        if timeout is not None and (not math.isfinite(timeout) or timeout < 0):
+            return  # Future.result reports the bad timeout as it always did
+        lane._help(self, None if timeout is None else time.monotonic() + timeout)
 
 
 class _Job:
@@ -120,7 +155,7 @@ class SerialLane:
 
     def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
         """Queue ``fn(*args)``; the Future carries its result or exception."""
-        future: Future[T] = Future()
+        future: LaneFuture[T] = LaneFuture(self)
         self._append(_Job(fn, args, future, True))
         return future
 
@@ -130,7 +165,7 @@ class SerialLane:
 
     def reserve(self) -> Slot:
         """Take a place in the order now; fill it later."""
-        job = _Job(None, (), Future(), False)
+        job = _Job(None, (), LaneFuture(self), False)
         with self._cond:
             self._jobs.append(job)
         return Slot(self, job)
@@ -149,7 +184,12 @@ class SerialLane:
         """
         if not math.isfinite(timeout) or timeout < 0:
             raise ValueError(f"timeout: must be a finite number >= 0, got {timeout!r}")
-        deadline = time.monotonic() + timeout
+        self._help(future, time.monotonic() + timeout)
+        return Future.result(future, timeout=0)
+
+    def _help(self, future: Future[Any], deadline: float | None) -> None:
+        """Until ``future`` is done or ``deadline`` (monotonic; None: no deadline) passed,
+        run the lane here whenever no other thread is running it."""
         while not future.done():
             with self._cond:
                 if future.done():
@@ -158,13 +198,15 @@ class SerialLane:
                 if take:
                     self._active = True
                 else:
+                    if deadline is None:
+                        self._cond.wait()
+                        continue
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         break
                     self._cond.wait(remaining)
                     continue
             self._drain(until=future)
-        return future.result(timeout=0)
 
     def __len__(self) -> int:
         """Jobs queued or running."""
@@ -286,15 +328,16 @@ class KeyedSerialQueue:
         self._add(key, _Job(fn, args, None, True))
 
     def submit(self, key: Hashable, fn: Callable[..., T], /, *args: Any) -> Future[T]:
-        """Like :meth:`post` but returns a Future with the task's result or exception."""
-        future: Future[T] = Future()
-        self._add(key, _Job(fn, args, future, True))
+        """Like :meth:`post` but returns a Future with the task's result or exception
+        (a :class:`LaneFuture`: waiting for it helps to drain the key's lane)."""
+        future: LaneFuture[T] = LaneFuture()
+        future._lane = self._add(key, _Job(fn, args, future, True))
         return future
 
     def call(self, key: Hashable, fn: Callable[..., T], timeout: float, *args: Any) -> T:
         """Submit under ``key`` and wait (helping to drain) up to ``timeout`` seconds."""
-        future: Future[T] = Future()
-        lane = self._add(key, _Job(fn, args, future, True))
+        future: LaneFuture[T] = LaneFuture()
+        lane = future._lane = self._add(key, _Job(fn, args, future, True))
         return lane.wait(future, timeout)
 
     def wait(self, key: Hashable, future: Future[T], timeout: float) -> T:
