@@ -51,7 +51,7 @@ def _chunk(n: int) -> str:
 ANSWER = "".join(_chunk(n) for n in range(CHUNKS))
 assert len(ANSWER) == CHUNKS * CHUNK_CHARS
 #: a last piece far longer than one call carries, said at once (the agent's return value)
-LAST = "".join(f"tail {n:05d}\n" for n in range(2_500))  # 30,000 characters
+LAST = "".join(f"tail {n:05d}\n" for n in range(2_500))  # 27,500 characters
 
 
 class Timeline:
@@ -79,7 +79,7 @@ class Timeline:
 
 @pytest.fixture(scope="module", params=["steady", "long last chunk"])
 def streamed(request: pytest.FixtureRequest) -> tuple[Timeline, float, float, str]:
-    """Runs the answer (``long last chunk``: the agent then returns 30,000 more
+    """Runs the answer (``long last chunk``: the agent then returns 27,500 more
     characters, said in one chunk); returns the timeline, the fake time the run started,
     the fake time the agent returned and the whole answer."""
     last = LAST if request.param == "long last chunk" else ""
