@@ -12,6 +12,13 @@ uses as its dedup log (``first(key)`` / ``forget(key)`` / ``in`` / ``len``):
   redelivery window, so whichever instance claims first starts the run and every other
   copy, on any instance, is acknowledged and dropped.
 
+The rule for how long an id is remembered is the guard's (see
+:mod:`channelkit.platforms.common.replay`): pass the platform's send time as
+``first(key, at=...)`` and ``ttl`` covering the platform's redelivery window, or build it
+``ordered=True`` for ids the platform issues in increasing order. In-process memory is
+bounded; when the bound is reached the window shrinks and old ids are refused, never
+accepted twice. The store keeps each key until the same expiry (``at + ttl``).
+
 A store outage fails closed: ``first`` answers False (the caller acknowledges and
 starts nothing) and the outage is logged once as an error, its end once as a warning.
 Starting a run the store could not vouch for risks two runs of one message (two answers
@@ -28,7 +35,7 @@ from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 from channelkit.errors import StateStoreUnavailable
-from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.replay import DEFAULT_REPLAY_ENTRIES, ReplayGuard
 
 if TYPE_CHECKING:
     from channelkit.state.base import StateStore
@@ -52,8 +59,10 @@ class SharedDedup:
         ttl: float,
         scope: str,
         store: StateStore | None = None,
+        ordered: bool = False,
+        maxsize: int = DEFAULT_REPLAY_ENTRIES,
     ) -> None:
-        self.local = ReplayGuard(time, ttl=ttl)
+        self.local = ReplayGuard(time, ttl=ttl, ordered=ordered, maxsize=maxsize)
         self.store = store
         self.ttl = ttl
         self.scope = scope
@@ -66,17 +75,24 @@ class SharedDedup:
     def _key(self, key: Hashable) -> str:
         return f"dedup:{self.scope}:{key}"
 
-    def first(self, key: Hashable) -> bool:
-        """True for the first delivery of ``key`` (here and on every other instance)."""
-        if not self.local.first(key):
+    def first(self, key: Hashable, at: float | None = None) -> bool:
+        """True for the first delivery of ``key`` (here and on every other instance).
+
+        ``at``: when the platform sent it (epoch seconds, the platform's own timestamp);
+        the key is remembered until ``at + ttl`` and a copy arriving after that is
+        refused (see :meth:`ReplayGuard.first`).
+        """
+        if not self.local.first(key, at):
             return False
         if self.store is None:
             return True
+        now = self._time()
+        remaining = (now if at is None else at) + self.ttl - now
         try:
             won = self.store.add(
                 self._key(key),
-                {"at": self._time(), "by": self.store.instance_id},
-                ttl_s=self.ttl,
+                {"at": now, "by": self.store.instance_id},
+                ttl_s=max(1.0, remaining),
             )
         except StateStoreUnavailable as exc:
             self.local.forget(key)  # once the store answers, a redelivery may be served

@@ -76,7 +76,7 @@ from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.observed_registry import ObservedStateRegistry
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
-from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.dingtalk.api import (
@@ -113,6 +113,11 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: How long a robot message may still be redelivered after its ``createAt`` (DingTalk
+#: publishes no figure: a Stream frame or HTTP callback not acknowledged is sent again
+#: within minutes; an hour keeps a wide margin).
+MESSAGE_REDELIVERY_WINDOW_S = 3600.0
 
 ROBOT_PATH = "/dingtalk/robot"
 CARD_PATH = "/dingtalk/card"
@@ -265,10 +270,12 @@ class DingtalkChannel(ChannelBase):
             )
             self.registry = ObservedStateRegistry(self.registry, self.cluster)
         self._owners = self.registry.map("dingtalk-owners")
-        # A signed robot request stays acceptable for the whole skew window on both
-        # sides of its timestamp: remember its msgId that long so a replay is ignored.
-        # With a store, claimed there too: a copy on another instance is dropped.
-        ttl = max(300.0, 2.0 * config.robot_max_skew_s)
+        # A msgId is remembered until its createAt + the redelivery window (and at
+        # least the signed request's skew window on both sides); a redelivery after
+        # that, or after the memory bound dropped it, is refused as stale (the rule of
+        # platforms/common/replay.py). With a store, claimed there too: a copy on
+        # another instance is dropped.
+        ttl = max(MESSAGE_REDELIVERY_WINDOW_S, 2.0 * config.robot_max_skew_s)
         self._seen = SharedDedup(self.clock.time, ttl=ttl, scope="dingtalk-msg", store=store)
         #: robot and card signatures already accepted (each is one-use)
         self._signatures = ReplayGuard(self.clock.time)
@@ -442,7 +449,8 @@ class DingtalkChannel(ChannelBase):
             message = parse_robot_message(payload)
             if message is None:
                 return IngressResponse.json(200, {"success": True})
-            if not self._seen.first(message.msg_id):  # two racing copies run once
+            sent_at = sent_at_seconds(message.raw.get("createAt"))
+            if not self._seen.first(message.msg_id, sent_at):  # racing copies run once
                 return IngressResponse.json(200, {"success": True})  # redelivery / replay
             self.record_inbound(message)
             outcome, decision = decide_inbound(

@@ -61,6 +61,7 @@ from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryTarget
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.feishu import cards
@@ -94,7 +95,12 @@ EVENTS_PATH = "/feishu/events"
 CARD_PATH = "/feishu/card"
 MESSAGE_EVENT = "im.message.receive_v1"
 #: Seconds an event id is remembered for de-duplication of Feishu's redeliveries.
-EVENT_DEDUP_TTL = 600.0
+#: How long Feishu may redeliver an event it thinks was not received: retries 15 s,
+#: 5 min, 1 h and 6 h after the first push (about 7.1 h), plus a margin. An event_id is
+#: remembered until its ``create_time`` + this window (memory permitting: when the bound
+#: is reached the window shrinks and older ids are refused, platforms/common/replay.py).
+EVENT_REDELIVERY_WINDOW_S = 8 * 3600.0
+EVENT_DEDUP_TTL = EVENT_REDELIVERY_WINDOW_S  # the former name
 
 _TERMINAL_STATES: dict[str, OutputState] = {
     LifecycleType.COMPLETED.value: "completed",
@@ -223,7 +229,7 @@ class FeishuChannel(ChannelBase):
         self.state_store = store
         self._events_seen = SharedDedup(
             self.clock.time,
-            ttl=max(EVENT_DEDUP_TTL, 2.0 * config.max_clock_skew_s),
+            ttl=max(EVENT_REDELIVERY_WINDOW_S, 2.0 * config.max_clock_skew_s),
             scope="feishu-event",
             store=store,
         )
@@ -523,10 +529,16 @@ class FeishuChannel(ChannelBase):
             logger.warning("rejected Feishu callback on %s: %s", request.path, exc.reason)
             return exc.response()
 
-    def _first_delivery(self, event_id: str | None) -> bool:
+    def _first_delivery(self, event_id: str | None, payload: Any = None) -> bool:
+        """True for the first delivery of ``event_id``: remembered until its
+        ``header.create_time`` + the redelivery window, refused as stale after that."""
         if not event_id:
             return True
-        return self._events_seen.first(event_id)  # racing copies dispatch once
+        header = payload.get("header") if isinstance(payload, Mapping) else None
+        sent_at = (
+            sent_at_seconds(header.get("create_time")) if isinstance(header, Mapping) else None
+        )
+        return self._events_seen.first(event_id, sent_at)  # racing copies dispatch once
 
     def _handle(
         self,
@@ -575,7 +587,9 @@ class FeishuChannel(ChannelBase):
         if verified.event_type == "card.action.trigger":
             return self._card_response(verified.payload)
         decision = Decision.ignored()
-        if verified.event_type == MESSAGE_EVENT and self._first_delivery(verified.event_id):
+        if verified.event_type == MESSAGE_EVENT and self._first_delivery(
+            verified.event_id, verified.payload
+        ):
             decision = self._dispatch_message(verified.payload)
             if decision.status != 200 and verified.event_id:
                 self._events_seen.forget(verified.event_id)  # a redelivery may be served

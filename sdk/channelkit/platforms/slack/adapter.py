@@ -67,7 +67,7 @@ from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
-from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.slack.api import SlackApi
 from channelkit.platforms.slack.approvals import SlackApprovals
 from channelkit.platforms.slack.config import SlackConfig
@@ -89,7 +89,10 @@ logger = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 INTERACTIVITY_PATH = "/slack/interactivity"
-#: Seconds an ``event_id`` is remembered to drop retried deliveries.
+#: Seconds after its ``event_time`` an ``event_id`` is remembered to drop retried
+#: deliveries (Slack retries an unacknowledged event three times: at once, after 1 and
+#: after 5 minutes; an hour keeps a wide margin). Older copies, and copies of ids the
+#: memory bound dropped, are refused as stale (platforms/common/replay.py).
 EVENT_DEDUP_TTL = 3600.0
 #: Characters per posted part of a final answer.
 MAX_POST_CHARS = 4_000
@@ -205,7 +208,8 @@ class SlackChannel(ChannelBase):
 
     def _on_event(self, envelope: Mapping[str, Any], retry: bool) -> IngressResponse:
         event_id = str(envelope.get("event_id") or "")
-        if event_id and not self._seen_events.first(event_id):
+        sent_at = sent_at_seconds(envelope.get("event_time"))
+        if event_id and not self._seen_events.first(event_id, sent_at):
             logger.info("slack event %s already handled; ignored (retry=%s)", event_id, retry)
             return IngressResponse.json(200, {})
         event = envelope.get("event")

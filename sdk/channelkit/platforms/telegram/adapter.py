@@ -122,7 +122,9 @@ logger = logging.getLogger(__name__)
 WEBHOOK_PATH = "/telegram/webhook"
 #: Seconds ``close`` waits for the polling thread to end (its long poll is cut at once).
 CONNECTION_STOP_S = 5.0
-#: Seconds an ``update_id`` is remembered (at most 1,000 of them) to drop redeliveries.
+#: Seconds an ``update_id`` is remembered (at most 10,000 of them) to drop redeliveries;
+#: an id forgotten by either bound stays refused by the high-water mark (Telegram keeps an
+#: unconfirmed update for 24 h and its ids increase).
 UPDATE_DEDUP_TTL = 3600.0
 
 #: What the person sees when their run fails (the agent could not start, failed before
@@ -254,9 +256,15 @@ class TelegramChannel(ChannelBase):
         #: the store shared by every instance of this bot (None: this process only)
         self.state_store = store
         #: update_ids already dispatched (here or, with ``store``, on any instance): a
-        #: redelivered (or replayed) update is ignored; a store outage drops it.
+        #: redelivered (or replayed) update is ignored; a store outage drops it. Update
+        #: ids increase, so an id at or below the highest one forgotten (memory bound or
+        #: TTL) is refused too: a high-water mark, never a second run.
         self._seen_updates = SharedDedup(
-            self.clock.time, ttl=UPDATE_DEDUP_TTL, scope="telegram-update", store=store
+            self.clock.time,
+            ttl=UPDATE_DEDUP_TTL,
+            scope="telegram-update",
+            store=store,
+            ordered=True,
         )
         #: the final answer's retries and alternate paths (formatted -> plain)
         self.delivery = DeliveryChain(self.scheduler)

@@ -33,6 +33,7 @@ from channelkit.http import RetryPolicy
 from channelkit.http.model import UNSET
 from channelkit.platforms.common.connection import Backoff
 from channelkit.platforms.common.longpoll import InterruptibleSession, PollingConnection
+from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.runtime.clock import Clock, SystemClock
@@ -49,7 +50,10 @@ logger = logging.getLogger(__name__)
 SESSION_EXPIRED = -14
 #: ``errcode`` values worth a retry after a backoff (transient, rate limit).
 _RATE_LIMITED = 45011
-#: Seconds a ``message_id`` is remembered to drop redeliveries.
+#: Seconds after its ``create_time_ms`` a ``message_id`` is remembered to drop
+#: redeliveries (iLink publishes no redelivery window: a batch is fetched again when the
+#: cursor did not move, which happens within minutes; an hour keeps a wide margin).
+#: Older copies are refused as stale (platforms/common/replay.py).
 MESSAGE_DEDUP_TTL = 3600.0
 #: Added to the server's ``longpolling_timeout_ms`` for the client's read timeout.
 _READ_MARGIN_S = 5.0
@@ -139,7 +143,12 @@ class WeixinPolling(PollingConnection):
             if self.stopping:
                 return  # the cursor stays: the next start fetches the rest again
             key = _message_key(message)
-            if key is not None and not self._seen.first(key):
+            sent_at = (
+                sent_at_seconds(message.get("create_time_ms"))
+                if isinstance(message, Mapping)
+                else None
+            )
+            if key is not None and not self._seen.first(key, sent_at):
                 logger.info("%s: message %s already handled; ignored", self.name, key)
                 continue
             self._handle(message)
