@@ -696,7 +696,10 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 cancelled = run.cancelled
                 if not cancelled and not run.terminal:
                     self._events.release_held_locked(run)
-                    self._events.end_segment_locked(run, SegmentEndReason.FAILED)
+                    # a segment open now ends failed and shows it; without one (none
+                    # opened, or the last one ended at a question's boundary) the
+                    # adapter tells the failure another way (segment_failed=False)
+                    segment_failed = self._events.end_segment_locked(run, SegmentEndReason.FAILED)
                     run.terminal = True
                     phase = "delivery" if run.delivery_started else "agent"
                     self._events.post_lifecycle(
@@ -704,6 +707,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                         LifecycleType.FAILED,
                         error=sanitize_text(str(exc) or type(exc).__name__, 200),
                         phase=phase,
+                        segment_failed=segment_failed,
                     )
             if cancelled:
                 logger.warning(

@@ -107,11 +107,14 @@ class RunEvents:
     ) -> None:
         self.lanes.post(run.lane, self.call_segment_end, run, segment, reason)
 
-    def end_segment_locked(self, run: Run, reason: SegmentEndReason) -> None:
-        """Close the open segment (if any) and post its end with ``reason``."""
+    def end_segment_locked(self, run: Run, reason: SegmentEndReason) -> bool:
+        """Close the open segment (if any) and post its end with ``reason``; True when
+        a segment was open (it shows the text said since the last boundary)."""
         segment = self.close_segment_locked(run)
-        if segment is not None:
-            self.post_segment_end(run, segment, reason)
+        if segment is None:
+            return False
+        self.post_segment_end(run, segment, reason)
+        return True
 
     def release_held_locked(self, run: Run) -> None:
         if not run.held:

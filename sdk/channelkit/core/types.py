@@ -161,6 +161,11 @@ class LifecycleEvent:
     ``owner`` is set for attended (inbound) runs and None for loop/webhook runs.
     ``chunk`` is set for text_chunk (raw model text), ``tool_call`` for tool_call,
     ``reason`` for cancelled, ``error``/``phase`` ("agent" | "delivery") for failed.
+    ``segment_failed`` (failed only): True when an output segment of the run was open
+    and ended ``failed`` just before (its text shows the failure); False when no segment
+    shows it (none was opened, or the last one ended at a response boundary, e.g. before
+    a question the agent died waiting on): the adapter then tells the failure in the
+    chat itself, once.
     """
 
     type: LifecycleType
@@ -176,6 +181,7 @@ class LifecycleEvent:
     error: str | None = None
     phase: str | None = None
     thread_id: str | None = None
+    segment_failed: bool = False
 
 
 @dataclass(frozen=True)

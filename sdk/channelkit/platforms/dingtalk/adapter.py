@@ -750,8 +750,12 @@ class DingtalkChannel(ChannelBase):
         failure_shown = False
         if self.presenter is not None:
             binding = self.presenter.run(event.run_id)
+            # a Failed status card shows it only when the segment open at the failure
+            # ended failed on a card with text (not when the last card ended at a
+            # question's boundary, e.g. the agent died while a question waited)
             failure_shown = (
                 binding is not None
+                and event.segment_failed
                 and self.presenter.status_switch.allows(binding.chat_id)
                 and binding.streamed.length > 0
             )

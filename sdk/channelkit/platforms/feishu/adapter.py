@@ -354,8 +354,12 @@ class FeishuChannel(ChannelBase):
             return
         self.output.finish_run(event.run_id, state)
         streamed = self._streamed_runs.pop(event.run_id)
-        if kind == LifecycleType.FAILED.value and streamed is False:
-            # a person's run failed before any output: no card carries the label yet
+        if kind == LifecycleType.FAILED.value and (
+            streamed is False or (streamed is True and not event.segment_failed)
+        ):
+            # a person's run failed before any output, or after its last card ended at a
+            # boundary (the agent died while a question waited): no card carries the
+            # failed label yet
             target = event.chat_id
             self._submit_projection(event.run_id, lambda: self._deliver_state(target, "failed"))
         stopped = kind == LifecycleType.CANCELLED.value and str(event.reason) in (
