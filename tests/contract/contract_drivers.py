@@ -734,31 +734,27 @@ class SlackDriver(Driver):
         }
         return int(self._deliver(url, signed, body).status)
 
-    known_defects = {
-        "failure_told_once": (
-            "a run failing while no segment message is open (before any output, or before "
-            "its first text was posted) shows nothing: no failure notice is posted"
-        ),
-        "presentation_buttons": (
-            "a click on a presentation's value button (ck:button) reaches nobody: "
-            "SlackChannel._handle_action serves questions, approvals and Stop only"
-        ),
-    }
-
     def _is_control(self, v: dict[str, Any]) -> bool:
         return "stop" in v["actions"] or (
             v.get("text") in _SLACK_CONTROL and not v.get("ephemeral")
         )
 
     def segments(self) -> list[Segment]:
+        from channelkit.platforms.slack.adapter import TEXT_FAILED
         from channelkit.platforms.slack.output import TEXT_STOPPED
 
         views = [v for v in self.bot_views() if not v.get("ephemeral")]
         out = []
         for i, v in enumerate(views):
-            if v["kind"] != "message" or self._is_control(v):
+            if v["kind"] != "message" or self._is_control(v) or v.get("text") == TEXT_FAILED:
                 continue
-            control = next((c for c in views[i + 1 :] if self._is_control(c)), None)
+            control = None  # its own: the first control before the next message
+            for c in views[i + 1 :]:
+                if self._is_control(c):
+                    control = c
+                    break
+                if c["kind"] == "message" and c.get("text") != TEXT_FAILED:
+                    break  # a message posted without a control (a delivered answer)
             text = v.get("text", "")
             if v.get("streaming"):
                 state = "running"
@@ -776,7 +772,11 @@ class SlackDriver(Driver):
         return out
 
     def failures(self) -> int:
-        return sum(1 for s in self.segments() if s.state == "failed")
+        from channelkit.platforms.slack.adapter import TEXT_FAILED
+
+        views = [v for v in self.bot_views() if not v.get("ephemeral")]
+        notices = sum(1 for v in views if v["kind"] == "message" and v.get("text") == TEXT_FAILED)
+        return notices + sum(1 for s in self.segments() if s.state == "failed")
 
     def shown(self, prompt: Prompt) -> str:
         """The form's last ``chat.update`` (its blocks carry the answers)."""

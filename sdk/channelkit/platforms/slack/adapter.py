@@ -24,6 +24,11 @@ exactly that run; anyone else gets one ephemeral notice and nothing changes. The
 answer ends the live segment, and text no message showed is posted through the delivery
 chain (:mod:`channelkit.platforms.common.delivery`).
 
+A failed run is told once: a failed segment keeps its text (posted when no message showed
+it yet) and reads "Failed." (its Stop message, or the same marker posted right after it);
+a person's run that failed with no such segment (before any output) gets one
+:data:`TEXT_FAILED` message instead.
+
 Questions (:mod:`channelkit.platforms.slack.questions`): a Block Kit form answered
 through the request's one-shot ``respond``; at most one per session, owner and run (a
 second question of the run gets the text prompt); updated in place to submitted /
@@ -34,7 +39,15 @@ agent option, owner-only, one-shot, updated in place to the outcome.
 Presentations (:meth:`SlackChannel.presentation_sender`): Block Kit messages through
 :class:`~channelkit.platforms.slack.sender.SlackSender`, in the conversation's thread;
 the message ``ts`` is the message id that ``pin_message`` / ``unpin_message`` /
-``pinned_messages`` use (``pins.add`` / ``pins.remove`` / ``pins.list``).
+``pinned_messages`` use (``pins.add`` / ``pins.remove`` / ``pins.list``). A click on a
+presentation's value (or command) button, or a choice in its select, reaches the channel
+as the clicking person's message in the message's conversation (a command runs as a
+command); link buttons are links.
+
+Clicks (``block_actions``, Events API and Socket Mode alike) go through one
+:class:`~channelkit.platforms.common.router.InteractionRouter`
+(:attr:`SlackChannel.action_router`): question forms, approval buttons, Stop,
+presentation buttons, in that order; anything else is acknowledged and ignored.
 
 Lifecycle: in assistant threads (a thread in a direct message) ``started`` sets
 ``assistant.threads.setStatus`` ("is thinking...") and the end of the run clears it;
@@ -65,25 +78,42 @@ from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
+from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
+from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.slack.api import SlackApi
 from channelkit.platforms.slack.approvals import SlackApprovals
 from channelkit.platforms.slack.config import SlackConfig
 from channelkit.platforms.slack.ingress import (
+    SlackAction,
     SlackEvents,
     SlackMessage,
     SlackVerifier,
+    action_interaction,
     parse_message,
 )
-from channelkit.platforms.slack.output import STOP_ACTION, SegmentStreams
+from channelkit.platforms.slack.output import (
+    STOP_ACTION,
+    TEXT_FINISHED,
+    LiveSegment,
+    SegmentStreams,
+)
 from channelkit.platforms.slack.questions import SlackQuestions
+from channelkit.platforms.slack.renderer import escape_mass_mentions
 from channelkit.platforms.slack.socket_mode import SlackSocket
 from channelkit.presentation.text import split_text
-from channelkit.runtime import Clock, Scheduler, WorkerPool
+from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
 
-__all__ = ["EVENTS_PATH", "INTERACTIVITY_PATH", "TEXT_NOT_YOUR_RUN", "SlackChannel"]
+__all__ = [
+    "EVENTS_PATH",
+    "INTERACTIVITY_PATH",
+    "PRESENTATION_ACTIONS",
+    "TEXT_FAILED",
+    "TEXT_NOT_YOUR_RUN",
+    "SlackChannel",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -97,12 +127,24 @@ EVENT_DEDUP_TTL = 3600.0
 #: Characters per posted part of a final answer.
 MAX_POST_CHARS = 4_000
 TEXT_NOT_YOUR_RUN = "Only the person who started this can stop it."
+#: The one message telling that a person's run failed where no failed segment shows it.
+TEXT_FAILED = "Failed, please retry."
+#: ``action_id`` prefixes of a presentation's buttons and selects whose value (or
+#: command) is the clicking person's message (:mod:`.renderer`; ``ck:link:`` is a link).
+PRESENTATION_ACTIONS = ("ck:button:", "ck:command:", "ck:select:")
 TEXT_THINKING = "is thinking..."
 MAX_TEAMS = 10_000
 
 
 def _is_dm(channel: str) -> bool:
     return channel.startswith("D")
+
+
+def _field(payload: Mapping[str, Any], outer: str, inner: str) -> str | None:
+    """``payload[outer][inner]`` when it is a non-empty string, else None."""
+    value = payload.get(outer)
+    found = value.get(inner) if isinstance(value, Mapping) else None
+    return found if isinstance(found, str) and found else None
 
 
 class SlackChannel(ChannelBase):
@@ -174,6 +216,19 @@ class SlackChannel(ChannelBase):
         #: the final answer's retries
         self.delivery = DeliveryChain(self.scheduler)
         self.delivery_health = self.delivery.health
+        #: runs whose failure a failed segment shows ("Failed."): no TEXT_FAILED for them
+        self._failure_shown: BoundedMap[str, bool] = BoundedMap(clock=self.clock)
+        #: ``block_actions`` clicks, in order: question forms, approval buttons, Stop,
+        #: presentation buttons (anything else is acknowledged and ignored)
+        self.action_router = InteractionRouter(
+            (
+                self._form_action,
+                self._approval_pressed,
+                self._stop_pressed,
+                self._presentation_pressed,
+            ),
+            name=f"{self.name} block action",
+        )
         #: the Socket Mode connection (``ingress="socket"``), else None
         self.socket: SlackSocket | None = None
         app_token = config.app_token
@@ -239,9 +294,7 @@ class SlackChannel(ChannelBase):
         dm = not message.mention
         thread = message.thread_ts if dm else (message.thread_ts or message.ts)
         if message.team:
-            if len(self._teams) >= MAX_TEAMS:
-                self._teams.pop(next(iter(self._teams)), None)
-            self._teams[message.channel] = message.team
+            self._remember_team(message.channel, message.team)
         msg = InboundMessage(
             channel_name=self.name,
             chat_id=message.channel,
@@ -253,31 +306,56 @@ class SlackChannel(ChannelBase):
         )
         return deliver_inbound(self, msg, defer=after)
 
+    def _remember_team(self, channel: str, team: str) -> None:
+        if len(self._teams) >= MAX_TEAMS and channel not in self._teams:
+            self._teams.pop(next(iter(self._teams)), None)
+        self._teams[channel] = team
+
     def _on_interaction(self, payload: Mapping[str, Any]) -> IngressResponse:
-        after: list[Callable[[], None]] = []
+        """A ``block_actions`` payload: each action through :attr:`action_router`; the
+        ACK is always 200 ``{}`` (Slack shows an error for anything else)."""
+        decision = Decision.ignored()
         if payload.get("type") == "block_actions":
             for action in payload.get("actions") or ():
                 if isinstance(action, Mapping):
-                    self._handle_action(action, payload, after)
-        return IngressResponse.json(200, {}, after=after)
+                    interaction = action_interaction(action, payload)
+                    decision = decision.merge(self.action_router.route(interaction))
+        return IngressResponse.json(200, {}, after=decision.after)
 
-    def _handle_action(
-        self, action: Mapping[str, Any], payload: Mapping[str, Any], after: list[Callable[[], None]]
-    ) -> None:
-        if self.questions.handle_action(action, payload, after):
-            return
-        if self.approvals.handle_action(action, payload, after):
-            return
-        if action.get("action_id") != STOP_ACTION:
-            return
-        live = self.streams.get(str(action.get("value") or ""))
+    @staticmethod
+    def _claimed(
+        handle: Callable[[Mapping[str, Any], Mapping[str, Any], list[Callable[[], None]]], bool],
+        interaction: Interaction,
+    ) -> Decision | None:
+        """A decision from a ``handle_action(action, payload, after)`` handler: None when
+        the action is not its own, else the ACK with the work it appended."""
+        raw: SlackAction = interaction.raw
+        after: list[Callable[[], None]] = []
+        if not handle(raw.action, raw.payload, after):
+            return None
+        return Decision.ack(outcome="accepted" if after else "ignored").then(*after)
+
+    def _form_action(self, interaction: Interaction) -> Decision | None:
+        """A question form's action (:mod:`.questions`)."""
+        return self._claimed(self.questions.handle_action, interaction)
+
+    def _approval_pressed(self, interaction: Interaction) -> Decision | None:
+        """An approval button (:mod:`.approvals`)."""
+        return self._claimed(self.approvals.handle_action, interaction)
+
+    def _stop_pressed(self, interaction: Interaction) -> Decision | None:
+        """A Stop button: the owner cancels exactly the segment's run (once); anyone else
+        gets one ephemeral notice."""
+        if interaction.token != STOP_ACTION:
+            return None
+        live = self.streams.get(interaction.value or "")
         if live is None:
-            return
-        user = str((payload.get("user") or {}).get("id") or "")
+            return Decision.ignored()
+        user = interaction.actor_id or ""
         verdict = self.streams.claim_stop(live, user)
         segment = live.segment
         if verdict == "owner":
-            after.append(
+            return Decision.ack().then(
                 lambda: self.pool.post(
                     self.cancel_run,
                     segment.session_id,
@@ -285,9 +363,41 @@ class SlackChannel(ChannelBase):
                     CancellationReason.CANCEL_COMMAND,
                 )
             )
-        elif verdict == "notice":
+        if verdict == "notice":
             channel, anchor = live.channel, live.anchor
-            after.append(lambda: self.pool.post(self._ephemeral, channel, user, anchor))
+            return Decision.ack(outcome="forbidden").then(
+                lambda: self.pool.post(self._ephemeral, channel, user, anchor)
+            )
+        return Decision.ignored()
+
+    def _presentation_pressed(self, interaction: Interaction) -> Decision | None:
+        """A presentation's value or command button, or a choice in its select
+        (:data:`PRESENTATION_ACTIONS`): its value reaches the channel as the message the
+        clicking person typed in the clicked message's conversation (its thread; a
+        top-level message in a channel starts one, like a mention). None for any other
+        action."""
+        if not (interaction.token or "").startswith(PRESENTATION_ACTIONS):
+            return None
+        text, user, channel = interaction.value, interaction.actor_id, interaction.chat_id
+        if not text or not text.strip() or user is None or channel is None:
+            return Decision.ignored()
+        raw: SlackAction = interaction.raw
+        team = _field(raw.payload, "team", "id")
+        if team is not None:
+            self._remember_team(channel, team)
+        dm = _is_dm(channel)
+        thread = interaction.thread_id if dm else (interaction.thread_id or raw.message_ts)
+        name = _field(raw.payload, "user", "name")
+        msg = InboundMessage(
+            channel_name=self.name,
+            chat_id=channel,
+            sender_id=user,
+            text=text,
+            thread_id=thread,
+            is_group=not dm,
+            sender_name=name,
+        )
+        return decide_inbound(self, msg)[1]
 
     def _ephemeral(self, channel: str, user: str, anchor: str | None) -> None:
         try:
@@ -337,13 +447,52 @@ class SlackChannel(ChannelBase):
         reason: SegmentEndReason,
     ) -> None:
         """Close the segment's message: all its text (boundary, question), or its text
-        so far with a stopped marker (cancelled / failed)."""
+        so far with a stopped marker (cancelled) or "Failed." (failed: text no message
+        showed yet is posted first, so a failed segment keeps its text)."""
         state = {"cancelled": "cancelled", "failed": "failed"}.get(str(reason), "completed")
+        live = self.streams.get(segment.segment_id) if state == "failed" else None
         unseen = self.streams.end_segment(segment, state)
         if unseen and state == "completed":
             target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
             self.delivery.deliver(self._parts(chat_id, unseen, self._anchor(segment)), target)
+        elif live is not None:
+            self._show_failed(live, unseen or "")
         super().on_output_segment_end(chat_id, session_id, segment, reason)
+
+    def _show_failed(self, live: LiveSegment, unseen: str) -> None:
+        """A failed segment keeps its text and reads "Failed.": the text no message
+        showed is posted, then the "Failed." marker unless the segment's Stop message
+        already turned into it. The run then needs no :data:`TEXT_FAILED`."""
+        segment, anchor = live.segment, self._anchor(live.segment)
+        posted = live.ts is not None
+        if unseen.strip():
+            posted = all(
+                self._post_quietly(live.channel, escape_mass_mentions(part), anchor)
+                for part in split_text(unseen, MAX_POST_CHARS)
+            )
+        if not posted:
+            return  # nothing of the segment shows: the failure notice tells it
+        if live.control_ts is None:
+            text = TEXT_FINISHED["failed"]
+            marker = [{"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}]
+            if not self._post_quietly(live.channel, text, anchor, marker):
+                return
+        self._failure_shown[segment.run_id] = True
+
+    def _post_quietly(
+        self,
+        channel: str,
+        text: str,
+        anchor: str | None,
+        blocks: list[dict[str, Any]] | None = None,
+    ) -> bool:
+        """One ``chat.postMessage``; False (logged) when it failed."""
+        try:
+            self.api.post(channel, text, anchor, blocks)
+            return True
+        except Exception as exc:
+            logger.warning("slack chat.postMessage failed: %s", type(exc).__name__)
+            return False
 
     def _deliver_unseen(self, segment: OutputSegmentContext, text: str) -> None:
         """Text a paced stream end could not show: posted through the delivery chain."""
@@ -380,9 +529,13 @@ class SlackChannel(ChannelBase):
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> the assistant thread's status; terminal -> cleared (and the run's
-        leftover segments closed)."""
+        leftover segments closed); ``failed`` of a person's run that no failed segment
+        shows also posts :data:`TEXT_FAILED` (a failed run is told once)."""
         if LifecycleType(event.type).terminal:
             self.streams.discard_run(event.run_id)
+            shown = self._failure_shown.pop(event.run_id)
+            if event.type is LifecycleType.FAILED and event.owner is not None and not shown:
+                self._post_quietly(event.chat_id, TEXT_FAILED, event.thread_id or event.message_id)
         if not self.slack_config.assistant_status or not event.thread_id:
             return
         if not _is_dm(event.chat_id) or event.owner is None:

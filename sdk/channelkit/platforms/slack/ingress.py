@@ -13,6 +13,8 @@ to the channel (``on_event``). A form-encoded body with ``payload=`` is an
 interactivity payload (``block_actions``), handed to ``on_interaction``. Both return the
 ACK with the work deferred to its ``after`` (ACK first, work after). Retries
 (``X-Slack-Retry-Num``) carry the same ``event_id`` and are deduplicated by the channel.
+:func:`action_interaction` turns one action of a ``block_actions`` payload into the
+platform contract's ``Interaction`` (a ``button``) for the channel's router.
 
 :func:`parse_message` turns ``message`` / ``app_mention`` events into
 :class:`SlackMessage` (None for bot messages, subtypes, edits and events without text).
@@ -32,15 +34,18 @@ from urllib.parse import parse_qs
 
 from channelkit.ingress import IngressRequest, IngressResponse
 from channelkit.platforms.common.config import register_secrets
+from channelkit.platforms.common.contract import Interaction
 from channelkit.platforms.common.replay import ReplayGuard
 
 __all__ = [
     "SIGNATURE_HEADER",
     "SIGNATURE_WINDOW_S",
     "TIMESTAMP_HEADER",
+    "SlackAction",
     "SlackEvents",
     "SlackMessage",
     "SlackVerifier",
+    "action_interaction",
     "parse_message",
     "sign",
 ]
@@ -146,6 +151,51 @@ def parse_message(event: Mapping[str, Any], team: str | None = None) -> SlackMes
         channel_type=channel_type if isinstance(channel_type, str) else None,
         team=event.get("team") if isinstance(event.get("team"), str) else team,
         mention=mention,
+    )
+
+
+@dataclass(frozen=True)
+class SlackAction:
+    """One action of a ``block_actions`` payload (the ``raw`` of its ``Interaction``):
+    the action and the whole payload it came in."""
+
+    action: Mapping[str, Any]
+    payload: Mapping[str, Any]
+
+    @property
+    def message_ts(self) -> str | None:
+        """The ``ts`` of the message whose button was clicked, when the payload says."""
+        ts = _text(_mapping(self.payload.get("container")).get("message_ts"))
+        return ts or _text(_mapping(self.payload.get("message")).get("ts"))
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def action_interaction(action: Mapping[str, Any], payload: Mapping[str, Any]) -> Interaction:
+    """The platform contract's ``Interaction`` of one ``block_actions`` action: a
+    ``button`` whose ``token`` is the ``action_id`` and ``value`` the button's ``value``
+    (a select's chosen option value); ``actor_id`` the clicking user, ``chat_id`` the
+    channel and ``thread_id`` the clicked message's thread (``thread_ts``), when the
+    payload carries them; ``raw`` is a :class:`SlackAction`."""
+    value = action.get("value")
+    if value is None:
+        value = _mapping(action.get("selected_option")).get("value")
+    message, container = _mapping(payload.get("message")), _mapping(payload.get("container"))
+    return Interaction(
+        kind="button",
+        platform="slack",
+        actor_id=_text(_mapping(payload.get("user")).get("id")),
+        chat_id=_text(_mapping(payload.get("channel")).get("id")),
+        thread_id=_text(message.get("thread_ts")) or _text(container.get("thread_ts")),
+        token=_text(action.get("action_id")),
+        value=value if isinstance(value, str) else None,
+        raw=SlackAction(action, payload),
     )
 
 
