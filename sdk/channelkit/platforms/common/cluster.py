@@ -41,6 +41,9 @@ __all__ = ["Cluster", "ClusterOptions"]
 
 logger = logging.getLogger(__name__)
 
+#: The key of the message stop() pushes to its own inbox to end a blocked pop.
+_WAKE = "_channelkit_wake"
+
 
 @dataclass(frozen=True)
 class ClusterOptions:
@@ -210,13 +213,24 @@ class Cluster:
             logger.exception("[%s] recovery sweep failed", self.channel)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop renewing and consuming (the lease then expires on its own)."""
+        """Stop renewing and consuming (the lease then expires on its own).
+
+        The consumer may be blocked in the inbox pop for up to ``poll_s``: a wake-up
+        message pushed to this instance's own inbox ends that wait at once (the consumer
+        drops it), so a channel closes without waiting out the poll. When the store is
+        down the push fails and the join waits for the pop's own timeout instead.
+        """
         self._stop.set()
         timer, self._timer = self._timer, None
         if timer is not None:
             timer.cancel()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
+            if thread.is_alive():
+                try:
+                    self.store.push(self.inbox(self.instance_id), {_WAKE: self.instance_id})
+                except Exception:  # the store is down: the pop ends on its own timeout
+                    logger.debug("[%s] could not wake the inbox consumer", self.channel)
             thread.join(timeout)
 
     # -- inbox ---------------------------------------------------------------------------
@@ -243,8 +257,8 @@ class Cluster:
                 continue
             wait = 0.05
             self.reachable()
-            if message is None:
-                continue
+            if message is None or _WAKE in message:
+                continue  # nothing arrived, or stop() woke the pop (a stale wake: dropped)
             try:
                 self._apply(message)
             except Exception:
