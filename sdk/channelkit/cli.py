@@ -141,9 +141,12 @@ def _cmd_playground(args: argparse.Namespace) -> int:
         )
         return 2
     agent = f"ACP agent `{args.agent}`" if args.agent else "the built-in demo agent"
-    print(f"channelkit playground ({args.platform} emulator, {agent})")
-    print(f"Open {playground.url}/ in your browser. Press Ctrl+C to stop.", flush=True)
-    playground.serve_forever()
+    try:
+        print(f"channelkit playground ({args.platform} emulator, {agent})")
+        print(f"Open {playground.url}/ in your browser. Press Ctrl+C to stop.", flush=True)
+        playground.serve_forever()
+    except KeyboardInterrupt:  # Ctrl+C before serve_forever took over the signal
+        playground.close()
     return 0
 
 

@@ -78,3 +78,32 @@ def test_ctrl_c_stops_the_playground_even_when_the_test_run_ignores_it() -> None
         assert "Traceback" not in "".join(playground.stderr), playground.stderr
     finally:
         playground.kill()
+
+
+def test_ctrl_c_right_after_the_address_is_printed_closes_the_playground_and_exits_0(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The signal can land after the address is printed but before serve_forever takes
+    # over SIGINT: the playground is closed and the command still exits 0.
+    import channelkit.playground
+    from channelkit import cli
+
+    closed: list[bool] = []
+
+    class InterruptedWhilePrinting:
+        def __init__(self, **options: Any) -> None:
+            pass
+
+        @property
+        def url(self) -> str:
+            raise KeyboardInterrupt
+
+        def serve_forever(self) -> None:
+            raise AssertionError("never reached")
+
+        def close(self) -> None:
+            closed.append(True)
+
+    monkeypatch.setattr(channelkit.playground, "Playground", InterruptedWhilePrinting)
+    assert cli.main(["playground", "--port", "0"]) == 0
+    assert closed == [True]
