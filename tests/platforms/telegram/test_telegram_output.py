@@ -376,13 +376,13 @@ def test_a_final_send_every_path_refuses_fails_the_run_in_delivery(rt, mock) -> 
 # --- cancelled and failed runs keep today's behaviour -------------------------------------------
 
 
-def test_a_failed_run_sends_no_unsent_text(rt, mock) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_run_keeps_the_text_written_before_the_failure_notice(rt, mock) -> None:  # type: ignore[no-untyped-def]
     bot = Bot(mock)
     env = _env(rt, mock, [chunk("Sent. "), boundary(), chunk("partial"), fail(RuntimeError("x"))])
     env.message("go")
     _done(env)
-    # the open segment's text is dropped, as before; the failure is shown
-    assert bot.texts == ["Sent. ", "Failed, please retry."]
+    # what the agent wrote before failing stays, the failure notice follows it (issue 23)
+    assert bot.texts == ["Sent. ", "partial", "Failed, please retry."]
     assert env.channel.events[-1].type is LifecycleType.FAILED
     assert env.channel.output.live_runs == 0
     env.channel.close()

@@ -46,6 +46,7 @@ through, the mention removed (:mod:`channelkit.platforms.telegram.groups`); give
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,7 @@ from channelkit.core import (
     SegmentEndReason,
     UserInputPresentationResult,
     UserInputRequestContext,
+    parse_command,
 )
 from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.queue_notices import QueueNotices
@@ -72,6 +74,7 @@ from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
 from channelkit.platforms.common.inbound import CLOSED_STATUS
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
+from channelkit.platforms.common.run_journal import RunJournal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.approvals import TelegramApprovalPresenter
@@ -90,6 +93,7 @@ from channelkit.platforms.telegram.ingress import (
 from channelkit.platforms.telegram.ingress import receive_update as receive_decoded
 from channelkit.platforms.telegram.markdown import PARSE_MODE, is_entity_error, to_html
 from channelkit.platforms.telegram.output import (
+    STOPPED,
     LiveStreams,
     SegmentOutput,
     StreamCalls,
@@ -111,6 +115,7 @@ __all__ = [
     "BOT_COMMANDS",
     "HELP_TEXT",
     "TEXT_FAILED",
+    "TEXT_INTERRUPTED",
     "WEBHOOK_PATH",
     "TelegramChannel",
     "split_message",
@@ -130,6 +135,12 @@ UPDATE_DEDUP_TTL = 3600.0
 #: What the person sees when their run fails (the agent could not start, failed before
 #: any output, or died mid-run).
 TEXT_FAILED = "Failed, please retry."
+#: What the person is told by a restarted process when their run was cut off by the
+#: previous one's crash (``kill -9``): the run was recorded, it never ended.
+TEXT_INTERRUPTED = "Interrupted, please retry."
+#: Seconds ``close`` lets the cancelled runs' segment ends (their partial text with the
+#: stopped marker) and terminal events run before the output state is dropped.
+SHUTDOWN_FLUSH_S = 3.0
 
 HELP_TEXT = (
     "Send a message to talk to the agent.\n\n"
@@ -266,6 +277,10 @@ class TelegramChannel(ChannelBase):
             store=store,
             ordered=True,
         )
+        #: runs in progress, recorded (in ``store``, else in ``config.run_journal``)
+        #: before the polling offset moves past their update, removed when they end:
+        #: what a crash leaves is told "interrupted" by the next process that polls
+        self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
         #: the final answer's retries and alternate paths (formatted -> plain)
         self.delivery = DeliveryChain(self.scheduler)
         #: delivered / retried / failed / uncertain final answers
@@ -273,7 +288,9 @@ class TelegramChannel(ChannelBase):
         #: the getUpdates runner (``ingress="polling"``), else None
         self.polling: TelegramPolling | None = None
         if config.ingress == "polling":
-            self.polling = TelegramPolling(config, self.receive_update, clock=self.clock)
+            self.polling = TelegramPolling(
+                config, self.receive_update, clock=self.clock, on_start=self._recover_runs
+            )
         #: the long connections this channel owns (started by ``start_connections``)
         self.connections: list[LongConnection] = [self.polling] if self.polling else []
 
@@ -467,7 +484,38 @@ class TelegramChannel(ChannelBase):
             is_group=message.chat.type != "private",
             sender_name=sender.first_name or sender.username,
         )
-        return decide_inbound(self, msg)[1]
+        outcome, decision = decide_inbound(self, msg)
+        if outcome == "accepted" and msg.message_id is not None and parse_command(text) is None:
+            self._record_run(msg)
+        return decision
+
+    # -- runs cut off by a crash ---------------------------------------------------------
+    @staticmethod
+    def _run_key(chat_id: str, message_id: str) -> str:
+        return f"{chat_id}:{message_id}"
+
+    def _record_run(self, msg: InboundMessage) -> None:
+        """Record an admitted run (before the polling offset moves past its update)."""
+        if not self.run_journal.enabled or msg.message_id is None:
+            return
+        record = {"chat": msg.chat_id, "thread": msg.thread_id, "at": self.clock.time()}
+        self.run_journal.record(self._run_key(msg.chat_id, msg.message_id), record)
+
+    def _recover_runs(self) -> None:
+        """Polling starts: tell the person of every run the previous process recorded
+        and never ended (it was killed) that it was interrupted (on the pool)."""
+        for record in self.run_journal.take_leftovers():
+            chat = record.get("chat")
+            if not isinstance(chat, str) or not chat:
+                continue
+            thread = record.get("thread")
+            logger.warning("[%s] a run in chat %s was interrupted by a restart", self.name, chat)
+            self.pool.post(
+                self._send_quietly,
+                chat,
+                TEXT_INTERRUPTED,
+                _thread_int(thread if isinstance(thread, str) else None),
+            )
 
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
         """Presentations as text + inline keyboard (:mod:`.renderer`), in the target's
@@ -528,6 +576,8 @@ class TelegramChannel(ChannelBase):
             self.typing.refresh(event.chat_id, thread)  # the agent goes on: answered
         elif LifecycleType(event.type).terminal:
             self.queue_notices.forget(event.run_id)
+            if event.message_id is not None and event.owner is not None:
+                self.run_journal.done(self._run_key(event.chat_id, event.message_id))
             self.typing.stop(event.chat_id, event.run_id, thread)
             self.output.discard(event.run_id)
             if event.type is LifecycleType.FAILED and event.owner is not None:
@@ -564,9 +614,13 @@ class TelegramChannel(ChannelBase):
         reason: SegmentEndReason,
     ) -> None:
         """``response_boundary`` / ``input_requested`` (and ``completed``): send the
-        segment's text now, before a following question; ``failed`` / ``cancelled``:
-        drop it, like the final text of such a run."""
-        self.output.close_segment(segment, str(reason))
+        segment's text now, before a following question; ``cancelled``: its text with
+        the cancelled marker, or the stopped marker when the channel is closing (SIGTERM);
+        ``failed``: its text as it was, before the failure notice."""
+        ending = str(reason)
+        if reason == SegmentEndReason.CANCELLED and self.closed:
+            ending = STOPPED
+        self.output.close_segment(segment, ending)
         super().on_output_segment_end(chat_id, session_id, segment, reason)
 
     def on_response_complete(
@@ -634,13 +688,33 @@ class TelegramChannel(ChannelBase):
         return request_id in self.pending_request_ids(session_id)
 
     def on_close(self) -> None:
-        """Stop polling, every keep-alive; expire live questions, forget output state."""
+        """Stop polling, every keep-alive; let the cancelled runs show their partial text
+        (stopped marker) and end; expire live questions, forget output state."""
         stop_connections(self.connections, CONNECTION_STOP_S)
+        self._flush_cancelled_runs(SHUTDOWN_FLUSH_S)
         self.typing.close()
         self.queue_notices.close()
         self.questions.close()
         self.output.close()
         self.delivery.close()
 
+    def _flush_cancelled_runs(self, timeout: float) -> None:
+        """Run what the closing cancellation queued on each live run's lane (its segment
+        end and its terminal event), in this thread if need be, within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        for run_id in self.output.run_ids():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                logger.warning("[%s] shutdown: runs' last output not flushed in time", self.name)
+                return
+            try:  # the core posts a run's hooks on its lane ("run", run_id)
+                self.lanes.call(("run", run_id), _nothing, left)
+            except Exception as exc:
+                logger.warning("[%s] shutdown flush of run %s: %s", self.name, run_id, exc)
+
     def _send_typing(self, chat_id: int | str, thread_id: int | None) -> None:
         self.api.send_chat_action(chat_id, "typing", message_thread_id=thread_id)
+
+
+def _nothing() -> None:
+    """A no-op queued behind a lane's work (waiting for it to run)."""

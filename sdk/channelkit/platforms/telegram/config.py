@@ -75,6 +75,11 @@ class TelegramConfig:
     segment is sent once it ends); see :mod:`channelkit.platforms.telegram.output`.
     ``stream_interval_s``: minimum seconds between two streamed snapshots of a segment
     (0.5 s by default; edits are further limited to one per second per chat).
+    ``run_journal``: a file recording the runs in progress when no state store is shared
+    (with ``state.redis`` the store holds them and this is not used): after a crash
+    (``kill -9``) the restarted process tells each person whose run was cut off that it
+    was interrupted (:mod:`channelkit.platforms.common.run_journal`). ``None`` (default):
+    without a store nothing is recorded, and such a person is not told.
     """
 
     bot_token: str = field(repr=False)
@@ -91,6 +96,7 @@ class TelegramConfig:
     polling_timeout_s: int = 25
     streaming: str = "draft"
     stream_interval_s: float = 0.5
+    run_journal: str | None = None
 
     def __post_init__(self) -> None:
         register_secrets(self.bot_token, self.webhook_secret)
@@ -127,6 +133,8 @@ class TelegramConfig:
             )
         check_positive_seconds(self.stream_interval_s, "telegram.stream_interval_s", maximum=60.0)
         check_non_empty(self.channel_name, "telegram.channel_name")
+        if self.run_journal is not None:
+            check_non_empty(self.run_journal, "telegram.run_journal")
         check_http_url(self.api_base_url, "telegram.api_base_url")
         check_positive_seconds(self.typing_interval_s, "telegram.typing_interval_s", maximum=5.0)
         check_positive_seconds(self.question_timeout_s, "telegram.question_timeout_s")

@@ -12,11 +12,12 @@ visible text of the run's open output segment and
   repeats everything streamed, so the prefix of closed segments (tracked by length and
   digest, :class:`~channelkit.platforms.common.StreamedText`) is dropped; text of a
   flush that failed is sent first, so nothing is lost;
-* drops the open segment's text when the segment ends ``failed`` (as
-  :class:`~channelkit.core.ChannelBase` does: a failed run delivers no final text);
+* when the segment ends ``failed``, sends (or leaves on the streamed message) the text
+  the agent wrote so far, as it was: the failure notice follows it, it never replaces it;
 * when the segment ends ``cancelled`` (``/cancel``, any cancellation), sends the text
   the agent wrote so far followed by :data:`CANCELLED_MARKER`, so what the agent said
-  is kept.
+  is kept; ending :data:`STOPPED` (the channel is closing: SIGTERM) it is followed by
+  :data:`STOPPED_MARKER`.
 
 The final answer goes through the shared delivery chain
 (:mod:`channelkit.platforms.common.delivery`): :func:`final_parts` makes its parts, each
@@ -78,6 +79,8 @@ __all__ = [
     "CANCELLED_MARKER",
     "EDIT_INTERVAL",
     "MAX_OUTPUT_RUNS",
+    "STOPPED",
+    "STOPPED_MARKER",
     "ChatEditLimiter",
     "LiveStreams",
     "SegmentOutput",
@@ -96,6 +99,10 @@ SendText = Callable[[str, str, "str | None"], None]
 
 #: Ends the partial text of a cancelled segment.
 CANCELLED_MARKER = "[cancelled]"
+#: Ends the partial text of a segment whose run was stopped by a shutdown (SIGTERM).
+STOPPED_MARKER = "[stopped]"
+#: The segment end reason the adapter passes when a run was cancelled by a shutdown.
+STOPPED = "stopped"
 
 _FLUSH_REASONS = frozenset({"response_boundary", "input_requested", "completed"})
 
@@ -566,6 +573,10 @@ class SegmentOutput:
         """Runs with output state."""
         return len(self._runs)
 
+    def run_ids(self) -> list[str]:
+        """The runs with output state (oldest first)."""
+        return list(self._runs.keys())
+
     def open_segment(self, segment: OutputSegmentContext) -> None:
         """`OutputSurface.open_segment`: nothing to do, the segment's text (and its live
         stream) starts with its first chunk."""
@@ -596,17 +607,19 @@ class SegmentOutput:
 
     def segment_ended(self, segment: OutputSegmentContext, reason: str) -> None:
         """Send the segment's text (``response_boundary`` / ``input_requested`` /
-        ``completed``), send it with :data:`CANCELLED_MARKER` (``cancelled``), or drop
-        it (``failed``)."""
+        ``completed``, and ``failed``: the failure notice comes after it), or send it with
+        :data:`CANCELLED_MARKER` (``cancelled``) or :data:`STOPPED_MARKER`
+        (:data:`STOPPED`)."""
         state = self._runs.get(segment.run_id)
         if state is None:
             return
         stream = self._end_stream(state)
-        if reason == "cancelled":
+        if reason in ("cancelled", STOPPED, "failed"):
             due = state.close_segment()
             if due.strip():
                 target = segment.target
-                text = f"{due.rstrip()}\n\n{CANCELLED_MARKER}"
+                marker = {"cancelled": CANCELLED_MARKER, STOPPED: STOPPED_MARKER}.get(reason)
+                text = f"{due.rstrip()}\n\n{marker}" if marker else due
                 if not self._replace(stream, text):
                     self._send_all(target.chat_id, text, target.thread_id)
             return

@@ -14,7 +14,11 @@ its hand-offs of network work start on the pool at once; the polling thread neve
 on a run. The offset moves past an update only once it was handed on (or refused as
 malformed), so an update is never lost when a poll fails mid-batch, and a refetched one
 is dropped by the channel's ``update_id`` dedup. An update a closed channel refused
-stays unconfirmed: the next start fetches it again.
+stays unconfirmed: the next start fetches it again. An update that starts a run moves
+the offset only once the channel recorded the run (its ``receive`` does, in the state
+store or the run journal file): a process killed mid-run leaves the record, and the
+next process that starts polling calls ``on_start`` first, which tells those people
+their run was interrupted (:mod:`channelkit.platforms.common.run_journal`).
 
 Failures (409, 5xx, a dropped connection, a body that is not JSON) back off with the
 capped, jittered :class:`~channelkit.platforms.common.connection.Backoff`; a 429 waits
@@ -61,7 +65,9 @@ class TelegramPolling(PollingConnection):
     ``receive(update) -> IngressResponse`` is the channel's transport-neutral receive
     (:meth:`TelegramChannel.receive_update`). ``api`` replaces the Bot API wrapper (by
     default one on its own :class:`InterruptibleSession`, without client-side retries:
-    the connection's backoff retries); ``wait`` replaces the backoff wait (tests).
+    the connection's backoff retries); ``wait`` replaces the backoff wait (tests);
+    ``on_start`` runs once, before the first poll of the first connection (the channel
+    tells the runs a killed predecessor left that they were interrupted).
     """
 
     def __init__(
@@ -74,6 +80,7 @@ class TelegramPolling(PollingConnection):
         clock: Clock | None = None,
         backoff: Backoff | None = None,
         wait: Callable[[threading.Event, float], bool] | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> None:
         session = session if session is not None else InterruptibleSession()
         super().__init__(
@@ -96,8 +103,15 @@ class TelegramPolling(PollingConnection):
         #: the next ``getUpdates`` offset: one past the last update handed on
         self.offset: int | None = None
         self._first = True
+        self._on_start = on_start
 
     def prepare(self) -> None:
+        if self._on_start is not None:
+            on_start, self._on_start = self._on_start, None  # once, before the first poll
+            try:
+                on_start()
+            except Exception:
+                logger.exception("%s: the start-up hook failed", self.name)
         self.api.delete_webhook()
         self._first = True
 
