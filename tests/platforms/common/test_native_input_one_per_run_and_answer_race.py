@@ -12,6 +12,8 @@ from channelkit.core.types import SettlementReason
 from channelkit.platforms.common.native_input import (
     AnswerRace,
     RaceResult,
+    answer_response,
+    cancel_request,
     input_scope,
     reserve_native_input,
     tell_already_answered,
@@ -145,3 +147,22 @@ def test_the_already_answered_notice_is_not_told_when_the_run_ended() -> None:
     assert tell_already_answered(SettlementReason.CANCELLED)
     assert tell_already_answered(SettlementReason.RESOLVED_OUTSIDE_PRESENTER)
     assert not tell_already_answered(SettlementReason.RUN_CANCELLED)
+
+
+def test_the_answer_format_of_every_native_input() -> None:
+    assert answer_response("proceed_once", {"0": "Blue", "1": "Logs, Metrics"}) == {
+        "outcome": {"outcome": "selected", "optionId": "proceed_once"},
+        "answers": {"0": "Blue", "1": "Logs, Metrics"},
+    }
+    assert answer_response("proceed_once", None) == {"outcome": {"outcome": "cancelled"}}
+
+
+def test_cancelling_an_expired_request_never_raises() -> None:
+    sent: list[Any] = []
+    cancel_request(sent.append, "req-1")
+    assert sent == [{"outcome": {"outcome": "cancelled"}}]
+
+    def failing(response: Any) -> bool:
+        raise RuntimeError("bridge down")
+
+    cancel_request(failing, "req-2")  # logged, not raised

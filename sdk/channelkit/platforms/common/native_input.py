@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -43,6 +43,8 @@ from channelkit.platforms.common.registry import CardRegistry
 __all__ = [
     "AnswerRace",
     "RaceResult",
+    "answer_response",
+    "cancel_request",
     "input_scope",
     "reserve_native_input",
     "tell_already_answered",
@@ -87,6 +89,29 @@ def winner_state(reason: str) -> str:
     not by the card: an answer given elsewhere ends it ``expired``; a cancel, a deny or
     the run's end ends it ``cancelled``."""
     return "expired" if str(reason) == SettlementReason.RESOLVED_OUTSIDE_PRESENTER else "cancelled"
+
+
+def answer_response(submit_option_id: str, answers: Mapping[str, str] | None) -> dict[str, Any]:
+    """What a native input sends through the request's one-shot ``respond``: the submit
+    option with ``answers`` (answer key -> label; several labels joined with ``", "``),
+    or ``cancelled`` when ``answers`` is None (the input's own Cancel, its expiry, a
+    failed delivery)."""
+    if answers is None:
+        return {"outcome": {"outcome": "cancelled"}}
+    return {
+        "outcome": {"outcome": "selected", "optionId": submit_option_id},
+        "answers": dict(answers),
+    }
+
+
+def cancel_request(respond: Callable[[Mapping[str, Any]], object], request_id: str) -> None:
+    """Answer the request ``cancelled`` through its one-shot ``respond``: its native input
+    expired (after the expired state was shown, so the settlement cannot relabel it) or
+    could not be shown. A failure is logged, never raised."""
+    try:
+        respond(answer_response("", None))
+    except Exception as exc:
+        logger.warning("cancelling request %s failed: %s", request_id, type(exc).__name__)
 
 
 def tell_already_answered(reason: str) -> bool:
