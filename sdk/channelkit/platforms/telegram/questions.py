@@ -74,6 +74,8 @@ from channelkit.platforms.common import question_deadline
 from channelkit.platforms.common.contract import Decision, DecisionOutcome
 from channelkit.platforms.common.native_input import (
     AnswerRace,
+    answer_response,
+    cancel_request,
     input_scope,
     reserve_native_input,
     tell_already_answered,
@@ -585,12 +587,8 @@ class TelegramQuestionPresenter:
     def _respond(self, record: _Record, action: str, answers: dict[str, str] | None) -> None:
         """Run on the record's serial queue after the callback was claimed: answer the
         request, then end the keyboard in what the responder decided (`AnswerRace`)."""
-        response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
-        if action == "submit":
-            response = {
-                "outcome": {"outcome": "selected", "optionId": record.ctx.submit_option_id},
-                "answers": answers or {},
-            }
+        submitted = (answers or {}) if action == "submit" else None
+        response = answer_response(record.ctx.submit_option_id, submitted)
         result = record.race.respond(
             partial(record.ctx.respond, response), str(record.ctx.request_id)
         )
@@ -648,18 +646,8 @@ class TelegramQuestionPresenter:
         if not self._finalize(record, "expired"):
             return
         self._enqueue_terminal_projection(record)
-
-        def respond_cancelled() -> None:
-            try:
-                record.ctx.respond({"outcome": {"outcome": "cancelled"}})
-            except Exception as exc:
-                logger.warning(
-                    "telegram question expiry responder failed for request %s: %s",
-                    record.ctx.request_id,
-                    type(exc).__name__,
-                )
-
-        self._submit(record.token, respond_cancelled)
+        cancel = partial(cancel_request, record.ctx.respond, str(record.ctx.request_id))
+        self._submit(record.token, cancel)
 
     def _finalize(
         self,
