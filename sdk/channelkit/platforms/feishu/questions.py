@@ -61,6 +61,8 @@ from channelkit.platforms.common import StateCell, question_deadline
 from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.native_input import (
     AnswerRace,
+    answer_response,
+    cancel_request,
     input_scope,
     reserve_native_input,
     tell_already_answered,
@@ -261,7 +263,7 @@ class QuestionPresenter:
                 return UserInputPresentationResult.PRESENTED  # already settled elsewhere
             record.terminal = "cancelled"
             self._send_fallback(record)
-            self._call_responder(record, {"outcome": {"outcome": "cancelled"}})
+            cancel_request(record.respond, record.request_id)
             self._cleanup(record)
             return UserInputPresentationResult.HANDLED
         record.message_id = message_id
@@ -320,7 +322,7 @@ class QuestionPresenter:
             message_id is not None and action.open_message_id != message_id
         ):
             return stale
-        response: dict[str, Any]
+        answers: dict[str, str] = {}
         if kind == cards.SUBMIT_ACTION:
             try:
                 answers = encode_answers(
@@ -330,13 +332,8 @@ class QuestionPresenter:
                 if record.cell.state not in _CLAIMABLE:
                     return stale
                 return Decision.ack(_toast("warning", s["toast_invalid"]), outcome="invalid")
-            response = {
-                "outcome": {"outcome": "selected", "optionId": record.submit_option_id},
-                "answers": answers,
-            }
-        else:
-            answers = {}
-            response = {"outcome": {"outcome": "cancelled"}}
+        submitted = answers if kind == cards.SUBMIT_ACTION else None
+        response = answer_response(record.submit_option_id, submitted)
         if not record.cell.compare_and_set(_CLAIMABLE, "claimed"):
             answered = record.cell.state == "claimed" or record.claim_action is not None
             if answered or record.terminal == "submitted":  # a duplicate of a taken answer
@@ -402,13 +399,6 @@ class QuestionPresenter:
 
         self._submit(record.run_id, expire)
 
-    def _call_responder(self, record: QuestionRecord, response: Mapping[str, Any]) -> bool:
-        try:
-            return bool(record.respond(response))
-        except Exception:
-            logger.exception("question responder raised (request %s)", record.request_id)
-            return False
-
     # -- settlement, timeout, run end ------------------------------------------------------
     def _on_settled(self, record: QuestionRecord, reason: Any) -> None:
         reason = str(reason)
@@ -438,7 +428,7 @@ class QuestionPresenter:
 
         def expire() -> None:
             self._patch(record, "expired")  # first the projection ...
-            self._call_responder(record, {"outcome": {"outcome": "cancelled"}})  # ... then
+            cancel_request(record.respond, record.request_id)  # ... then
             self._cleanup(record)
 
         self._submit(record.run_id, expire)
