@@ -50,6 +50,8 @@ from channelkit.platforms.common import StateCell, first_notice, question_deadli
 from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.native_input import (
     AnswerRace,
+    answer_response,
+    cancel_request,
     tell_already_answered,
     winner_state,
 )
@@ -584,10 +586,7 @@ class QuestionCardController:
                 self._send_text(record.chat_id, delivery_failure_text(record.questions))
             except Exception:
                 logger.exception("question delivery-failure notice failed")
-            try:
-                ctx.respond({"outcome": {"outcome": "cancelled"}})
-            except Exception:
-                logger.exception("cancelling an undeliverable question failed")
+            cancel_request(ctx.respond, record.request_id)
             return HANDLED
         project_state: tuple[str, str | None] | None = None
         with self._lock:
@@ -695,14 +694,8 @@ class QuestionCardController:
         ctx = record.ctx
         if ctx is None:
             return
-
-        def cancel_request() -> None:
-            try:
-                ctx.respond({"outcome": {"outcome": "cancelled"}})
-            except Exception:
-                logger.exception("expired question cancellation failed")
-
-        self._finalize(record, "expired", ("pending",), then=cancel_request)
+        cancel = partial(cancel_request, ctx.respond, record.request_id)
+        self._finalize(record, "expired", ("pending",), then=cancel)
 
     def cancel_run(self, run_id: str, state: str = "cancelled") -> int:
         """End every reserved/pending card of ``run_id`` without calling the responder."""
@@ -745,20 +738,16 @@ class QuestionCardController:
         ctx = record.ctx
         if ctx is None or not callback.has_business_payload:
             return Decision.ignored()
-        if callback.is_cancel or callback.action_id == "cancel":
-            response: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
-            success_state = "cancelled"
-        else:
+        answers: dict[str, str] | None = None
+        success_state = "cancelled"
+        if not (callback.is_cancel or callback.action_id == "cancel"):
             if callback.action_id not in ("submit", record.request_id):
                 return Decision.ignored()
             answers = record.form.parse(callback.form_data)
             if answers is None:
                 return Decision.ignored()
-            response = {
-                "outcome": {"outcome": "selected", "optionId": ctx.submit_option_id},
-                "answers": answers,
-            }
             success_state = "submitted"
+        response = answer_response(ctx.submit_option_id, answers)
         with self._lock:
             if not record.state.compare_and_set(_CLAIMABLE, "claimed"):
                 return Decision.ignored()
