@@ -47,6 +47,7 @@ from channelkit.core.commands import COMMANDS, ChatCommands, parse_command
 from channelkit.core.config import ChannelConfig
 from channelkit.core.context import UserInputRequestContext
 from channelkit.core.handles import CommandHandle, RunHandle, RunResult
+from channelkit.core.last_answers import DeliveryOutcome, LastAnswers
 from channelkit.core.pending import CANCELLED_RESPONSE
 from channelkit.core.permission_requests import PendingRequests
 from channelkit.core.presenting import ChannelPresentations
@@ -56,6 +57,7 @@ from channelkit.core.sessions import SessionRouter
 from channelkit.core.sinks import ChannelSink, RunSink
 from channelkit.core.text import (
     MSG_BUSY,
+    MSG_LAST_UNCERTAIN,
     format_permission_request,
     format_queued,
     sanitize_text,
@@ -184,6 +186,13 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         self._cancellation = RunCancellation(
             config=config, events=self._events, requests=self._requests, bridge=self._current_bridge
         )
+        #: each scope's last final answer, for ``/last`` and the uncertain-delivery hint
+        self.last_answers = LastAnswers(
+            config.name,
+            clock=clock,
+            max_age=config.last_answer_max_age,
+            store=lambda: getattr(self, "state_store", None),
+        )
         self._commands = ChatCommands(
             config=config,
             table=self._runs,
@@ -193,6 +202,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             hooks=self,
             lanes=self.lanes,
             pool=self.pool,
+            answers=self.last_answers,
         )
         self._sink = ChannelSink(self._events, self._requests, self._runs)
         self._worker_state = threading.local()  # run threads: the run handed to them next
@@ -648,6 +658,12 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             self._runs.activate(run)
             bridge = self._bridge
             with run.lock:  # started is on the lane before anything a canceller posts
+                if run.kind == "inbound":
+                    # first on the run's lane: a hint when this scope's last answer may
+                    # not have arrived (it may read the state store: never before the ACK)
+                    self.lanes.post(
+                        run.lane, self._maybe_hint_last_answer, run.session_id, run.target
+                    )
                 self._events.post_lifecycle(run, LifecycleType.STARTED)
         status: Literal["completed", "failed", "cancelled"] = "failed"
         response = ""
@@ -747,7 +763,25 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 _resolve(future, result)
 
     def _deliver_final(self, run: Run, response: str, segment: OutputSegmentContext | None) -> None:
+        if run.kind == "inbound":
+            self.last_answers.record(run.session_id, run.run_id, response)
         self.on_response_complete(run.target.chat_id, response, run.session_id, segment)
+
+    def note_final_delivery(self, run_id: str | None, outcome: DeliveryOutcome) -> None:
+        """How the final answer of ``run_id`` ended on the platform: ``delivered``,
+        ``refused`` (failed at once: the run fails and says so), ``uncertain`` (sent, the
+        outcome unknown, not sent again) or ``failed`` (a later retry failed). Adapters'
+        delivery chains report here; after ``uncertain`` or ``failed`` the person's next
+        message gets a one-line hint about ``/last``. Safe from any thread."""
+        self.last_answers.settle(run_id, outcome)
+
+    def _maybe_hint_last_answer(self, session_id: str, target: SessionTarget) -> None:
+        if not self.last_answers.take_hint(session_id):
+            return
+        try:
+            self.send_message(target.chat_id, MSG_LAST_UNCERTAIN, thread_id=target.thread_id)
+        except Exception as exc:
+            logger.warning("[%s] the /last hint was not sent: %s", self.name, exc)
 
 
 def _resolve(future: Future[RunResult], result: RunResult) -> None:

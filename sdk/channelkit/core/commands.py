@@ -1,4 +1,4 @@
-"""Chat commands: ``/approve``, ``/approve-always``, ``/deny`` and ``/cancel``.
+"""Chat commands: ``/approve``, ``/approve-always``, ``/deny``, ``/cancel`` and ``/last``.
 
 :func:`parse_command` recognizes them; :class:`ChatCommands` answers them with the
 ownership rules of the channel: a permission command answers the one pending request of
@@ -7,7 +7,8 @@ authorized there and executed on the pool, and every reply is sent on the chat's
 It finds requests through :class:`~channelkit.core.permission_requests.PendingRequests`,
 runs through the :class:`~channelkit.core.runs.RunTable`, cancels through
 :class:`~channelkit.core.cancellation.RunCancellation` and replies through the channel's
-``send_message`` hook.
+``send_message`` hook. ``/last`` sends the scope's last answer again
+(:class:`~channelkit.core.last_answers.LastAnswers`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from channelkit.core.cancellation import RunCancellation
 from channelkit.core.config import ChannelConfig
 from channelkit.core.handles import CommandHandle, CommandResult
 from channelkit.core.hooks import ChannelHooks
+from channelkit.core.last_answers import LastAnswers
 from channelkit.core.pending import CANCELLED_RESPONSE, Pending
 from channelkit.core.permission_requests import PendingRequests
 from channelkit.core.questions import always_option_id, approval_option_id, reject_option_id
@@ -36,6 +38,7 @@ from channelkit.core.text import (
     MSG_FAILED,
     MSG_NO_ALWAYS,
     MSG_NO_APPROVABLE,
+    MSG_NO_LAST_ANSWER,
     MSG_NONE,
     MSG_NOT_FOUND_ID,
     MSG_NOT_PENDING,
@@ -53,7 +56,7 @@ __all__ = ["COMMANDS", "ChatCommands", "later", "parse_command"]
 logger = logging.getLogger(__name__)
 
 #: Commands ChannelBase handles itself (the text after ``/``).
-COMMANDS = ("approve", "approve-always", "deny", "cancel")
+COMMANDS = ("approve", "approve-always", "deny", "cancel", "last")
 
 _T = TypeVar("_T")
 
@@ -91,6 +94,7 @@ class ChatCommands:
         hooks: ChannelHooks,
         lanes: KeyedSerialQueue,
         pool: WorkerPool,
+        answers: LastAnswers,
     ) -> None:
         self.channel_name = config.name
         self._config = config
@@ -101,6 +105,7 @@ class ChatCommands:
         self._hooks = hooks
         self._lanes = lanes
         self._pool = pool
+        self._answers = answers
 
     def handle(
         self,
@@ -112,6 +117,8 @@ class ChatCommands:
     ) -> CommandHandle:
         if name == "cancel":
             return self.cancel_command(msg, target, defer)
+        if name == "last":
+            return self.last_command(target, defer)
         if defer is not None:
             # answered after the ACK: settlement listeners queue card writes
             future = later(
@@ -246,6 +253,15 @@ class ChatCommands:
 
         future = submit() if defer is None else later(defer, submit)
         return CommandHandle("cancel", None, future)
+
+    def last_command(
+        self, target: SessionTarget, defer: list[Callable[[], None]] | None = None
+    ) -> CommandHandle:
+        """``/last``: the scope's last answer again (kept for ``last_answer_max_age``),
+        or a line saying there is none."""
+        answer = self._answers.last(self._router.session_for(target))
+        reply = answer if answer else MSG_NO_LAST_ANSWER
+        return CommandHandle("last", reply, self.send_reply(target, "last", reply, defer))
 
     def _cancel_and_reply(self, run: Run, target: SessionTarget) -> CommandResult:
         try:

@@ -37,6 +37,8 @@ class ChannelConfig:
       bound one person's and one chat's share. A person over a bound is told "busy".
     * ``cancel_timeout`` / ``delivery_timeout`` / ``respond_timeout`` - bounds (seconds)
       for the cancel RPC, final delivery and waiting for an in-flight respond.
+    * ``last_answer_max_age`` - how long each conversation's last answer is kept for
+      ``/last`` (seconds, default 24 h).
     * ``max_pending_permissions`` - live pending-request cap (oldest cancelled beyond).
     """
 
@@ -53,6 +55,7 @@ class ChannelConfig:
     cancel_timeout: float = 3.0
     delivery_timeout: float = 60.0
     respond_timeout: float = 30.0
+    last_answer_max_age: float = 86400.0
     max_pending_permissions: int = 1000
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -68,7 +71,13 @@ class ChannelConfig:
             ) from None
         if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
             raise ConfigurationError("must be a non-blank string or None", path="model")
-        for name in ("permission_timeout", "cancel_timeout", "delivery_timeout", "respond_timeout"):
+        for name in (
+            "permission_timeout",
+            "cancel_timeout",
+            "delivery_timeout",
+            "respond_timeout",
+            "last_answer_max_age",
+        ):
             value = getattr(self, name)
             if (
                 isinstance(value, bool)

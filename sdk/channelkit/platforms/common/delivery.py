@@ -56,6 +56,12 @@ When every path failed
 
 :meth:`DeliveryChain.close` (the adapter's ``on_close``) cancels pending retries and
 reports each of those answers as failed (reason ``channel closed``).
+
+How each answer ended is reported to ``on_outcome(run_id, outcome)`` (the channel's
+``note_final_delivery``): ``delivered``; ``refused`` (failed at once, raised to the hook:
+the run fails and says so); ``uncertain`` (an unknown outcome, not sent again) or
+``failed`` (a later attempt failed, nobody waiting): the core keeps the answer for
+``/last`` and hints at it on the person's next message.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from channelkit.core.last_answers import DeliveryOutcome
 from channelkit.errors import (
     ApiError,
     ChannelKitError,
@@ -226,8 +233,10 @@ class DeliveryChain:
         *,
         policy: RetryPolicy | None = None,
         health: DeliveryHealth | None = None,
+        on_outcome: Callable[[str | None, DeliveryOutcome], None] | None = None,
     ) -> None:
         self._scheduler = scheduler
+        self._on_outcome = on_outcome
         self.policy = policy if policy is not None else default_policy()
         self.health = health if health is not None else DeliveryHealth()
         self._lock = threading.Lock()
@@ -396,6 +405,18 @@ class DeliveryChain:
         job.state = state
         job.finished_at = self._scheduler.clock.now()
         job.done.set()
+        if self._on_outcome is not None:
+            outcome: DeliveryOutcome
+            if state == "delivered":
+                outcome = "delivered"
+            elif job.uncertain:
+                outcome = "uncertain"
+            else:
+                outcome = "refused" if job._sync_failure else "failed"
+            try:
+                self._on_outcome(job.target.run_id, outcome)
+            except Exception:
+                logger.exception("[%s] delivery outcome listener failed", job.target.channel)
 
 
 def _describe(exc: BaseException) -> str:

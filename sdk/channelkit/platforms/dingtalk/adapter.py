@@ -288,7 +288,7 @@ class DingtalkChannel(ChannelBase):
         self._webhook_lock = threading.Lock()
         self._reactions = self.registry.map("dingtalk-reactions")
         #: the final Markdown answer's retries and alternate paths (webhook -> robot API)
-        self.delivery = DeliveryChain(self.scheduler)
+        self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         #: delivered / retried / failed / uncertain final answers
         self.delivery_health = self.delivery.health
         self.presenter: DingtalkPresenter | None = None

@@ -59,7 +59,7 @@ from channelkit.core.approvals import PermissionRequestContext
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
-from channelkit.platforms.common.delivery import DeliveryTarget
+from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
@@ -184,6 +184,7 @@ class FeishuChannel(ChannelBase):
             title=config.title,
             cardkit=config.cardkit,
             registry=self.registry.cards("feishu-output"),
+            delivery=DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery),
             channel_name=self.name,
         )
         #: the final answer's retries and alternate paths (card -> text, with uuids)

@@ -214,7 +214,7 @@ class SlackChannel(ChannelBase):
             clock=self.clock,
         )
         #: the final answer's retries
-        self.delivery = DeliveryChain(self.scheduler)
+        self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         self.delivery_health = self.delivery.health
         #: runs whose failure a failed segment shows ("Failed."): no TEXT_FAILED for them
         self._failure_shown: BoundedMap[str, bool] = BoundedMap(clock=self.clock)

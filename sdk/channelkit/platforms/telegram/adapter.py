@@ -159,6 +159,7 @@ BOT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("cancel", "Cancel the running request"),
     ("approve", "Approve a pending permission request"),
     ("deny", "Deny a pending permission request"),
+    ("last", "Send your last answer again"),
 )
 
 _LOCAL_COMMANDS = ("start", "help")
@@ -282,7 +283,7 @@ class TelegramChannel(ChannelBase):
         #: what a crash leaves is told "interrupted" by the next process that polls
         self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
         #: the final answer's retries and alternate paths (formatted -> plain)
-        self.delivery = DeliveryChain(self.scheduler)
+        self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         #: delivered / retried / failed / uncertain final answers
         self.delivery_health = self.delivery.health
         #: the getUpdates runner (``ingress="polling"``), else None

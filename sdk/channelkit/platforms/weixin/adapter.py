@@ -188,7 +188,7 @@ class WeixinChannel(ChannelBase):
         self._waits: dict[str, set[tuple[str, str]]] = {}
         self._waits_lock = threading.Lock()
         #: the final answer's retries (``sendmessage`` is the only path)
-        self.delivery = DeliveryChain(self.scheduler)
+        self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         #: delivered / retried / failed / uncertain final answers
         self.delivery_health = self.delivery.health
         #: the getupdates runner (iLink's only ingress)
