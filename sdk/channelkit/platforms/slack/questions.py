@@ -51,6 +51,8 @@ from channelkit.core import UserInputRequestContext
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
 from channelkit.platforms.common.native_input import (
     AnswerRace,
+    answer_response,
+    cancel_request,
     input_scope,
     reserve_native_input,
     tell_already_answered,
@@ -369,13 +371,8 @@ class SlackQuestions:
     # -- the claimed answer (the form's lane) --------------------------------------------
     def _answer(self, form: Form) -> None:
         """Answer the request; show only what the responder decided."""
-        if form.action == "submit":
-            response: dict[str, Any] = {
-                "outcome": {"outcome": "selected", "optionId": form.context.submit_option_id},
-                "answers": form.answers or {},
-            }
-        else:
-            response = {"outcome": {"outcome": "cancelled"}}
+        submitted = (form.answers or {}) if form.action == "submit" else None
+        response = answer_response(form.context.submit_option_id, submitted)
         result = form.race.respond(
             partial(form.context.respond, response), str(form.context.request_id)
         )
@@ -431,10 +428,7 @@ class SlackQuestions:
         if not self._end(form, "pending", "expired"):
             return
         self._project(form)
-        try:
-            form.context.respond({"outcome": {"outcome": "cancelled"}})
-        except Exception as exc:
-            logger.warning("slack question expiry answer failed: %s", type(exc).__name__)
+        cancel_request(form.context.respond, str(form.context.request_id))
 
     def _end(self, form: Form, expected: str, terminal: str) -> bool:
         """Make ``form`` terminal (from ``expected``) exactly once: tombstone, no timer,
