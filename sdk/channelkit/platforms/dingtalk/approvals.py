@@ -35,6 +35,7 @@ from typing import Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
 from channelkit.core.types import UserInputPresentationResult
+from channelkit.platforms.common.native_input import answer_response
 from channelkit.platforms.common.registry import CardRegistry
 from channelkit.platforms.common.types import Clock, Scheduler
 from channelkit.platforms.dingtalk.api import CardTarget
@@ -66,6 +67,8 @@ ANSWER_KEY = "0"
 _OTHER_SUFFIX = "_other"
 #: Approval cards whose outcome is remembered for their in-place end state.
 MAX_LIVE_APPROVALS = 1_000
+#: The permission's cancelled answer (no option matches, no reject option, or expiry).
+CANCELLED = answer_response("", None)
 
 #: The presenter's question card registry, which approval cards share.
 QuestionRegistry = CardRegistry[QuestionRecord, QuestionTombstone]
@@ -153,14 +156,14 @@ class PermissionAsQuestion:
             for choice in self.questions[0].options:
                 if choice.label == chosen:
                     return self.ctx.select(choice.option_id)
-            return self.ctx.respond({"outcome": {"outcome": "cancelled"}})
+            return self.ctx.respond(CANCELLED)
         record = self._registry.get(self.request_id)
         if record is not None and record.state.state == "claimed":
             # the card's own Cancel (expiry ends the card before it cancels)
             reject = self.reject_option_id()
             if reject is not None:
                 return self.ctx.select(reject)
-        return self.ctx.respond({"outcome": {"outcome": "cancelled"}})
+        return self.ctx.respond(CANCELLED)
 
 
 class ApprovalCardApi:
