@@ -58,6 +58,8 @@ MSG_CANCELLED = "Cancelled current request."
 MSG_CANCEL_FAILED = "Failed to cancel current request."
 MSG_LAST_UNCERTAIN = "Your previous answer may not have arrived: send /last to see it again."
 MSG_NO_LAST_ANSWER = "There is no recent answer to send again."
+#: Opens the commands block that ends a text permission prompt.
+REPLY_WITH = "Reply with:"
 MSG_BUSY = "Busy right now: too many requests are waiting. Please try again in a minute."
 MSG_QUEUED_NEXT = "Queued: your request starts as soon as a slot is free."
 MSG_QUEUED_AHEAD = "Queued, {ahead} ahead: your request starts automatically."
@@ -134,12 +136,19 @@ def format_permission_request(request: PermissionRequest) -> str:
     always_id = always_option_id(options)
     always = next((o for o in options if o.option_id == always_id), None)
     reject = next((o for o in options if is_reject_option(o)), None)
-    lines += ["", "Reply with:"]
+    lines += ["", REPLY_WITH]
     lines.append(f"/approve        {label_or(approve.name if approve else None, 'allow once')}")
     if always is not None:
         lines.append(f"/approve-always {label_or(always.name, 'always allow')}")
     lines.append(f"/deny           {label_or(reject.name if reject else None, 'deny')}")
     return "\n".join(lines)
+
+
+def without_reply_commands(prompt: str) -> str:
+    """``prompt`` (a :func:`format_permission_request` text) without its closing
+    "Reply with:" block of commands: what a settled prompt keeps of the request."""
+    cut = prompt.rfind("\n\n" + REPLY_WITH)
+    return prompt[:cut] if cut >= 0 else prompt
 
 
 def format_ambiguous(decision: str, entries: list[tuple[str, str]]) -> str:

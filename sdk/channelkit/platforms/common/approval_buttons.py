@@ -8,7 +8,9 @@ ended before the send returned), the answer on the pool, the settlement (tombsto
 then one finalize on the pool) and the once-only finalize are the same everywhere;
 :class:`ApprovalButtons` holds them. A subclass names where its record keeps the sent
 message (:meth:`ApprovalButtons._sent_ref` / :meth:`ApprovalButtons._set_sent_ref`)
-and shows the outcome (:meth:`ApprovalButtons._show_outcome`).
+and shows the outcome (:meth:`ApprovalButtons._show_outcome`); a settled prompt shows
+the request and the outcome only, never the commands that answered it
+(:meth:`ApprovalButtons.settled_text`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from functools import partial
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.text import without_reply_commands
 from channelkit.platforms.common.native_input import reserve_native_input
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 
@@ -71,6 +74,14 @@ class ApprovalButtons(Generic[R]):
 
     def _set_sent_ref(self, record: R, ref: Any) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    def settled_text(prompt: str, outcome: str, limit: int) -> str:
+        """The settled prompt's text (at most ``limit`` characters): the request without
+        its "Reply with: /approve ... /deny ..." commands, then a blank line and the
+        ``outcome`` label."""
+        body = without_reply_commands(prompt).rstrip()
+        return f"{body[: max(0, limit - len(outcome) - 2)]}\n\n{outcome}"
 
     def _show_outcome(self, record: R, ref: Any) -> None:
         """Show the request's end state on the sent message ``ref`` (on the pool)."""

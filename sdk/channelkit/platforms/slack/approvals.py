@@ -186,9 +186,10 @@ class SlackApprovals(ApprovalButtons[_Approval]):
 
     def _show_outcome(self, record: _Approval, ref: Any) -> None:
         label = describe_outcome(record.ctx.outcome())
-        text = f"{record.text[: MAX_TEXT - len(label) - 2]}\n\n{label}"
+        text = self.settled_text(record.text, label, MAX_TEXT)
+        body = text[: -len(label) - 2] or " "  # the request without its commands
         blocks: list[dict[str, Any]] = [
-            {"type": "section", "text": {"type": "mrkdwn", "text": record.text or " "}},
+            {"type": "section", "text": {"type": "mrkdwn", "text": body}},
             {"type": "context", "elements": [{"type": "mrkdwn", "text": label}]},
         ]
         try:

@@ -223,7 +223,7 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
 
     def _show_outcome(self, record: _Approval, ref: Any) -> None:
         label = describe_outcome(record.ctx.outcome())
-        text = f"{record.text[: MAX_MESSAGE_CHARS - len(label) - 2]}\n\n{label}"
+        text = self.settled_text(record.text, label, MAX_MESSAGE_CHARS)
         try:
             self._api.edit_message_text(record.chat_id, ref, text)
         except Exception as exc:
