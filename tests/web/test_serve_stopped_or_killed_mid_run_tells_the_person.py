@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from channelkit.platforms import PlatformSpec, chat_platforms
 from channelkit.playground import EmulatorServer
 from channelkit.testing import wait_until
@@ -36,12 +37,20 @@ EMULATOR_OPTIONS: dict[str, dict[str, Any]] = {
     "slack": {"ingress": "events"},
     "weixin": {"hold_seconds": 2.0},
 }
-#: how each platform shows "stopped" on what the agent wrote. Only Telegram so far: the
-#: other platforms' SIGTERM end (DingTalk and Feishu cards labelled cancelled, Slack, and
-#: Weixin's text-only output) is not covered yet (issue 23, item 5, left open).
+#: how each platform shows that the run was stopped, beside the text the agent wrote:
+#: a status card's terminal label or a marker after the text. DingTalk labels a card
+#: "Stopped" only for the person's own Stop (seed rule: any other cancellation, this
+#: shutdown included, reads "Cancelled"); the text is kept either way.
 STOPPED_MARKERS: dict[str, tuple[str, ...]] = {
+    "dingtalk": ("Cancelled",),
+    "feishu": ('"state": "stopped"',),
     "telegram": ("[stopped]",),
+    "weixin": ("[stopped]",),
 }
+#: platforms that show nothing of a run until it ends (the test waits for the agent)
+SHOWS_NOTHING_WHILE_WRITING = frozenset({"weixin"})
+#: channel options a platform needs here (DingTalk streams only into status cards)
+OPTIONS: dict[str, dict[str, Any]] = {"dingtalk": {"interactiveCards": {"enabled": True}}}
 
 
 def _served() -> list[PlatformSpec]:
@@ -94,6 +103,16 @@ def _start(config: str) -> tuple[CommandProcess, str]:
     return serve, url
 
 
+def _connected(url: str) -> bool:
+    """/healthz answers 200 with every long connection connected."""
+    response = requests.get(f"{url}/healthz", timeout=10)
+    channels = response.json().get("channels", {})
+    return response.status_code == 200 and all(
+        entry["ok"] and all(c["status"] == "connected" for c in entry["connections"])
+        for entry in channels.values()
+    )
+
+
 def _seen(emulator: EmulatorServer) -> str:
     """Everything the emulator's page shows (messages, cards, their labels)."""
     return json.dumps(emulator.emulator.state(), ensure_ascii=False)
@@ -127,27 +146,26 @@ def emulator(request: pytest.FixtureRequest) -> Iterator[EmulatorServer]:
     indirect=["emulator"],
 )
 def test_sigterm_mid_run_keeps_the_partial_text_marked_stopped(
-    name: str, emulator: EmulatorServer, tmp_path: Path
+    name: str, emulator: EmulatorServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("waitress")
+    said = tmp_path / "said"
+    monkeypatch.setenv("CHANNELKIT_TEST_SAID", str(said))
     spec = next(spec for spec in _served() if spec.name == name)
-    serve, url = _start(_config(tmp_path, spec, emulator))
+    serve, url = _start(_config(tmp_path, spec, emulator, options=OPTIONS.get(name)))
     try:
         if name == "slack":
             emulator.emulator.events_url = f"{url}/slack/events"
             emulator.emulator.interactivity_url = f"{url}/slack/interactivity"
 
-        def send() -> bool:
-            try:
-                emulator.emulator.send_user_message("please take your time")
-            except Exception:
-                return False  # the long connection is not up yet
-            return True
-
-        wait_until(send, WAIT, 0.2, what=f"{name}: the person's message delivered")
-        wait_until(
-            lambda: PARTIAL in _seen(emulator), WAIT, 0.05, what=f"{name}: the run streaming"
-        )
+        wait_until(lambda: _connected(url), WAIT, 0.1, what=f"{name}: /healthz connected")
+        emulator.emulator.send_user_message("please take your time")
+        if name in SHOWS_NOTHING_WHILE_WRITING:
+            wait_until(said.exists, WAIT, 0.05, what=f"{name}: the agent writing")
+        else:
+            wait_until(
+                lambda: PARTIAL in _seen(emulator), WAIT, 0.05, what=f"{name}: the run streaming"
+            )
         serve.signal(signal.SIGTERM)
         assert serve.wait(timeout=GRACE_S + 20) == 0, (serve.stdout, serve.stderr)
         seen = _seen(emulator)

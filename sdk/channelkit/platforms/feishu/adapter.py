@@ -296,8 +296,10 @@ class FeishuChannel(ChannelBase):
         segment: OutputSegmentContext,
         reason: SegmentEndReason,
     ) -> None:
-        """Give the segment's card its terminal label (once)."""
-        self.output.close_segment(segment, str(reason))
+        """Give the segment's card its terminal label (once): a run cancelled by the
+        channel closing (SIGTERM) keeps its text, labelled stopped."""
+        stopped = reason is SegmentEndReason.CANCELLED and self.closed
+        self.output.close_segment(segment, "stopped" if stopped else str(reason))
 
     def on_response_complete(
         self,
@@ -501,7 +503,7 @@ class FeishuChannel(ChannelBase):
         client."""
         if self.long_connection is not None:
             self.long_connection.stop(timeout=5.0)
-        self.output.close_all("cancelled", wait=5.0)
+        self.output.close_all("stopped", wait=5.0)  # a shutdown stopped their runs
         self.questions.close()
         self.pool.wait_idle(5.0)  # bounded: let queued card projections finish
         self.delivery.close()  # pending final-answer retries are reported failed

@@ -64,6 +64,7 @@ SEGMENT_END_STATES: dict[str, OutputState] = {
     "completed": "completed",
     "failed": "failed",
     "cancelled": "cancelled",
+    "stopped": "stopped",  # the adapter's reason for a run cancelled by a shutdown
 }
 
 logger = logging.getLogger(__name__)

@@ -22,6 +22,11 @@ polling (``POST /ilink/bot/getupdates``). The channel's ``connections`` hold the
 ``WeixinMessage`` to :meth:`WeixinChannel.handle_weixin_message`, once per message id.
 The latest ``context_token`` per user is kept (bounded, 1,000 users) because
 ``sendmessage`` and ``getconfig`` need it.
+
+Shutdown (SIGTERM, ``close``): Weixin shows nothing while a run writes, so a run stopped
+by the shutdown sends what the agent wrote so far, followed by :data:`STOPPED_MARKER`
+(the run's visible text is kept per run, bounded: 1,000 runs, 20,000 characters each,
+and forgotten at the run's end).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -43,6 +49,7 @@ from channelkit.core import (
     LifecycleType,
     OutputSegmentContext,
     RunHandle,
+    SegmentEndReason,
 )
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressRoute
@@ -50,17 +57,19 @@ from channelkit.platforms.common.connection import LongConnection, stop_connecti
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import hand_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.common.text import bound_text
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.platforms.weixin.config import WeixinConfig
 from channelkit.platforms.weixin.indicators import WeixinTyping
 from channelkit.platforms.weixin.polling import WeixinPolling
-from channelkit.runtime import Clock, Scheduler, WorkerPool
+from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
 
 if TYPE_CHECKING:
     from channelkit.state.base import StateStore
 
 __all__ = [
     "MAX_TEXT_CHARS",
+    "STOPPED_MARKER",
     "TEXT_FAILED",
     "WeixinChannel",
     "flatten_markdown",
@@ -71,6 +80,12 @@ logger = logging.getLogger(__name__)
 
 #: Outbound text is split into parts of at most this many characters.
 MAX_TEXT_CHARS = 4000
+#: Ends the partial text of a run stopped by a shutdown (SIGTERM).
+STOPPED_MARKER = "[stopped]"
+#: Seconds ``close`` lets the stopped runs' segment ends (their partial text) run.
+SHUTDOWN_FLUSH_S = 3.0
+#: Runs whose visible text is kept at once (for the shutdown notice).
+MAX_TEXT_RUNS = 1_000
 #: Seconds between checks whether a permission request typing paused for was answered.
 WAIT_POLL_S = 1.0
 #: Seconds ``close`` waits for the polling thread to end (its long poll is cut at once).
@@ -199,6 +214,9 @@ class WeixinChannel(ChannelBase):
         )
         #: the long connections this channel owns (started by ``start_connections``)
         self.connections: list[LongConnection] = [self.polling]
+        #: run_id -> what the agent wrote so far (sent with the stopped marker when a
+        #: shutdown stops the run; Weixin shows nothing while a run writes)
+        self._run_text: BoundedMap[str, str] = BoundedMap(MAX_TEXT_RUNS, clock=self.clock)
 
     # -- inbound -------------------------------------------------------------------------
     def ingress_routes(self) -> list[IngressRoute]:
@@ -271,9 +289,41 @@ class WeixinChannel(ChannelBase):
             target = DeliveryTarget(self.name, chat_id, self.active_run_id(session_id))
         self.delivery.deliver(parts, target).raise_if_refused()
 
+    def on_response_chunk(
+        self,
+        chat_id: str,
+        chunk: str,
+        session_id: str,
+        segment: OutputSegmentContext | None = None,
+    ) -> None:
+        """Keep the run's visible text (bounded) for a shutdown's stopped notice."""
+        if segment is not None and chunk:
+            text = self._run_text.get(segment.run_id) or ""
+            self._run_text[segment.run_id] = bound_text(text + chunk)
+
+    def on_output_segment_end(
+        self,
+        chat_id: str,
+        session_id: str,
+        segment: OutputSegmentContext,
+        reason: SegmentEndReason,
+    ) -> None:
+        """A run cancelled by the channel closing (SIGTERM) sends what the agent wrote so
+        far with :data:`STOPPED_MARKER`; other ends as :class:`ChannelBase` does."""
+        if reason is SegmentEndReason.CANCELLED and self.closed:
+            text = (self._run_text.pop(segment.run_id) or "").strip()
+            if text:
+                try:
+                    self.send_message(chat_id, f"{text}\n\n{STOPPED_MARKER}")
+                except Exception as exc:
+                    logger.warning("weixin stopped notice not sent: %s", type(exc).__name__)
+        super().on_output_segment_end(chat_id, session_id, segment, reason)
+
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> typing on; terminal -> typing off; ``failed`` of a person's run
         also sends :data:`TEXT_FAILED`; other events ignored."""
+        if LifecycleType(event.type).terminal:
+            self._run_text.pop(event.run_id)
         if event.type is LifecycleType.FAILED and event.owner is not None:
             try:
                 self.send_message(event.chat_id, TEXT_FAILED)
@@ -323,5 +373,24 @@ class WeixinChannel(ChannelBase):
         """Forget typing state (runs were already cancelled by ``close``); pending
         final-answer retries are reported failed; polling stops."""
         stop_connections(self.connections, CONNECTION_STOP_S)
+        self._flush_stopped_runs(SHUTDOWN_FLUSH_S)
         self.typing.close()
         self.delivery.close()
+
+    def _flush_stopped_runs(self, timeout: float) -> None:
+        """Run what the closing cancellation queued on each live run's lane (its segment
+        end: the stopped notice), in this thread if need be, within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        for run_id in list(self._run_text.keys()):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                logger.warning("[%s] shutdown: stopped notices not all sent in time", self.name)
+                return
+            try:  # the core posts a run's hooks on its lane ("run", run_id)
+                self.lanes.call(("run", run_id), _nothing, left)
+            except Exception as exc:
+                logger.warning("[%s] shutdown flush of run %s: %s", self.name, run_id, exc)
+
+
+def _nothing() -> None:
+    """A no-op queued behind a lane's work (waiting for it to run)."""
