@@ -5,7 +5,8 @@ gets their answer exactly once, and the last answer is shown within :data:`BURST
 of the first message, with the default pools and with every pool of the channel at one
 worker. The bound is generous for a loaded CI machine, yet fails on a stall: a task that
 waits for work queued on its own pool holds its worker until its wait times out (about a
-minute), so with one worker, or more waiters than workers, the answers stop.
+minute), so with one worker, or more waiters than workers, the answers stop. The times
+themselves are the benchmark's (``benchmarks/bench_burst.py``), not this test's.
 
 Each platform runs through its contract driver (emulator + real channel over HTTP on
 127.0.0.1, FakeClock); the people are the emulator's person under different user ids,
@@ -26,8 +27,12 @@ from channelkit.agents import FunctionAgent, Turn
 from channelkit.runtime import FakeClock, WorkerPool
 from contract_drivers import DRIVERS, Driver
 
-#: Real seconds from the first message to the last answer (the stall is about 60 s).
-BURST_BOUND_S = 10.0
+#: Real seconds from the first message to the last answer. The stall it catches is a
+#: minute per wave of waiters (a hook holding its worker until a 59 s wait times out);
+#: the slowest healthy case, 128 runs through a one-worker run pool one after another
+#: (each holds the worker until its final card is written), takes about 10 s on a loaded
+#: 2-core machine (docs/performance.md, "A burst of people at once").
+BURST_BOUND_S = 20.0
 
 #: The emulator attribute naming the person who sends (each emulator has one person).
 SENDER_ATTRIBUTE = {
