@@ -1,16 +1,36 @@
 """Fixtures of the contract suite: one emulator + channel per platform and module, reset
-between tests; channels of their own where a test needs other settings."""
+between tests; channels of their own where a test needs other settings.
+
+The platforms are parametrized when the tests are collected (``pytest_generate_tests``),
+not when this file is imported, so a driver added to ``DRIVERS`` by a plugin's
+``pytest_configure`` runs the suite too (see test_a_platform_defined_in_the_tests_...).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Literal
 
 import pytest
 from contract_drivers import DRIVERS
 from contract_harness import Context, open_platform
 
+#: fixture -> its scope: each runs once per contract driver registered at collection time
+PER_PLATFORM: dict[str, Literal["module", "function"]] = {
+    "platform_ctx": "module",
+    "own_ctx": "function",
+    "one_slot": "function",
+}
 
-@pytest.fixture(scope="module", params=sorted(DRIVERS))
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize the per-platform fixtures a test uses over `DRIVERS` as it is now."""
+    for name, scope in PER_PLATFORM.items():
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(name, sorted(DRIVERS), indirect=True, scope=scope)
+
+
+@pytest.fixture(scope="module")
 def platform_ctx(request: pytest.FixtureRequest) -> Iterator[Context]:
     """One emulator + channel per platform for the module's tests."""
     with open_platform(request.param) as context:
@@ -29,7 +49,7 @@ def ctx(platform_ctx: Context) -> Iterator[Context]:
     platform_ctx.driver.reset()
 
 
-@pytest.fixture(params=sorted(DRIVERS))
+@pytest.fixture
 def own_ctx(request: pytest.FixtureRequest) -> Iterator[Context]:
     """A channel of its own, for a test that moves the clock far (signed callbacks carry
     the real time, so a clock minutes ahead would refuse the next test's callbacks)."""
@@ -37,7 +57,7 @@ def own_ctx(request: pytest.FixtureRequest) -> Iterator[Context]:
         yield context
 
 
-@pytest.fixture(params=sorted(DRIVERS))
+@pytest.fixture
 def one_slot(request: pytest.FixtureRequest) -> Iterator[Context]:
     """A channel of its own that runs one agent run at a time (admission limit)."""
     with open_platform(request.param, max_concurrent_runs=1) as context:

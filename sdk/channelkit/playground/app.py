@@ -63,6 +63,13 @@ PLATFORMS: tuple[str, ...] = tuple(
 #: The ingress modes a platform's channel offers, its default first (from the registry).
 INGRESS: dict[str, tuple[str, ...]] = {name: REGISTRY[name].ingress for name in PLATFORMS}
 
+
+def _emulated() -> tuple[str, ...]:
+    """The platforms registered now that have an emulator (``PLATFORMS`` is the same
+    list as it was when this module was imported)."""
+    return tuple(name for name, spec in REGISTRY.items() if spec.playground is not None)
+
+
 _APP_KEY = "playground-app"
 _APP_SECRET = "playground-secret"
 _CARD_SECRET = "playground-card-secret"
@@ -91,7 +98,9 @@ def _acp_bridge(command: str | Sequence[str]) -> AgentBridge:
 class Playground:
     """The playground process.
 
-    ``platform``: ``"dingtalk"`` (default), ``"feishu"`` or ``"telegram"``. ``agent``:
+    ``platform``: ``"dingtalk"`` (default), ``"feishu"``, ``"telegram"``, ``"slack"``,
+    ``"weixin"``, or any platform registered with an emulator (``register_platform``; the
+    registry is read when the playground is built). ``agent``:
     None (the demo agent), an ACP command line (``"qwen --acp"``; run through
     ``AcpBridge``) or any :class:`AgentBridge`. ``port`` 0 picks a free port.
     ``demo_delay`` paces the demo agent's streaming. ``clock`` is given to the channel: with a
@@ -128,11 +137,12 @@ class Playground:
             if instances < 2:
                 raise ConfigurationError("needs --instances 2 or more", "state")
             ingress = "http"
-        if platform not in PLATFORMS:
+        emulated = _emulated()
+        if platform not in emulated:
             raise ConfigurationError(
-                f"must be one of {', '.join(PLATFORMS)} (got {platform!r})", path="platform"
+                f"must be one of {', '.join(emulated)} (got {platform!r})", path="platform"
             )
-        modes = INGRESS.get(platform, ())
+        modes = REGISTRY[platform].ingress
         if ingress is not None and ingress not in modes:
             raise ConfigurationError(
                 f"{platform} offers {', '.join(modes) or 'no choice'} (got {ingress!r})",
@@ -178,8 +188,10 @@ class Playground:
             self._build_slack(model)
         elif platform == "weixin":
             self._build_weixin(model)
-        else:
+        elif platform == "dingtalk":
             self._build_dingtalk(model, self.ingress)
+        else:
+            self._build_registered(model)
         # the channel's own word on waiting requests (a text permission prompt has no card)
         self.emulator.request_pending = lambda: bool(self.channel.pending_request_ids())
         self.app = create_wsgi_app([self.channel], fallback=self.emulator)
@@ -334,6 +346,34 @@ class Playground:
             config,
             self.agent,
             channel_config=self._channel_config(ChannelConfig(name="weixin", model=model)),
+            clock=self.clock,
+        )
+
+    def _build_registered(self, model: str | None) -> None:
+        """A platform registered from outside the package (``register_platform``), built
+        from its registry entry alone: the emulator class with the playground
+        credentials (``emulator_kwargs()``; its ``base_url`` is this server, where it
+        sends its callbacks), the config from those credentials plus
+        ``{api_base_url_option: url}`` (and ``ingress`` when the platform offers more
+        than one mode), then ``channel_class(config, agent, channel_config=...,
+        clock=...)``."""
+        from channelkit.core import ChannelConfig
+
+        spec = REGISTRY[self.platform]
+        defaults = spec.playground
+        assert defaults is not None and spec.channel_class is not None  # _emulated()
+        emulator = defaults.emulator.load()(**defaults.emulator_kwargs())
+        emulator.base_url = self.url
+        settings: dict[str, Any] = dict(defaults.credentials)
+        settings[defaults.api_base_url_option] = self.url
+        if len(spec.ingress) > 1 and self.ingress is not None:
+            settings["ingress"] = self.ingress
+        config = spec.build_config(settings, name=spec.name)
+        self.emulator = emulator
+        self.channel = spec.channel_class.load()(
+            config,
+            self.agent,
+            channel_config=self._channel_config(ChannelConfig(name=spec.name, model=model)),
             clock=self.clock,
         )
 
