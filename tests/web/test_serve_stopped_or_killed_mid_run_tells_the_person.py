@@ -242,3 +242,61 @@ def test_telegram_killed_mid_run_tells_the_person_after_a_restart(
         assert [t for t in _bot_texts(server) if "Interrupted" in t] == told
     finally:
         server.close()
+
+
+def _weixin_told(emulator: EmulatorServer) -> list[dict[str, Any]]:
+    return [
+        entry
+        for entry in emulator.emulator.timeline()
+        if entry.get("from") == "bot" and entry.get("text") == "Interrupted, please retry."
+    ]
+
+
+@pytest.mark.parametrize("where", ["memory-journal-file", "redis"])
+def test_weixin_killed_mid_run_tells_the_person_after_a_restart(
+    where: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on Weixin: the run is recorded before the getupdates cursor moves past
+    its message; the next process that polls tells the person, once."""
+    pytest.importorskip("waitress")
+    options: dict[str, Any] = {}
+    state: dict[str, Any] | None = None
+    if where == "redis":
+        pytest.importorskip("redis")
+        redis_server = request.getfixturevalue("redis_server")
+        state = {"redis": {"url": redis_server.url, "namespace": f"wx-{uuid.uuid4().hex}"}}
+    else:
+        options["runJournal"] = str(tmp_path / "weixin-runs.json")
+    said = tmp_path / "said"
+    monkeypatch.setenv("CHANNELKIT_TEST_SAID", str(said))
+    spec = next(spec for spec in _served() if spec.name == "weixin")
+    server = EmulatorServer(platform="weixin", **EMULATOR_OPTIONS["weixin"])
+    try:
+        config = _config(tmp_path, spec, server, options=options, state=state)
+        first, url = _start(config)
+        try:
+            wait_until(lambda: _connected(url), WAIT, 0.1, what="/healthz connected")
+            server.emulator.send_user_message("please take your time")
+            wait_until(said.exists, WAIT, 0.05, what="the agent writing")
+        finally:
+            first.kill()  # SIGKILL to the process group: nothing runs after it
+        assert first.proc.returncode == -signal.SIGKILL
+        assert _weixin_told(server) == []
+        said.unlink()
+
+        second, _ = _start(config)
+        try:
+            wait_until(
+                lambda: _weixin_told(server), WAIT, 0.05, what="the person told it was interrupted"
+            )
+            second.signal(signal.SIGTERM)
+            assert second.wait(timeout=GRACE_S + 20) == 0, (second.stdout, second.stderr)
+        finally:
+            second.kill()
+        assert len(_weixin_told(server)) == 1, server.emulator.timeline()
+        if where == "redis":  # the shared dedup refuses the message fetched again
+            assert not said.exists()
+        # Without a store the new process starts from an empty cursor and dedup: the
+        # emulator hands the message over again and a second run starts (left open).
+    finally:
+        server.close()

@@ -50,6 +50,7 @@ from channelkit.core import (
     OutputSegmentContext,
     RunHandle,
     SegmentEndReason,
+    parse_command,
 )
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressRoute
@@ -57,6 +58,7 @@ from channelkit.platforms.common.connection import LongConnection, stop_connecti
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import hand_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
+from channelkit.platforms.common.run_journal import RunJournal
 from channelkit.platforms.common.text import bound_text
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.platforms.weixin.config import WeixinConfig
@@ -71,6 +73,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "STOPPED_MARKER",
     "TEXT_FAILED",
+    "TEXT_INTERRUPTED",
     "WeixinChannel",
     "flatten_markdown",
     "parse_weixin_message",
@@ -80,6 +83,8 @@ logger = logging.getLogger(__name__)
 
 #: Outbound text is split into parts of at most this many characters.
 MAX_TEXT_CHARS = 4000
+#: What a restarted process tells the person whose run the previous one's crash cut off.
+TEXT_INTERRUPTED = "Interrupted, please retry."
 #: Ends the partial text of a run stopped by a shutdown (SIGTERM).
 STOPPED_MARKER = "[stopped]"
 #: Seconds ``close`` lets the stopped runs' segment ends (their partial text) run.
@@ -154,6 +159,10 @@ class WeixinChannel(ChannelBase):
     ``ChannelConfig(name=config.channel_name)``.
     """
 
+    #: iLink messages cannot be edited: the core sends a segment's text when it ends at a
+    #: boundary or a question, the final answer is the rest
+    text_only_output = True
+
     def __init__(
         self,
         config: WeixinConfig,
@@ -209,8 +218,15 @@ class WeixinChannel(ChannelBase):
         #: the getupdates runner (iLink's only ingress)
         #: the store shared by every instance of this bot (None: this process only)
         self.state_store = store
+        #: runs in progress, recorded (in ``store``, else in ``config.run_journal``)
+        #: before the getupdates cursor moves past their message, removed when they end
+        self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
         self.polling = WeixinPolling(
-            config, self.handle_weixin_message, clock=self.clock, store=store
+            config,
+            self.handle_weixin_message,
+            clock=self.clock,
+            store=store,
+            on_start=self._recover_runs,
         )
         #: the long connections this channel owns (started by ``start_connections``)
         self.connections: list[LongConnection] = [self.polling]
@@ -242,7 +258,7 @@ class WeixinChannel(ChannelBase):
             logger.debug("weixin message ignored: %s", exc)
             return None
         self.remember_context_token(sender, token)
-        return hand_inbound(
+        outcome, handle = hand_inbound(
             self,
             InboundMessage(
                 channel_name=self.name,
@@ -251,7 +267,34 @@ class WeixinChannel(ChannelBase):
                 text=text,
                 message_id=message_id,
             ),
-        )[1]
+        )
+        if (
+            outcome == "accepted"
+            and message_id
+            and parse_command(text) is None
+            and self.run_journal.enabled
+        ):
+            record = {"chat": sender, "token": token, "at": self.clock.time()}
+            self.run_journal.record(f"{sender}:{message_id}", record)
+        return handle
+
+    def _recover_runs(self) -> None:
+        """Polling starts: tell the person of every run the previous process recorded
+        and never ended (it was killed) that it was interrupted (on the pool)."""
+        for record in self.run_journal.take_leftovers():
+            chat, token = record.get("chat"), record.get("token")
+            if not isinstance(chat, str) or not chat:
+                continue
+            if isinstance(token, str) and token:
+                self.remember_context_token(chat, token)
+            logger.warning("[%s] a run of %s was interrupted by a restart", self.name, chat)
+            self.pool.post(self._tell_quietly, chat, TEXT_INTERRUPTED)
+
+    def _tell_quietly(self, chat_id: str, text: str) -> None:
+        try:
+            self.send_message(chat_id, text)
+        except Exception as exc:
+            logger.warning("weixin notice not sent: %s", type(exc).__name__)
 
     # -- hooks ---------------------------------------------------------------------------
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
@@ -324,6 +367,8 @@ class WeixinChannel(ChannelBase):
         also sends :data:`TEXT_FAILED`; other events ignored."""
         if LifecycleType(event.type).terminal:
             self._run_text.pop(event.run_id)
+            if event.message_id and event.owner is not None:
+                self.run_journal.done(f"{event.chat_id}:{event.message_id}")
         if event.type is LifecycleType.FAILED and event.owner is not None:
             try:
                 self.send_message(event.chat_id, TEXT_FAILED)

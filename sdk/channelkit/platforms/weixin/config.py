@@ -44,6 +44,11 @@ class WeixinConfig:
     ``polling_timeout_s``: how long a ``getupdates`` long poll may take before the client
     gives up on it (an empty poll, not an error) until the server announces its own
     ``longpolling_timeout_ms``; at most 120 s.
+    ``run_journal``: a file recording the runs in progress when no state store is shared
+    (with ``state.redis`` the store holds them): after a crash (``kill -9``) the restarted
+    process tells each person whose run was cut off that it was interrupted
+    (:mod:`channelkit.platforms.common.run_journal`). ``None`` (default): without a store
+    nothing is recorded.
     """
 
     bot_token: str = field(repr=False)
@@ -55,6 +60,7 @@ class WeixinConfig:
     request_timeout_s: float = 10.0
     ingress: str = "polling"
     polling_timeout_s: float = 35.0
+    run_journal: str | None = None
 
     def __post_init__(self) -> None:
         register_secrets(self.bot_token)
@@ -67,6 +73,8 @@ class WeixinConfig:
                 "must look like '2.1.3' (three numbers below 256)", path="weixin.channel_version"
             )
         check_non_empty(self.channel_name, "weixin.channel_name")
+        if self.run_journal is not None:
+            check_non_empty(self.run_journal, "weixin.run_journal")
         if not isinstance(self.typing, bool):
             raise ConfigurationError("must be a boolean", path="weixin.typing")
         check_positive_seconds(self.ticket_ttl_s, "weixin.ticket_ttl_s")

@@ -10,7 +10,10 @@ read timeout is an empty poll, not an error).
 Each user message takes the channel's inbound path
 (:meth:`WeixinChannel.handle_weixin_message`: parse, remember the ``context_token``,
 hand the run or command to the pool), at most once per ``message_id`` (a redelivered
-message is ignored), and the cursor moves on only after the whole batch was handed on.
+message is ignored), and the cursor moves on only after the whole batch was handed on
+(and a message that starts a run is recorded by the channel while it is handed on: a
+process killed mid-run leaves the record, and ``on_start``, called once before the first
+poll, lets the next process tell that person the run was interrupted).
 The polling thread never waits on a run.
 
 Failures (HTTP errors, transient ``errcode`` -1 / 45011, a dropped connection, a body
@@ -89,6 +92,7 @@ class WeixinPolling(PollingConnection):
         backoff: Backoff | None = None,
         wait: Callable[[threading.Event, float], bool] | None = None,
         store: StateStore | None = None,
+        on_start: Callable[[], None] | None = None,
     ) -> None:
         session = session if session is not None else InterruptibleSession()
         super().__init__(
@@ -119,6 +123,15 @@ class WeixinPolling(PollingConnection):
         )
         #: True once iLink reported the session expired (polling stopped)
         self.expired = False
+        self._on_start = on_start
+
+    def prepare(self) -> None:
+        if self._on_start is not None:
+            on_start, self._on_start = self._on_start, None  # once, before the first poll
+            try:
+                on_start()
+            except Exception:
+                logger.exception("%s: the start-up hook failed", self.name)
 
     def poll_once(self) -> None:
         try:
