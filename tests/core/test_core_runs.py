@@ -211,8 +211,9 @@ def test_loop_and_webhook_runs_have_no_owner_and_no_segments(channel_factory, ki
     assert all(e.message_id == "job-1" and e.chat_id == "chat-loop" for e in ch.events)
     assert [c[3] for c in ch.chunks] == [None, None]
     assert ch.segment_ends == [] and ch.boundaries == []
-    assert ch.completes == [("chat-loop", "ticktock", result.session_id, None)]
-    assert ch.sent == [("chat-loop", "ticktock", None)]
+    # text across a response boundary is a new paragraph, never glued to the last words
+    assert ch.completes == [("chat-loop", "tick\n\ntock", result.session_id, None)]
+    assert ch.sent == [("chat-loop", "tick\n\ntock", None)]
 
 
 def test_session_scopes(channel_factory):

@@ -105,6 +105,13 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
     omitted). Resources it created are shut down by :meth:`close`.
     """
 
+    #: True for a platform that shows nothing while an output segment runs (it cannot
+    #: edit what it sent): the core then sends a segment's text with ``send_message``
+    #: when the segment ends at a response boundary or before a question (so the text
+    #: the agent wrote first comes first), and ``on_response_complete`` gets only the
+    #: text not sent yet.
+    text_only_output: bool = False
+
     def __init__(
         self,
         config: ChannelConfig,

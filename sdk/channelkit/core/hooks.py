@@ -37,6 +37,11 @@ class ChannelHooks(Protocol):
         """The channel's name."""
         ...
 
+    @property
+    def text_only_output(self) -> bool:
+        """True when the platform shows nothing while a segment runs (see ChannelBase)."""
+        ...
+
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
         """Send plain text to a chat (thread)."""
         ...

@@ -44,6 +44,8 @@ logger = logging.getLogger("channelkit.core.channel")
 
 #: How long a run's presentation waits for the run's earlier output to reach the platform.
 PRESENTATION_ORDER_WAIT_S = 10.0
+#: Segment ends after which the run goes on (text-only output sends the text there).
+_FLUSH_REASONS = frozenset({SegmentEndReason.RESPONSE_BOUNDARY, SegmentEndReason.INPUT_REQUESTED})
 
 
 class RunEvents:
@@ -100,6 +102,13 @@ class RunEvents:
     def close_segment_locked(self, run: Run) -> OutputSegmentContext | None:
         segment = run.segment
         run.segment = None
+        if segment is not None and self.hooks.text_only_output:
+            # nothing showed it while it ran: its text is sent when its end hook runs
+            # (at a boundary or a question), and the final answer leaves it out
+            text = "".join(run.shown_parts[run.closed_parts :])
+            run.closed_parts = len(run.shown_parts)
+            run.flushed_chars += len(text)
+            run.flush_texts[segment.segment_id] = text
         return segment
 
     def post_segment_end(
@@ -170,6 +179,9 @@ class RunEvents:
             if not run.live_locked() or run.cancel_pending:
                 return
             self.end_segment_locked(run, SegmentEndReason.RESPONSE_BOUNDARY)
+            # text after a response boundary never joins the text before it (where it
+            # shares a message: a run without segments)
+            run.break_pending = True
 
     def on_tool_call(self, run: Run, event: ToolCallEvent) -> None:
         if event.session_id != run.session_id:
@@ -267,6 +279,16 @@ class RunEvents:
     def call_segment_end(
         self, run: Run, segment: OutputSegmentContext, reason: SegmentEndReason
     ) -> None:
+        with run.lock:
+            text = run.flush_texts.pop(segment.segment_id, "")
+        if reason in _FLUSH_REASONS and text.strip():
+            # text-only output: the segment's text, before the question that follows
+            try:
+                self.hooks.send_message(
+                    run.target.chat_id, text.strip("\n"), thread_id=run.target.thread_id
+                )
+            except Exception as exc:
+                self.hook_failed("send_message", run, exc, f" ({reason} text)")
         try:
             self.hooks.on_output_segment_end(run.target.chat_id, run.session_id, segment, reason)
         except Exception as exc:
@@ -285,13 +307,17 @@ class RunEvents:
     @staticmethod
     def shown_response(run: Run, response: str) -> str:
         """The final response as the person saw it streamed: where a bridge returns
-        everything it streamed, the paragraph breaks added after tool calls are kept."""
+        everything it streamed, the paragraph breaks added after tool calls are kept.
+        With text-only output, the text of the segments already sent is left out."""
         if not run.shown_parts:
             return response
         raw = "".join(run.raw_parts)
         if raw == "" or not response.startswith(raw):
             return response
-        return "".join(run.shown_parts) + response[len(raw) :]
+        shown = "".join(run.shown_parts) + response[len(raw) :]
+        if run.flushed_chars:
+            shown = shown[run.flushed_chars :].lstrip("\n")
+        return shown
 
     # -- queue and busy notices -----------------------------------------------------
 

@@ -53,9 +53,12 @@ class Run:
         "cancel_attempt",
         "cancel_pending",
         "cancelled",
+        "closed_parts",
         "deferred",
         "delivery_started",
         "done",
+        "flush_texts",
+        "flushed_chars",
         "future",
         "held",
         "kind",
@@ -112,6 +115,12 @@ class Run:
         self.break_pending = False  # a non-text event came after the last text
         self.raw_parts: list[str] = []  # text as the agent streamed it
         self.shown_parts: list[str] = []  # text as shown (paragraph breaks added)
+        # text-only output (ChannelBase.text_only_output): the shown parts up to the last
+        # closed segment, the characters of them already sent, and each closed segment's
+        # text until its end hook ran (it is sent there)
+        self.closed_parts = 0
+        self.flushed_chars = 0
+        self.flush_texts: dict[str, str] = {}
 
     def is_cancelled(self) -> bool:
         return self.cancelled
