@@ -36,6 +36,9 @@ CORE_MODULES = (
     "test_output_segments_end_completed_cancelled_or_failed.py",
     "test_questions_are_one_shot_owner_only_and_settle_in_place.py",
     "test_ingress_dedup_and_queue_notices.py",
+    "test_a_replay_after_twenty_thousand_messages_starts_no_second_run.py",
+    "test_an_agent_that_dies_while_a_question_waits_is_told_once.py",
+    "test_a_final_answer_lost_in_a_hang_is_never_gone.py",
     "test_every_chat_platform_has_a_contract_driver.py",
 )
 
@@ -56,10 +59,20 @@ MUST_PASS = {
     "test_a_submit_after_deny_won_never_shows_submitted": 1,
     "test_a_redelivered_message_starts_no_second_run": 1,
     "test_a_run_that_must_wait_for_a_slot_is_told_it_is_queued_then_runs": 1,
+    "test_a_replay_after_twenty_thousand_messages_starts_no_second_run": 1,
+    "test_the_person_is_told_once_that_the_run_failed": 2,
+    "test_last_with_nothing_to_send_says_so": 2,
     "test_the_drivers_capabilities_agree_with_the_registry": 1,
 }
-#: The only skip: the text-prompt rule is for platforms without native questions.
-MAY_SKIP = {"test_without_native_input_a_question_is_the_text_prompt"}
+#: The skips the suite itself explains: the text-prompt rule is for platforms without
+#: native questions; the final answer shows in the streamed message (no final send to
+#: hang); the dedup is per process (no shared store to share it through).
+MAY_SKIP = {
+    "test_without_native_input_a_question_is_the_text_prompt",
+    "test_the_next_message_after_a_hung_final_send_carries_a_hint",
+    "test_last_sends_the_hung_answer_again",
+    "test_with_redis_a_replay_after_twenty_thousand_messages_starts_no_second_run",
+}
 
 
 def _outcome(case: ET.Element) -> str:

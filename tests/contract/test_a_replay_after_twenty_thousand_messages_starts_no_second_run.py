@@ -37,7 +37,8 @@ OTHER_MESSAGES = 20_000
 
 def dedup_gates(platform: str, channel: Any) -> list[Any]:
     """Every dedup object a message of ``platform`` passes on its way in (frame-level
-    guards of a long connection first, then the message-level one)."""
+    guards of a long connection first, then the message-level one); a platform defined
+    outside the package names them with its driver's ``dedup_gates(channel)``."""
     if platform == "dingtalk":
         frames = [c._seen for c in channel.connections]  # Stream frames (messageId)
         return [*frames, channel._seen]
@@ -49,6 +50,9 @@ def dedup_gates(platform: str, channel: Any) -> list[Any]:
         return [channel._seen_events]
     if platform == "weixin":
         return [channel.polling._seen]
+    named = getattr(DRIVERS.get(platform), "dedup_gates", None)  # a plug-in's driver
+    if named is not None:
+        return list(named(channel))
     raise AssertionError(f"{platform}: name its dedup objects in dedup_gates")
 
 

@@ -3,14 +3,16 @@
 Ingress: `POST /tinychat/events`, a JSON body signed with HMAC-SHA256 over
 ``"<timestamp>.<body>"`` (five-minute window on the channel's clock). A message (or
 command) becomes an `Interaction` of kind ``message``/``command``, deduplicated by its id
-(`ReplayGuard`, from its send time) and handed to the channel by `decide_inbound`; a
-button press becomes a ``button`` `Interaction` that an `InteractionRouter` decides
-(Stop, then question choices). The ACK is the `Decision`'s; its work runs after it.
+(`ReplayGuard`, from its send time ``sentAt`` in epoch milliseconds) and handed to the
+channel by `decide_inbound`; a button press becomes a ``button`` `Interaction` that an
+`InteractionRouter` decides (Stop, then question choices). The ACK is the `Decision`'s;
+its work runs after it.
 
 Output (`TinychatOutput`, an `OutputSurface`): one message per segment, posted on its
 first text with a Stop button and edited as text comes; closed completed (no buttons),
-cancelled ("— Stopped.") or failed ("— Failed."). A failed run no failed segment shows
-gets one `TEXT_FAILED` message. Questions (`TinychatQuestions`, a `QuestionSurface`):
+cancelled ("— Stopped.") or failed ("— Failed."). Final text no segment showed goes
+out through the shared `DeliveryChain`. A failed run no failed segment shows gets one
+`TEXT_FAILED` message. Questions (`TinychatQuestions`, a `QuestionSurface`):
 one message with a button per option and Cancel, owner-only, one-shot, at most one per
 run (`reserve_native_input`), settled in place only from the responder's result
 (`AnswerRace`), expired on the injected clock.
@@ -44,6 +46,7 @@ from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.contract import Decision, Interaction
+from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.native_input import (
     AnswerRace,
     answer_response,
@@ -347,7 +350,10 @@ class TinychatChannel(ChannelBase):
         self.questions = TinychatQuestions(
             self.api, pool=self.pool, scheduler=self.scheduler, clock=self.clock
         )
-        self._seen = ReplayGuard(self.clock.time, ttl=3600.0)
+        #: message ids already handled: a redelivery starts no second run
+        self.dedup = ReplayGuard(self.clock.time, ttl=3600.0)
+        #: the final answer's retries (`note_final_delivery` hears how each ended)
+        self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         self._shown_lock = threading.Lock()
         self._shown: dict[str, StreamedText] = {}  # run id -> the text its segments showed
         self._failure_shown: set[str] = set()  # runs whose failed segment shows the failure
@@ -387,7 +393,7 @@ class TinychatChannel(ChannelBase):
     def _message(self, interaction: Interaction) -> Decision:
         raw: Mapping[str, Any] = interaction.raw
         event_id = str(raw["id"])
-        if not self._seen.first(event_id, sent_at_seconds(raw.get("sentAt"))):
+        if not self.dedup.first(event_id, sent_at_seconds(raw.get("sentAt"))):
             return Decision.ignored()  # a redelivery: no second run
         message = InboundMessage(
             channel_name=self.name,
@@ -398,7 +404,7 @@ class TinychatChannel(ChannelBase):
         )
         outcome, decision = decide_inbound(self, message)
         if outcome == "closed":
-            self._seen.forget(event_id)  # a retry may reach an open instance
+            self.dedup.forget(event_id)  # a retry may reach an open instance
         return decision
 
     def _stop_pressed(self, interaction: Interaction) -> Decision | None:
@@ -471,18 +477,21 @@ class TinychatChannel(ChannelBase):
         session_id: str,
         segment: OutputSegmentContext | None = None,
     ) -> None:
-        """The rest of the answer (what no segment showed) ends the live segment; a
-        failure to post it raises (the run fails, phase delivery)."""
+        """The live segment ends completed; the rest of the answer (what no segment
+        showed) is posted through the shared delivery chain (a definite refusal raises:
+        the run fails, phase delivery)."""
         with self._shown_lock:
             shown = self._shown.get(segment.run_id) if segment is not None else None
         rest = shown.remainder(text) if shown is not None else text
-        if segment is None:
-            if rest.strip():
-                self.send_message(chat_id, rest)
+        if segment is not None:
+            self.output.close_segment(segment, "completed")
+        if not rest.strip():
             return
-        if rest.strip():
-            self.output.append(segment, rest)
-        self.output.close_segment(segment, "completed")
+        run_id = segment.run_id if segment is not None else self.active_run_id(session_id)
+        owner = segment.owner.id if segment is not None else None
+        path = DeliveryPath("post", lambda: self.api.post(chat_id, rest, []))
+        target = DeliveryTarget(self.name, chat_id, run_id, owner)
+        self.delivery.deliver([[path]], target).raise_if_refused()
 
     def on_output_segment_end(
         self,
@@ -514,6 +523,10 @@ class TinychatChannel(ChannelBase):
                 self.send_message(event.chat_id, TEXT_FAILED)
             except Exception as exc:
                 logger.warning("tinychat failure notice not sent: %s", type(exc).__name__)
+
+    def on_close(self) -> None:
+        """Pending retries of final answers end (reported failed)."""
+        self.delivery.close()
 
     def present_user_input_request(
         self, context: UserInputRequestContext

@@ -30,6 +30,11 @@ class TinychatDriver(Driver):
         pins=_NOT_BUILT,
     )
 
+    @staticmethod
+    def dedup_gates(channel: Any) -> list[Any]:
+        """The dedup objects a message passes on its way in (the replay contract)."""
+        return [channel.dedup]
+
     def _segment_ids(self) -> set[str]:
         """The messages posted as output segments (with a Stop button)."""
         return {

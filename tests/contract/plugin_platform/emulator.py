@@ -127,7 +127,7 @@ class TinychatEmulator(EmulatorBase):
             message_id = f"u{next(self._ids)}"
             self._add_timeline({"kind": "message", "from": "user", "text": text})
         payload = {"type": "message", "id": message_id, "chat": CHAT, "user": USER}
-        payload.update({"text": text, "sentAt": time.time()})
+        payload.update({"text": text, "sentAt": int(time.time() * 1000)})
         return message_id, self._deliver_event("message", payload)
 
     def card_action(
@@ -146,5 +146,5 @@ class TinychatEmulator(EmulatorBase):
         if action != "tap" or data not in offered:
             raise ValueError(f"message {card_id} offers no button {data!r}")
         payload = {"type": "button", "chat": chat, "user": user_id or USER}
-        payload.update({"message": card_id, "data": data, "sentAt": time.time()})
+        payload.update({"message": card_id, "data": data, "sentAt": int(time.time() * 1000)})
         return self._deliver_event("button", payload)
