@@ -25,6 +25,7 @@ import urllib3
 from channelkit.clients.feishu import FeishuClient
 from channelkit.core import ChannelConfig, InboundMessage, SessionTarget
 from channelkit.http import RetryPolicy
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig, robot_signature
 from channelkit.platforms.dingtalk.api import CardApi
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
@@ -32,7 +33,6 @@ from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.testing import ScriptedBridge, chunk, final
-from channelkit.ingress import Headers, IngressRequest
 
 from tests.platforms import _shared
 from tests.platforms.telegram.tg_env import CHAT, OWNER, Env, mock_bot_api, url
@@ -514,3 +514,18 @@ def test_a_read_timeout_on_the_first_path_does_not_try_the_alternate(rt: Any, si
     _run(rt, site)
     assert [e.calls for e in site.endpoints] == [1, 0]  # no duplicate through the robot API
     assert site.health()["uncertain"] == 1
+
+
+@pytest.mark.parametrize(
+    "site", ["telegram", "weixin", "dingtalk-webhook", "dingtalk-robot"], indirect=True
+)
+def test_an_answer_lost_in_a_read_timeout_is_sent_again_by_slash_last(rt: Any, site: Site) -> None:
+    """Not resent without an idempotency key, but never gone: ``/last`` sends it."""
+    site.primary.faults = ["read-timeout"]
+    _run(rt, site)
+    assert site.delivered == [] and site.health()["uncertain"] == 1
+    channel = site.channel
+    assert site.owner is not None
+    channel.handle_inbound(InboundMessage(channel.name, site.chat, site.owner, "/last"))
+    rt.settle()
+    assert site.delivered == [ANSWER]
