@@ -8,6 +8,10 @@ SDK as properly signed platform callbacks (or frames on a long connection).
 deliveries to the SDK (each with its ``transport``) and ``GET /_emulator/state`` the
 visible state; all are bounded.
 
+An emulator defined outside the package (a platform registered with
+``register_platform``) subclasses `EmulatorBase` through public names only: `lock`,
+`add_timeline`, `mark_changed`, `send_callback`, plus the hooks below.
+
 The base also holds what the platforms' APIs have in common: access tokens (issued for a
 lifetime, checked on every call, revoked for tests), JSON bodies parsed before a platform
 handler sees them, and every answered call recorded with secrets redacted.
@@ -203,6 +207,28 @@ class EmulatorBase:
                 }
             )
             self._touch()
+
+    # -- the same helpers under public names, for emulators outside the package -----------
+    @property
+    def lock(self) -> threading.RLock:
+        """The emulator's re-entrant lock: hold it while reading or changing its state."""
+        return self._lock
+
+    def add_timeline(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Append a chat entry (``kind``, ``from``, ...) with its ``seq`` and time; the
+        stored entry. Hold `lock`."""
+        return self._add_timeline(entry)
+
+    def mark_changed(self) -> None:
+        """Say the visible state changed (wakes `wait_for_change`). Hold `lock`."""
+        self._touch()
+
+    def send_callback(
+        self, kind: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> CallbackDelivery:
+        """Deliver one callback to the SDK over `deliver` and record it (``kind`` names
+        it in ``/_emulator/callbacks``); the SDK's answer. Call it without `lock`."""
+        return self._send_callback(kind, url, headers, body)
 
     # -- access tokens -------------------------------------------------------------------
     def _issue_token(

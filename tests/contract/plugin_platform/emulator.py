@@ -64,7 +64,7 @@ class TinychatEmulator(EmulatorBase):
         if method != "POST" or not isinstance(data, Mapping):
             return HttpReply(400, {"ok": False, "error": "POST a JSON object"})
         call = path[len("/tinychat/api/") :]
-        with self._lock:
+        with self.lock:
             if call == "post":
                 message_id = f"m{next(self._ids)}"
                 view = {"id": message_id, "kind": "message", "chat": str(data.get("chat"))}
@@ -72,18 +72,18 @@ class TinychatEmulator(EmulatorBase):
                 while len(self._views) > MAX_CARDS:
                     self._views.popitem(last=False)
                 self._update(view, data)
-                self._add_timeline({"kind": "card", "card": message_id, "from": "bot"})
+                self.add_timeline({"kind": "card", "card": message_id, "from": "bot"})
                 return HttpReply(200, {"ok": True, "id": message_id})
             if call == "edit":
                 view = self._views.get(str(data.get("id")))
                 if view is None:
                     return HttpReply(404, {"ok": False, "error": "message not found"})
                 self._update(view, data)
-                self._touch()
+                self.mark_changed()
                 return HttpReply(200, {"ok": True})
             if call == "notice":
                 self._notices.append({k: str(data.get(k)) for k in ("chat", "user", "text")})
-                self._touch()
+                self.mark_changed()
                 return HttpReply(200, {"ok": True})
         return HttpReply(404, {"ok": False, "error": "unknown method"})
 
@@ -102,11 +102,11 @@ class TinychatEmulator(EmulatorBase):
 
     def notices(self) -> list[dict[str, str]]:
         """The notices shown to one person each (oldest first)."""
-        with self._lock:
+        with self.lock:
             return list(self._notices)
 
     def reset(self) -> None:
-        with self._lock:
+        with self.lock:
             self._views.clear()
             self._notices.clear()
         super().reset()
@@ -120,12 +120,12 @@ class TinychatEmulator(EmulatorBase):
             TIMESTAMP_HEADER: timestamp,
             SIGNATURE_HEADER: sign(self.signing_secret, timestamp, body),
         }
-        return self._send_callback(kind, f"{self.base_url}{EVENTS_PATH}", headers, body)
+        return self.send_callback(kind, f"{self.base_url}{EVENTS_PATH}", headers, body)
 
     def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
-        with self._lock:
+        with self.lock:
             message_id = f"u{next(self._ids)}"
-            self._add_timeline({"kind": "message", "from": "user", "text": text})
+            self.add_timeline({"kind": "message", "from": "user", "text": text})
         payload = {"type": "message", "id": message_id, "chat": CHAT, "user": USER}
         payload.update({"text": text, "sentAt": int(time.time() * 1000)})
         return message_id, self._deliver_event("message", payload)
@@ -138,7 +138,7 @@ class TinychatEmulator(EmulatorBase):
         *,
         user_id: str | None = None,
     ) -> CallbackDelivery:
-        with self._lock:
+        with self.lock:
             view = self._views[card_id]  # KeyError: unknown message
             offered = {b["data"] for row in view["keyboard"] for b in row}
             chat = view["chat"]
