@@ -56,6 +56,8 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.queue_notices import QueueNotices
+from channelkit.core.types import RunQueuedEvent
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
@@ -67,7 +69,7 @@ from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.approvals import APPROVAL_ACTION, FeishuApprovalPresenter
-from channelkit.platforms.feishu.cards import OutputState
+from channelkit.platforms.feishu.cards import OutputState, queue_notice_card
 from channelkit.platforms.feishu.config import FeishuConfig
 from channelkit.platforms.feishu.ingress import (
     CardAction,
@@ -189,6 +191,11 @@ class FeishuChannel(ChannelBase):
         )
         #: the final answer's retries and alternate paths (card -> text, with uuids)
         self.delivery = self.output.delivery
+        #: queue notices: one small card per queued run, PATCHed as the run moves up
+        #: (at most once a second) and to "Starting now." when it starts
+        self.queue_notices: QueueNotices[str] = QueueNotices(
+            self, show=self._show_queue_notice, edit=self._edit_queue_notice
+        )
         #: delivered / retried / failed / uncertain final answers
         self.delivery_health = self.delivery.health
         # per request, the form also ends EXPIRY_MARGIN before core's own deadline
@@ -276,6 +283,17 @@ class FeishuChannel(ChannelBase):
         """Send plain text (command replies, permission prompts, fallbacks)."""
         self.api.send_text(chat_id, text)
 
+    def on_run_queued(self, event: RunQueuedEvent) -> None:
+        """The queue notice is one card, PATCHed as the run moves up (at most once a
+        second, coalesced) and to "Starting now." when it starts."""
+        self.queue_notices.queued(event)
+
+    def _show_queue_notice(self, event: RunQueuedEvent, text: str) -> str:
+        return self.api.send_card(event.chat_id, queue_notice_card(text))
+
+    def _edit_queue_notice(self, message_id: str, text: str, final: bool) -> None:
+        self.api.patch_card(message_id, queue_notice_card(text))
+
     def on_response_chunk(
         self,
         chat_id: str,
@@ -348,6 +366,7 @@ class FeishuChannel(ChannelBase):
         """
         kind = str(event.type)
         if kind == LifecycleType.STARTED.value:
+            self.queue_notices.started(event.run_id)
             if event.owner is not None:
                 self._streamed_runs[event.run_id] = False  # a person's run, no text yet
             self._start_reaction(event)
@@ -355,6 +374,7 @@ class FeishuChannel(ChannelBase):
         state = _TERMINAL_STATES.get(kind)
         if state is None:
             return
+        self.queue_notices.forget(event.run_id)
         self.output.finish_run(event.run_id, state)
         streamed = self._streamed_runs.pop(event.run_id)
         if kind == LifecycleType.FAILED.value and (
@@ -503,6 +523,7 @@ class FeishuChannel(ChannelBase):
         client."""
         if self.long_connection is not None:
             self.long_connection.stop(timeout=5.0)
+        self.queue_notices.close()
         self.output.close_all("stopped", wait=5.0)  # a shutdown stopped their runs
         self.questions.close()
         self.pool.wait_idle(5.0)  # bounded: let queued card projections finish

@@ -187,6 +187,17 @@ def _summary(text: str, fallback: str) -> dict[str, Any]:
     return {"content": snippet or fallback}
 
 
+def queue_notice_card(text: str) -> dict[str, Any]:
+    """The queue notice as a small updatable card (its text replaced as the queue moves:
+    ``update_multi`` lets the bot PATCH it). ``text`` is one of the core's own notices
+    (no Markdown to escape)."""
+    return {
+        "schema": "2.0",
+        "config": {"update_multi": True, "summary": {"content": text[:120]}},
+        "body": {"elements": [{"tag": "markdown", "content": text}]},
+    }
+
+
 def output_elements(
     text: str, state: OutputState, language: str, *, stop_value: Mapping[str, Any] | None
 ) -> list[dict[str, Any]]:
