@@ -1,9 +1,11 @@
-"""The real Qwen Code CLI is killed while its question waits on the person, on each
-emulated platform it already runs on (the sibling of ``test_acp_qwen_killed_mid_run.py``).
+"""The real Qwen Code CLI is killed while its question or its tool approval waits on the
+person, on each emulated platform it already runs on (the sibling of
+``test_acp_qwen_killed_mid_run.py``).
 
-The scripted model makes Qwen Code call its ``ask_user_question`` tool; once the channel
-holds the question (a form card or an inline keyboard in the chat), the test kills the
-agent's whole process group with SIGKILL. The question may end cancelled (or expired),
+The scripted model makes Qwen Code call its ``ask_user_question`` tool, or (with
+``--approval-mode default``) its ``write_file`` tool, which asks permission first; once
+the channel holds the question or the approval, the test kills the agent's whole process
+group with SIGKILL. The question may end cancelled (or expired),
 but the chat tells once that the run failed: DingTalk a "Failed, please retry." Markdown
 message (the status card ended at the question), Feishu a card with the failed label,
 Telegram the "Failed, please retry." message. Nothing is left waiting on the person.
@@ -22,7 +24,15 @@ from typing import Any
 import pytest
 from acp_testkit import QWEN_UNAVAILABLE, qwen_command, qwen_env
 from channelkit.playground import Playground
-from openai_script_server import ScriptedOpenAIServer, question_flow_responder
+from openai_script_server import (
+    ScriptedOpenAIServer,
+    ScriptedReply,
+    ToolCall,
+    _content_text,
+    _tool_names,
+    last_message,
+    question_flow_responder,
+)
 
 pytestmark = [
     pytest.mark.acp_real,
@@ -34,16 +44,53 @@ pytestmark = [
 TIMEOUT = 90.0  # generous: a loaded CI machine starts node slowly
 
 
+WRITE = "Please write the notes file "
+QUESTION = "Please ask me about the widget."
+
+
+def _responder(workdir: Path) -> Any:
+    """``ask me`` -> the question flow; "write the notes file <name>" -> a ``write_file``
+    call (Qwen Code asks permission first in ``--approval-mode default``)."""
+    questions = question_flow_responder()
+
+    def respond(body: Any) -> ScriptedReply:
+        message = last_message(body)
+        text = _content_text(message.get("content"))
+        if message.get("role") == "user" and WRITE in text and "write_file" in _tool_names(body):
+            name = text.split(WRITE, 1)[1].split()[0].rstrip(".")
+            arguments = {"file_path": str(workdir / name), "content": "notes\n"}
+            call = ToolCall("write_file", arguments, f"call_write_{name}")
+            return ScriptedReply(chunks=("Writing the notes file.",), tool_call=call)
+        return questions(body)
+
+    return respond
+
+
 @pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer(responder=question_flow_responder()) as server:
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(tmp_path_factory.mktemp("qwen-question-killed-work"))
+
+
+@pytest.fixture(scope="module")
+def model_server(workdir: Path) -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer(responder=_responder(workdir)) as server:
         yield server
 
 
+@pytest.fixture(scope="module", params=["question", "approval"])
+def waiting_on(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def agent(model_server: ScriptedOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """One bridge for the module: each test kills its process, the next prompt starts a
-    new one."""
+def agent(
+    model_server: ScriptedOpenAIServer,
+    tmp_path_factory: pytest.TempPathFactory,
+    waiting_on: str,
+    workdir: Path,
+) -> Any:
+    """One bridge per kind of wait: each test kills its process, the next prompt starts
+    a new one."""
     from channelkit.agents.acp import AcpBridge
 
     home = tmp_path_factory.mktemp("qwen-question-killed-home")
@@ -53,9 +100,12 @@ def agent(model_server: ScriptedOpenAIServer, tmp_path_factory: pytest.TempPathF
         "ui": {"enableFollowupSuggestions": False},
     }
     (home / ".qwen" / "settings.json").write_text(json.dumps(settings))
+    command = qwen_command(model_server.base_url, model_server.model)
+    if waiting_on == "approval":
+        command += ["--approval-mode", "default"]
     bridge = AcpBridge(
-        qwen_command(model_server.base_url, model_server.model),
-        cwd=tmp_path_factory.mktemp("qwen-question-killed-work"),
+        command,
+        cwd=workdir,
         env=qwen_env(Path(home)),
         request_timeout=60.0,
         prompt_timeout=120.0,
@@ -103,15 +153,20 @@ def _shows_failure(platform: str, view: Mapping[str, Any]) -> bool:
 
 
 @pytest.mark.parametrize("platform", ["dingtalk", "feishu", "telegram"])
-def test_killing_qwen_while_its_question_waits_tells_the_failure_once(
-    platform: str, agent: Any, model_server: ScriptedOpenAIServer
+def test_killing_qwen_while_its_question_or_approval_waits_tells_the_failure_once(
+    platform: str,
+    agent: Any,
+    model_server: ScriptedOpenAIServer,
+    waiting_on: str,
+    workdir: Path,
 ) -> None:
     with Playground(platform=platform, agent=agent, model=model_server.model) as pg:
 
         def diagnostics() -> str:
             return f"chat: {_views(pg)}; agent stderr: {agent.stderr_tail()[-10:]}"
 
-        _, ack = pg.send("Please ask me about the widget.")
+        prompt = QUESTION if waiting_on == "question" else f"{WRITE}{platform}.txt"
+        _, ack = pg.send(prompt)
         assert ack.status == 200, ack
         _wait(lambda: pg.channel.pending_request_ids(), "the question to wait", diagnostics)
         pid = agent.pid
@@ -127,3 +182,4 @@ def test_killing_qwen_while_its_question_waits_tells_the_failure_once(
         failed = [v for v in _views(pg) if _shows_failure(platform, v)]
         assert len(failed) == 1, failed
         assert not pg.channel.pending_request_ids()
+        assert not (workdir / f"{platform}.txt").exists()  # the tool never ran
