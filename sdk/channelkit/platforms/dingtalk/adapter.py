@@ -260,6 +260,8 @@ class DingtalkChannel(ChannelBase):
         self.registry: StateRegistry = (
             registry if registry is not None else MemoryStateRegistry(self.clock)
         )
+        #: the state store shared by several processes (None: this process alone)
+        self.state_store: StateStore | None = store
         #: several processes, one bot (None without a state store)
         self.cluster: DingtalkCluster | None = None
         if store is not None:
