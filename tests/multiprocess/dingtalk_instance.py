@@ -5,7 +5,8 @@
 RedisStore and a short lease (1 s renew / 3 s expiry). The scripted agent: ``ask``
 asks one question and answers ``Answer: <region>`` (each answer it receives is
 appended to LOG_FILE, one line); ``seg`` says ``Before the question`` first and answers
-``After: <region>``; ``hold`` streams text and runs until cancelled.
+``After: <region>``; ``hold`` streams text and runs until cancelled; ``approve`` asks
+permission to run a tool and answers ``Decision: <option id>``.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ def main() -> None:
             while not turn.cancelled:
                 threading.Event().wait(0.05)  # a long-running tool call
             return "stopped"
+        if turn.text.startswith("approve"):  # a tool permission (an approval card)
+            decision = turn.request_permission("Run ls")
+            with lock, open(log_file, "a", encoding="utf-8") as log:
+                log.write(f"permission:{decision.option_id}\n")
+            return f"Decision: {decision.option_id}"
         if turn.text.startswith("seg"):  # a segment before the question, one after it
             turn.say("Before the question")
         answers = turn.ask([Question("Which region?", ["Beijing", "Shanghai"], header="Region")])
