@@ -123,6 +123,7 @@ def test_last_sends_the_hung_answer_again(ctx: Context) -> None:
     _lose_an_answer(ctx, lost)
     shown = _count(d, lost)
     hints = _count(d, MSG_LAST_UNCERTAIN)
+    ctx.script.fn = lambda turn: "a new run"  # /last starts none: it sends the kept answer
     d.send("/last")
     wait_for(lambda: _count(d, lost) > shown, "the answer sent again", tick=d.tick)
     assert d.pg.channel.wait_idle(BOUND_S)

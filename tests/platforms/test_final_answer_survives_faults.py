@@ -23,7 +23,7 @@ import requests
 import requests_mock as rm
 import urllib3
 from channelkit.clients.feishu import FeishuClient
-from channelkit.core import ChannelConfig, InboundMessage, SessionTarget
+from channelkit.core import ChannelConfig, CommandHandle, InboundMessage, SessionTarget
 from channelkit.http import RetryPolicy
 from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig, robot_signature
@@ -526,6 +526,7 @@ def test_an_answer_lost_in_a_read_timeout_is_sent_again_by_slash_last(rt: Any, s
     assert site.delivered == [] and site.health()["uncertain"] == 1
     channel = site.channel
     assert site.owner is not None
-    channel.handle_inbound(InboundMessage(channel.name, site.chat, site.owner, "/last"))
+    handle = channel.handle_inbound(InboundMessage(channel.name, site.chat, site.owner, "/last"))
+    assert isinstance(handle, CommandHandle) and handle.reply == ANSWER  # no new run
     rt.settle()
     assert site.delivered == [ANSWER]
