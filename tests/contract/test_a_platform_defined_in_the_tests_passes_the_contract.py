@@ -39,6 +39,7 @@ CORE_MODULES = (
     "test_a_replay_after_twenty_thousand_messages_starts_no_second_run.py",
     "test_an_agent_that_dies_while_a_question_waits_is_told_once.py",
     "test_a_final_answer_lost_in_a_hang_is_never_gone.py",
+    "test_a_burst_of_messages_is_answered_promptly.py",
     "test_every_chat_platform_has_a_contract_driver.py",
 )
 
@@ -62,6 +63,7 @@ MUST_PASS = {
     "test_a_replay_after_twenty_thousand_messages_starts_no_second_run": 1,
     "test_the_person_is_told_once_that_the_run_failed": 2,
     "test_last_with_nothing_to_send_says_so": 2,
+    "test_every_person_of_a_burst_gets_one_answer_promptly": 4,
     "test_the_drivers_capabilities_agree_with_the_registry": 1,
 }
 #: The skips the suite itself explains: the text-prompt rule is for platforms without

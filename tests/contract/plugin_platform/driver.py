@@ -23,6 +23,7 @@ class TinychatDriver(Driver):
     platform = NAME
     other_chat = "chat-other"
     message_path = EVENTS_PATH
+    sender_attribute = "user_id"  # the emulator's person (the burst contract)
     caps = Capabilities(
         approval_buttons=_NOT_BUILT,
         native_presentation=_NOT_BUILT,

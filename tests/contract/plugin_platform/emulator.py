@@ -44,6 +44,7 @@ class TinychatEmulator(EmulatorBase):
         super().__init__(deliver=deliver)
         self.bot_token = bot_token
         self.signing_secret = signing_secret
+        self.user_id = USER  #: the person who sends (``userId`` of a press: someone else)
         self._views: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._notices: deque[dict[str, str]] = deque(maxlen=MAX_TIMELINE)
         self._ids = itertools.count(1)
@@ -126,7 +127,7 @@ class TinychatEmulator(EmulatorBase):
         with self.lock:
             message_id = f"u{next(self._ids)}"
             self.add_timeline({"kind": "message", "from": "user", "text": text})
-        payload = {"type": "message", "id": message_id, "chat": CHAT, "user": USER}
+        payload = {"type": "message", "id": message_id, "chat": CHAT, "user": self.user_id}
         payload.update({"text": text, "sentAt": int(time.time() * 1000)})
         return message_id, self._deliver_event("message", payload)
 
@@ -145,6 +146,6 @@ class TinychatEmulator(EmulatorBase):
         data = (form or {}).get("data")
         if action != "tap" or data not in offered:
             raise ValueError(f"message {card_id} offers no button {data!r}")
-        payload = {"type": "button", "chat": chat, "user": user_id or USER}
+        payload = {"type": "button", "chat": chat, "user": user_id or self.user_id}
         payload.update({"message": card_id, "data": data, "sentAt": int(time.time() * 1000)})
         return self._deliver_event("button", payload)
