@@ -36,6 +36,7 @@ CORE_MODULES = (
     "test_output_segments_end_completed_cancelled_or_failed.py",
     "test_questions_are_one_shot_owner_only_and_settle_in_place.py",
     "test_ingress_dedup_and_queue_notices.py",
+    "test_approval_buttons_and_presentations.py",
     "test_a_replay_after_twenty_thousand_messages_starts_no_second_run.py",
     "test_an_agent_that_dies_while_a_question_waits_is_told_once.py",
     "test_a_final_answer_lost_in_a_hang_is_never_gone.py",
@@ -64,6 +65,8 @@ MUST_PASS = {
     "test_the_person_is_told_once_that_the_run_failed": 2,
     "test_last_with_nothing_to_send_says_so": 2,
     "test_every_person_of_a_burst_gets_one_answer_promptly": 4,
+    "test_approval_buttons_answer_a_tool_permission_once_and_only_for_the_owner": 1,
+    "test_a_presentation_is_rendered_natively_with_a_message_id": 1,
     "test_the_drivers_capabilities_agree_with_the_registry": 1,
 }
 #: The skips the suite itself explains: the text-prompt rule is for platforms without
@@ -122,8 +125,7 @@ def test_the_contract_suite_passes_on_a_platform_registered_by_a_plugin(
     for name, count in MUST_PASS.items():
         assert outcomes.get(name) == ["passed"] * count, (name, outcomes.get(name), report)
     skipped = {name for name, o in outcomes.items() if "skipped" in o}
-    declared_missing = {  # the driver's missing capabilities: approvals, presentations, pins
-        "test_approval_buttons_answer_a_tool_permission_once_and_only_for_the_owner",
+    declared_missing = {  # the driver's missing capabilities: native presentations, pins
         "test_a_pinned_presentation_is_pinned_where_the_platform_pins",
         "test_a_presentations_value_button_reaches_the_agent_as_the_persons_message",
     }

@@ -15,7 +15,8 @@ out through the shared `DeliveryChain`. A failed run no failed segment shows get
 `TEXT_FAILED` message. Questions (`TinychatQuestions`, a `QuestionSurface`):
 one message with a button per option and Cancel, owner-only, one-shot, at most one per
 run (`reserve_native_input`), settled in place only from the responder's result
-(`AnswerRace`), expired on the injected clock.
+(`AnswerRace`), expired on the injected clock. Tool permissions (`TinychatApprovals`):
+one button per agent option, owner-only, one-shot, settled in place to the outcome.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
+from channelkit.core.approvals import PermissionRequestContext, describe_outcome
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
@@ -69,6 +71,7 @@ SIGNATURE_HEADER = "X-Tinychat-Signature"
 MAX_SKEW_S = 300.0
 STOP_PREFIX = "stop:"
 QUESTION_PREFIX = "q:"
+APPROVAL_PREFIX = "a:"
 TEXT_FAILED = "Failed, please retry."
 TEXT_NOT_YOURS = "Only the person who started this can do that."
 MARKERS = {"cancelled": "— Stopped.", "failed": "— Failed."}
@@ -318,6 +321,80 @@ class TinychatQuestions:
                 logger.warning("tinychat question not settled: %s", type(exc).__name__)
 
 
+# -- approval buttons ------------------------------------------------------------------------
+@dataclass
+class _Approval:
+    context: PermissionRequestContext
+    token: str
+    text: str
+    message_id: str | None = None
+    claimed: bool = False
+    ended: bool = False
+
+
+class TinychatApprovals:
+    """The `ApprovalSurface`: one button per agent option, owner-only, one-shot; the
+    message shows the outcome (`describe_outcome`) once the request settled, whatever
+    answered it (a button, ``/approve``, ``/deny``, expiry)."""
+
+    def __init__(self, api: TinychatApi, *, pool: WorkerPool, clock: Clock) -> None:
+        self._api = api
+        self._pool = pool
+        self.registry: MemoryCardRegistry[_Approval, Any] = MemoryCardRegistry(
+            clock, maxsize=MAX_LIVE
+        )
+
+    def present(self, request: PermissionRequestContext) -> str:
+        token = uuid.uuid4().hex[:12]
+        record = _Approval(request, token, f"Permission: {request.title}")
+        if not reserve_native_input(self.registry, token, record, None):
+            return "unsupported"
+        buttons = [
+            [{"text": o.name or o.option_id, "data": f"{APPROVAL_PREFIX}{token}:{i}"}]
+            for i, o in enumerate(request.options)
+        ]
+        try:
+            record.message_id = self._api.post(request.target.chat_id, record.text, buttons)
+        except Exception as exc:
+            logger.warning("tinychat approval not shown: %s", type(exc).__name__)
+            self.registry.remove(token)
+            return "unsupported"
+        request.on_settled(lambda reason: self._pool.post(self._end, record))
+        return "presented"
+
+    def pressed(self, interaction: Interaction, notice: Any) -> Decision | None:
+        """An approval button: the owner's first press answers, anyone else is told."""
+        token, _, choice = (interaction.value or "")[len(APPROVAL_PREFIX) :].partition(":")
+        record = self.registry.get(token)
+        if record is None:
+            return Decision.ignored()
+        context = record.context
+        if interaction.actor_id != context.owner.id:
+            chat, actor = context.target.chat_id, interaction.actor_id or ""
+            return Decision.ack(outcome="forbidden").then(lambda: notice(chat, actor))
+        if not choice.isdigit() or int(choice) >= len(context.options):
+            return Decision.ignored()
+        option_id = context.options[int(choice)].option_id
+        with self.registry.lock:
+            if record.claimed:
+                return Decision.ignored()
+            record.claimed = True
+        return Decision.ack().then(lambda: self._pool.post(context.select, option_id))
+
+    def _end(self, record: _Approval) -> None:
+        with self.registry.lock:
+            if record.ended:
+                return
+            record.ended = True
+            self.registry.remove(record.token)
+        outcome = describe_outcome(record.context.outcome())
+        if record.message_id is not None:
+            try:
+                self._api.edit(record.message_id, f"{record.text}\n\n{outcome}", [])
+            except Exception as exc:
+                logger.warning("tinychat approval not settled: %s", type(exc).__name__)
+
+
 # -- the channel -----------------------------------------------------------------------------
 class TinychatChannel(ChannelBase):
     """`ChannelBase` for Tinychat: ``TinychatChannel(config, bridge, *, channel_config=None,
@@ -357,8 +434,10 @@ class TinychatChannel(ChannelBase):
         self._shown_lock = threading.Lock()
         self._shown: dict[str, StreamedText] = {}  # run id -> the text its segments showed
         self._failure_shown: set[str] = set()  # runs whose failed segment shows the failure
+        self.approvals = TinychatApprovals(self.api, pool=self.pool, clock=self.clock)
         self.interactions = InteractionRouter(
-            (self._stop_pressed, self._question_pressed), name=f"{self.name} button"
+            (self._stop_pressed, self._question_pressed, self._approval_pressed),
+            name=f"{self.name} button",
         )
 
     # -- ingress ---------------------------------------------------------------------------
@@ -432,6 +511,11 @@ class TinychatChannel(ChannelBase):
         if not (interaction.value or "").startswith(QUESTION_PREFIX):
             return None
         return self.questions.pressed(interaction, self._notice)
+
+    def _approval_pressed(self, interaction: Interaction) -> Decision | None:
+        if not (interaction.value or "").startswith(APPROVAL_PREFIX):
+            return None
+        return self.approvals.pressed(interaction, self._notice)
 
     def _notice(self, chat: str, user: str) -> None:
         self.pool.post(self._send_notice, chat, user)
@@ -523,6 +607,12 @@ class TinychatChannel(ChannelBase):
                 self.send_message(event.chat_id, TEXT_FAILED)
             except Exception as exc:
                 logger.warning("tinychat failure notice not sent: %s", type(exc).__name__)
+
+    def present_permission_request(
+        self, context: PermissionRequestContext
+    ) -> UserInputPresentationResult:
+        """The agent's options as buttons (`TinychatApprovals`)."""
+        return UserInputPresentationResult(self.approvals.present(context))
 
     def on_close(self) -> None:
         """Pending retries of final answers end (reported failed)."""

@@ -25,7 +25,6 @@ class TinychatDriver(Driver):
     message_path = EVENTS_PATH
     sender_attribute = "user_id"  # the emulator's person (the burst contract)
     caps = Capabilities(
-        approval_buttons=_NOT_BUILT,
         native_presentation=_NOT_BUILT,
         presentation_buttons=_NOT_BUILT,
         pins=_NOT_BUILT,
