@@ -41,7 +41,7 @@ class FlakyStore:
 class Instance(AdapterHarness):
     """An AdapterHarness whose channel is one instance of the shared bot."""
 
-    def __init__(self, shared, script=None, *, name=None, options=None, bridge=None):
+    def __init__(self, shared, script=None, *, name=None, options=None, bridge=None, max_runs=None):
         from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
 
         self.clock = shared.clock
@@ -63,9 +63,12 @@ class Instance(AdapterHarness):
             raw["instanceName"] = name
         opts = ClusterOptions.from_mapping(raw)
         opts = ClusterOptions(**{**opts.__dict__, "poll_s": 0.05})
+        from channelkit.core import ChannelConfig
+
         self.channel = DingtalkChannel(
             self.config,
             self.bridge,
+            channel_config=ChannelConfig(name="dingtalk", max_concurrent_runs=max_runs),
             api=self.api,
             executor=self.pool,
             run_executor=self.run_pool,

@@ -42,7 +42,6 @@ Behaviour:
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import uuid
@@ -86,7 +85,7 @@ from channelkit.platforms.dingtalk.api import (
     log_card_error,
 )
 from channelkit.platforms.dingtalk.approvals import ApprovalCards
-from channelkit.platforms.dingtalk.cluster import DingtalkCluster
+from channelkit.platforms.dingtalk.cluster import DingtalkCluster, queue_card_params
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
     card_interaction,
@@ -167,21 +166,6 @@ def agent_label(bridge: object) -> str | None:
 
 def _split(text: str, size: int = MARKDOWN_CHUNK) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
-def queue_card_params(text: str, *, final: bool) -> dict[str, object]:
-    """The status-card variables of a queue notice: the notice as the card's text, in
-    progress (``flowStatus`` 2, "Queued") until the run starts (3, "Starting now")."""
-    block = json.dumps([{"type": 0, "markdown": text}], ensure_ascii=False, separators=(",", ":"))
-    return {
-        "blockList": block,
-        "content": text,
-        "copy_content": text,
-        "flowStatus": 3 if final else 2,
-        "statusLine": "Starting now" if final else "Queued",
-        "hasAction": "false",
-        "stop_action": "false",
-    }
 
 
 def _title(text: str) -> str:
@@ -289,6 +273,8 @@ class DingtalkChannel(ChannelBase):
         self._webhook_pairs = self.registry.map("dingtalk-webhook-pairs")
         self._webhook_lock = threading.Lock()
         self._reactions = self.registry.map("dingtalk-reactions")
+        #: run_id -> its queue notice card, recorded in the store while the run waits
+        self._queue_cards = self.registry.map("dingtalk-queue-cards")
         #: the final Markdown answer's retries and alternate paths (webhook -> robot API)
         self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         #: delivered / retried / failed / uncertain final answers
@@ -719,7 +705,21 @@ class DingtalkChannel(ChannelBase):
             log_card_error("queue card", exc, STATUS_CARD_TEMPLATE_ID, track)
             self.send_message(event.chat_id, text, thread_id=event.thread_id)
             return None
+        if self.cluster is not None:  # a survivor ends it if this instance dies first
+            self._queue_cards[event.run_id] = track
+            self.cluster.queue_card_shown(
+                track,
+                run_id=event.run_id,
+                owner=owner.owner_key,
+                chat=owner.chat_id,
+                group=owner.is_group,
+            )
         return track
+
+    def _queue_card_done(self, run_id: str) -> None:
+        track = self._queue_cards.pop(run_id)
+        if track is not None and self.cluster is not None:
+            self.cluster.queue_card_done(track)
 
     def _edit_queue_notice(self, track: str, text: str, final: bool) -> None:
         self.api.update_instance(track, queue_card_params(text, final=final))
@@ -728,6 +728,7 @@ class DingtalkChannel(ChannelBase):
         """Bind eligible runs on ``started``; end cards and reactions on terminal events."""
         if event.type is LifecycleType.STARTED:
             self.queue_notices.started(event.run_id)
+            self._queue_card_done(event.run_id)
             owner = self._owners.pop(event.message_id) if event.message_id else None
             if owner is None:
                 return  # loop / webhook / synthetic / unknown message: no card, no reaction
@@ -749,6 +750,7 @@ class DingtalkChannel(ChannelBase):
         if not event.type.terminal:
             return
         self.queue_notices.forget(event.run_id)
+        self._queue_card_done(event.run_id)
         failure_shown = False
         if self.presenter is not None:
             binding = self.presenter.run(event.run_id)

@@ -9,7 +9,12 @@ there before the card is delivered):
   chat, instance and, for a question card, its form (keys, option labels); for a
   status card also ``text``, the visible text of its last successful write (at most
   20,000 characters, rewritten after each write);
-* ``<channel>:tomb:<outTrackId>``: the terminal state of an ended card (TTL 10 min).
+* ``<channel>:tomb:<outTrackId>``: the terminal state of an ended card (TTL 10 min);
+* the same ``card`` key, kind ``queue``, for a queue notice card while its run waits
+  for a slot (removed when the run starts or ends): a queued run the instance could not
+  start (it died, or closed with the run still queued) gets its card ended with
+  :data:`INTERRUPTED_TEXT` by the survivor (or the restarted instance), and its owner
+  is told once.
 
 A card callback, on whichever instance it arrives, is correlated and authorized from
 the card record, then claimed with one atomic ``add`` of ``<channel>:claim:<track>``:
@@ -33,6 +38,7 @@ is written and the run's owner is told once. ``<channel>:recover:<track>`` and
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Hashable
@@ -62,7 +68,13 @@ if TYPE_CHECKING:
     from channelkit.platforms.dingtalk.api import CardApi
     from channelkit.runtime.clock import Clock
 
-__all__ = ["INTERRUPTED_TEXT", "INTERRUPTED_TITLE", "DingtalkCluster", "interrupted_content"]
+__all__ = [
+    "INTERRUPTED_TEXT",
+    "INTERRUPTED_TITLE",
+    "DingtalkCluster",
+    "interrupted_content",
+    "queue_card_params",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +108,24 @@ def _form(card: dict[str, Any]) -> FormSpec:
             for q in card.get("questions", ())
         ]
     )
+
+
+def queue_card_params(
+    text: str, *, final: bool, status_line: str | None = None
+) -> dict[str, object]:
+    """The status-card variables of a queue notice: the notice as the card's text, in
+    progress (``flowStatus`` 2, "Queued") until the run starts (3, "Starting now", or
+    ``status_line``: a dead instance's queued run ends "Interrupted")."""
+    block = json.dumps([{"type": 0, "markdown": text}], ensure_ascii=False, separators=(",", ":"))
+    return {
+        "blockList": block,
+        "content": text,
+        "copy_content": text,
+        "flowStatus": 3 if final else 2,
+        "statusLine": status_line or ("Starting now" if final else "Queued"),
+        "hasAction": "false",
+        "stop_action": "false",
+    }
 
 
 def interrupted_content(card: dict[str, Any]) -> str:
@@ -179,6 +209,30 @@ class DingtalkCluster:
             if kind == _STATUS:
                 self._records[record.out_track_id] = value
         self._write(record.queue, c.key("card", record.out_track_id), value)
+
+    def queue_card_shown(
+        self, track: str, *, run_id: str, owner: str, chat: str, group: bool
+    ) -> None:
+        """A queue notice card was delivered (on the run's lane): record it, so that a
+        survivor ends it if this instance dies before the run starts."""
+        c = self.cluster
+        value = {
+            "instance": c.instance_id,
+            "name": c.name or "",
+            "at": self._clock.time(),
+            "kind": "queue",
+            "run": run_id,
+            "owner": owner,
+            "chat": chat,
+            "group": group,
+        }
+        key = c.key("card", track)
+        c.call("queue card", lambda: self.store.put(key, value))
+
+    def queue_card_done(self, track: str) -> None:
+        """The queued run started or ended: its queue card is no one's to recover."""
+        key = self.cluster.key("card", track)
+        self.cluster.call("queue card", lambda: self._del(key))
 
     def card_text(self, track: str, text: str) -> None:
         """A status card showed ``text`` (called on its run's projection queue, after
@@ -353,6 +407,12 @@ class DingtalkCluster:
 
     def _finalize(self, track: str, card: dict[str, Any]) -> str:
         try:
+            if card.get("kind") == "queue":
+                params = queue_card_params(
+                    INTERRUPTED_TEXT, final=True, status_line=INTERRUPTED_TITLE
+                )
+                self._api.update_instance(track, params)
+                return "Failed"
             if card.get("kind") == "question":
                 self._api.update_instance(track, terminal_param_map("expired"))
                 return "expired"
