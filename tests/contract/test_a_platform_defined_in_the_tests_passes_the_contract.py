@@ -26,7 +26,8 @@ from channelkit.config import build_channels, parse_config
 from channelkit.platforms import PLATFORMS, register_platform
 from contract_drivers import DRIVERS
 from plugin_platform import NAME, SPEC
-from plugin_platform.channel import TinychatChannel, TinychatConfig
+from plugin_platform.api import TinychatConfig
+from plugin_platform.channel import TinychatChannel
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

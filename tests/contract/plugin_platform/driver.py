@@ -7,14 +7,10 @@ from typing import Any
 from contract_drivers import Capabilities, Driver, Prompt, Segment
 
 from plugin_platform import NAME
-from plugin_platform.channel import (
-    EVENTS_PATH,
-    LABELS,
-    MARKERS,
-    QUESTION_PREFIX,
-    STOP_PREFIX,
-    TEXT_FAILED,
-)
+from plugin_platform.api import EVENTS_PATH
+from plugin_platform.channel import TEXT_FAILED
+from plugin_platform.output import MARKERS, STOP_PREFIX
+from plugin_platform.questions import LABELS, QUESTION_PREFIX
 
 _NOT_BUILT = "not built: the plug-in platform stays minimal"
 

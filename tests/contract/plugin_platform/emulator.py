@@ -27,7 +27,7 @@ from channelkit.playground.emulator import (
     HttpReply,
 )
 
-from plugin_platform.channel import EVENTS_PATH, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from plugin_platform.api import EVENTS_PATH, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
 CHAT = "chat-1"
 USER = "user-1"
