@@ -353,6 +353,10 @@ class WeixinChannel(ChannelBase):
     ) -> None:
         """A run cancelled by the channel closing (SIGTERM) sends what the agent wrote so
         far with :data:`STOPPED_MARKER`; other ends as :class:`ChannelBase` does."""
+        if reason in (SegmentEndReason.RESPONSE_BOUNDARY, SegmentEndReason.INPUT_REQUESTED):
+            # the core sent this text before the question (text_only_output): a stopped
+            # notice later carries only what was written after it
+            self._run_text.pop(segment.run_id)
         if reason is SegmentEndReason.CANCELLED and self.closed:
             text = (self._run_text.pop(segment.run_id) or "").strip()
             if text:
