@@ -42,6 +42,7 @@ CORE_MODULES = (
     "test_an_agent_that_dies_while_a_question_waits_is_told_once.py",
     "test_a_final_answer_lost_in_a_hang_is_never_gone.py",
     "test_a_burst_of_messages_is_answered_promptly.py",
+    "test_hostile_headers_never_fail_ingress.py",
     "test_every_chat_platform_has_a_contract_driver.py",
 )
 
@@ -68,6 +69,8 @@ MUST_PASS = {
     "test_every_person_of_a_burst_gets_one_answer_promptly": 4,
     "test_approval_buttons_answer_a_tool_permission_once_and_only_for_the_owner": 1,
     "test_a_presentation_is_rendered_natively_with_a_message_id": 1,
+    "test_generated_hostile_headers_get_a_refusal_or_an_ack": 1,
+    "test_a_fresh_timestamp_with_a_non_ascii_signature_is_refused": 5,
     "test_the_drivers_capabilities_agree_with_the_registry": 1,
 }
 #: The skips the suite itself explains: the text-prompt rule is for platforms without

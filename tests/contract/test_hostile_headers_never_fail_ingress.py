@@ -22,11 +22,20 @@ from channelkit.platforms import PLATFORMS
 from channelkit.playground import Playground
 from channelkit.runtime import FakeClock
 from channelkit.web.dispatch import IngressDispatcher
+from contract_drivers import DRIVERS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+
+def _declared(attribute: str) -> tuple[str, ...]:
+    """Headers a platform defined outside the package declares on its contract driver
+    (``signature_headers`` / ``timestamp_headers``)."""
+    return tuple(h for driver in DRIVERS.values() for h in getattr(driver, attribute, ()))
+
+
 #: Signature, timestamp and token headers of every platform (each route gets all of
-#: them: a header another platform reads must be harmless too), plus the generic ones.
+#: them: a header another platform reads must be harmless too; a plug-in's from its
+#: driver), plus the generic ones.
 SIGNATURE_HEADERS = (
     "X-Slack-Signature",
     "X-Slack-Request-Timestamp",
@@ -41,6 +50,7 @@ SIGNATURE_HEADERS = (
     "X-Telegram-Bot-Api-Secret-Token",
     "X-Signature-Ed25519",
     "X-Signature-Timestamp",
+    *_declared("signature_headers"),
 )
 TIMESTAMP_HEADERS = (
     "X-Slack-Request-Timestamp",
@@ -48,6 +58,7 @@ TIMESTAMP_HEADERS = (
     "x-ddpaas-signature-timestamp",
     "X-Lark-Request-Timestamp",
     "X-Signature-Timestamp",
+    *_declared("timestamp_headers"),
 )
 GENERIC_HEADERS = ("Content-Type", "Content-Length", "Host", "User-Agent")
 BODIES = (

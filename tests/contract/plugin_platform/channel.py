@@ -121,7 +121,7 @@ class TinychatChannel(ChannelBase):
     def _verified(self, request: IngressRequest) -> bool:
         timestamp = request.headers.get(TIMESTAMP_HEADER, "")
         signature = request.headers.get(SIGNATURE_HEADER, "")
-        if not timestamp.isascii() or not timestamp.isdigit():
+        if not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > 12:
             return False
         if abs(self.clock.time() - int(timestamp)) > MAX_SKEW_S:
             return False

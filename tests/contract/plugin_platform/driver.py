@@ -7,7 +7,7 @@ from typing import Any
 from contract_drivers import Capabilities, Driver, Prompt, Segment
 
 from plugin_platform import NAME
-from plugin_platform.api import EVENTS_PATH
+from plugin_platform.api import EVENTS_PATH, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from plugin_platform.channel import TEXT_FAILED
 from plugin_platform.output import MARKERS, STOP_PREFIX
 from plugin_platform.questions import LABELS, QUESTION_PREFIX
@@ -20,6 +20,8 @@ class TinychatDriver(Driver):
     other_chat = "chat-other"
     message_path = EVENTS_PATH
     sender_attribute = "user_id"  # the emulator's person (the burst contract)
+    signature_headers = (SIGNATURE_HEADER, TIMESTAMP_HEADER)  # the hostile-headers contract
+    timestamp_headers = (TIMESTAMP_HEADER,)
     caps = Capabilities(
         native_presentation=_NOT_BUILT,
         presentation_buttons=_NOT_BUILT,
