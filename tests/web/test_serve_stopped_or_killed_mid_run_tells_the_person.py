@@ -44,6 +44,7 @@ EMULATOR_OPTIONS: dict[str, dict[str, Any]] = {
 STOPPED_MARKERS: dict[str, tuple[str, ...]] = {
     "dingtalk": ("Cancelled",),
     "feishu": ('"state": "stopped"',),
+    "slack": ("Stopped.",),
     "telegram": ("[stopped]",),
     "weixin": ("[stopped]",),
 }
@@ -173,6 +174,11 @@ def test_sigterm_mid_run_keeps_the_partial_text_marked_stopped(
         assert any(marker in seen for marker in STOPPED_MARKERS[name]), seen
         if name == "telegram":
             assert _bot_texts(emulator)[-1] == f"{PARTIAL}\n\n[stopped]", _bot_texts(emulator)
+        views = (emulator.emulator.state().get("views") or {}).values()
+        assert not any(v.get("streaming") for v in views), views  # every stream ended
+        if name == "slack":  # the streamed message keeps its text, then "Stopped."
+            (streamed,) = [v for v in views if PARTIAL in str(v.get("text"))]
+            assert "Stopped" in str(streamed["text"]), streamed
         assert "Traceback" not in "".join(serve.stderr), serve.stderr
     finally:
         serve.kill()

@@ -83,6 +83,7 @@ from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, De
 from channelkit.platforms.common.inbound import ack_status, deliver_inbound
 from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
+from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.slack.api import SlackApi
 from channelkit.platforms.slack.approvals import SlackApprovals
 from channelkit.platforms.slack.config import SlackConfig
@@ -574,10 +575,12 @@ class SlackChannel(ChannelBase):
         return UserInputPresentationResult(self.approvals.present(context, text, anchor))
 
     def on_close(self) -> None:
-        """Stop the Socket Mode connection, expire live forms, forget live segments,
-        cancel pending retries."""
+        """Stop the Socket Mode connection; let the runs the shutdown cancelled end their
+        segments (their text so far, marked stopped); expire live forms, forget live
+        segments, cancel pending retries."""
         if self.socket is not None:
             self.socket.stop(timeout=5.0)
+        flush_run_lanes(self.lanes, self.streams.run_ids(), self.name)
         self.questions.close()
         self.streams.close()
         self.delivery.close()

@@ -194,6 +194,11 @@ class SegmentStreams:
         with self._lock:
             return self._live.get(segment_id)
 
+    def run_ids(self) -> list[str]:
+        """The runs with a live segment (each once, oldest segment first)."""
+        with self._lock:
+            return list(dict.fromkeys(s.segment.run_id for s in self._live.values()))
+
     def live_for_run(self, run_id: str) -> list[LiveSegment]:
         with self._lock:
             return [s for s in self._live.values() if s.segment.run_id == run_id]

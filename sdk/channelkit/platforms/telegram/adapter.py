@@ -46,7 +46,6 @@ through, the mention removed (:mod:`channelkit.platforms.telegram.groups`); give
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -76,6 +75,7 @@ from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegis
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.run_journal import RunJournal
 from channelkit.platforms.common.shared_dedup import SharedDedup
+from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.approvals import TelegramApprovalPresenter
 from channelkit.platforms.telegram.config import TelegramConfig
@@ -138,9 +138,6 @@ TEXT_FAILED = "Failed, please retry."
 #: What the person is told by a restarted process when their run was cut off by the
 #: previous one's crash (``kill -9``): the run was recorded, it never ended.
 TEXT_INTERRUPTED = "Interrupted, please retry."
-#: Seconds ``close`` lets the cancelled runs' segment ends (their partial text with the
-#: stopped marker) and terminal events run before the output state is dropped.
-SHUTDOWN_FLUSH_S = 3.0
 
 HELP_TEXT = (
     "Send a message to talk to the agent.\n\n"
@@ -692,30 +689,12 @@ class TelegramChannel(ChannelBase):
         """Stop polling, every keep-alive; let the cancelled runs show their partial text
         (stopped marker) and end; expire live questions, forget output state."""
         stop_connections(self.connections, CONNECTION_STOP_S)
-        self._flush_cancelled_runs(SHUTDOWN_FLUSH_S)
+        flush_run_lanes(self.lanes, self.output.run_ids(), self.name)
         self.typing.close()
         self.queue_notices.close()
         self.questions.close()
         self.output.close()
         self.delivery.close()
 
-    def _flush_cancelled_runs(self, timeout: float) -> None:
-        """Run what the closing cancellation queued on each live run's lane (its segment
-        end and its terminal event), in this thread if need be, within ``timeout``."""
-        deadline = time.monotonic() + timeout
-        for run_id in self.output.run_ids():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                logger.warning("[%s] shutdown: runs' last output not flushed in time", self.name)
-                return
-            try:  # the core posts a run's hooks on its lane ("run", run_id)
-                self.lanes.call(("run", run_id), _nothing, left)
-            except Exception as exc:
-                logger.warning("[%s] shutdown flush of run %s: %s", self.name, run_id, exc)
-
     def _send_typing(self, chat_id: int | str, thread_id: int | None) -> None:
         self.api.send_chat_action(chat_id, "typing", message_thread_id=thread_id)
-
-
-def _nothing() -> None:
-    """A no-op queued behind a lane's work (waiting for it to run)."""

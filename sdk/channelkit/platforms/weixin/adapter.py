@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -59,6 +58,7 @@ from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, De
 from channelkit.platforms.common.inbound import hand_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.run_journal import RunJournal
+from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.common.text import bound_text
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.platforms.weixin.config import WeixinConfig
@@ -87,8 +87,6 @@ MAX_TEXT_CHARS = 4000
 TEXT_INTERRUPTED = "Interrupted, please retry."
 #: Ends the partial text of a run stopped by a shutdown (SIGTERM).
 STOPPED_MARKER = "[stopped]"
-#: Seconds ``close`` lets the stopped runs' segment ends (their partial text) run.
-SHUTDOWN_FLUSH_S = 3.0
 #: Runs whose visible text is kept at once (for the shutdown notice).
 MAX_TEXT_RUNS = 1_000
 #: Seconds between checks whether a permission request typing paused for was answered.
@@ -422,24 +420,6 @@ class WeixinChannel(ChannelBase):
         """Forget typing state (runs were already cancelled by ``close``); pending
         final-answer retries are reported failed; polling stops."""
         stop_connections(self.connections, CONNECTION_STOP_S)
-        self._flush_stopped_runs(SHUTDOWN_FLUSH_S)
+        flush_run_lanes(self.lanes, self._run_text.keys(), self.name)
         self.typing.close()
         self.delivery.close()
-
-    def _flush_stopped_runs(self, timeout: float) -> None:
-        """Run what the closing cancellation queued on each live run's lane (its segment
-        end: the stopped notice), in this thread if need be, within ``timeout``."""
-        deadline = time.monotonic() + timeout
-        for run_id in list(self._run_text.keys()):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                logger.warning("[%s] shutdown: stopped notices not all sent in time", self.name)
-                return
-            try:  # the core posts a run's hooks on its lane ("run", run_id)
-                self.lanes.call(("run", run_id), _nothing, left)
-            except Exception as exc:
-                logger.warning("[%s] shutdown flush of run %s: %s", self.name, run_id, exc)
-
-
-def _nothing() -> None:
-    """A no-op queued behind a lane's work (waiting for it to run)."""
