@@ -22,6 +22,9 @@ from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.platforms.feishu.approvals import FeishuApprovalPresenter
 from channelkit.platforms.feishu.output import OutputCardPresenter
 from channelkit.platforms.feishu.questions import QuestionPresenter
+from channelkit.platforms.slack.approvals import SlackApprovals
+from channelkit.platforms.slack.output import SegmentStreams
+from channelkit.platforms.slack.questions import SlackQuestions
 from channelkit.platforms.telegram.approvals import TelegramApprovalPresenter
 from channelkit.platforms.telegram.output import SegmentOutput
 from channelkit.platforms.telegram.questions import TelegramQuestionPresenter
@@ -182,13 +185,15 @@ def test_decide_inbound_defers_the_start_and_answers_503_when_closed() -> None:
 
 # -- the surfaces --------------------------------------------------------------------------
 
-OUTPUT_SURFACES = [DingtalkPresenter, OutputCardPresenter, SegmentOutput]
+OUTPUT_SURFACES = [DingtalkPresenter, OutputCardPresenter, SegmentOutput, SegmentStreams]
 QUESTION_SURFACES = [
     DingtalkPresenter,
     QuestionPresenter,
     FeishuApprovalPresenter,
     TelegramQuestionPresenter,
     TelegramApprovalPresenter,
+    SlackQuestions,
+    SlackApprovals,
 ]
 
 

@@ -197,7 +197,9 @@ class _StreamApi:
 
 def _segment() -> OutputSegmentContext:
     target = SessionTarget("slack", "U1", "D1", None, False)
-    return OutputSegmentContext("slack", "s1", "r1", "seg1", ChannelPromptOwner("U1"), target)
+    return OutputSegmentContext(
+        "slack", "s1", "r1", "seg1", ChannelPromptOwner("U1"), target, message_id="1.1"
+    )
 
 
 def _streams(rt: Any, api: _StreamApi, unseen: list[str]) -> SegmentStreams:
@@ -213,7 +215,7 @@ def _streams(rt: Any, api: _StreamApi, unseen: list[str]) -> SegmentStreams:
 def test_a_paced_end_is_spaced_on_the_clock_and_a_failure_hands_the_rest_on(rt: Any) -> None:
     api, unseen = _StreamApi(fail_append=2), []
     streams, segment = _streams(rt, api, unseen), _segment()
-    streams.append(segment, "hello ", "1.1", True, "")
+    streams.append(segment, "hello ")
     rt.settle()
     assert api.calls == [("start", "hello ")]
     assert streams.finish_run(segment, "hello " + LAST) == ""  # the stream will carry it
@@ -233,7 +235,7 @@ def test_a_paced_end_is_spaced_on_the_clock_and_a_failure_hands_the_rest_on(rt: 
 def test_close_sends_a_paced_end_that_is_still_waiting(rt: Any) -> None:
     api, unseen = _StreamApi(), []
     streams, segment = _streams(rt, api, unseen), _segment()
-    streams.append(segment, "hello ", "1.1", True, "")
+    streams.append(segment, "hello ")
     rt.settle()
     streams.finish_run(segment, "hello " + LAST)
     streams.close()

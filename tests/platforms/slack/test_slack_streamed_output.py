@@ -179,9 +179,11 @@ def test_a_thousand_chunks_a_second_make_a_bounded_number_of_streaming_calls(rt,
         submit=lambda key, fn: rt.serial.submit(key, fn),
     )
     target = SessionTarget("slack", OWNER, DM, None, False)
-    segment = OutputSegmentContext("slack", "s1", "r1", "seg1", ChannelPromptOwner(OWNER), target)
+    segment = OutputSegmentContext(
+        "slack", "s1", "r1", "seg1", ChannelPromptOwner(OWNER), target, message_id="1.1"
+    )
     for ms in range(seconds * 1000):
-        streams.append(segment, "x", "1.1", True, "")
+        streams.append(segment, "x")
         rt.clock.advance(0.001)
         if ms % 100 == 99:
             rt.settle()

@@ -57,7 +57,7 @@ failures are logged, never fatal.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from channelkit.agents.base import AgentBridge
@@ -80,7 +80,7 @@ from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
-from channelkit.platforms.common.inbound import ack_status, deliver_inbound
+from channelkit.platforms.common.inbound import CLOSED_STATUS
 from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.shutdown import flush_run_lanes
@@ -200,6 +200,8 @@ class SlackChannel(ChannelBase):
             stream_interval=config.stream_interval_s,
             update_interval=config.update_interval_s,
             on_unseen=self._deliver_unseen,
+            team_of=lambda channel: self._teams.get(channel, ""),
+            on_closed=self._segment_closed,
         )
         self.questions = SlackQuestions(
             self.api,
@@ -213,6 +215,7 @@ class SlackChannel(ChannelBase):
             self.api,
             submit=lambda key, fn: self.lanes.post(("slack-approval", key), fn),
             clock=self.clock,
+            prompt=lambda context: self.format_permission_request(context.request),
         )
         #: the final answer's retries
         self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
@@ -275,14 +278,14 @@ class SlackChannel(ChannelBase):
             if isinstance(event, Mapping)
             else None
         )
-        after: list[Callable[[], None]] = []
-        outcome = "accepted"
+        decision = Decision.ignored()
         if message is not None and self._addressed(message):
-            outcome = self._handle_message(message, after)
-        if outcome == "closed" and event_id:
+            decision = self._handle_message(message)
+        if decision.status == CLOSED_STATUS and event_id:
             self._seen_events.forget(event_id)  # a retry may reach an open instance
-        status = ack_status(outcome)
-        return IngressResponse.json(status, {} if status == 200 else {"ok": False}, after=after)
+        if decision.status != 200:
+            decision = decision.with_body({"ok": False})
+        return decision.to_response()
 
     @staticmethod
     def _addressed(message: SlackMessage) -> bool:
@@ -291,7 +294,7 @@ class SlackChannel(ChannelBase):
         dm = message.channel_type == "im" or _is_dm(message.channel)
         return dm != message.mention
 
-    def _handle_message(self, message: SlackMessage, after: list[Callable[[], None]]) -> str:
+    def _handle_message(self, message: SlackMessage) -> Decision:
         dm = not message.mention
         thread = message.thread_ts if dm else (message.thread_ts or message.ts)
         if message.team:
@@ -305,7 +308,7 @@ class SlackChannel(ChannelBase):
             thread_id=thread,
             is_group=not dm,
         )
-        return deliver_inbound(self, msg, defer=after)
+        return decide_inbound(self, msg)[1]
 
     def _remember_team(self, channel: str, team: str) -> None:
         if len(self._teams) >= MAX_TEAMS and channel not in self._teams:
@@ -323,26 +326,15 @@ class SlackChannel(ChannelBase):
                     decision = decision.merge(self.action_router.route(interaction))
         return IngressResponse.json(200, {}, after=decision.after)
 
-    @staticmethod
-    def _claimed(
-        handle: Callable[[Mapping[str, Any], Mapping[str, Any], list[Callable[[], None]]], bool],
-        interaction: Interaction,
-    ) -> Decision | None:
-        """A decision from a ``handle_action(action, payload, after)`` handler: None when
-        the action is not its own, else the ACK with the work it appended."""
-        raw: SlackAction = interaction.raw
-        after: list[Callable[[], None]] = []
-        if not handle(raw.action, raw.payload, after):
-            return None
-        return Decision.ack(outcome="accepted" if after else "ignored").then(*after)
-
     def _form_action(self, interaction: Interaction) -> Decision | None:
         """A question form's action (:mod:`.questions`)."""
-        return self._claimed(self.questions.handle_action, interaction)
+        raw: SlackAction = interaction.raw
+        return self.questions.decide_action(raw.action, raw.payload)
 
     def _approval_pressed(self, interaction: Interaction) -> Decision | None:
         """An approval button (:mod:`.approvals`)."""
-        return self._claimed(self.approvals.handle_action, interaction)
+        raw: SlackAction = interaction.raw
+        return self.approvals.decide_action(raw.action, raw.payload)
 
     def _stop_pressed(self, interaction: Interaction) -> Decision | None:
         """A Stop button: the owner cancels exactly the segment's run (once); anyone else
@@ -436,9 +428,7 @@ class SlackChannel(ChannelBase):
         """Stream the segment's visible text."""
         if segment is None:
             return
-        self.streams.append(
-            segment, chunk, self._anchor(segment), _is_dm(chat_id), self._teams.get(chat_id, "")
-        )
+        self.streams.append(segment, chunk)
 
     def on_output_segment_end(
         self,
@@ -450,15 +440,25 @@ class SlackChannel(ChannelBase):
         """Close the segment's message: all its text (boundary, question), or its text
         so far with a stopped marker (cancelled) or "Failed." (failed: text no message
         showed yet is posted first, so a failed segment keeps its text)."""
-        state = {"cancelled": "cancelled", "failed": "failed"}.get(str(reason), "completed")
-        live = self.streams.get(segment.segment_id) if state == "failed" else None
-        unseen = self.streams.end_segment(segment, state)
+        self.streams.close_segment(segment, str(reason))
+        super().on_output_segment_end(chat_id, session_id, segment, reason)
+
+    def _segment_closed(
+        self,
+        segment: OutputSegmentContext,
+        state: str,
+        live: LiveSegment | None,
+        unseen: str | None,
+    ) -> None:
+        """After a segment's message closed (``SegmentStreams.close_segment``): the text
+        of a completed segment no message showed goes through the delivery chain; a
+        failed one keeps its text and reads "Failed."."""
         if unseen and state == "completed":
+            chat_id = segment.target.chat_id
             target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
             self.delivery.deliver(self._parts(chat_id, unseen, self._anchor(segment)), target)
         elif live is not None:
             self._show_failed(live, unseen or "")
-        super().on_output_segment_end(chat_id, session_id, segment, reason)
 
     def _show_failed(self, live: LiveSegment, unseen: str) -> None:
         """A failed segment keeps its text and reads "Failed.": the text no message
@@ -559,8 +559,7 @@ class SlackChannel(ChannelBase):
         posting it fails)."""
         if not self.slack_config.native_questions:
             return UserInputPresentationResult.UNSUPPORTED
-        anchor = context.target.thread_id or context.message_id
-        return UserInputPresentationResult(self.questions.present(context, anchor))
+        return UserInputPresentationResult(self.questions.present(context))
 
     def present_permission_request(
         self, context: PermissionRequestContext
@@ -570,9 +569,8 @@ class SlackChannel(ChannelBase):
         ``native_questions`` is off or posting fails."""
         if not self.slack_config.native_questions:
             return UserInputPresentationResult.UNSUPPORTED
-        text = self.format_permission_request(context.request)
-        anchor = context.target.thread_id or context.message_id
-        return UserInputPresentationResult(self.approvals.present(context, text, anchor))
+        # the prompt is format_permission_request's, in the request's thread
+        return UserInputPresentationResult(self.approvals.present(context))
 
     def on_close(self) -> None:
         """Stop the Socket Mode connection; let the runs the shutdown cancelled end their

@@ -29,11 +29,12 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.claims import first_notice
+from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.registry import CardRegistry
 
 __all__ = [
@@ -119,12 +120,28 @@ class SlackApprovals(ApprovalButtons[_Approval]):
         submit: Callable[[str, Callable[[], Any]], Any],
         clock: Any,
         registry: CardRegistry[Any, Any] | None = None,
+        prompt: Callable[[PermissionRequestContext], str] | None = None,
     ) -> None:
         super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
+        self._prompt = prompt
 
-    def present(self, ctx: PermissionRequestContext, text: str, anchor: str | None) -> str:
-        """Post the prompt with its buttons; ``presented`` or ``unsupported``."""
+    def present(
+        self,
+        ctx: PermissionRequestContext,
+        text: str | None = None,
+        anchor: str | None = None,
+    ) -> str:
+        """Post the prompt with its buttons; ``presented`` or ``unsupported``.
+
+        ``text`` defaults to ``prompt(ctx)`` (the constructor's), ``anchor`` to the
+        request's thread, else the message that started the run."""
+        if text is None:
+            if self._prompt is None:
+                raise ValueError("text: required when the presenter has no prompt")
+            text = self._prompt(ctx)
+        if anchor is None:
+            anchor = ctx.target.thread_id or ctx.message_id
         if not 1 <= len(ctx.options) <= MAX_BUTTONS:
             return "unsupported"
         token = secrets.token_urlsafe(12)
@@ -140,37 +157,36 @@ class SlackApprovals(ApprovalButtons[_Approval]):
             "slack approval buttons failed",
         )
 
-    def handle_action(
-        self, action: Mapping[str, Any], payload: Mapping[str, Any], after: list[Callable[[], None]]
-    ) -> bool:
-        """An approval button's ``block_actions`` action: True when it was one of ours
-        (the network work is appended to ``after``)."""
+    def decide_action(
+        self, action: Mapping[str, Any], payload: Mapping[str, Any]
+    ) -> Decision | None:
+        """An approval button's ``block_actions`` action: None when it is not one of
+        ours, else its `Decision` (the network work is its work after the ACK)."""
         if not str(action.get("action_id") or "").startswith(ACTION_PREFIX):
-            return False
+            return None
         parsed = parse_approval_value(action.get("value"))
         if parsed is None:
-            return True
+            return Decision.ignored()
         token, index = parsed
         user = str((payload.get("user") or {}).get("id") or "")
         message_ts = (payload.get("container") or {}).get("message_ts")
         with self._lock:
             record = self.registry.get(token)
             if record is None or record.settled:
-                return True  # ended (tombstoned) or unknown: nothing changes
+                return Decision.ignored()  # ended (tombstoned) or unknown: nothing changes
             if message_ts not in (None, record.ts) or index >= len(record.ctx.options):
-                return True
+                return Decision.ignored()
             if user != str(record.ctx.owner.id):
-                if first_notice(record.noticed, user):
-                    after.append(
-                        partial(self._submit, f"n:{token}", partial(self._notice, record, user))
-                    )
-                return True
+                if not first_notice(record.noticed, user):
+                    return Decision.ignored()
+                notify = partial(self._submit, f"n:{token}", partial(self._notice, record, user))
+                return Decision.ack(outcome="forbidden").then(notify)
             if record.claimed:
-                return True
+                return Decision.ignored()
             record.claimed = True
             option_id = record.ctx.options[index].option_id
-        after.append(partial(self._submit, token, partial(self._respond, record, option_id)))
-        return True
+        respond = partial(self._respond, record, option_id)
+        return Decision.ack().then(partial(self._submit, token, respond))
 
     def _notice(self, record: _Approval, user: str) -> None:
         try:
@@ -196,3 +212,12 @@ class SlackApprovals(ApprovalButtons[_Approval]):
             self._api.update(record.channel, ref, text, blocks)
         except Exception as exc:
             logger.warning("slack approval update failed: %s", type(exc).__name__)
+
+
+if TYPE_CHECKING:
+    from channelkit.platforms.common.contract import ApprovalSurface
+
+    def _satisfies_the_contract(presenter: SlackApprovals) -> None:
+        """mypy: the presenter is Slack's question surface for approvals."""
+        approvals: ApprovalSurface = presenter
+        del approvals

@@ -43,7 +43,7 @@ import logging
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
 from channelkit.errors import ApiError
@@ -81,6 +81,8 @@ TEXT_FINISHED = {"completed": "Done.", "cancelled": "Stopped.", "failed": "Faile
 
 Submit = Callable[[Hashable, Callable[[], Any]], object]
 Unseen = Callable[[OutputSegmentContext, str], object]
+#: ``(segment, state, live message of a failed segment or None, unseen text or None)``
+Closed = Callable[[OutputSegmentContext, str, "LiveSegment | None", "str | None"], object]
 
 
 def fit_markdown(raw: str, limit: int = MAX_MARKDOWN) -> tuple[int, str]:
@@ -173,8 +175,14 @@ class SegmentStreams:
         stream_interval: float = 0.5,
         update_interval: float = 1.0,
         on_unseen: Unseen | None = None,
+        team_of: Callable[[str], str] | None = None,
+        on_closed: Closed | None = None,
     ) -> None:
         self._api = api
+        #: the workspace of a channel (a stream outside a DM names its recipient's team)
+        self._team_of = team_of
+        #: what follows a closed segment (its unseen text, the failed marker)
+        self._on_closed = on_closed
         self._clock = clock
         self._scheduler = scheduler
         self._submit = submit
@@ -215,12 +223,20 @@ class SegmentStreams:
             return "owner"
 
     # -- input --------------------------------------------------------------------------
-    def append(
-        self, segment: OutputSegmentContext, chunk: str, anchor: str | None, im: bool, team: str
-    ) -> None:
-        """Add visible text to the segment's message (opened on the first text)."""
+    def open_segment(self, segment: OutputSegmentContext) -> None:
+        """`OutputSurface.open_segment`: nothing to do, the message comes with the first
+        text."""
+
+    def append(self, segment: OutputSegmentContext, chunk: str) -> bool:
+        """Add visible text to the segment's message (opened on the first text, in the
+        segment's thread, else under the message that started the run); True when a
+        message takes it."""
         if self._mode == "off" or not chunk:
-            return
+            return False
+        channel = segment.target.chat_id
+        anchor = segment.target.thread_id or segment.message_id
+        im = channel.startswith("D")
+        team = self._team_of(channel) if self._team_of is not None else ""
         with self._lock:
             live = self._live.get(segment.segment_id)
             if live is None:
@@ -240,6 +256,7 @@ class SegmentStreams:
                 self._live[segment.segment_id] = live
         assert live.writer is not None
         live.writer.append(chunk)
+        return True
 
     def _write(self, live: LiveSegment, snapshot: str, total: int) -> None:
         if live.mode == "stream":
@@ -300,6 +317,16 @@ class SegmentStreams:
         live.sent = text
 
     # -- termination --------------------------------------------------------------------
+    def close_segment(self, segment: OutputSegmentContext, reason: str) -> None:
+        """`OutputSurface.close_segment`: :meth:`end_segment` in the state of ``reason``
+        (cancelled / failed, anything else completed), then ``on_closed(segment, state,
+        live, unseen)`` (``live``: the failed segment's message, else None)."""
+        state = {"cancelled": "cancelled", "failed": "failed"}.get(reason, "completed")
+        live = self.get(segment.segment_id) if state == "failed" else None
+        unseen = self.end_segment(segment, state)
+        if self._on_closed is not None:
+            self._on_closed(segment, state, live, unseen)
+
     def end_segment(self, segment: OutputSegmentContext, state: str) -> str | None:
         """Close the segment's message with all of its text (``state``: completed /
         cancelled / failed). Returns the text nobody saw (no message, or a failed
@@ -498,3 +525,12 @@ class SegmentStreams:
                 self._unseen(live, "".join(raw for raw, _ in pieces[n:]))
                 break
         self._close_control(live, state)
+
+
+if TYPE_CHECKING:
+    from channelkit.platforms.common.contract import OutputSurface
+
+    def _satisfies_the_contract(streams: SegmentStreams) -> None:
+        """mypy: the segment streams are Slack's output surface."""
+        surface: OutputSurface = streams
+        del surface

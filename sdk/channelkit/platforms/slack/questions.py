@@ -45,10 +45,11 @@ import secrets
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.core import UserInputRequestContext
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
+from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.native_input import (
     AnswerRace,
     answer_response,
@@ -308,43 +309,41 @@ class SlackQuestions:
         return "presented"  # or claimed by an early click: its responder projects
 
     # -- clicks (web thread: correlate, authorize, validate, claim; no network) ----------
-    def handle_action(
-        self, action: Mapping[str, Any], payload: Mapping[str, Any], after: list[Callable[[], None]]
-    ) -> bool:
-        """A ``block_actions`` action of a form: True when it was one of ours (the
-        network work is appended to ``after``)."""
+    def decide_action(
+        self, action: Mapping[str, Any], payload: Mapping[str, Any]
+    ) -> Decision | None:
+        """A ``block_actions`` action of a form: None when it is not one of ours, else
+        its `Decision` (the network work is its work after the ACK)."""
         action_id = str(action.get("action_id") or "")
         if not action_id.startswith("ck:q:"):
-            return False
+            return None
         if action_id not in (SUBMIT_ACTION, CANCEL_ACTION):
-            return True  # a choice or typed text: read from the state on Submit
+            return Decision.ignored()  # a choice or typed text: read from the state on Submit
         form = self.registry.get(str(action.get("value") or ""))
         if form is None or form.state.state not in _CLAIMABLE:
-            return True  # unknown, ended (tombstoned) or already claimed
+            return Decision.ignored()  # unknown, ended (tombstoned) or already claimed
         clicked = (payload.get("container") or {}).get("message_ts")
         with self._lock:
             known = form.ts
         if known is not None and clicked not in (None, known):
-            return True
+            return Decision.ignored()
         user = str((payload.get("user") or {}).get("id") or "")
         if user != form.context.owner.id:
             with self._lock:
                 notice = first_notice(form.noticed, user)
-            if notice:
-                notify = self._later(form, f"n:{form.token}", self._notice, user, TEXT_NOT_OWNER)
-                after.append(notify)
-            return True
+            if not notice:
+                return Decision.ignored()
+            notify = self._later(form, f"n:{form.token}", self._notice, user, TEXT_NOT_OWNER)
+            return Decision.ack(outcome="forbidden").then(notify)
         answers: dict[str, str] | None = None
         if action_id == SUBMIT_ACTION:
             values = ((payload.get("state") or {}).get("values")) or {}
             answers = read_answers(form.context, values)
             if answers is None:
-                after.append(
-                    self._later(form, f"n:{form.token}", self._notice, user, TEXT_ANSWER_ALL)
-                )
-                return True
+                notify = self._later(form, f"n:{form.token}", self._notice, user, TEXT_ANSWER_ALL)
+                return Decision.ack(outcome="invalid").then(notify)
         if not form.state.compare_and_set(_CLAIMABLE, "claimed"):
-            return True  # a concurrent click or the settlement came first
+            return Decision.ignored()  # a concurrent click or the settlement came first
         with self._lock:
             form.action = "submit" if action_id == SUBMIT_ACTION else "cancel"
             form.answers = answers
@@ -353,8 +352,7 @@ class SlackQuestions:
             timer, form.timer = form.timer, None
         if timer is not None:
             timer.cancel()
-        after.append(self._later(form, form.token, self._answer))
-        return True
+        return Decision.ack().then(self._later(form, form.token, self._answer))
 
     def _later(
         self, form: Form, key: Hashable, fn: Callable[..., Any], *args: Any
@@ -467,3 +465,12 @@ class SlackQuestions:
         for form in self.registry.records():
             if self._end(form, "pending", "expired") or self._end(form, "reserved", "expired"):
                 self._project(form)
+
+
+if TYPE_CHECKING:
+    from channelkit.platforms.common.contract import QuestionSurface
+
+    def _satisfies_the_contract(presenter: SlackQuestions) -> None:
+        """mypy: the presenter is Slack's question surface."""
+        questions: QuestionSurface[UserInputRequestContext] = presenter
+        del questions
