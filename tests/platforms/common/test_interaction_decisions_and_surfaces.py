@@ -18,6 +18,7 @@ from channelkit.platforms.common.contract import (
     QuestionSurface,
 )
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
+from channelkit.platforms.dingtalk.approvals import ApprovalCards
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.platforms.feishu.approvals import FeishuApprovalPresenter
 from channelkit.platforms.feishu.output import OutputCardPresenter
@@ -188,6 +189,7 @@ def test_decide_inbound_defers_the_start_and_answers_503_when_closed() -> None:
 OUTPUT_SURFACES = [DingtalkPresenter, OutputCardPresenter, SegmentOutput, SegmentStreams]
 QUESTION_SURFACES = [
     DingtalkPresenter,
+    ApprovalCards,
     QuestionPresenter,
     FeishuApprovalPresenter,
     TelegramQuestionPresenter,

@@ -31,7 +31,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
 from channelkit.core.types import UserInputPresentationResult
@@ -288,3 +288,12 @@ class ApprovalCards:
         if result != "presented":
             self.api.forget(context.request_id)
         return UserInputPresentationResult(result)
+
+
+if TYPE_CHECKING:
+    from channelkit.platforms.common.contract import ApprovalSurface
+
+    def _satisfies_the_contract(cards: ApprovalCards) -> None:
+        """mypy: the approval cards are DingTalk's question surface for approvals."""
+        approvals: ApprovalSurface = cards
+        del approvals
