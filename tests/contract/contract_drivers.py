@@ -597,7 +597,6 @@ class TelegramDriver(Driver):
     message_path = "/telegram/webhook"
     caps = Capabilities(
         stop_button="a run is stopped with /cancel (streamed drafts carry no buttons)",
-        keeps_failed_text="a failed run delivers no final text: the draft is dropped",
     )
 
     def _messages(self) -> list[dict[str, Any]]:
@@ -605,15 +604,18 @@ class TelegramDriver(Driver):
 
     def segments(self) -> list[Segment]:
         from channelkit.platforms.telegram.adapter import TEXT_FAILED
-        from channelkit.platforms.telegram.output import CANCELLED_MARKER
+        from channelkit.platforms.telegram.output import CANCELLED_MARKER, FAILED_MARKER
 
         out = []
         for v in self._messages():
             text = v.get("text", "")
             if v["keyboard"] or v["state"] == "deleted" or text == TEXT_FAILED:
                 continue
-            suffix = "\n\n" + CANCELLED_MARKER
-            state = "cancelled" if text.endswith(suffix) else "completed"
+            state = "completed"
+            if text.endswith("\n\n" + CANCELLED_MARKER):
+                state = "cancelled"
+            elif text.endswith("\n\n" + FAILED_MARKER):
+                state = "failed"
             out.append(Segment(v["id"], text, state))
         draft = self.state().get("draft")
         if draft and draft.get("text"):

@@ -382,7 +382,7 @@ def test_a_failed_run_keeps_the_text_written_before_the_failure_notice(rt, mock)
     env.message("go")
     _done(env)
     # what the agent wrote before failing stays, the failure notice follows it (issue 23)
-    assert bot.texts == ["Sent. ", "partial", "Failed, please retry."]
+    assert bot.texts == ["Sent. ", "partial\n\n[failed]", "Failed, please retry."]
     assert env.channel.events[-1].type is LifecycleType.FAILED
     assert env.channel.output.live_runs == 0
     env.channel.close()

@@ -13,7 +13,8 @@ visible text of the run's open output segment and
   digest, :class:`~channelkit.platforms.common.StreamedText`) is dropped; text of a
   flush that failed is sent first, so nothing is lost;
 * when the segment ends ``failed``, sends (or leaves on the streamed message) the text
-  the agent wrote so far, as it was: the failure notice follows it, it never replaces it;
+  the agent wrote so far followed by :data:`FAILED_MARKER` (never mistaken for an
+  answer): the failure notice follows it, it never replaces it;
 * when the segment ends ``cancelled`` (``/cancel``, any cancellation), sends the text
   the agent wrote so far followed by :data:`CANCELLED_MARKER`, so what the agent said
   is kept; ending :data:`STOPPED` (the channel is closing: SIGTERM) it is followed by
@@ -78,6 +79,7 @@ from channelkit.runtime import BoundedMap, Clock
 __all__ = [
     "CANCELLED_MARKER",
     "EDIT_INTERVAL",
+    "FAILED_MARKER",
     "MAX_OUTPUT_RUNS",
     "STOPPED",
     "STOPPED_MARKER",
@@ -99,6 +101,8 @@ SendText = Callable[[str, str, "str | None"], None]
 
 #: Ends the partial text of a cancelled segment.
 CANCELLED_MARKER = "[cancelled]"
+#: Ends the partial text of a segment whose run failed (the failure notice follows).
+FAILED_MARKER = "[failed]"
 #: Ends the partial text of a segment whose run was stopped by a shutdown (SIGTERM).
 STOPPED_MARKER = "[stopped]"
 #: The segment end reason the adapter passes when a run was cancelled by a shutdown.
@@ -607,9 +611,9 @@ class SegmentOutput:
 
     def segment_ended(self, segment: OutputSegmentContext, reason: str) -> None:
         """Send the segment's text (``response_boundary`` / ``input_requested`` /
-        ``completed``, and ``failed``: the failure notice comes after it), or send it with
-        :data:`CANCELLED_MARKER` (``cancelled``) or :data:`STOPPED_MARKER`
-        (:data:`STOPPED`)."""
+        ``completed``), or send it with :data:`CANCELLED_MARKER` (``cancelled``),
+        :data:`STOPPED_MARKER` (:data:`STOPPED`) or :data:`FAILED_MARKER` (``failed``:
+        the failure notice comes after it)."""
         state = self._runs.get(segment.run_id)
         if state is None:
             return
@@ -618,8 +622,12 @@ class SegmentOutput:
             due = state.close_segment()
             if due.strip():
                 target = segment.target
-                marker = {"cancelled": CANCELLED_MARKER, STOPPED: STOPPED_MARKER}.get(reason)
-                text = f"{due.rstrip()}\n\n{marker}" if marker else due
+                marker = {
+                    "cancelled": CANCELLED_MARKER,
+                    STOPPED: STOPPED_MARKER,
+                    "failed": FAILED_MARKER,
+                }[reason]
+                text = f"{due.rstrip()}\n\n{marker}"
                 if not self._replace(stream, text):
                     self._send_all(target.chat_id, text, target.thread_id)
             return
