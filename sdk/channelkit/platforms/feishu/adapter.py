@@ -375,14 +375,16 @@ class FeishuChannel(ChannelBase):
         if state is None:
             return
         self.queue_notices.forget(event.run_id)
-        self.output.finish_run(event.run_id, state)
+        labelled = self.output.finish_run(event.run_id, state)
         streamed = self._streamed_runs.pop(event.run_id)
-        if kind == LifecycleType.FAILED.value and (
-            streamed is False or (streamed is True and not event.segment_failed)
+        if (
+            kind == LifecycleType.FAILED.value
+            and not labelled
+            and (streamed is False or (streamed is True and not event.segment_failed))
         ):
             # a person's run failed before any output, or after its last card ended at a
             # boundary (the agent died while a question waited): no card carries the
-            # failed label yet
+            # failed label yet (a card still live was just labelled failed above)
             target = event.chat_id
             self._submit_projection(event.run_id, lambda: self._deliver_state(target, "failed"))
         stopped = kind == LifecycleType.CANCELLED.value and str(event.reason) in (
