@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_state_store import local_redis  # noqa: E402
 from channelkit.core.config import ChannelConfig  # noqa: E402
+from channelkit.ingress import Headers, IngressRequest  # noqa: E402
 from channelkit.platforms.dingtalk import (  # noqa: E402
     STATUS_CARD_TEMPLATE_ID,
     DingtalkChannel,
@@ -54,7 +55,6 @@ from channelkit.platforms.dingtalk import (  # noqa: E402
 )
 from channelkit.runtime import WorkerPool  # noqa: E402
 from channelkit.state import MemoryStore, StateStore  # noqa: E402
-from channelkit.ingress import Headers, IngressRequest  # noqa: E402
 
 SECRET = "app-secret"
 #: handler threads of the WSGI server in the "server threads" mode (serve's default: 8)

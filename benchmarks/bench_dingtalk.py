@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.runtime import FakeClock, Scheduler, WorkerPool
-from channelkit.ingress import Headers, IngressRequest
 
 
 class CountingApi:

@@ -1,4 +1,4 @@
-"""Turn a :class:`codegen.spec.Spec` into the text of the three generated modules.
+"""Turn a `codegen.spec.Spec` into the text of the three generated modules.
 
 Output is deterministic: everything is emitted in sorted order, there are no timestamps,
 lines end with ``\\n`` and each file ends with exactly one newline.
@@ -205,7 +205,7 @@ def render_models(spec: Spec) -> str:
         f"Data models of the {api_name(spec)}, generated from {spec.file}.\n\n"
         "Dataclasses with wire-name aliases; optional fields default to UNSET (absent), "
         "distinct from None (JSON null); enums are open. The base class, "
-        ":class:`channelkit.http.model.Model`, describes decoding and ``extra_fields``.",
+        "`channelkit.http.model.Model`, describes decoding and ``extra_fields``.",
         "",
     )
     lines += ["", "from __future__ import annotations", ""]
@@ -402,7 +402,7 @@ def _init_lines(spec: Spec) -> list[str]:
     else:
         how = "The API needs no credentials."
     lines += docstring(
-        f"Create a client. {how} See :class:`channelkit.http.client.BaseClient` for the "
+        f"Create a client. {how} See `channelkit.http.client.BaseClient` for the "
         "other options.",
         "        ",
     )

@@ -1,7 +1,7 @@
 """Read one OpenAPI document into the small model the renderer needs.
 
 Only what ``openapi/CONVENTIONS.md`` promises is supported; anything else raises
-:class:`SpecError` naming the file and the JSON pointer, so a spec mistake is found at
+`SpecError` naming the file and the JSON pointer, so a spec mistake is found at
 generation time rather than as odd generated code.
 """
 
@@ -121,7 +121,7 @@ class Spec:
 
 
 def load(path: Path) -> Spec:
-    """Parse ``path`` (``openapi/<platform>.json``) into a :class:`Spec`."""
+    """Parse ``path`` (``openapi/<platform>.json``) into a `Spec`."""
     raw = path.read_bytes()
     try:
         doc = json.loads(raw.decode("utf-8"))

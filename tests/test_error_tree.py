@@ -125,11 +125,11 @@ def test_old_module_paths_still_export_the_errors() -> None:
     from channelkit.agents.acp import AcpError, AcpTimeoutError, AgentProcessError
     from channelkit.agents.function import QuestionCancelled, QuestionError, QuestionExpired
     from channelkit.core.channel import ChannelBusy, ChannelClosed
+    from channelkit.errors import DeliveryPinError, PresentationError
     from channelkit.platforms.feishu.crypto import DecryptionError
     from channelkit.platforms.feishu.ingress import IngressRejected
     from channelkit.platforms.feishu.questions import InvalidForm
     from channelkit.platforms.telegram.ingress import UpdateParseError
-    from channelkit.errors import DeliveryPinError, PresentationError
     from channelkit.runtime.pool import PoolClosed as PoolClosedOld
     from channelkit.runtime.scheduler import SchedulerClosed as SchedulerClosedOld
 

@@ -8,12 +8,12 @@ WSGI application. The names a user starts from are importable from here::
     channel = DingtalkChannel(DingtalkConfig(...), FunctionAgent(my_agent))
 
 Channels and their configs (DingTalk, Feishu, Slack, Telegram, Weixin), the agents
-(:class:`FunctionAgent` with :class:`Question`, :class:`AcpBridge`), :func:`load_config`,
-the core types (:class:`ChannelBase`, :class:`InboundMessage`, :class:`SessionTarget`) and
+(`FunctionAgent` with `Question`, `AcpBridge`), `load_config()`,
+the core types (`ChannelBase`, `InboundMessage`, `SessionTarget`) and
 the main errors. Everything except the errors is imported on first access, so
 ``import channelkit`` stays cheap: it loads no platform package and none of requests,
 urllib3, jsonschema or dataclasses-json. The full API lives in the subpackages
-(:mod:`channelkit.core`, :mod:`channelkit.platforms`, :mod:`channelkit.agents`, ...).
+(`channelkit.core`, `channelkit.platforms`, `channelkit.agents`, ...).
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def run_server(engine: str, app: Any, host: str, port: int, threads: int) -> Non
     """Serve ``app`` with ``engine`` (``waitress`` or ``gunicorn``) until stopped.
 
     The listening address is printed once the socket is bound (port 0: the port the
-    system chose). A bind failure raises :class:`ConfigurationError` (one line).
+    system chose). A bind failure raises `ConfigurationError` (one line).
     Returns when the server stops (SIGINT/SIGTERM arrive as ``KeyboardInterrupt``).
     """
     if engine == "waitress":

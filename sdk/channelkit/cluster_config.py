@@ -1,8 +1,8 @@
 """The ``state`` section as the channels of ``load_config`` / ``channelkit serve`` use it.
 
 With ``state.redis`` every DingTalk channel built from the configuration gets a
-:class:`~channelkit.state.RedisStore` (card callbacks routed to the instance that owns
-the run, leases, recovery: :mod:`channelkit.platforms.dingtalk.cluster`). The lease
+`RedisStore` (card callbacks routed to the instance that owns
+the run, leases, recovery: `channelkit.platforms.dingtalk.cluster`). The lease
 settings sit beside ``redis``::
 
     "state": {
@@ -13,16 +13,16 @@ settings sit beside ``redis``::
     }
 
 ``channelkit serve --workers N`` starts N processes of one configuration; worker ``i``
-reads its index from :data:`WORKER_ENV` and names itself ``<instanceName>-w<i>`` (when
+reads its index from `WORKER_ENV` and names itself ``<instanceName>-w<i>`` (when
 an ``instanceName`` is set), so each restarted worker recovers what it left behind.
 Which channels get the store, and how, is each platform's ``shared_store`` in the
 registry (``channelkit.platforms.PLATFORMS``): ``"cluster"`` (DingTalk: the store and
 the lease options), ``"dedup"`` (Feishu, Telegram, Weixin: an ``update_id`` /
 ``event_id`` / ``message_id`` reaching two instances starts one run,
-:mod:`channelkit.platforms.common.shared_dedup`) or ``"none"``. Without ``state.redis``
+`channelkit.platforms.common.shared_dedup`) or ``"none"``. Without ``state.redis``
 nothing changes: one process, state in memory.
 
-This module imports nothing from :mod:`channelkit.config` (which imports it).
+This module imports nothing from `channelkit.config` (which imports it).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def lease_options(config: Any, *, environ: Mapping[str, str] | None = None) -> d
 
 
 def build_state_store(config: Any, *, clock: Any = None) -> Any:
-    """The :class:`~channelkit.state.StateStore` of a `DeploymentConfig`'s ``state``
+    """The `StateStore` of a `DeploymentConfig`'s ``state``
     section: a RedisStore when ``state.redis`` is set, else a MemoryStore. The namespace
     is ``state.redis.namespace``, else the first channel's name (the bot's name)."""
     from channelkit.state import open_store
@@ -140,7 +140,7 @@ def cluster_kwargs(config: Any, platform: str) -> dict[str, Any]:
 
 
 def close_store(channel: Any) -> None:
-    """Close the store a channel built by :func:`cluster_kwargs` holds (idempotent)."""
+    """Close the store a channel built by `cluster_kwargs()` holds (idempotent)."""
     cluster = getattr(channel, "cluster", None)
     store = getattr(getattr(cluster, "cluster", None), "store", None)
     if store is None:

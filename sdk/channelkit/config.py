@@ -13,10 +13,10 @@
       "server": {"host": "0.0.0.0", "port": 8000}
     }
 
-:func:`load_config` parses and validates (errors are :class:`ConfigurationError` whose
+`load_config()` parses and validates (errors are `ConfigurationError` whose
 ``path`` is the JSON path, e.g. ``channels[0].credentials.clientSecret``), resolves
-``{"env": "NAME"}`` secrets and returns a :class:`DeploymentConfig`;
-:func:`build_channels` turns it into running channels. docs/configuration.md documents
+``{"env": "NAME"}`` secrets and returns a `DeploymentConfig`;
+`build_channels()` turns it into running channels. docs/configuration.md documents
 every field.
 """
 
@@ -383,7 +383,7 @@ def load_config(
 
     Every problem (an unreadable or non-UTF-8 file, invalid JSON, a schema error, an
     unknown or invalid adapter setting, an unset environment variable) is a
-    :class:`ConfigurationError` whose ``path`` names the JSON path (``$`` for the file).
+    `ConfigurationError` whose ``path`` names the JSON path (``$`` for the file).
     """
     file = Path(path)
     try:
@@ -412,8 +412,8 @@ def validate_config_file(
 ) -> DeploymentConfig:
     """The one validation ``channelkit check-config`` and ``channelkit serve`` share.
 
-    :func:`load_config` (schema, secrets, every adapter setting, unknown keys) plus
-    :func:`check_agent` (the agent's ``function``/``factory`` imports). A file this
+    `load_config()` (schema, secrets, every adapter setting, unknown keys) plus
+    `check_agent()` (the agent's ``function``/``factory`` imports). A file this
     accepts is one ``serve`` starts with; anything it rejects, both commands reject with
     the same message.
     """
@@ -435,7 +435,7 @@ def _resolve_state(section: Mapping[str, Any], env: Mapping[str, str]) -> dict[s
 
 def check_state(config: DeploymentConfig) -> None:
     """With ``state.redis``, reach Redis once (PING): an unreachable Redis is one
-    :class:`ConfigurationError` at ``state.redis.url`` (password never shown)."""
+    `ConfigurationError` at ``state.redis.url`` (password never shown)."""
     if "redis" not in config.state:
         return
     try:
@@ -467,7 +467,7 @@ def _import(target: str, path: str) -> Any:
 
 
 def check_agent(config: DeploymentConfig) -> None:
-    """Raise :class:`ConfigurationError` (``agent.*``) when the agent section cannot work:
+    """Raise `ConfigurationError` (``agent.*``) when the agent section cannot work:
     a ``function``/``factory`` that does not import or is not callable, an ``acp``
     command that does not split. Nothing is started or called."""
     spec = config.agent
@@ -692,7 +692,7 @@ def build_channels(
 ) -> list[Any]:
     """Construct every configured channel around one agent bridge.
 
-    ``bridge`` defaults to :func:`build_agent`. ``executor_factory`` supplies each
+    ``bridge`` defaults to `build_agent()`. ``executor_factory`` supplies each
     channel's pool (e.g. ``channelkit.web.django.django_executor``). Platform-level
     errors are re-raised with the JSON path of the offending field.
     """

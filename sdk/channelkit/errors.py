@@ -1,7 +1,7 @@
 """The channelkit error hierarchy: every exception class of the SDK is defined here.
 
-Every exception the SDK raises on purpose derives from :class:`ChannelKitError`.
-Platform HTTP failures are :class:`ApiError` subclasses carrying the HTTP status, the
+Every exception the SDK raises on purpose derives from `ChannelKitError`.
+Platform HTTP failures are `ApiError` subclasses carrying the HTTP status, the
 platform's own error code, the request id the platform returned and whether a retry
 may succeed. Platforms that answer HTTP 200 with a non-zero business code (DingTalk's
 ``errcode``, Feishu's ``code``, Telegram's ``ok: false``) map into the same classes.
@@ -329,7 +329,7 @@ class AcpTimeoutError(AcpError, TimeoutError):
 class StateStoreUnavailable(ChannelKitError):
     """The shared state store cannot be reached (connection refused, reset or timed out).
 
-    Every :class:`~channelkit.state.redis.RedisStore` method raises it instead of a raw
+    Every `RedisStore` method raises it instead of a raw
     redis-py exception; the message never carries the URL's password. The store
     reconnects by itself once the server answers again.
     """

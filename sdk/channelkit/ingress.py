@@ -1,14 +1,14 @@
 """The framework-neutral ingress contract between platform adapters and their transports.
 
 A platform adapter exposes its callbacks (robot messages, card actions, webhooks) as
-:class:`IngressRoute` objects whose handlers take an :class:`IngressRequest` (raw body
-read once, headers, query) and return an :class:`IngressResponse` (the platform's ACK).
+`IngressRoute` objects whose handlers take an `IngressRequest` (raw body
+read once, headers, query) and return an `IngressResponse` (the platform's ACK).
 Handlers parse, verify, correlate, authorize and claim synchronously, return at once,
 and hand slow work to the pool; they never raise into the web framework.
 
 This module sits below both the platforms and the web layer: platforms import it, and
 ``channelkit.web`` (WSGI), ``channelkit.web.flask`` and ``channelkit.web.django`` are thin
-wrappers that turn their framework's request into an :class:`IngressRequest`
+wrappers that turn their framework's request into an `IngressRequest`
 (``channelkit.web`` re-exports these names).
 """
 
@@ -97,9 +97,9 @@ class IngressResponse:
 
     ``after`` holds the work a handler deferred until its ACK is on its way: quick
     callables that hand responders and card writes to the pool. The web layer calls
-    :meth:`run_after` once the response has been written (WSGI: when the server closes
+    `run_after()` once the response has been written (WSGI: when the server closes
     the body iterable), so no responder or platform API call can start before the ACK.
-    Callers that invoke a handler directly must call :meth:`run_after` themselves.
+    Callers that invoke a handler directly must call `run_after()` themselves.
     Chat platforms decide an interaction as a ``Decision``
     (``channelkit.platforms.common.contract``) and answer its ``to_response()``.
     """

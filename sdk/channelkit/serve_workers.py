@@ -2,8 +2,8 @@
 
 The parent binds the listening socket once and starts N children (``python -m
 channelkit serve`` of the same configuration), each handed the socket (its file
-descriptor in :data:`SOCKET_ENV`) and its index (in
-:data:`channelkit.cluster_config.WORKER_ENV`). Each child is a whole ``serve``: its own
+descriptor in `SOCKET_ENV`) and its index (in
+`channelkit.cluster_config.WORKER_ENV`). Each child is a whole ``serve``: its own
 channels, pools and agent bridge, waitress accepting on the shared socket (the kernel
 gives each connection to one of them). What one process holds in memory (which
 instance owns a run, its cards, one-shot claims) the others find in the shared state

@@ -1,15 +1,15 @@
 """Test helpers shipped with the package (adapter tests import them).
 
-* :class:`RecordingChannel` - a ChannelBase subclass recording every hook call in
+* `RecordingChannel` - a ChannelBase subclass recording every hook call in
   order (``records``), with typed views (``sent``, ``events``, ``chunks``,
   ``segment_ends``, ``boundaries``, ``completes``, ``tool_calls``,
   ``presentations``) and condition-variable waits (no sleeps).
-* :class:`ScriptedBridge` - an AgentBridge whose ``prompt`` plays a script of steps
-  (:func:`chunk`, :func:`boundary`, :func:`tool`, :func:`ask`, :func:`permission`,
-  :func:`resolved`, :func:`died`, :func:`gate`, :func:`fail`, :func:`final`).
-* Request builders: :func:`question_request`, :func:`permission_request`.
-* :func:`make_channel` - a RecordingChannel on a FakeClock with its own pool.
-* :func:`wait_until` - bounded polling for state another thread or process reaches.
+* `ScriptedBridge` - an AgentBridge whose ``prompt`` plays a script of steps
+  (`chunk()`, `boundary()`, `tool()`, `ask()`, `permission()`,
+  `resolved()`, `died()`, `gate()`, `fail()`, `final()`).
+* Request builders: `question_request()`, `permission_request()`.
+* `make_channel()` - a RecordingChannel on a FakeClock with its own pool.
+* `wait_until()` - bounded polling for state another thread or process reaches.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def wait_until(
     never waited for: they run on a fake clock the test advances, here through ``tick``,
     which runs between polls. ``interval`` is the real-time pause between polls.
 
-    Raises :class:`AssertionError` naming ``what`` when ``timeout`` seconds pass first.
+    Raises `AssertionError` naming ``what`` when ``timeout`` seconds pass first.
     """
     deadline = time.monotonic() + timeout
     pause = threading.Event()

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from channelkit.core import ChannelConfig, InboundMessage
 from channelkit.errors import ChannelKitError, ReadTimeout
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig, robot_signature
 from channelkit.platforms.dingtalk.api import CardApi
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
@@ -33,7 +34,6 @@ from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
 from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 from channelkit.runtime import FakeClock
 from channelkit.testing import ScriptedBridge, chunk, final, wait_until
-from channelkit.ingress import Headers, IngressRequest
 
 from tests.platforms.slow_peer import THREAD_PREFIX, Reply, SlowPeer
 

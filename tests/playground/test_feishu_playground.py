@@ -114,13 +114,13 @@ def test_cancel_the_form(playground: Playground) -> None:
 
 
 def test_callbacks_are_encrypted_and_signed_as_feishu_documents() -> None:
+    from channelkit.ingress import Headers, IngressRequest
     from channelkit.platforms.feishu.ingress import (
         FeishuIngressVerifier,
         IngressRejected,
         parse_card_action,
         parse_message_event,
     )
-    from channelkit.ingress import Headers, IngressRequest
 
     sent: list[tuple[str, Mapping[str, str], bytes]] = []
 

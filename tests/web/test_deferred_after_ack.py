@@ -8,8 +8,8 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 import requests
-from channelkit.web import create_wsgi_app
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.web import create_wsgi_app
 
 
 class _Quiet(WSGIRequestHandler):

@@ -8,6 +8,7 @@ import types
 from typing import Any
 
 import pytest
+from channelkit.ingress import loads_json
 from channelkit.web import (
     MAX_BODY_BYTES,
     IngressRequest,
@@ -15,7 +16,6 @@ from channelkit.web import (
     IngressRoute,
     create_wsgi_app,
 )
-from channelkit.ingress import loads_json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -6,9 +6,9 @@ import logging
 from typing import Any
 
 import pytest
+from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.web import create_wsgi_app
 from channelkit.web.dispatch import UnreadableBody, read_body
-from channelkit.ingress import IngressResponse, IngressRoute
 
 
 class InvalidChunkSize(Exception):

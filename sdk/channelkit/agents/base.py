@@ -1,7 +1,7 @@
-"""The agent side of channelkit: the :class:`AgentBridge` protocol and its event sink.
+"""The agent side of channelkit: the `AgentBridge` protocol and its event sink.
 
 A bridge runs an agent turn synchronously on a pool worker (``prompt`` blocks until the
-turn ends) and reports what happens during the turn to an :class:`AgentEventSink`. Sink
+turn ends) and reports what happens during the turn to an `AgentEventSink`. Sink
 methods may be called from any thread (the worker running ``prompt`` or a bridge's own
 reader thread) and must return quickly; ``ChannelBase`` provides the sink.
 
@@ -99,7 +99,7 @@ class SessionDied:
 class PresentationEvent:
     """The agent presents a rich message (``Turn.present``) during a turn.
 
-    ``payload`` is a validated :class:`~channelkit.presentation.ReplyPayload`. ``chat_id``
+    ``payload`` is a validated `ReplyPayload`. ``chat_id``
     (and ``thread_id``) name another conversation of the same channel to send it to;
     None sends it to the turn's own conversation. A presentation sent elsewhere carries
     a context block naming the conversation it came from.

@@ -10,10 +10,10 @@
 ``prompt`` runs ``fn(turn)`` on the calling (pool) thread. ``say`` streams a chunk;
 ``ask`` emits a response boundary and then a canonical user-question permission
 request (``_meta.qwenInteractionKind == "user_question"``) and blocks until it is
-answered, raising :class:`QuestionCancelled` / :class:`QuestionExpired`;
+answered, raising `QuestionCancelled` / `QuestionExpired`;
 ``request_permission`` does the same for an ordinary tool permission. ``present``
-delivers a rich message (a :class:`~channelkit.presentation.ReplyPayload`, a
-:class:`~channelkit.presentation.MessagePresentation` or their JSON form) in order with
+delivers a rich message (a `ReplyPayload`, a
+`MessagePresentation` or their JSON form) in order with
 the text: the text said so far ends its segment, the presentation follows, later text
 opens a new segment. A non-empty return value is said as the final chunk; ``prompt``
 returns everything said.
@@ -131,7 +131,7 @@ def as_reply_payload(payload: Any) -> ReplyPayload:
 
 @dataclass(frozen=True)
 class Question:
-    """A question for :meth:`Turn.ask`; options are labels, ``(label, description)``
+    """A question for `Turn.ask()`; options are labels, ``(label, description)``
     pairs or ``{"label", "description"}`` mappings. ``header`` defaults to
     ``"Question <n>"``."""
 
@@ -143,7 +143,7 @@ class Question:
 
 @dataclass(frozen=True)
 class PermissionDecision:
-    """The answer to :meth:`Turn.request_permission`."""
+    """The answer to `Turn.request_permission()`."""
 
     option_id: str | None
     kind: str | None = None
@@ -261,7 +261,7 @@ class Turn:
         ``payload``: a ``ReplyPayload``, a ``MessagePresentation``, or the JSON form of
         either (``{"text", "presentation", "delivery"}`` or ``{"title", "tone",
         "blocks"}``), validated against the published schema: a bad one raises
-        :class:`~channelkit.errors.PresentationError` naming the field
+        `PresentationError` naming the field
         (``presentation.blocks[1].buttons[0].label``). The text said so far ends its
         output segment, the presentation is delivered next, later text opens a new
         segment. ``to`` (a chat id, with ``thread_id``) sends it to another conversation
@@ -306,7 +306,7 @@ class Turn:
 
         Returns the answers keyed ``"0"``, ``"1"``... (multi-select answers are joined
         with ``", "``; an approval without answers returns ``{}``). Raises
-        :class:`QuestionCancelled` or :class:`QuestionExpired`, and ``ValueError``
+        `QuestionCancelled` or `QuestionExpired`, and ``ValueError``
         (naming the field) for a form a channel could not render: 1-4 questions, each
         with non-blank text and 2-4 options with non-blank labels.
         """
@@ -427,7 +427,7 @@ class Turn:
 
 
 class FunctionAgent:
-    """An :class:`~channelkit.agents.base.AgentBridge` backed by ``fn(turn) -> str``.
+    """An `AgentBridge` backed by ``fn(turn) -> str``.
 
     ``name`` is the agent's display name (status lines show it when no model is
     configured). ``question_timeout`` bounds every ``ask``/``request_permission`` wait

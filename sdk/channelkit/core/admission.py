@@ -10,7 +10,7 @@ their time answering never reduce the capacity for everyone else.
 The queue is bounded three ways, each checked when a run is admitted: ``max_queued`` in
 all, ``max_queued_per_owner`` per person and ``max_queued_per_chat`` per chat (a chat's
 or a person's backlog cannot fill the queue for everyone). A run over a bound is refused
-with :class:`~channelkit.errors.ChannelBusy` naming the bound; ``ChannelBase`` tells the
+with `ChannelBusy` naming the bound; ``ChannelBase`` tells the
 person in the chat.
 
 The callbacks run outside the admission lock: ``start(ticket)`` for each run that may
@@ -32,7 +32,7 @@ TicketState = Literal["queued", "active", "parked", "done"]
 
 
 class Ticket:
-    """One run's place in :class:`RunAdmission` (``payload`` is the caller's run)."""
+    """One run's place in `RunAdmission` (``payload`` is the caller's run)."""
 
     __slots__ = ("ahead", "chat", "held", "owner", "payload", "session", "state")
 
@@ -118,7 +118,7 @@ class RunAdmission:
         hold: bool = False,
     ) -> Ticket:
         """Queue a run (``hold=True``: reserve its place, start it only after
-        :meth:`release`). Raises :class:`ChannelBusy` when a bound is reached; the run
+        `release()`). Raises `ChannelBusy` when a bound is reached; the run
         may already have been started when this returns (``ticket.state``)."""
         ticket = Ticket(payload, session=session, owner=owner, chat=chat)
         ticket.held = hold

@@ -1,11 +1,11 @@
 """Native approval buttons for ordinary tool permission requests.
 
 An ordinary permission request (run a shell command, write a file: a
-:class:`~channelkit.agents.base.PermissionRequest` whose tool call is *not* a structured
+`PermissionRequest` whose tool call is *not* a structured
 user question) of an attended run is offered to the adapter hook
-:meth:`PermissionHooks.present_permission_request` with a
-:class:`PermissionRequestContext`. The hook returns a
-:class:`~channelkit.core.types.UserInputPresentationResult`:
+`PermissionHooks.present_permission_request()` with a
+`PermissionRequestContext`. The hook returns a
+`UserInputPresentationResult`:
 
 * ``PRESENTED`` - the adapter shows the agent's own options as buttons;
 * ``HANDLED`` - the adapter already answered through ``context.respond`` (without an
@@ -15,7 +15,7 @@ user question) of an attended run is offered to the adapter hook
 
 ``/approve``, ``/approve-always`` and ``/deny`` keep working while buttons are shown:
 buttons and commands answer through the same one-shot responder, so exactly one of them
-wins and :meth:`PermissionRequestContext.outcome` tells every surface what won.
+wins and `PermissionRequestContext.outcome()` tells every surface what won.
 """
 
 from __future__ import annotations
@@ -125,18 +125,18 @@ class PermissionRequestContext:
     ``options`` are the agent's own options, in its order (``option_id``, ``name``,
     ``kind``: ``allow_once``, ``allow_always``, ``reject_once``, ``reject_always`` or
     anything else the agent offers, such as a mode switch). ``title`` and
-    ``explanation`` describe the tool call (:func:`describe_tool_call`); ``tool_call`` is
+    ``explanation`` describe the tool call (`describe_tool_call()`); ``tool_call`` is
     the raw ACP tool call and ``request`` the whole request (for
-    :meth:`ChannelBase.format_permission_request`). ``preceding_segment_id`` is the
+    `ChannelBase.format_permission_request()`). ``preceding_segment_id`` is the
     output segment closed (reason input_requested) to make room for the buttons, if any.
     ``expires_at`` is the request's deadline on the channel clock: ChannelBase answers it
-    cancelled then, and :meth:`outcome` says ``expired``.
+    cancelled then, and `outcome()` says ``expired``.
 
     ``respond(response)`` / ``select(option_id)`` answer the request: one-shot (True for
     exactly one caller across buttons and ``/approve`` / ``/deny``; every other caller
     gets False at once). They block for the bridge call: call them on a pool thread.
     ``on_settled(listener)`` subscribes a one-shot settlement listener (immediately if
-    already settled); in it, :meth:`outcome` tells what won.
+    already settled); in it, `outcome()` tells what won.
     """
 
     __slots__ = (
@@ -190,7 +190,7 @@ class PermissionRequestContext:
         return self._pending.respond(response)
 
     def select(self, option_id: str) -> bool:
-        """Answer with one of the agent's options (one-shot); see :meth:`respond`."""
+        """Answer with one of the agent's options (one-shot); see `respond()`."""
         return self.respond({"outcome": {"outcome": "selected", "optionId": option_id}})
 
     def on_settled(self, listener: SettlementListener) -> Callable[[], None]:
@@ -198,7 +198,7 @@ class PermissionRequestContext:
         return self._pending.subscribe(listener)
 
     def outcome(self) -> PermissionOutcome | None:
-        """How the request ended (None while it is live); see :class:`PermissionOutcome`."""
+        """How the request ended (None while it is live); see `PermissionOutcome`."""
         pending = self._pending
         with pending.lock:
             reason = pending.settled_reason
@@ -225,13 +225,13 @@ class PermissionHooks:
         """Offer the agent's options as native buttons. Default: UNSUPPORTED (text prompt).
 
         Called on the run's lane, never on a web thread. Only the run owner may answer;
-        keep the buttons one-shot and end them in :meth:`PermissionRequestContext.outcome`
+        keep the buttons one-shot and end them in `PermissionRequestContext.outcome()`
         from an ``on_settled`` listener (that covers buttons, commands and expiry alike).
         """
         return UserInputPresentationResult.UNSUPPORTED
 
 
 def overrides_permission_hook(channel: object) -> bool:
-    """True when ``channel``'s class overrides :meth:`present_permission_request`."""
+    """True when ``channel``'s class overrides `present_permission_request()`."""
     hook = getattr(type(channel), "present_permission_request", None)
     return hook is not None and hook is not PermissionHooks.present_permission_request

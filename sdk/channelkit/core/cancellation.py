@@ -1,6 +1,6 @@
 """Exact-run cancellation.
 
-:class:`RunCancellation` cancels one run, never a session by guess: before the prompt
+`RunCancellation` cancels one run, never a session by guess: before the prompt
 went out it cancels locally (no bridge call); afterwards it asks the bridge
 (``cancel_session``) once, concurrent cancellers waiting on that one attempt (bounded by
 ``config.cancel_timeout``). While the attempt is pending the run's text is held and the

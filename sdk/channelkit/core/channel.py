@@ -6,7 +6,7 @@ Threading (see docs/core.md):
   commands, answers permission commands in memory, and queues everything that waits on
   the network (agent runs, replies, /cancel) for after the ACK.
 * Agent runs execute on their own pool (``run_pool``: ``bridge.prompt`` blocks there for
-  a whole turn). :class:`~channelkit.core.admission.RunAdmission` decides when a run
+  a whole turn). `RunAdmission` decides when a run
   starts: runs of one session one after another, at most ``config.max_concurrent_runs``
   active at once, a run waiting on a person (question, permission) not counted. A person
   whose run cannot start at once is told it is queued; a full queue answers "busy".
@@ -19,13 +19,13 @@ Threading (see docs/core.md):
 * Timers (permission expiry) live on the single scheduler thread.
 
 ChannelBase builds its helpers and hands each the collaborators it needs, never
-itself: the :class:`~channelkit.core.runs.RunTable` (queued and live runs and their
-lock), :class:`~channelkit.core.run_events.RunEvents` (segments, hook calls),
-:class:`~channelkit.core.permission_requests.PendingRequests` (requests waiting on a
-person), :class:`~channelkit.core.cancellation.RunCancellation` and
-:class:`~channelkit.core.commands.ChatCommands`; the helpers call the channel's public
-hooks through :class:`~channelkit.core.hooks.ChannelHooks`. The bridge's events enter
-through :mod:`channelkit.core.sinks`.
+itself: the `RunTable` (queued and live runs and their
+lock), `RunEvents` (segments, hook calls),
+`PendingRequests` (requests waiting on a
+person), `RunCancellation` and
+`ChatCommands`; the helpers call the channel's public
+hooks through `ChannelHooks`. The bridge's events enter
+through `channelkit.core.sinks`.
 """
 
 from __future__ import annotations
@@ -97,12 +97,12 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
     """The platform-neutral channel: subclass it and override the hooks.
 
     ``ChannelBase(config, bridge, *, executor=None, scheduler=None, clock=None,
-    run_executor=None)``: ``executor`` is the :class:`WorkerPool` for hooks, projections,
+    run_executor=None)``: ``executor`` is the `WorkerPool` for hooks, projections,
     deferred ingress work and timer callbacks (created from ``config.max_workers`` when
     omitted); ``run_executor`` the pool agent runs block on (created when omitted, with
     room for ``max_concurrent_runs`` active runs plus every run waiting on a person);
-    ``scheduler`` a :class:`Scheduler` (created on ``executor`` and ``clock`` when
-    omitted). Resources it created are shut down by :meth:`close`.
+    ``scheduler`` a `Scheduler` (created on ``executor`` and ``clock`` when
+    omitted). Resources it created are shut down by `close()`.
     """
 
     #: True for a platform that shows nothing while an output segment runs (it cannot
@@ -244,7 +244,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         reason: SegmentEndReason,
     ) -> None:
         """A segment closed (exactly once). Default: delegates only response_boundary
-        to :meth:`on_response_boundary`."""
+        to `on_response_boundary()`."""
         if reason is SegmentEndReason.RESPONSE_BOUNDARY:
             self.on_response_boundary(chat_id, session_id)
 
@@ -279,7 +279,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         return format_permission_request(request)
 
     def on_close(self) -> None:
-        """Called by :meth:`close` after live runs were cancelled and pending requests
+        """Called by `close()` after live runs were cancelled and pending requests
         settled, before the scheduler and pool stop. Finalize native presentations."""
 
     def on_run_queued(self, event: RunQueuedEvent) -> None:
@@ -288,7 +288,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         Called on the run's lane when the run is queued (``event.first``) and again each
         time its place moves (``event.ahead`` runs are before it). The default sends
         the queue notice as text once; adapters that can edit what they sent keep it
-        current with :class:`~channelkit.core.queue_notices.QueueNotices`. The run's
+        current with `QueueNotices`. The run's
         ``started`` event follows on the same lane."""
         if event.first:
             self.send_message(event.chat_id, format_queued(event.ahead), thread_id=event.thread_id)
@@ -304,7 +304,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
 
     @property
     def bridge(self) -> AgentBridge:
-        """The agent bridge runs prompt (see :meth:`set_bridge`)."""
+        """The agent bridge runs prompt (see `set_bridge()`)."""
         return self._bridge
 
     def _current_bridge(self) -> AgentBridge:
@@ -323,7 +323,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` started."""
+        """True once `close()` started."""
         return self._runs.closed
 
     def handle_inbound(
@@ -338,7 +338,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         ``defer`` (web handlers): instead of handing work to the pool now, append quick
         callables that do so to this list, to be run after the platform ACK was written
         (``IngressResponse.after``). Validation, the closed check and the queue bound
-        (:class:`ChannelBusy`) still raise here; the run's queue slot is reserved at
+        (`ChannelBusy`) still raise here; the run's queue slot is reserved at
         once. A permission command is then answered by its deferred work too (its
         handle's ``reply`` stays None until ``result()``), so no settlement listener,
         responder or reply starts before the ACK. A deferred callable that is never run
@@ -477,7 +477,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
 
     def close(self, timeout: float = 10.0) -> None:
         """Cancel live runs, settle pending requests ``run_cancelled``, call
-        :meth:`on_close`, stop the scheduler and join the pool (each within
+        `on_close()`, stop the scheduler and join the pool (each within
         ``timeout``). Idempotent. The bridge is not closed (its owner closes it)."""
         runs = self._runs.close()
         if runs is None:
@@ -570,7 +570,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
 
         A person's run over a queue bound resolves at once as ``rejected`` and the busy
         notice goes to the chat (after the ACK when ``defer`` is given); a synthetic run
-        raises :class:`ChannelBusy` (nobody to tell)."""
+        raises `ChannelBusy` (nobody to tell)."""
         future = run.future
         target = run.target
         self._runs.queue(run)

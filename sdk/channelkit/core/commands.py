@@ -1,14 +1,14 @@
 """Chat commands: ``/approve``, ``/approve-always``, ``/deny``, ``/cancel`` and ``/last``.
 
-:func:`parse_command` recognizes them; :class:`ChatCommands` answers them with the
+`parse_command()` recognizes them; `ChatCommands` answers them with the
 ownership rules of the channel: a permission command answers the one pending request of
 its chat (or the one named by id) in memory on the caller's thread, ``/cancel`` is
 authorized there and executed on the pool, and every reply is sent on the chat's lane.
-It finds requests through :class:`~channelkit.core.permission_requests.PendingRequests`,
-runs through the :class:`~channelkit.core.runs.RunTable`, cancels through
-:class:`~channelkit.core.cancellation.RunCancellation` and replies through the channel's
+It finds requests through `PendingRequests`,
+runs through the `RunTable`, cancels through
+`RunCancellation` and replies through the channel's
 ``send_message`` hook. ``/last`` sends the scope's last answer again
-(:class:`~channelkit.core.last_answers.LastAnswers`).
+(`LastAnswers`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ _T = TypeVar("_T")
 def parse_command(text: str) -> tuple[str, str | None] | None:
     """``"/deny req-1"`` -> ``("deny", "req-1")``; None for anything else.
 
-    Only :data:`COMMANDS` are recognized; ``/approve@bot`` is accepted as ``/approve``.
+    Only `COMMANDS` are recognized; ``/approve@bot`` is accepted as ``/approve``.
     """
     stripped = text.strip()
     if not stripped.startswith("/"):

@@ -39,13 +39,13 @@ class UserInputRequestContext:
 
     ``expires_at`` is the request's absolute deadline on the channel's clock
     (``channel.clock.now()`` seconds): the time at which ChannelBase itself answers the
-    request ``cancelled`` (see :meth:`ChannelBase.permission_lifetime`). An adapter that
+    request ``cancelled`` (see `ChannelBase.permission_lifetime()`). An adapter that
     shows an expiry must schedule its own strictly before it (leave a small margin), so
     its card is finalized ``expired`` before the neutral ``cancelled`` settlement
     arrives.
 
     ``on_settled(listener)`` subscribes a typed one-shot listener called with a
-    :class:`SettlementReason` (immediately if already settled); it returns an
+    `SettlementReason` (immediately if already settled); it returns an
     unsubscribe function that removes only that listener.
     """
 

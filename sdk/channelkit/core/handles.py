@@ -13,7 +13,7 @@ __all__ = ["CommandHandle", "CommandResult", "RunHandle", "RunResult"]
 @dataclass(frozen=True)
 class RunResult:
     """How a run ended. ``error`` is the exception for ``failed`` runs (and the
-    :class:`~channelkit.errors.ChannelBusy` for ``rejected`` ones: the queue was full, the
+    `ChannelBusy` for ``rejected`` ones: the queue was full, the
     person was told, the run never started)."""
 
     run_id: str

@@ -1,6 +1,6 @@
 """The channel methods the core's helpers call: the adapter hooks and a few queries.
 
-:class:`ChannelHooks` is a structural protocol that :class:`~channelkit.core.ChannelBase`
+`ChannelHooks` is a structural protocol that `ChannelBase`
 satisfies. The helpers a channel is built from (run events, pending requests, commands)
 receive the channel as this protocol, so they call only its public methods (the hooks an
 adapter overrides) and never depend on the channel's class or its private state.

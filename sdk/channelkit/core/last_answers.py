@@ -6,11 +6,11 @@ could show it twice). The answer is kept here instead: the person can ask for it
 with ``/last``, and their next message gets a one-line hint when the delivery of their
 previous answer was uncertain (or failed later, on a retry nobody was waiting for).
 
-:class:`LastAnswers` keeps one record per session (the scope the router maps a chat,
-thread and sender to): the run's answer, bounded to :data:`LAST_ANSWER_MAX_CHARS` (the
+`LastAnswers` keeps one record per session (the scope the router maps a chat,
+thread and sender to): the run's answer, bounded to `LAST_ANSWER_MAX_CHARS` (the
 newest text kept, a marker in front), its time and its delivery state. Records expire
 after ``ChannelConfig.last_answer_max_age`` seconds. In memory the map is a
-:class:`~channelkit.runtime.maps.BoundedMap` (1,000 scopes, oldest first out, every
+`BoundedMap` (1,000 scopes, oldest first out, every
 access under its lock); with a state store the records live in the store (key
 ``last-answer:<channel>:<session>``, with the same time to live), so another process
 serving the bot answers ``/last`` too.

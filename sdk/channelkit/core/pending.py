@@ -1,12 +1,12 @@
 """One pending request: a permission request or a question waiting on a person.
 
-:class:`Pending` is the record the channel keeps for each live request: what was asked,
-where (its :class:`~channelkit.core.types.SessionTarget`), for which run (captured at
+`Pending` is the record the channel keeps for each live request: what was asked,
+where (its `SessionTarget`), for which run (captured at
 registration, never rediscovered), its deadline, and its settlement, exactly once: the
 first reason wins and every settlement listener is called once with it.
 
 Answering goes through the ``responder`` that the registry
-(:class:`~channelkit.core.permission_requests.PendingRequests`) hands the record, so the
+(`PendingRequests`) hands the record, so the
 contexts given to adapters answer through the same one-shot path as the chat commands,
 and the record itself knows nothing of the channel.
 """

@@ -1,14 +1,14 @@
 """Pending requests: the registry of permission requests and questions waiting on a
 person, and the flow around them.
 
-:class:`PendingRequests` keeps the channel's live requests (by request id and by chat)
+`PendingRequests` keeps the channel's live requests (by request id and by chat)
 and runs their flow: registration with its expiry timer, native presentation (a
 structured question through ``present_user_input_request``, an ordinary tool permission
 through ``present_permission_request``) or the text prompt, the one-shot responder,
 settlement exactly once, and the bridge's own resolutions. Its indexes share the
-:class:`~channelkit.core.runs.RunTable`'s lock, so a request registers atomically with
+`RunTable`'s lock, so a request registers atomically with
 the look-up of its run and the closed check. A request registered for a run *parks*
-that run in the channel's :class:`~channelkit.core.admission.RunAdmission` while it waits
+that run in the channel's `RunAdmission` while it waits
 on the person, so people who take their time do not hold back anyone else's run.
 """
 

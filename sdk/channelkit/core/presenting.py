@@ -1,27 +1,27 @@
 """Presentations from a channel: send, pin, unpin, list pins.
 
-:class:`ChannelPresentations` is a base of :class:`~channelkit.core.channel.ChannelBase`:
+`ChannelPresentations` is a base of `ChannelBase`:
 
-* :meth:`~ChannelPresentations.send_presentation` sends a
-  :class:`~channelkit.presentation.ReplyPayload` (or its JSON form) to a conversation:
+* `send_presentation()` sends a
+  `ReplyPayload` (or its JSON form) to a conversation:
   adapt to the channel's capabilities, render, send, pin (``delivery.pin``); it returns
   the platform message id. The channel's sender comes from
-  :meth:`~ChannelPresentations.presentation_sender` (adapters with a renderer override
+  `presentation_sender()` (adapters with a renderer override
   it); without one, the plain-text fallback goes through ``send_message``.
 * A run's own presentations (``Turn.present``) are ordered with its text by
-  :class:`~channelkit.core.run_events.RunEvents`, which then calls
+  `RunEvents`, which then calls
   ``send_presentation`` with the run's conversation as ``origin``: a presentation a run
   sends to a conversation other than its own carries a context block naming where it
   came from (presentation content, never a native parameter).
 
-Pins: :meth:`~ChannelPresentations.pin_message`,
-:meth:`~ChannelPresentations.unpin_message` and
-:meth:`~ChannelPresentations.pinned_messages` ask the channel's sender, which declares
+Pins: `pin_message()`,
+`unpin_message()` and
+`pinned_messages()` ask the channel's sender, which declares
 what it can do in ``delivery_capabilities`` (``pin``, ``unpin``, ``list_pins``); where
 it cannot they raise ``NotImplementedError`` naming the platform.
 
 Mass mentions: a payload with ``allow_mass_mentions`` is rendered with the keyword by a
-platform sender that takes it, through the channel's :class:`FieldsSender` too.
+platform sender that takes it, through the channel's `FieldsSender` too.
 
 ``send_presentation`` waits on the network: call it from a pool thread or a script,
 never from a web handler.
@@ -67,7 +67,7 @@ def _same_conversation(a: SessionTarget, b: SessionTarget) -> bool:
 def with_origin(
     payload: ReplyPayload, target: SessionTarget, origin: SessionTarget
 ) -> ReplyPayload:
-    """``payload`` with :func:`origin_marker` appended to its presentation when
+    """``payload`` with `origin_marker()` appended to its presentation when
     ``target`` is another conversation than ``origin`` (unchanged otherwise)."""
     if _same_conversation(target, origin):
         return payload
@@ -233,8 +233,8 @@ class ChannelPresentations:
         origin: SessionTarget | None = None,
         silent: bool = False,
     ) -> DeliveryResult:
-        """Like :meth:`send_presentation`, returning the whole
-        :class:`~channelkit.presentation.DeliveryResult` (every message id, whether the
+        """Like `send_presentation()`, returning the whole
+        `DeliveryResult` (every message id, whether the
         pin happened, the pin warning)."""
         from channelkit.agents.function import as_reply_payload
         from channelkit.presentation.outbound import SenderRegistry, deliver
@@ -260,18 +260,18 @@ class ChannelPresentations:
         """Send ``payload`` to ``target`` and return the platform message id (None when
         the platform reports none, e.g. the text fallback).
 
-        ``target``: a :class:`SessionTarget` or a chat id (with ``thread_id``).
-        ``payload``: a :class:`~channelkit.presentation.ReplyPayload` or its JSON form
+        ``target``: a `SessionTarget` or a chat id (with ``thread_id``).
+        ``payload``: a `ReplyPayload` or its JSON form
         (a bare presentation, ``MessagePresentation`` or ``{"title", "blocks"}``, is
         accepted too), validated against the published schema (a
-        :class:`~channelkit.errors.PresentationError` names the field, e.g.
+        `PresentationError` names the field, e.g.
         ``presentation.blocks[1].buttons[0].label``). The presentation is adapted to
         what the channel renders, sent, and pinned when ``delivery.pin`` asks; a
-        required pin that fails raises :class:`~channelkit.errors.DeliveryPinError`
+        required pin that fails raises `DeliveryPinError`
         after the message was sent (its ``message_id`` is the delivered message).
         ``origin``: the conversation it is sent from; when it differs from ``target``, a
         context block naming it is attached. Platform refusals propagate as
-        :class:`~channelkit.errors.ApiError` subclasses. Blocks on the network: never
+        `ApiError` subclasses. Blocks on the network: never
         call it on a web thread.
         """
         return self.deliver_presentation(

@@ -48,7 +48,7 @@ MAX_OPTIONS = 4
 
 @dataclass(frozen=True)
 class QuestionNormalization:
-    """Result of :func:`normalize_user_questions`.
+    """Result of `normalize_user_questions()`.
 
     ``kind`` is ``"question"`` (``questions`` is set), ``"malformed"`` (semantic but
     invalid: ``problem`` names the first bad field) or ``"none"`` (not a question).

@@ -1,12 +1,12 @@
 """Queue notices that move: one editable notice per queued run, kept up to date.
 
-``ChannelBase`` calls :meth:`~channelkit.core.ChannelBase.on_run_queued` on the run's
+``ChannelBase`` calls `on_run_queued()` on the run's
 lane when a person's run must wait for a slot (``event.first``) and again each time its
 place in the queue changes. The default sends the first notice as text and ignores the
 moves. An adapter whose platform can edit a message (or a card) it sent keeps the
-notice current with :class:`QueueNotices`:
+notice current with `QueueNotices`:
 
-* ``on_run_queued(event)`` -> :meth:`QueueNotices.queued`: the first event shows the
+* ``on_run_queued(event)`` -> `QueueNotices.queued()`: the first event shows the
   notice (the adapter's ``show`` returns a handle to edit it by, or None when it could
   only send text); later events record the new position;
 * the notice is edited in place (the adapter's ``edit``) at most once per ``interval``
@@ -14,9 +14,9 @@ notice current with :class:`QueueNotices`:
   moves after it, and one timer on the channel's scheduler writes the latest position
   when the interval is over. A queue position only ever goes down, so a position
   higher than the one known is stale and ignored;
-* ``started`` of the run -> :meth:`QueueNotices.started`: at once, the notice is
+* ``started`` of the run -> `QueueNotices.started()`: at once, the notice is
   finalized as "Starting now." (the timer is cancelled); a terminal event of a run that
-  never started -> :meth:`QueueNotices.forget`.
+  never started -> `QueueNotices.forget()`.
 
 Every write for a run happens on that run's lane (the hook calls are there already;
 the timer posts its write there), so the final "Starting now." is never overtaken by a
@@ -55,7 +55,7 @@ H = TypeVar("H")
 
 
 class NoticeHost(Protocol):
-    """What :class:`QueueNotices` uses of its channel (a ``ChannelBase`` is one)."""
+    """What `QueueNotices` uses of its channel (a ``ChannelBase`` is one)."""
 
     @property
     def name(self) -> str:

@@ -1,10 +1,10 @@
 """What happens inside a live run: output segments, the bridge's events and hook calls.
 
-:class:`RunEvents` turns the agent's events (text chunks, response boundaries, tool
+`RunEvents` turns the agent's events (text chunks, response boundaries, tool
 calls, presentations) into lazily opened output segments and hook calls posted on the
 run's lane, in event order; it builds the run's lifecycle events and its queue and busy
 notices. Every method that ends in ``_locked`` expects ``run.lock`` held. Text is held
-while a cancel is pending (:mod:`channelkit.core.cancellation` releases it when the
+while a cancel is pending (`channelkit.core.cancellation` releases it when the
 cancel fails).
 
 A presentation (``Turn.present``) ends the current output segment under the run's lock
@@ -12,7 +12,7 @@ and is delivered on the run's lane, so it shows after the text said before it an
 any later text; it first waits (bounded) for the adapter to have written the run's
 earlier output (``await_run_output``).
 
-It calls the channel only through :class:`~channelkit.core.hooks.ChannelHooks` (the
+It calls the channel only through `ChannelHooks` (the
 public hooks) and never raises out of a hook call.
 """
 

@@ -1,13 +1,13 @@
 """Runs: one channel-owned prompt execution, its cancel attempt, and the run table.
 
-A :class:`Run` is created for every accepted prompt and lives until its result is
+A `Run` is created for every accepted prompt and lives until its result is
 resolved. Its fields are guarded by ``run.lock``; the channel's state machine
-(:mod:`channelkit.core.channel`) and the helpers it hands the run to are the only
+(`channelkit.core.channel`) and the helpers it hands the run to are the only
 writers.
 
-:class:`RunTable` owns the channel's runs: those admitted and not started yet, and the
+`RunTable` owns the channel's runs: those admitted and not started yet, and the
 live run of each session, with the one lock that guards them (and the pending-request
-indexes of :class:`~channelkit.core.permission_requests.PendingRequests`, which must
+indexes of `PendingRequests`, which must
 change atomically with them). The channel creates it and hands it explicitly to every
 helper that looks a run up.
 """
@@ -154,12 +154,12 @@ class RunTable:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` ran: no run is queued any more."""
+        """True once `close()` ran: no run is queued any more."""
         with self.lock:
             return self._closed
 
     def check_open(self) -> None:
-        """Raise :class:`~channelkit.errors.ChannelClosed` once the channel closed."""
+        """Raise `ChannelClosed` once the channel closed."""
         if self.closed:
             raise ChannelClosed(f"channel {self.channel_name!r} is closed")
 

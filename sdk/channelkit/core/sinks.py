@@ -1,10 +1,10 @@
 """The agent event sinks: where a bridge's events enter the channel.
 
-:class:`RunSink` is handed to ``bridge.prompt`` for one run; :class:`ChannelSink` (the
+`RunSink` is handed to ``bridge.prompt`` for one run; `ChannelSink` (the
 channel's ``event_sink``) routes events a bridge reports outside ``prompt`` to the
-session's live run through the :class:`~channelkit.core.runs.RunTable`. Both pass text,
-boundaries, tool calls and presentations to :class:`~channelkit.core.run_events.RunEvents`
-and permission events to :class:`~channelkit.core.permission_requests.PendingRequests`.
+session's live run through the `RunTable`. Both pass text,
+boundaries, tool calls and presentations to `RunEvents`
+and permission events to `PendingRequests`.
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ def format_permission_request(request: PermissionRequest) -> str:
 
 
 def without_reply_commands(prompt: str) -> str:
-    """``prompt`` (a :func:`format_permission_request` text) without its closing
+    """``prompt`` (a `format_permission_request()` text) without its closing
     "Reply with:" block of commands: what a settled prompt keeps of the request."""
     cut = prompt.rfind("\n\n" + REPLY_WITH)
     return prompt[:cut] if cut >= 0 else prompt

@@ -131,7 +131,7 @@ class ChannelPromptOwner:
 
 @dataclass(frozen=True)
 class InboundMessage:
-    """A real human message handed to :meth:`ChannelBase.handle_inbound`."""
+    """A real human message handed to `ChannelBase.handle_inbound()`."""
 
     channel_name: str
     chat_id: str
@@ -216,7 +216,7 @@ class OutputSegmentContext:
 
 
 class QuestionOption(NamedTuple):
-    """An option of a :class:`ChannelUserQuestion` (a ``(label, description)`` pair)."""
+    """An option of a `ChannelUserQuestion` (a ``(label, description)`` pair)."""
 
     label: str
     description: str

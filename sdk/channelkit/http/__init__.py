@@ -1,12 +1,12 @@
 """The hand-written HTTP runtime under the generated platform clients.
 
-- :mod:`channelkit.http.transport`: the shared ``requests.Session`` and explicit timeouts;
-- :mod:`channelkit.http.retry`: the retry policy (Retry-After, backoff, idempotency);
-- :mod:`channelkit.http.errormap`: HTTP status and business codes -> :mod:`channelkit.errors`;
-- :mod:`channelkit.http.auth`: token providers (DingTalk, Feishu, static);
-- :mod:`channelkit.http.model`: ``UNSET``, open enums and the generated models' base;
-- :mod:`channelkit.http.client`: ``BaseClient``, what every generated client runs on;
-- :mod:`channelkit.http.redact`: keeping secrets and tokens out of logs.
+- `channelkit.http.transport`: the shared ``requests.Session`` and explicit timeouts;
+- `channelkit.http.retry`: the retry policy (Retry-After, backoff, idempotency);
+- `channelkit.http.errormap`: HTTP status and business codes -> `channelkit.errors`;
+- `channelkit.http.auth`: token providers (DingTalk, Feishu, static);
+- `channelkit.http.model`: ``UNSET``, open enums and the generated models' base;
+- `channelkit.http.client`: ``BaseClient``, what every generated client runs on;
+- `channelkit.http.redact`: keeping secrets and tokens out of logs.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Token providers used by the generated clients.
 
-A provider hands out the current access token (:meth:`TokenProvider.get_token`) and drops
-it when the platform rejects it (:meth:`TokenProvider.invalidate`); the client then retries
+A provider hands out the current access token (`TokenProvider.get_token()`) and drops
+it when the platform rejects it (`TokenProvider.invalidate()`); the client then retries
 the call once with a fresh token.
 
-:class:`RefreshingTokenProvider` caches the token and refreshes it ahead of expiry, the way
+`RefreshingTokenProvider` caches the token and refreshes it ahead of expiry, the way
 botocore's ``DeferredRefreshableToken`` does:
 
 - outside the *advisory* window the cached token is returned without taking a lock;
@@ -15,10 +15,10 @@ botocore's ``DeferredRefreshableToken`` does:
   token, callers queue on the lock (with a timeout) and exactly one fetches; the rest find
   the fresh token when they get the lock. N concurrent callers cause one token request.
 
-Concrete providers: :class:`DingTalkTokenProvider` (``POST /v1.0/oauth2/accessToken``),
-:class:`FeishuTokenProvider` (``POST /open-apis/auth/v3/tenant_access_token/internal``),
-:class:`BotFrameworkTokenProvider` (Microsoft Teams, OAuth 2.0 client credentials at
-``login.microsoftonline.com``) and :class:`StaticTokenProvider` (Telegram bot token,
+Concrete providers: `DingTalkTokenProvider` (``POST /v1.0/oauth2/accessToken``),
+`FeishuTokenProvider` (``POST /open-apis/auth/v3/tenant_access_token/internal``),
+`BotFrameworkTokenProvider` (Microsoft Teams, OAuth 2.0 client credentials at
+``login.microsoftonline.com``) and `StaticTokenProvider` (Telegram bot token,
 Weixin bot token).
 """
 
@@ -103,7 +103,7 @@ class StaticTokenProvider:
 
 
 class RefreshingTokenProvider(abc.ABC):
-    """Caches a token from :meth:`fetch` and refreshes it ahead of expiry under a lock.
+    """Caches a token from `fetch()` and refreshes it ahead of expiry under a lock.
 
     ``clock`` is a monotonic clock in seconds (inject a fake one in tests).
     """
@@ -241,7 +241,7 @@ class AppCredentialTokenProvider(RefreshingTokenProvider):
     """A token exchanged for an app id + secret with one JSON ``POST``.
 
     Subclasses name the endpoint and the wire fields; the exchange, the error mapping (an
-    auth failure of the token endpoint is an :class:`AuthError`), the response checks and
+    auth failure of the token endpoint is an `AuthError`), the response checks and
     the secret's redaction are shared.
     """
 
@@ -343,7 +343,7 @@ class BotFrameworkTokenProvider(RefreshingTokenProvider):
     and ``expires_in`` (about 3,600 s). ``tenant`` is ``botframework.com`` for multi-tenant
     bots and the Azure AD tenant id for single-tenant ones. The token endpoint is not on
     the Bot Connector host, so ``login_url`` (not the client's ``base_url``) moves it, for
-    example to a local emulator. Rejected credentials raise :class:`AuthError` carrying
+    example to a local emulator. Rejected credentials raise `AuthError` carrying
     Azure AD's ``error`` code, ``error_description`` and ``correlation_id``.
 
     ``BotFrameworkTokenProvider(app_id, app_password, tenant=..., clock=...)``.

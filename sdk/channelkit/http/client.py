@@ -3,14 +3,14 @@
 A generated client is a subclass that declares, as class attributes taken from its OpenAPI
 document, the servers (``SERVERS``), the auth scheme (``AUTH``), the error conventions
 (``ERRORS``) and the JSON schemas of its request bodies (``SCHEMAS``); each generated method
-describes its operation with an :class:`Operation` and calls :meth:`BaseClient._call`.
+describes its operation with an `Operation` and calls `BaseClient._call()`.
 
 One call: check and encode the arguments (a missing or wrong-typed argument raises
-:class:`~channelkit.errors.ConfigurationError` naming it, before any network traffic),
+`ConfigurationError` naming it, before any network traffic),
 optionally validate the body against the spec schema (``validate=True``), then attempt the
-request under the :class:`~channelkit.http.retry.RetryPolicy`, adding the token from the
+request under the `RetryPolicy`, adding the token from the
 token provider on each attempt and invalidating it and retrying once on an
-:class:`~channelkit.errors.AuthError`.
+`AuthError`.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class AuthSpec:
     (``Authorization: Bearer``), ``path-token`` (the path parameter ``parameter``) or
     ``bearer-static`` (a fixed bearer token plus fixed ``headers``); ``prefix`` goes before
     the token in a ``header-token`` header (Discord's ``"Bot "``). ``provider`` names a
-    refreshing provider in :data:`channelkit.http.auth.PROVIDERS`; ``credentials`` are the
+    refreshing provider in `channelkit.http.auth.PROVIDERS`; ``credentials`` are the
     constructor arguments it needs.
     """
 
@@ -88,7 +88,7 @@ class Param:
 
 @dataclass(frozen=True)
 class Operation:
-    """One OpenAPI operation, as the generated method describes it to :meth:`BaseClient._call`."""
+    """One OpenAPI operation, as the generated method describes it to `BaseClient._call()`."""
 
     operation_id: str
     method: str
@@ -128,7 +128,7 @@ class BaseClient:
         bounds the connection; ``(3.05, 10.0)`` unless given. Token fetches get the same.
         Each method also takes ``timeout=`` for one call.
     ``retry``
-        A :class:`~channelkit.http.retry.RetryPolicy` (3 attempts by default).
+        A `RetryPolicy` (3 attempts by default).
     ``validate``
         Validate request bodies against the spec's JSON schema before sending.
     ``session`` / ``max_workers``

@@ -1,18 +1,18 @@
 """Map an HTTP response to the channelkit error hierarchy.
 
 The rules come from the spec's ``x-channelkit-errors`` object (see
-``openapi/CONVENTIONS.md``), held in an :class:`ErrorSpec`:
+``openapi/CONVENTIONS.md``), held in an `ErrorSpec`:
 
-- HTTP status, always: 400/422 :class:`BadRequest`, 401/403 :class:`AuthError`,
-  404 :class:`NotFound`, 429 :class:`RateLimited` (``Retry-After`` in seconds or HTTP-date,
-  or the body's ``retryAfterField``), 5xx :class:`ServerError`, other 4xx :class:`ApiError`.
+- HTTP status, always: 400/422 `BadRequest`, 401/403 `AuthError`,
+  404 `NotFound`, 429 `RateLimited` (``Retry-After`` in seconds or HTTP-date,
+  or the body's ``retryAfterField``), 5xx `ServerError`, other 4xx `ApiError`.
 - A business code (``codeField``) listed in ``authCodes``/``rateLimitCodes`` maps to
   AuthError/RateLimited whatever the status; ``retryableCodes`` to ServerError.
 - On a 2xx, a body whose ``okField`` is not ``true`` or whose code is not in
   ``successValues`` is an error too: BadRequest unless the code is listed above.
 
 The error's text and its ``body`` never carry a registered secret (a token or secret a
-platform echoed back): both are scrubbed with :func:`~channelkit.http.redact.redact_value`.
+platform echoed back): both are scrubbed with `redact_value()`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """Runtime support for the generated models: ``UNSET``, open enums, codecs and ``Model``.
 
-Generated models are stdlib dataclasses deriving :class:`Model`, which offers the
+Generated models are stdlib dataclasses deriving `Model`, which offers the
 ``dataclasses_json.DataClassJsonMixin`` interface (``to_json``/``from_json``/``schema`` work
 as usual) without importing dataclasses-json until one of those is first called. Each
 field carries its wire name (the dataclasses-json ``field_name`` alias) and a *codec*
 describing its JSON shape. ``Model.from_dict``/``Model.to_dict`` walk those codecs instead of
 dataclasses-json's reflection so that
 
-- an absent field is :data:`UNSET` (distinct from ``None``, which is JSON ``null``) and is
+- an absent field is `UNSET` (distinct from ``None``, which is JSON ``null``) and is
   left out of ``to_dict``;
 - unknown wire fields land in ``extra_fields`` and are written back by ``to_dict``;
 - enums are *open*: a value the SDK has not seen is kept as its raw string/int;
-- bad data raises :class:`~channelkit.errors.DeserializationError` naming the field path,
+- bad data raises `DeserializationError` naming the field path,
   e.g. ``result.deliverResults[0].success``.
 """
 
@@ -53,7 +53,7 @@ M = TypeVar("M", bound="Model")
 
 
 class UnsetType(enum.Enum):
-    """Type of :data:`UNSET`: the value of an optional field that is absent on the wire."""
+    """Type of `UNSET`: the value of an optional field that is absent on the wire."""
 
     UNSET = "UNSET"
 
@@ -70,7 +70,7 @@ UNSET: Final = UnsetType.UNSET
 
 class OpenEnum(enum.Enum):
     """Base of generated enums, which are open: an unlisted value decodes to the raw
-    string or integer instead of failing (see :class:`EnumCodec`)."""
+    string or integer instead of failing (see `EnumCodec`)."""
 
     @classmethod
     def decode(cls, value: Any) -> Any:
@@ -106,8 +106,8 @@ def _kind(value: Any) -> str:
 class Codec:
     """Converts one JSON value to its Python form (``decode``) and back (``encode``).
 
-    ``decode`` raises :class:`DeserializationError`; ``encode`` raises
-    :class:`ConfigurationError`; both name ``path``.
+    ``decode`` raises `DeserializationError`; ``encode`` raises
+    `ConfigurationError`; both name ``path``.
     """
 
     description = "any value"
@@ -341,7 +341,7 @@ def _is_unset(value: Any) -> bool:
 
 
 def _mixin() -> type[DataClassJsonMixin]:
-    """dataclasses-json's mixin, imported on first use; :class:`Model` is registered as its
+    """dataclasses-json's mixin, imported on first use; `Model` is registered as its
     virtual subclass so dataclasses-json treats nested models as its own."""
     from dataclasses_json import DataClassJsonMixin
 
@@ -426,26 +426,26 @@ class Model:
     def from_dict(cls: type[M], kvs: Any, *, infer_missing: bool = False) -> M:
         """Build the model from its JSON (wire-name) form; unknown fields are kept.
 
-        Raises :class:`~channelkit.errors.DeserializationError` naming the bad field's path.
+        Raises `DeserializationError` naming the bad field's path.
         """
         return cls._decode(kvs, "")
 
     def to_dict(self, encode_json: bool = False) -> dict[str, Any]:
         """The JSON (wire-name) form: UNSET fields left out, unknown fields written back.
 
-        Raises :class:`~channelkit.errors.ConfigurationError` naming a field of the wrong type.
+        Raises `ConfigurationError` naming a field of the wrong type.
         """
         return self._encode("")
 
     def to_json(self, **kw: Any) -> str:
-        """JSON text of :meth:`to_dict` (dataclasses-json's ``to_json``; same keywords)."""
+        """JSON text of `to_dict()` (dataclasses-json's ``to_json``; same keywords)."""
         mixin: Any = _mixin()
         text: str = mixin.to_json(self, **kw)
         return text
 
     @classmethod
     def from_json(cls: type[M], s: str | bytes | bytearray, **kw: Any) -> M:
-        """Parse JSON text and :meth:`from_dict` it (dataclasses-json's ``from_json``)."""
+        """Parse JSON text and `from_dict()` it (dataclasses-json's ``from_json``)."""
         mixin: Any = _mixin()
         model: M = mixin.from_json.__func__(cls, s, **kw)
         return model

@@ -1,13 +1,13 @@
 """Keep secrets and tokens out of logs.
 
-- :func:`redact_headers` masks credential headers (``Authorization``,
+- `redact_headers()` masks credential headers (``Authorization``,
   ``x-acs-dingtalk-access-token``, ...) plus any names given.
-- :func:`redact_fields` masks JSON fields by name (``appSecret``, ``app_secret``, ...).
-- :func:`redact_url` masks a Telegram-style ``/bot<token>/`` path segment and credential
+- `redact_fields()` masks JSON fields by name (``appSecret``, ``app_secret``, ...).
+- `redact_url()` masks a Telegram-style ``/bot<token>/`` path segment and credential
   query parameters.
-- :class:`RedactingFilter` is a ``logging.Filter`` that replaces registered secret values in
+- `RedactingFilter` is a ``logging.Filter`` that replaces registered secret values in
   every record that passes through it; clients register their tokens with it.
-- :func:`redact_value` scrubs a JSON value (a platform's error body) of registered
+- `redact_value()` scrubs a JSON value (a platform's error body) of registered
   secrets and secret-named fields, for the text and attributes of an exception.
 """
 
@@ -106,8 +106,8 @@ def redact_text(text: str, secrets: Iterable[str]) -> str:
 
 def redact_value(value: Any) -> Any:
     """A deep copy of a JSON value without registered secrets: every string scrubbed by
-    :data:`REDACTOR` (a platform echoing a token or secret back in an error body) and
-    secret-named fields masked (see :func:`redact_fields`)."""
+    `REDACTOR` (a platform echoing a token or secret back in an error body) and
+    secret-named fields masked (see `redact_fields()`)."""
     return _scrub(redact_fields(value))
 
 
@@ -125,7 +125,7 @@ class RedactingFilter(logging.Filter):
     """A logging filter that scrubs registered secret values from log records.
 
     Attach it to a handler (``handler.addFilter(RedactingFilter())``) or logger; call
-    :meth:`add` with each token or secret as it becomes known. Thread-safe; remembers the
+    `add()` with each token or secret as it becomes known. Thread-safe; remembers the
     ``maxsize`` most recently added values.
     """
 
@@ -184,7 +184,7 @@ REDACTED_LOGGERS = ("channelkit", "urllib3", "requests")
 
 
 def _install_default_redaction() -> None:
-    """Redact every record of :data:`REDACTED_LOGGERS` (and their children) at creation.
+    """Redact every record of `REDACTED_LOGGERS` (and their children) at creation.
 
     A logger filter would only see records of that exact logger, so the record factory
     is wrapped once instead; records of other loggers are untouched.

@@ -2,23 +2,23 @@
 
 Retried, up to ``max_attempts`` attempts in total:
 
-- :class:`~channelkit.errors.TransportError` (connect/read timeout, connection reset);
-- :class:`~channelkit.errors.RateLimited` (HTTP 429 or a rate-limit business code), waiting
+- `TransportError` (connect/read timeout, connection reset);
+- `RateLimited` (HTTP 429 or a rate-limit business code), waiting
   ``Retry-After`` (delta-seconds or HTTP-date) when given. A wait longer than
   ``retry_after_cap`` is *not* slept: the error is raised at once with its ``retry_after``
   so the caller can reschedule instead of blocking a worker;
-- :class:`~channelkit.errors.ServerError` (HTTP 5xx), with capped exponential backoff and
+- `ServerError` (HTTP 5xx), with capped exponential backoff and
   "equal jitter": ``d/2 + random() * d/2`` where ``d = min(cap, base * 2**(attempt-1))``.
 
 Only idempotent operations are retried: GET/PUT/DELETE/HEAD/OPTIONS, and a POST only when
 the spec marks it ``x-channelkit-idempotent``. ``sleep`` and ``clock`` are injected so that
 tests never sleep.
 
-:func:`failed_before_sending` tells a transport failure that happened before the request
+`failed_before_sending()` tells a transport failure that happened before the request
 left (connect timeout, connection refused or reset while connecting, name resolution)
 from one after it was sent (read timeout, reset while waiting for the answer), for
 callers that retry non-idempotent sends themselves
-(:mod:`channelkit.platforms.common.delivery`).
+(`channelkit.platforms.common.delivery`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ _NOT_CONNECTED = frozenset(
 
 
 def failed_before_sending(error: BaseException) -> bool:
-    """True when ``error`` (a :class:`~channelkit.errors.TransportError`) happened before
+    """True when ``error`` (a `TransportError`) happened before
     the request was sent: a connect timeout, or a connection refused, reset or unreachable
     while connecting. A read timeout or a reset while the answer was awaited is False
     (the platform may have acted on the request).

@@ -3,7 +3,7 @@
 The session is created once, its adapters mounted once with a connection pool sized to the
 worker count, and never mutated afterwards (headers and auth go on each request), which is
 what makes sharing it between pool threads safe. requests' exceptions become
-:class:`~channelkit.errors.TransportError`. ``requests`` (and urllib3 under it) is imported
+`TransportError`. ``requests`` (and urllib3 under it) is imported
 when the first session is made, not when this module is imported.
 
 Every request carries an explicit ``(connect, total)`` timeout: ``connect`` bounds
@@ -11,7 +11,7 @@ establishing the connection, ``total`` is the overall deadline of the whole exch
 connect, send, the status line, the headers and every byte of the body. A peer that
 trickles its answer (even its status line, one byte a second) fails at that deadline:
 the sessions made here read every answer through a socket reader whose timeout is the
-time left (:class:`_DeadlineResponse`); the body is also checked against the deadline
+time left (`_DeadlineResponse`); the body is also checked against the deadline
 between reads, which is all a ``requests.Session`` passed in from outside gets. A single
 number ``t`` means ``(min(3.05, t), t)``. The default is ``(3.05, 10.0)``: 10 s overall.
 """
@@ -124,8 +124,8 @@ def _deadline_response_class() -> type:
     import http.client
 
     class _DeadlineResponse(http.client.HTTPResponse):
-        """``http.client``'s response reading through a :class:`_DeadlineReader` when the
-        sending thread set a deadline (see :meth:`Transport.request`)."""
+        """``http.client``'s response reading through a `_DeadlineReader` when the
+        sending thread set a deadline (see `Transport.request()`)."""
 
         def __init__(self, sock: Any, *args: Any, **kwargs: Any) -> None:
             super().__init__(sock, *args, **kwargs)
@@ -171,7 +171,7 @@ def _deadline_pools() -> dict[str, type]:
 def make_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
     """A ``requests.Session`` whose connection pool holds ``pool_size`` connections per host.
 
-    urllib3 retries are disabled: retrying is the SDK's job (:mod:`channelkit.http.retry`).
+    urllib3 retries are disabled: retrying is the SDK's job (`channelkit.http.retry`).
     """
     if pool_size < 1:
         raise ConfigurationError("must be at least 1", "pool_size")
@@ -258,8 +258,8 @@ class Transport:
 
         ``json_body`` is sent as JSON when ``has_body`` is true; ``form_body`` (used by the
         OAuth token endpoints) as ``application/x-www-form-urlencoded``. Raises
-        :class:`TransportError` when no response arrived: :class:`ConnectTimeout` or
-        :class:`ReadTimeout` (both ``timeout=True`` and builtin ``TimeoutError``) on a timeout.
+        `TransportError` when no response arrived: `ConnectTimeout` or
+        `ReadTimeout` (both ``timeout=True`` and builtin ``TimeoutError``) on a timeout.
         """
         import requests
         import urllib3

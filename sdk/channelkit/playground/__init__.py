@@ -1,8 +1,8 @@
 """channelkit.playground: a local platform emulator, a chat page and a demo agent.
 
-``channelkit playground`` (or :class:`Playground` from code) runs everything in one
+``channelkit playground`` (or `Playground` from code) runs everything in one
 process on 127.0.0.1 without credentials. Tests start just the emulator with
-:class:`EmulatorServer`. See docs/playground.md.
+`EmulatorServer`. See docs/playground.md.
 """
 
 from __future__ import annotations

@@ -102,16 +102,16 @@ class Playground:
     ``"weixin"``, or any platform registered with an emulator (``register_platform``; the
     registry is read when the playground is built). ``agent``:
     None (the demo agent), an ACP command line (``"qwen --acp"``; run through
-    ``AcpBridge``) or any :class:`AgentBridge`. ``port`` 0 picks a free port.
+    ``AcpBridge``) or any `AgentBridge`. ``port`` 0 picks a free port.
     ``demo_delay`` paces the demo agent's streaming. ``clock`` is given to the channel: with a
-    :class:`~channelkit.runtime.FakeClock` whose wall time starts at the real time,
+    `FakeClock` whose wall time starts at the real time,
     timers (question expiry, card flushes, typing keep-alive) fire only when the test
     advances it. ``feishu_encrypt_key`` (Feishu only; None = plain callbacks) encrypts
     and signs the emulator's callbacks. ``ingress``: how the channel receives (see
-    :data:`INGRESS`; None = the platform's default). ``instances`` > 1 (DingTalk, HTTP
+    `INGRESS`; None = the platform's default). ``instances`` > 1 (DingTalk, HTTP
     ingress): that many SDK instances of the bot share a state store (``state``, a
     ``redis://`` URL, else one MemoryStore) and receive the callbacks in turn
-    (:mod:`channelkit.playground.instances`). ``channel_options`` overrides fields of the
+    (`channelkit.playground.instances`). ``channel_options`` overrides fields of the
     channel's `ChannelConfig` (e.g. ``{"max_concurrent_runs": 1}`` to see runs queue).
     """
 

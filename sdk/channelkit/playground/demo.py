@@ -61,7 +61,7 @@ def _words(text: str) -> Iterator[str]:
 class DemoAgent:
     """The demo's behaviour; ``delay`` is the pause between streamed words (seconds).
 
-    Pauses wait on an event that :meth:`stop` sets, so closing never hangs.
+    Pauses wait on an event that `stop()` sets, so closing never hangs.
     """
 
     def __init__(self, delay: float = 0.06, long_seconds: float = 60.0) -> None:
@@ -132,7 +132,7 @@ class DemoAgent:
 
 
 def demo_agent(delay: float = 0.06, long_seconds: float = 60.0) -> FunctionAgent:
-    """A :class:`FunctionAgent` running :class:`DemoAgent`."""
+    """A `FunctionAgent` running `DemoAgent`."""
     demo = DemoAgent(delay=delay, long_seconds=long_seconds)
     agent = FunctionAgent(demo, question_timeout=600.0, name="channelkit-demo")
     agent.demo = demo  # type: ignore[attr-defined]

@@ -14,7 +14,7 @@ Paths and bodies follow ``openapi/dingtalk.json``:
 
 User input goes back to the SDK as the platform would send it. In Stream mode (the bot
 called ``POST /v1.0/gateway/connections/open``, no token: see
-:mod:`channelkit.playground.stream_gateway`) robot messages are ``CALLBACK`` frames on
+`channelkit.playground.stream_gateway`) robot messages are ``CALLBACK`` frames on
 the bot's WebSocket, and so are the actions on cards created with ``callbackType:
 "STREAM"``. Otherwise a robot message goes to the robot callback URL signed with
 ``timestamp``/``sign`` headers, and card actions to the registered card callback URL

@@ -136,9 +136,9 @@ def redact(value: Any) -> Any:
 class EmulatorBase:
     """State, recording and the WSGI plumbing every platform emulator shares.
 
-    Subclasses implement :meth:`handle_api` (the platform paths) and
-    :meth:`handle_control` (``/_emulator/...`` actions specific to the platform).
-    Everything is guarded by one lock; :meth:`wait_for_change` lets the page long-poll.
+    Subclasses implement `handle_api()` (the platform paths) and
+    `handle_control()` (``/_emulator/...`` actions specific to the platform).
+    Everything is guarded by one lock; `wait_for_change()` lets the page long-poll.
     """
 
     platform = "generic"
@@ -305,7 +305,7 @@ class EmulatorBase:
 
         ``waitingCards`` are the cards and messages whose question waits for the person's
         answer (views with ``awaitsAnswer``); ``requestPending`` is
-        :attr:`request_pending`'s answer; ``waiting`` is either. While it is true the run
+        `request_pending`'s answer; ``waiting`` is either. While it is true the run
         is the person's turn, so the page shows no working indicator (whatever reaction
         or status stays on).
         """
@@ -338,7 +338,7 @@ class EmulatorBase:
             return False
 
     def extra_state(self) -> dict[str, Any]:
-        """Platform-specific additions to :meth:`state` (lock held)."""
+        """Platform-specific additions to `state()` (lock held)."""
         return {}
 
     def wait_for_change(self, since: int, timeout: float) -> int:
@@ -428,7 +428,7 @@ class EmulatorBase:
         """Answer a platform API call; None when the path is not the platform's.
 
         By default the body is parsed as JSON (None when it is not), handed to
-        :meth:`handle_json_api`, and an answered call is recorded.
+        `handle_json_api()`, and an answered call is recorded.
         """
         data = parse_json_body(body)
         reply = self.handle_json_api(method, path, query, headers, data)

@@ -2,11 +2,11 @@
 of one DingTalk bot sharing a state store, behind the emulator's round robin.
 
 Instance 0 is the playground's own channel (served on the playground's port); each
-other instance is a :class:`~channelkit.platforms.dingtalk.DingtalkChannel` with its own
+other instance is a `DingtalkChannel` with its own
 pools, served by its own HTTP server on 127.0.0.1. With ``state`` (a ``redis://`` URL)
-each instance opens its own :class:`~channelkit.state.RedisStore` in a fresh namespace,
+each instance opens its own `RedisStore` in a fresh namespace,
 as separate processes would; without it they share one
-:class:`~channelkit.state.MemoryStore`. The emulator delivers its HTTP callbacks to the
+`MemoryStore`. The emulator delivers its HTTP callbacks to the
 instances in turn and records which one received each (``GET /_emulator/callbacks``).
 """
 

@@ -69,8 +69,8 @@ class _Swappable:
 class LocalServer:
     """A threaded WSGI server on ``host:port`` (port 0 = a free port) in a daemon thread.
 
-    Bind first (``port`` and ``url`` are known at once), then :meth:`start` with the app.
-    Use as a context manager or call :meth:`stop`.
+    Bind first (``port`` and ``url`` are known at once), then `start()` with the app.
+    Use as a context manager or call `stop()`.
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -105,7 +105,7 @@ class LocalServer:
         ``KeyboardInterrupt`` here, on the calling (main) thread.
 
         The server itself runs on its daemon thread and keeps answering until
-        :meth:`stop`, so shutdown work that calls back into it (the playground's channel
+        `stop()`, so shutdown work that calls back into it (the playground's channel
         finalizing its cards on the emulator this server hosts) is answered at once
         instead of waiting for a request timeout.
         """

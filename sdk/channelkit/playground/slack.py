@@ -12,7 +12,7 @@ Methods (``POST /<method>`` with JSON bodies, ``Authorization: Bearer <token>``;
   ``ts``: ``already_pinned`` / ``no_pin`` for a repeat, ``message_not_found`` for an
   unknown one; the list has the latest pin first; the page marks pinned messages);
 * ``apps.connections.open`` with the app-level token: a one-time Socket Mode URL
-  (:mod:`channelkit.playground.slack_gateway`).
+  (`channelkit.playground.slack_gateway`).
 
 A wrong token is ``invalid_auth``. The person's messages become ``message`` events in a
 direct message; clicks on buttons (Stop, a form's Submit / Cancel, presentation buttons)

@@ -1,19 +1,19 @@
 """The Slack emulator's Socket Mode gateway: one-time URLs, a WebSocket server, envelopes.
 
 ``POST /apps.connections.open`` (answered by the Slack emulator with the app-level token)
-calls :meth:`SlackSocketGateway.open`: it starts the WebSocket server on 127.0.0.1 on
-first use (:class:`~channelkit.playground.ws_gateway.WsGateway`) and answers a URL with a
+calls `SlackSocketGateway.open()`: it starts the WebSocket server on 127.0.0.1 on
+first use (`WsGateway`) and answers a URL with a
 one-time ticket. A handshake without a valid ticket is refused with HTTP 401. Every
 connection is greeted with a ``hello`` envelope.
 
-:meth:`SlackSocketGateway.deliver` sends an envelope (``events_api`` or ``interactive``,
+`SlackSocketGateway.deliver()` sends an envelope (``events_api`` or ``interactive``,
 a fresh ``envelope_id``) to the app's live connection and waits for its ACK
 ``{"envelope_id": ...}``. An envelope not ACKed when the connection ended is sent again
 on the next connection; a delivery gives up after ``ack_timeout`` seconds.
 
-Faults for tests: :meth:`disconnect` (the ``disconnect`` envelope Slack sends before
-closing), and the base's :meth:`~WsGateway.drop`, :meth:`~WsGateway.send_raw` (garbage),
-:meth:`~WsGateway.refuse_handshakes` and :meth:`~WsGateway.lose_acks`.
+Faults for tests: `disconnect()` (the ``disconnect`` envelope Slack sends before
+closing), and the base's `drop()`, `send_raw()` (garbage),
+`refuse_handshakes()` and `lose_acks()`.
 """
 
 from __future__ import annotations

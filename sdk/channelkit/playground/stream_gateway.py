@@ -1,21 +1,21 @@
 """The DingTalk emulator's Stream mode gateway: tickets, a WebSocket server, CALLBACK frames.
 
 ``POST /v1.0/gateway/connections/open`` (answered by the DingTalk emulator) calls
-:meth:`StreamGateway.open`: it starts the WebSocket server on 127.0.0.1 on first use
+`StreamGateway.open()`: it starts the WebSocket server on 127.0.0.1 on first use
 (``websockets.sync.server`` in a daemon thread), remembers the subscriptions and issues
 a one-time ticket valid for ``ticket_lifetime`` seconds. A handshake without a valid
 ticket is refused with HTTP 401.
 
-:meth:`StreamGateway.deliver` sends a ``CALLBACK`` frame (a fresh ``messageId``) to the
+`StreamGateway.deliver()` sends a ``CALLBACK`` frame (a fresh ``messageId``) to the
 bot's live connection and waits for its ACK. A frame that was not ACKed when the
 connection ended is sent again on the next connection (the same ``messageId``), as
 DingTalk redelivers; a delivery gives up after ``ack_timeout`` seconds (status 0).
 
-Faults for tests: :meth:`drop` (the socket dies, no close frame), :meth:`disconnect`
-(the ``SYSTEM`` ``disconnect`` frame), :meth:`refuse_handshakes` (the next n handshakes
-get HTTP 503), :meth:`expire_tickets` and :meth:`expire_next_tickets` (HTTP 401),
-:meth:`send_raw` (any text, e.g. garbage JSON), :meth:`lose_acks` (the next n ACKs are
-dropped with the connection, so their frames are redelivered) and :meth:`ping` (a
+Faults for tests: `drop()` (the socket dies, no close frame), `disconnect()`
+(the ``SYSTEM`` ``disconnect`` frame), `refuse_handshakes()` (the next n handshakes
+get HTTP 503), `expire_tickets()` and `expire_next_tickets()` (HTTP 401),
+`send_raw()` (any text, e.g. garbage JSON), `lose_acks()` (the next n ACKs are
+dropped with the connection, so their frames are redelivered) and `ping()` (a
 ``SYSTEM`` ``ping``; returns the echoed data).
 """
 

@@ -7,7 +7,7 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
 * ``getMe``, ``setWebhook`` (the URL and ``secret_token`` user input is delivered to),
   ``deleteWebhook``, ``setMyCommands`` (the command menu);
 * ``getUpdates`` (long polling: ``offset`` confirms every lower ``update_id``,
-  ``timeout`` waits at most :data:`MAX_POLL_SECONDS` for the first update, ``limit``,
+  ``timeout`` waits at most `MAX_POLL_SECONDS` for the first update, ``limit``,
   ``allowed_updates``; 409 Conflict while a webhook is set);
 * ``sendMessage`` (text 1-4,096 characters, inline keyboards with ``callback_data`` of
   1-64 bytes), ``editMessageText`` (no keyboard in the edit removes it; an identical edit
@@ -16,14 +16,14 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
   (``pinned_message``: the most recently pinned message still pinned);
 * ``sendMessageDraft`` (private chat; ``draft_id`` non-zero, text 0-4,096 characters,
   empty: the "Thinking..." placeholder): the chat view shows the draft, replaced by the
-  bot's next ``sendMessage`` (:mod:`channelkit.playground.telegram_drafts`);
+  bot's next ``sendMessage`` (`channelkit.playground.telegram_drafts`);
 * ``sendChatAction`` (``typing`` is shown for 5 s, or until the bot's next message, as
   Telegram clients do); ``answerCallbackQuery`` (once per tap; its text is shown as a
   toast on the tapped message).
 
 A wrong token is ``401 Unauthorized``. User messages and button taps become ``Update``
 objects: POSTed to the webhook with the ``X-Telegram-Bot-Api-Secret-Token`` header while
-one is set, else queued for ``getUpdates`` (at most :data:`MAX_PENDING_UPDATES`).
+one is set, else queued for ``getUpdates`` (at most `MAX_PENDING_UPDATES`).
 ``GET /_emulator/callbacks`` records each delivery with its ``transport`` (``webhook`` or
 ``polling``; a polled one also says whether ``getUpdates`` has ``fetched`` it).
 """

@@ -1,10 +1,10 @@
 """``sendMessageDraft`` in the Telegram emulator: the bot's message while it is written.
 
-:class:`DraftChat` is mixed into :class:`~channelkit.playground.telegram.TelegramEmulator`.
+`DraftChat` is mixed into `TelegramEmulator`.
 A draft (private chat; ``draft_id`` non-zero; text 0-4,096 characters, empty: the
 "Thinking..." placeholder) is shown in the chat view until the bot's next ``sendMessage``
-replaces it, or for :data:`DRAFT_SECONDS` without a newer draft (Telegram: a 30-second
-preview). Every draft shown is kept with its arrival time (:meth:`DraftChat.drafts`).
+replaces it, or for `DRAFT_SECONDS` without a newer draft (Telegram: a 30-second
+preview). Every draft shown is kept with its arrival time (`DraftChat.drafts()`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__ = ["DRAFT_SECONDS", "MAX_DRAFTS", "DraftChat"]
 
 #: How long a draft stays visible without a newer one (seconds).
 DRAFT_SECONDS = 30.0
-#: Drafts remembered by :meth:`DraftChat.drafts` (oldest dropped).
+#: Drafts remembered by `DraftChat.drafts()` (oldest dropped).
 MAX_DRAFTS = 1_000
 _MAX_TEXT = 4096
 

@@ -6,7 +6,7 @@ with ``ret`` 0 on success, else ``{"ret": N, "errcode": N, "errmsg": "..."}``):
 * ``/ilink/bot/getupdates`` ``{get_updates_buf, base_info}``: the long poll. The cursor
   (``get_updates_buf``, empty at first) confirms every message before it; the call
   answers at once when messages wait after the cursor, else it is held until one
-  arrives (woken at once) or :attr:`WeixinEmulator.hold_seconds` pass (then ``msgs``
+  arrives (woken at once) or `WeixinEmulator.hold_seconds` pass (then ``msgs``
   is empty). Every answer carries the next cursor and ``longpolling_timeout_ms``.
   Unconfirmed messages are answered again to a poll that repeats the old cursor.
 * ``/ilink/bot/sendmessage`` ``{msg: {to_user_id, from_user_id: "", client_id,
@@ -14,21 +14,21 @@ with ``ret`` 0 on success, else ``{"ret": N, "errcode": N, "errmsg": "..."}``):
   {text}}]}, base_info}``: a plain-text bubble in the chat (``context_token`` must be
   one the person's messages carried).
 * ``/ilink/bot/getconfig`` ``{ilink_user_id, context_token?, base_info}``: the user's
-  ``typing_ticket`` (the same one until :meth:`WeixinEmulator.reset`).
+  ``typing_ticket`` (the same one until `WeixinEmulator.reset()`).
 * ``/ilink/bot/sendtyping`` ``{ilink_user_id, typing_ticket, status, base_info}``:
   status 1 shows "typing" until status 2 cancels it (there is no lapse: the channel
   sends no keep-alive, and the emulator shows exactly the state it was told).
 
 Every call must carry the iLink headers: ``Authorization: Bearer <bot_token>`` with
 ``AuthorizationType: ilink_bot_token`` (anything else, or a session expired with
-:meth:`WeixinEmulator.expire_session`, answers ``ret`` / ``errcode`` -14, "session
+`WeixinEmulator.expire_session()`, answers ``ret`` / ``errcode`` -14, "session
 timeout", as iLink answers a bot whose login is no longer valid), ``iLink-App-Id:
 bot``, ``iLink-App-ClientVersion`` (``base_info.channel_version`` packed as
 ``0x00MMNNPP``) and ``X-WECHAT-UIN`` (base64 of 4 bytes). A malformed request answers
 ``ret`` -2 with ``errmsg`` naming the field (the emulator's code: iLink documents none).
 
 The person's messages (``POST /_emulator/send``) wait for ``getupdates`` (at most
-:data:`MAX_PENDING_MESSAGES`; past that the oldest unfetched one is dropped with a
+`MAX_PENDING_MESSAGES`; past that the oldest unfetched one is dropped with a
 warning and its delivery marked ``dropped``); ``GET /_emulator/callbacks`` records each
 with ``transport: "polling"`` and whether a poll has ``fetched`` it.
 ``POST /_emulator/redeliver`` ``{"msgId"}`` queues a message again unchanged (same
@@ -495,13 +495,13 @@ class WeixinEmulator(EmulatorBase):
 
     def expire_session(self) -> None:
         """End the bot's session: every call (a held ``getupdates`` at once) answers
-        ``errcode`` -14 until :meth:`restore_session`."""
+        ``errcode`` -14 until `restore_session()`."""
         with self._lock:
             self._expired = True
             self._touch()
 
     def restore_session(self) -> None:
-        """Accept the bot token again after :meth:`expire_session`."""
+        """Accept the bot token again after `expire_session()`."""
         with self._lock:
             self._expired = False
             self._touch()

@@ -1,15 +1,15 @@
 """The plumbing shared by the emulators' WebSocket gateways.
 
-:class:`WsGateway` is the base of the DingTalk Stream mode gateway
-(:mod:`channelkit.playground.stream_gateway`) and the Feishu long-connection gateway
-(:mod:`channelkit.playground.feishu.gateway`): a ``websockets.sync.server`` on
+`WsGateway` is the base of the DingTalk Stream mode gateway
+(`channelkit.playground.stream_gateway`) and the Feishu long-connection gateway
+(`channelkit.playground.feishu.gateway`): a ``websockets.sync.server`` on
 127.0.0.1 started on first use in a daemon thread, one live bot connection (a new one
 replaces it), frames kept until their ACK (sent again on the next connection when the
 connection ended first), bounded ACK bookkeeping and the faults tests inject
-(:meth:`~WsGateway.drop`, :meth:`~WsGateway.refuse_handshakes`,
-:meth:`~WsGateway.send_raw`, :meth:`~WsGateway.lose_acks`,
-:meth:`~WsGateway.redeliver`). A subclass admits handshakes (:meth:`WsGateway._admit`),
-reads frames (:meth:`WsGateway._on_frame`) and builds what it delivers.
+(`drop()`, `refuse_handshakes()`,
+`send_raw()`, `lose_acks()`,
+`redeliver()`). A subclass admits handshakes (`WsGateway._admit()`),
+reads frames (`WsGateway._on_frame()`) and builds what it delivers.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ Frame = str | bytes
 
 
 def bounded_put(store: OrderedDict[str, Any], key: str, value: Any) -> None:
-    """``store[key] = value``, dropping the oldest entries beyond :data:`MAX_KEPT`."""
+    """``store[key] = value``, dropping the oldest entries beyond `MAX_KEPT`."""
     store[key] = value
     while len(store) > MAX_KEPT:
         store.popitem(last=False)
@@ -156,7 +156,7 @@ class WsGateway(Generic[AckT]):
 
     def _record_ack(self, connection: Any, message_id: str, ack: AckT) -> None:
         """Store the ACK of ``message_id`` (its frames are done with), unless a
-        :meth:`lose_acks` fault loses it with the connection."""
+        `lose_acks()` fault loses it with the connection."""
         with self._cond:
             lose = self._lose > 0 and message_id in self._pending
             if lose:
@@ -261,7 +261,7 @@ class WsGateway(Generic[AckT]):
                 self._cond.notify_all()
 
     def _on_frame(self, connection: Any, raw: Frame) -> None:
-        """Read one frame from the bot (an ACK goes to :meth:`_record_ack`)."""
+        """Read one frame from the bot (an ACK goes to `_record_ack()`)."""
         raise NotImplementedError
 
     def close(self) -> None:

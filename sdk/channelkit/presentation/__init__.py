@@ -1,17 +1,18 @@
 """channelkit.presentation: semantic message presentation.
 
-Build a :class:`MessagePresentation` (title, tone, blocks of text / context / divider /
-buttons / select), put it in a :class:`ReplyPayload` with optional :class:`Delivery`
-metadata (pin), and :func:`~channelkit.presentation.outbound.deliver` it: the platform's
-declared :class:`PresentationCapabilities` drive :func:`adapt` (unsupported parts
+Build a `MessagePresentation` (title, tone, blocks of text / context / divider /
+buttons / select), put it in a `ReplyPayload` with optional `Delivery`
+metadata (pin), and `deliver()` it: the platform's
+declared `PresentationCapabilities` drive `adapt()` (unsupported parts
 degrade to readable text, limits are applied), then the platform renderer produces the
-native payload. :func:`render_fallback_text` is the plain-text form.
+native payload. `render_fallback_text()` is the plain-text form.
 
 See docs/presentation.md.
 """
 
 from __future__ import annotations
 
+from channelkit.errors import DeliveryPinError, PresentationError
 from channelkit.presentation.adapt import adapt, button_fallback_label
 from channelkit.presentation.capabilities import (
     ActionLimits,
@@ -21,7 +22,6 @@ from channelkit.presentation.capabilities import (
     SelectLimits,
     TextLimits,
 )
-from channelkit.errors import DeliveryPinError, PresentationError
 from channelkit.presentation.fallback import render_fallback_text
 from channelkit.presentation.model import (
     Block,

@@ -1,6 +1,6 @@
 """Field checks shared by the presentation model's constructors and ``from_dict``.
 
-Each raises :class:`~channelkit.errors.PresentationError` naming the field.
+Each raises `PresentationError` naming the field.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ Order of operations (see docs/presentation.md):
    ones) up to ``max_message_length`` and cut past it (cut at ``max_length`` when no
    message length is declared); the generated lists are split into several blocks
    (never losing a label). Cuts fall on grapheme-cluster boundaries (no emoji sequence,
-   flag or combining mark is split; see :mod:`channelkit.presentation.text`).
+   flag or combining mark is split; see `channelkit.presentation.text`).
 
 Link buttons keep their ``url`` only when it is an http(s) URL or one of the channel's
-declared ``link_schemes`` (:mod:`channelkit.presentation.links`); otherwise the link is
+declared ``link_schemes`` (`channelkit.presentation.links`); otherwise the link is
 dropped with a logged warning and the button reads as its plain label.
 
 The function is pure and deterministic, and ``adapt(adapt(p, c), c) == adapt(p, c)``.
@@ -60,7 +60,7 @@ def button_fallback_label(button: Button, schemes: tuple[str, ...] = WEB_SCHEMES
 
     Callback values are never shown; a disabled button shows its label only, and so
     does a link whose scheme is not in ``schemes`` (see
-    :mod:`channelkit.presentation.links`).
+    `channelkit.presentation.links`).
     """
     if button.disabled:
         return button.label

@@ -1,5 +1,5 @@
-"""What a channel can render (:class:`PresentationCapabilities`) and do after sending
-(:class:`DeliveryCapabilities`).
+"""What a channel can render (`PresentationCapabilities`) and do after sending
+(`DeliveryCapabilities`).
 
 Flags default to "supported"; every limit defaults to ``None`` (no limit). A limit, when
 given, must be a positive integer.
@@ -67,7 +67,7 @@ class ActionLimits:
     may use (lowercase, without ``:``); ``http`` and ``https`` always, plus a platform's
     own documented schemes (Telegram ``tg``). Any other link (``javascript:``,
     ``data:``, relative, ``mailto:``...) never becomes a link: see
-    :func:`~channelkit.presentation.links.is_safe_link`.
+    `is_safe_link()`.
     """
 
     max_actions: int | None = None
@@ -233,7 +233,7 @@ class PresentationCapabilities:
 class DeliveryCapabilities:
     """What a channel can do with a delivered message: ``pin`` it, and whether its pin
     call can notify members (``pin_notify``: Telegram's ``disable_notification``). Where
-    ``pin_notify`` is False a :class:`~channelkit.presentation.model.PinRequest`'s
+    ``pin_notify`` is False a `PinRequest`'s
     ``notify`` is ignored (logged at debug level): the platform has no such switch.
     ``unpin`` and ``list_pins``: the sender also has ``unpin(target, message_id)`` and
     ``pins(target)`` (the ids of the chat's pinned messages)."""

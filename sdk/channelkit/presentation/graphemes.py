@@ -8,8 +8,8 @@ sequence) or a Hangul syllable spelled with conjoining jamo. Cutting inside one 
 broken glyph, a stray modifier, or half a flag showing a different country.
 
 The standard library has no grapheme segmentation and the SDK adds no dependency for
-it, so :func:`is_boundary` implements the rules that matter for cutting text, using
-only :mod:`unicodedata` categories and fixed code-point ranges:
+it, so `is_boundary()` implements the rules that matter for cutting text, using
+only `unicodedata` categories and fixed code-point ranges:
 
 - GB3/GB4/GB5: never between CR and LF; always after CR, LF and other controls
   (``Cc``, ``Zl``, ``Zp``) and before them.

@@ -7,7 +7,7 @@ documents for its own links (Telegram's ``tg:``), which a channel declares in
 ``mailto:``, a relative or protocol-relative URL, or a URL with whitespace or control
 characters that browsers would silently strip) is never sent as a link: ``adapt`` drops
 it with a logged warning and the button reads as its plain label (a button that also has
-a value or command keeps those). Renderers check again with :func:`is_safe_link`, so a
+a value or command keeps those). Renderers check again with `is_safe_link()`, so a
 presentation that skipped ``adapt`` is safe too.
 """
 

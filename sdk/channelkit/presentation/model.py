@@ -3,7 +3,7 @@
 Every type is a frozen dataclass validated on construction. ``from_dict`` normalizes
 loose JSON (trims strings, lowercases block types/tones/styles, drops empty blocks,
 fills option values, accepts a few legacy aliases) and raises
-:class:`~channelkit.errors.PresentationError` naming the bad field, e.g.
+`PresentationError` naming the bad field, e.g.
 ``blocks[2].buttons[0].label``. ``to_dict`` gives the canonical JSON shape described by
 the package's JSON Schema (``schema.json``).
 """
@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeAlias, cast
 
+from channelkit.errors import PresentationError
 from channelkit.presentation._fields import (
     check_bool as _check_bool,
 )
@@ -34,7 +35,6 @@ from channelkit.presentation._fields import (
 from channelkit.presentation._fields import (
     require_text as _require_text,
 )
-from channelkit.errors import PresentationError
 
 __all__ = [
     "BLOCK_TYPES",
@@ -124,7 +124,7 @@ def _first_present(data: Mapping[str, Any], *keys: str) -> Any:
 class TextBlock:
     """A paragraph of body text (``{"type": "text", "text": ...}``).
 
-    ``continuation`` is set by :func:`~channelkit.presentation.adapt` on the second and
+    ``continuation`` is set by `adapt()` on the second and
     later fragments of a long text block or a generated fallback list that had to be
     split to fit a text limit; the text fallback joins such a fragment to the previous
     one directly.
@@ -554,7 +554,7 @@ class PinRequest:
 @dataclass(frozen=True)
 class Delivery:
     """Delivery metadata, separate from presentation: ``pin`` is ``True``/``False`` or a
-    :class:`PinRequest`."""
+    `PinRequest`."""
 
     pin: bool | PinRequest = False
 
@@ -650,7 +650,7 @@ class ReplyPayload:
     def from_dict(cls, data: Mapping[str, Any]) -> ReplyPayload:
         """Parse a reply payload. A legacy ``interactive`` object maps into presentation
         (its blocks are appended after any ``presentation`` blocks) and warns once per
-        process with a :class:`DeprecationWarning`."""
+        process with a `DeprecationWarning`."""
         data = _as_mapping(data, "")
         _check_fields(
             data,

@@ -1,9 +1,9 @@
 """Outbound pipeline: resolve the platform sender, adapt, render, send, pin.
 
-A *sender* (:class:`PresentationSender`) is a platform's outbound adapter: it declares
+A *sender* (`PresentationSender`) is a platform's outbound adapter: it declares
 its capabilities, renders an adapted presentation to native message bodies, sends one
 body to a target and, where supported, pins a delivered message. Senders are
-registered per platform in a :class:`SenderRegistry`; :func:`deliver` runs the flow::
+registered per platform in a `SenderRegistry`; `deliver()` runs the flow::
 
     adapt(presentation, sender.presentation_capabilities)
     -> sender.render(adapted, text=payload.text)        # native bodies, in send order
@@ -17,7 +17,7 @@ returns None): the fallback text is split to the channel's declared text limit
 with ``allow_mass_mentions`` is rendered with ``allow_mass_mentions=True`` (the keyword
 is passed only then, so senders written before it keep working for other payloads).
 Pinning never loses a message: an unsupported or failed pin is a
-logged warning, or, with ``required=True``, a :class:`DeliveryPinError` raised after the
+logged warning, or, with ``required=True``, a `DeliveryPinError` raised after the
 message was sent, carrying its id.
 """
 
@@ -104,7 +104,7 @@ class SenderBase:
     """Shared base of the platform senders (``channelkit.platforms.<name>.sender``).
 
     Subclasses set ``platform`` and the two capability attributes and implement
-    :meth:`render` and ``send``; :meth:`pin` refuses unless overridden (the pipeline only
+    `render()` and ``send``; `pin()` refuses unless overridden (the pipeline only
     calls it when ``delivery_capabilities.pin`` is true).
     """
 
@@ -133,7 +133,7 @@ def response_message_id(value: object, path: str) -> str:
 
 @dataclass(frozen=True)
 class DeliveryResult:
-    """What :func:`deliver` did: the ids of the messages sent (in order), whether the
+    """What `deliver()` did: the ids of the messages sent (in order), whether the
     first one was pinned, and the warning when a requested pin was skipped/failed."""
 
     platform: str
@@ -275,9 +275,9 @@ def deliver(
 ) -> DeliveryResult:
     """Send ``payload`` to ``target`` on ``platform`` and pin it when requested.
 
-    ``payload`` may be a :class:`ReplyPayload` or its JSON form (schema-validated).
+    ``payload`` may be a `ReplyPayload` or its JSON form (schema-validated).
     Send errors propagate (nothing was delivered past the failing body). Pin problems
-    never lose the message: they are logged, or raised as :class:`DeliveryPinError`
+    never lose the message: they are logged, or raised as `DeliveryPinError`
     after sending when the pin is ``required``.
     """
     if not isinstance(payload, ReplyPayload):

@@ -105,8 +105,8 @@ def partition_buttons(
 def partition_link_buttons(
     buttons: Iterable[Button], max_url_length: int
 ) -> tuple[list[Button], list[Button]]:
-    """:func:`partition_buttons` where a link button renders natively only when its URL
-    is a safe link (:func:`~channelkit.presentation.links.is_safe_link`) of at most
+    """`partition_buttons()` where a link button renders natively only when its URL
+    is a safe link (`is_safe_link()`) of at most
     ``max_url_length`` characters; every other button is native."""
 
     def native(button: Button) -> bool:

@@ -1,7 +1,7 @@
 """Text measuring, truncating and splitting in characters, UTF-8 bytes or UTF-16 units.
 
 "characters" means Unicode code points. Cuts fall on grapheme-cluster boundaries
-(:mod:`channelkit.presentation.graphemes`): an emoji with its modifier, a ZWJ sequence,
+(`channelkit.presentation.graphemes`): an emoji with its modifier, a ZWJ sequence,
 a flag, a keycap or a letter with its combining marks is kept whole or left out whole.
 Only a single cluster wider than the whole limit (possible only with limits smaller
 than one cluster) is cut, at a code point, so that something fits; a code point and a
@@ -84,7 +84,7 @@ def split_text(text: str, limit: int | None, encoding: TextEncoding = "character
     back, except that a single code point wider than the limit is dropped.
 
     A cut prefers the position right after the last newline of a fragment, and
-    otherwise falls on a grapheme-cluster boundary (see :func:`truncate`).
+    otherwise falls on a grapheme-cluster boundary (see `truncate()`).
     """
     if limit is None or measure(text, encoding) <= limit:
         return [text]

@@ -1,12 +1,12 @@
 """channelkit.runtime: the threads, timers and bounded maps everything else runs on.
 
-* :class:`WorkerPool` - bounded thread pool (``submit``/``post``, ``wait_idle``,
-  ``shutdown``); :class:`ConcurrencyLimiter` caps how many of some tasks run at once.
-* :class:`Scheduler` - ONE daemon thread owning every timer (``call_later`` ->
-  :class:`TimerHandle` with ``cancel()``); due callbacks run on a pool.
-* :class:`KeyedSerialQueue` / :class:`SerialExecutor` - per-key FIFO lanes on a pool.
-* :class:`BoundedMap` - cachetools TTL/FIFO/LRU map behind an RLock, max 1,000 entries.
-* :class:`Clock`, :class:`SystemClock`, :class:`FakeClock` - injected time.
+* `WorkerPool` - bounded thread pool (``submit``/``post``, ``wait_idle``,
+  ``shutdown``); `ConcurrencyLimiter` caps how many of some tasks run at once.
+* `Scheduler` - ONE daemon thread owning every timer (``call_later`` ->
+  `TimerHandle` with ``cancel()``); due callbacks run on a pool.
+* `KeyedSerialQueue` / `SerialExecutor` - per-key FIFO lanes on a pool.
+* `BoundedMap` - cachetools TTL/FIFO/LRU map behind an RLock, max 1,000 entries.
+* `Clock`, `SystemClock`, `FakeClock` - injected time.
 
 See ``docs/core.md`` for how adapters use them.
 """

@@ -1,9 +1,9 @@
 """Clocks: the one place channelkit reads time, so tests can replace it.
 
 ``now()`` is monotonic seconds (use it for timers and TTLs); ``time()`` is wall-clock
-seconds since the epoch (use it for timestamps shown to people). :class:`FakeClock`
-never moves by itself: tests call :meth:`FakeClock.advance`, which also fires every
-timer of a :class:`~channelkit.runtime.scheduler.Scheduler` that became due.
+seconds since the epoch (use it for timestamps shown to people). `FakeClock`
+never moves by itself: tests call `FakeClock.advance()`, which also fires every
+timer of a `Scheduler` that became due.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class SystemClock:
 
 
 class FakeClock:
-    """A manual clock for tests. Time moves only when :meth:`advance` is called.
+    """A manual clock for tests. Time moves only when `advance()` is called.
 
     Schedulers built on a FakeClock subscribe to it; ``advance(seconds)`` moves time and
     then, in the calling thread, hands every timer that became due to its pool (in due
@@ -73,7 +73,7 @@ class FakeClock:
             listener()
 
     def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
-        """Call ``listener()`` after every :meth:`advance`; returns an unsubscriber."""
+        """Call ``listener()`` after every `advance()`; returns an unsubscriber."""
         with self._lock:
             self._listeners.append(listener)
 

@@ -1,6 +1,6 @@
 """Bounded, lock-guarded maps on cachetools.
 
-:class:`BoundedMap` wraps ``cachetools.TTLCache`` (with ``ttl``) or
+`BoundedMap` wraps ``cachetools.TTLCache`` (with ``ttl``) or
 ``cachetools.FIFOCache`` / ``cachetools.LRUCache`` (without) behind an ``RLock``;
 every access, reads included, holds the lock. By default it is insertion-ordered:
 reads never reorder entries, iteration is oldest first and, when full, the oldest

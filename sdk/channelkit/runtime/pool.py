@@ -2,7 +2,7 @@
 
 Threads are started lazily, up to ``max_workers``, and live until ``shutdown``; they
 are daemon threads, so a forgotten pool never blocks interpreter exit. ``submit``
-returns a :class:`concurrent.futures.Future`; ``post`` is the cheaper fire-and-forget
+returns a `concurrent.futures.Future`; ``post`` is the cheaper fire-and-forget
 form whose errors are logged.
 """
 

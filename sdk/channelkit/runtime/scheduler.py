@@ -1,11 +1,11 @@
 """ONE scheduler thread for every timer in the process (or per channel).
 
-Timers live in a heap guarded by a :class:`threading.Condition`; when one is due the
+Timers live in a heap guarded by a `threading.Condition`; when one is due the
 scheduler hands its callback to a pool (it never runs user code on its own thread
-unless no pool was given). ``call_later`` returns a :class:`TimerHandle` whose
+unless no pool was given). ``call_later`` returns a `TimerHandle` whose
 ``cancel()`` stops the callback if it has not been handed over yet.
 
-With a :class:`~channelkit.runtime.clock.FakeClock`, nothing fires until the test calls
+With a `FakeClock`, nothing fires until the test calls
 ``clock.advance(seconds)``; that call dispatches every due timer before it returns, so
 tests are deterministic (follow it with ``pool.wait_idle()``).
 """
@@ -80,7 +80,7 @@ class Scheduler:
 
     ``pool`` receives due callbacks (``pool.post``); errors are logged, never raised.
     The thread starts on the first timer and is a daemon; ``stop(timeout)`` ends it. A
-    manual clock (one with ``subscribe``, like :class:`FakeClock`) needs no thread: its
+    manual clock (one with ``subscribe``, like `FakeClock`) needs no thread: its
     ``advance()`` hands every due timer to the pool before it returns.
     """
 
@@ -105,7 +105,7 @@ class Scheduler:
     # -- public -----------------------------------------------------------------------
 
     def call_later(self, delay: float, fn: Callable[..., Any], /, *args: Any) -> TimerHandle:
-        """Call ``fn(*args)`` on the pool after ``delay`` seconds of :attr:`clock` time."""
+        """Call ``fn(*args)`` on the pool after ``delay`` seconds of `clock` time."""
         delay = float(delay)
         if math.isnan(delay):
             raise ValueError("delay: must be a number of seconds, not NaN")

@@ -1,28 +1,28 @@
 """Serial lanes on a shared pool: the one implementation of "run these jobs in order".
 
-A :class:`SerialLane` runs its jobs one after another, in the order they were queued,
+A `SerialLane` runs its jobs one after another, in the order they were queued,
 on pool threads; posting never blocks. A failing job is logged (or reaches its Future)
-and does not stop the jobs behind it. :class:`KeyedSerialQueue` holds one lane per key
+and does not stop the jobs behind it. `KeyedSerialQueue` holds one lane per key
 (run id, chat, ...), created on demand and dropped as soon as it drains, so its map holds
 only keys with work outstanding.
 
 Liveness: a lane never needs a *free* pool worker to make progress for someone who is
-waiting on it. :meth:`SerialLane.wait` (and :meth:`SerialLane.call`) drains the lane in
+waiting on it. `SerialLane.wait()` (and `SerialLane.call()`) drains the lane in
 the waiting thread whenever no thread is actively running it, so a pool task may wait
 for a job of another lane of the same pool even when every worker is busy (with a pool
 of one worker, too). The pool task the lane queued for itself finds the work done and
 returns. A wait's timeout is therefore a fault path (a job that hangs), never the normal
 one.
 
-The Futures a lane hands out (:meth:`SerialLane.submit`, :meth:`KeyedSerialQueue.submit`,
-:attr:`Slot.future`) keep that promise too: ``future.result(timeout)`` and
-``future.exception(timeout)`` help to drain the lane exactly like :meth:`SerialLane.wait`,
+The Futures a lane hands out (`SerialLane.submit()`, `KeyedSerialQueue.submit()`,
+`Slot.future`) keep that promise too: ``future.result(timeout)`` and
+``future.exception(timeout)`` help to drain the lane exactly like `SerialLane.wait()`,
 so a hook that waits for a card write of its run with a plain ``future.result(...)`` never
 holds the only worker the card write needs.
 
-:meth:`SerialLane.reserve` takes a place in the order *now* for a job that is known only
+`SerialLane.reserve()` takes a place in the order *now* for a job that is known only
 later (the terminal update of a question card whose responder is still running); jobs
-behind it wait until :meth:`Slot.fill` or :meth:`Slot.skip`. Always fill or skip a slot.
+behind it wait until `Slot.fill()` or `Slot.skip()`. Always fill or skip a slot.
 
 ``ChannelBase`` runs every hook of one agent run on the run's lane (key = run id);
 adapters use the same classes for their per-run projection queues.
@@ -94,7 +94,7 @@ class _Job:
 
 
 class Slot:
-    """A reserved place in a :class:`SerialLane`."""
+    """A reserved place in a `SerialLane`."""
 
     __slots__ = ("_job", "_lane")
 
@@ -122,7 +122,7 @@ class Slot:
 class SerialLane:
     """Jobs run in order through ``executor.post``; see the module docstring.
 
-    ``executor`` is anything with ``post(fn, *args)`` (a :class:`WorkerPool`) or a plain
+    ``executor`` is anything with ``post(fn, *args)`` (a `WorkerPool`) or a plain
     callable taking one zero-argument callable. ``on_idle`` is called (outside the lane's
     lock) each time the lane drains empty.
     """
@@ -328,8 +328,8 @@ class KeyedSerialQueue:
         self._add(key, _Job(fn, args, None, True))
 
     def submit(self, key: Hashable, fn: Callable[..., T], /, *args: Any) -> Future[T]:
-        """Like :meth:`post` but returns a Future with the task's result or exception
-        (a :class:`LaneFuture`: waiting for it helps to drain the key's lane)."""
+        """Like `post()` but returns a Future with the task's result or exception
+        (a `LaneFuture`: waiting for it helps to drain the key's lane)."""
         future: LaneFuture[T] = LaneFuture()
         future._lane = self._add(key, _Job(fn, args, future, True))
         return future

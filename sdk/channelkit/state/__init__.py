@@ -1,8 +1,8 @@
 """Shared state for a bot served by several processes.
 
 ``open_store(spec)`` builds the store a deployment configures: ``None`` or ``{}`` gives a
-:class:`MemoryStore` (one process); ``{"redis": {"url": "redis://host:6379/0"}}`` gives a
-:class:`RedisStore` (every process of the bot shares it). :class:`RedisStore` is
+`MemoryStore` (one process); ``{"redis": {"url": "redis://host:6379/0"}}`` gives a
+`RedisStore` (every process of the bot shares it). `RedisStore` is
 imported on first use: redis-py is the ``redis`` extra (``pip install
 'channelkit[redis]'``).
 
@@ -53,8 +53,8 @@ def open_store(
 
     The namespace is the spec's ``namespace`` (top level or under ``redis``), else
     ``namespace`` (pass the bot's name), else ``"channelkit"``. Bad specs raise
-    :class:`~channelkit.errors.ConfigurationError` naming the path, e.g.
-    ``state.redis.url``. Building a :class:`RedisStore` does not contact Redis: call
+    `ConfigurationError` naming the path, e.g.
+    ``state.redis.url``. Building a `RedisStore` does not contact Redis: call
     ``ping()`` to check it is reachable.
     """
     if not spec:

@@ -1,13 +1,13 @@
 """The state store protocol and the helpers every store shares.
 
-A :class:`StateStore` holds the state that several processes serving one bot must
+A `StateStore` holds the state that several processes serving one bot must
 agree on: one-shot claims (a callback handled once, whichever process received it),
 first-delivery markers, tombstones, small records and FIFO queues between processes.
 Values are JSON-able dicts; keys are strings. The store prefixes every key with its
 ``namespace`` (e.g. the bot's name), so two bots can share one Redis.
 
-Two implementations: :class:`~channelkit.state.memory.MemoryStore` (one process, the
-default) and :class:`~channelkit.state.redis.RedisStore` (many processes).
+Two implementations: `MemoryStore` (one process, the
+default) and `RedisStore` (many processes).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class StateStore(Protocol):
 
     ``namespace`` prefixes every key and queue; ``instance_id`` names this process
     (``hostname-pid-random``), set when the store is built. A store that cannot reach
-    its backend raises :class:`~channelkit.errors.StateStoreUnavailable`.
+    its backend raises `StateStoreUnavailable`.
     """
 
     namespace: str
@@ -103,7 +103,7 @@ class StateStore(Protocol):
         ...
 
     def ping(self) -> None:
-        """Raise :class:`~channelkit.errors.StateStoreUnavailable` if the backend is down."""
+        """Raise `StateStoreUnavailable` if the backend is down."""
         ...
 
     def close(self) -> None:

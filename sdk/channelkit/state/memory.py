@@ -3,8 +3,8 @@
 Thread-safe (one lock), TTLs on the injected clock, bounded: past ``maxsize`` keys the
 oldest written key goes (and a queue past ``maxsize`` messages drops its oldest). Values
 are kept as canonical JSON, so a caller never shares a mutable dict with the store and
-the semantics (what compares equal in :meth:`MemoryStore.replace`, what is JSON-able)
-are the same as :class:`~channelkit.state.redis.RedisStore`'s.
+the semantics (what compares equal in `MemoryStore.replace()`, what is JSON-able)
+are the same as `RedisStore`'s.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
-    """A :class:`~channelkit.state.base.StateStore` held in this process's memory."""
+    """A `StateStore` held in this process's memory."""
 
     def __init__(
         self,
@@ -175,7 +175,7 @@ class MemoryStore:
         return None
 
     def close(self) -> None:
-        """Wake every waiting :meth:`pop` (they return None); the data stays readable."""
+        """Wake every waiting `pop()` (they return None); the data stays readable."""
         with self._ready:
             self._closed = True
             self._ready.notify_all()

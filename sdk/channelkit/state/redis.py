@@ -5,7 +5,7 @@ Layout: the value under ``key`` is the canonical JSON string at ``<namespace>:k:
 ``<namespace>:q:<q>`` (``RPUSH``/``BLPOP``). Every call is one round trip.
 
 A lost Redis fails fast: short socket timeouts, no client-side retries, and every
-redis-py error becomes :class:`~channelkit.errors.StateStoreUnavailable` (the message
+redis-py error becomes `StateStoreUnavailable` (the message
 never carries the URL's password). The connection pool drops dead connections and
 connects again on the next call, so the same store object works as soon as Redis is back.
 
@@ -70,7 +70,7 @@ def _glob_escape(text: str) -> str:
 
 
 class RedisStore:
-    """A :class:`~channelkit.state.base.StateStore` in Redis (redis-py, pooled)."""
+    """A `StateStore` in Redis (redis-py, pooled)."""
 
     def __init__(
         self,

@@ -1,16 +1,15 @@
 """channelkit.web: mount channel callbacks in any WSGI app, Flask or Django.
 
-* :func:`create_wsgi_app` - a WSGI application (``channelkit.web.wsgi``);
+* `create_wsgi_app()` - a WSGI application (``channelkit.web.wsgi``);
 * ``channelkit.web.flask.create_blueprint`` - a Flask blueprint (needs the ``flask`` extra);
 * ``channelkit.web.django.urlpatterns`` - Django URL patterns (needs the ``django`` extra).
 
-All three are thin wrappers over the same :class:`IngressDispatcher` and the
+All three are thin wrappers over the same `IngressDispatcher` and the
 framework-neutral contract in ``channelkit.ingress``. See docs/web.md.
 """
 
 from __future__ import annotations
 
-from channelkit.web.dispatch import HEALTHZ_PATH, IngressDispatcher, read_body
 from channelkit.ingress import (
     MAX_BODY_BYTES,
     Headers,
@@ -19,6 +18,7 @@ from channelkit.ingress import (
     IngressRoute,
     SupportsIngress,
 )
+from channelkit.web.dispatch import HEALTHZ_PATH, IngressDispatcher, read_body
 from channelkit.web.wsgi import WSGIApp, create_wsgi_app
 
 __all__ = [

@@ -1,12 +1,12 @@
 """Route table and dispatch shared by the WSGI app, the Flask blueprint and Django views.
 
-:class:`IngressDispatcher` collects the :class:`~channelkit.ingress.IngressRoute`
+`IngressDispatcher` collects the `IngressRoute`
 objects of every channel (anything with ``ingress_routes()``), answers ``404`` for
 unknown paths and ``405`` (with ``Allow``) for wrong methods, and turns any exception a
 handler raises into a ``500`` so nothing ever propagates into the web server.
-:func:`read_body` reads a request body once, refusing more than ``MAX_BODY_BYTES``;
+`read_body()` reads a request body once, refusing more than ``MAX_BODY_BYTES``;
 an error the server raises while the body is read (a malformed chunked body, a client
-that went away) becomes :class:`UnreadableBody`, answered 400.
+that went away) becomes `UnreadableBody`, answered 400.
 """
 
 from __future__ import annotations
@@ -52,13 +52,13 @@ def read_body(
 ) -> bytes:
     """Read a request body once.
 
-    With a Content-Length larger than ``limit`` nothing is read and :class:`BodyTooLarge`
+    With a Content-Length larger than ``limit`` nothing is read and `BodyTooLarge`
     is raised. Without one, the body is empty unless ``terminated`` says the stream ends
     at the end of the body (chunked input behind a server that sets
     ``wsgi.input_terminated``, or a framework's already-limited stream); then at most
     ``limit + 1`` bytes are read and the same error is raised when it is larger.
     Any error raised by the stream itself (a malformed chunked body under gunicorn, a
-    reset connection) is raised as :class:`UnreadableBody`.
+    reset connection) is raised as `UnreadableBody`.
     """
     length: int | None
     if content_length in (None, ""):
@@ -132,7 +132,7 @@ class IngressDispatcher:
     objects). Two routes for the same path and method raise ``ValueError`` at
     construction. ``healthz`` adds ``GET /healthz``: ``{"ok": true}``, or with
     ``health`` (a callable returning a document with ``ok``, e.g.
-    :func:`channelkit.web.health.health_report` of the channels) that document, 200 when
+    `channelkit.web.health.health_report()` of the channels) that document, 200 when
     it is ok and 503 otherwise.
     """
 
@@ -217,7 +217,7 @@ class IngressDispatcher:
         *,
         terminated: bool = True,
     ) -> bytes | IngressResponse:
-        """The request body (:func:`read_body` under ``max_body_bytes``), or its refusal.
+        """The request body (`read_body()` under ``max_body_bytes``), or its refusal.
 
         A body too large answers 413; an unreadable body or a malformed Content-Length
         answers 400 (``unreadable_body`` / ``bad_content_length``).

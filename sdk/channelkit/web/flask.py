@@ -8,7 +8,7 @@
     app = Flask(__name__)
     app.register_blueprint(create_blueprint([channel]))
 
-Flask is imported when :func:`create_blueprint` is called, so ``channelkit.web`` works
+Flask is imported when `create_blueprint()` is called, so ``channelkit.web`` works
 without the ``flask`` extra installed.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from channelkit.web.dispatch import IngressDispatcher, query_dict
 from channelkit.ingress import (
     MAX_BODY_BYTES,
     Headers,
@@ -26,6 +25,7 @@ from channelkit.ingress import (
     IngressRoute,
     SupportsIngress,
 )
+from channelkit.web.dispatch import IngressDispatcher, query_dict
 
 __all__ = ["create_blueprint"]
 
@@ -53,7 +53,7 @@ def create_blueprint(
     """A ``flask.Blueprint`` serving each channel's ingress paths (and ``/healthz``).
 
     The paths are the adapters' own (``/dingtalk/robot``...), under ``url_prefix`` when
-    given. Behaviour matches :func:`channelkit.web.create_wsgi_app`: raw body read once,
+    given. Behaviour matches `channelkit.web.create_wsgi_app()`: raw body read once,
     413 above ``max_body_bytes``, 405 with ``Allow``, adapter ACKs and rejections passed
     through, 500 instead of an exception.
     """

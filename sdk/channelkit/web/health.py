@@ -1,6 +1,6 @@
 """What ``GET /healthz`` reports about running channels.
 
-:func:`health_report` turns channels into one JSON document::
+`health_report()` turns channels into one JSON document::
 
     {"ok": false,
      "channels": {
@@ -12,10 +12,10 @@
                                  "uncertain": 0}}}}
 
 A channel is ok when it is not closed and every long connection it owns
-(``channel.connections``, see :mod:`channelkit.platforms.common.connection`) is
+(``channel.connections``, see `channelkit.platforms.common.connection`) is
 ``connected``; ``delivery`` holds the channel's final-answer delivery counters
 (``channel.delivery_health``) where it has them. The document is ok when every channel
-is; :func:`health_response` answers it with 200 when ok and 503 otherwise.
+is; `health_response()` answers it with 200 when ok and 503 otherwise.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from channelkit.platforms.common.connection import connections_of
 from channelkit.ingress import IngressRequest, IngressResponse
+from channelkit.platforms.common.connection import connections_of
 
 __all__ = ["channel_health", "health_report", "health_response"]
 

@@ -1,6 +1,6 @@
 """Channels run as one service: long connections, health and a bounded shutdown.
 
-``channelkit serve`` builds a :class:`ChannelService` around its channels::
+``channelkit serve`` builds a `ChannelService` around its channels::
 
     service = ChannelService(channels, bridge=bridge)
     app = create_wsgi_app(service.http_channels, health=service.health)
@@ -8,7 +8,7 @@
     ...                             # serve ``app`` until SIGTERM / SIGINT
     clean = service.shutdown(10.0)  # stop, cancel, finalize, settle - within 10 s
 
-:meth:`ChannelService.shutdown` stops the long connections (no new messages), then
+`ChannelService.shutdown()` stops the long connections (no new messages), then
 closes every channel (live runs cancelled, their cards finalized, pending questions
 settled, pools joined), then closes the agent bridge; the channels are closed side by
 side so one slow channel does not eat the others' time, and the whole shutdown is
@@ -89,7 +89,7 @@ class ChannelService:
             return list(self.connections)
 
     def health(self) -> dict[str, Any]:
-        """The ``/healthz`` document of the channels (see :mod:`channelkit.web.health`)."""
+        """The ``/healthz`` document of the channels (see `channelkit.web.health`)."""
         return health_report(self.channels)
 
     def shutdown(self, grace: float) -> bool:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from channelkit.web.dispatch import IngressDispatcher, environ_headers, query_dict
 from channelkit.ingress import (
     MAX_BODY_BYTES,
     IngressRequest,
@@ -24,6 +23,7 @@ from channelkit.ingress import (
     IngressRoute,
     SupportsIngress,
 )
+from channelkit.web.dispatch import IngressDispatcher, environ_headers, query_dict
 
 __all__ = ["WSGIApp", "create_wsgi_app", "request_from_environ"]
 
@@ -55,7 +55,7 @@ def _status_line(status: int) -> str:
 
 
 def request_from_environ(environ: dict[str, Any], body: bytes) -> IngressRequest:
-    """Build an :class:`IngressRequest` from a WSGI environ and its already-read body.
+    """Build an `IngressRequest` from a WSGI environ and its already-read body.
 
     ``path`` is ``PATH_INFO``: the route path inside the application, without the
     ``SCRIPT_NAME`` prefix the app may be mounted under (as in the Flask and Django
@@ -157,7 +157,7 @@ def create_wsgi_app(
     ``max_body_bytes`` (1 MiB) before anything more is read; unknown paths answer 404,
     wrong methods 405 with ``Allow``; a handler that raises answers 500. Signature
     rejections (401/403) come from the adapters' handlers unchanged. ``health`` makes
-    ``/healthz`` answer a report (see :class:`IngressDispatcher`).
+    ``/healthz`` answer a report (see `IngressDispatcher`).
     """
     return WSGIApp(
         IngressDispatcher(channels, healthz=healthz, max_body_bytes=max_body_bytes, health=health),

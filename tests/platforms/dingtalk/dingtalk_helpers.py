@@ -433,8 +433,8 @@ class AdapterHarness:
 
         ``after=False`` returns the response with its deferred work not yet run.
         """
-        from channelkit.platforms.dingtalk import robot_signature
         from channelkit.ingress import Headers, IngressRequest
+        from channelkit.platforms.dingtalk import robot_signature
 
         if ts is None:  # each request is signed at its own millisecond (signatures are one-use)
             self._signed = max(int(self.clock.time() * 1000), getattr(self, "_signed", 0) + 1)

@@ -7,13 +7,13 @@ import math
 
 import pytest
 from channelkit.errors import ConfigurationError
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.dingtalk import DingtalkConfig, card_signature, robot_signature
 from channelkit.platforms.dingtalk.ingress import (
     check_card_signature,
     check_robot_signature,
     parse_card_callback,
 )
-from channelkit.ingress import Headers, IngressRequest
 from dingtalk_helpers import AdapterHarness
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

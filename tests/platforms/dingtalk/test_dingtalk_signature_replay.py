@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from channelkit.platforms.dingtalk import card_signature, robot_signature
 from channelkit.ingress import Headers, IngressRequest
+from channelkit.platforms.dingtalk import card_signature, robot_signature
 
 
 def _robot(h, payload, ts):  # type: ignore[no-untyped-def]

@@ -6,8 +6,8 @@ import itertools
 import json
 from typing import Any
 
-from channelkit.platforms.feishu.crypto import encrypt_event, feishu_signature
 from channelkit.ingress import Headers, IngressRequest
+from channelkit.platforms.feishu.crypto import encrypt_event, feishu_signature
 
 #: every card action is a distinct callback (its own event_id), as on the platform
 _CALLBACKS = itertools.count(1)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from channelkit.core import ChannelConfig
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu import ingress as feishu_ingress
 from channelkit.platforms.feishu.api import FeishuApi
@@ -21,7 +22,6 @@ from channelkit.platforms.feishu.ingress import (
     parse_message_event,
 )
 from channelkit.testing import ScriptedBridge
-from channelkit.ingress import Headers, IngressRequest
 from feishu_helpers import ENCRYPT_KEY, TOKEN, FakeFeishu, challenge, message_event, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

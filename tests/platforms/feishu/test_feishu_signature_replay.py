@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from channelkit.core import ChannelConfig
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.testing import ScriptedBridge
-from channelkit.ingress import Headers, IngressRequest
 from feishu_helpers import ENCRYPT_KEY, TOKEN, message_event, request
 
 

@@ -25,6 +25,7 @@ from channelkit.agents.function import FunctionAgent, Question, Turn
 from channelkit.core import ChannelConfig
 from channelkit.core.text import MSG_APPROVED, MSG_DENIED, MSG_NONE, MSG_NOT_PENDING
 from channelkit.http import RetryPolicy
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.ingress import SECRET_HEADER
@@ -37,7 +38,6 @@ from channelkit.platforms.telegram.questions import (
     encode_callback,
 )
 from channelkit.testing import wait_until
-from channelkit.ingress import Headers, IngressRequest
 
 from tests.platforms._shared import RecordingContext as _Recording
 from tests.platforms.telegram.tg_env import BASE, CHAT, OWNER, SECRET, TOKEN

@@ -4,6 +4,7 @@ import json
 
 import pytest
 from channelkit.errors import ConfigurationError
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.telegram.config import TelegramConfig
 from channelkit.platforms.telegram.ingress import (
     SECRET_HEADER,
@@ -12,7 +13,6 @@ from channelkit.platforms.telegram.ingress import (
     parse_update,
     verify_secret_token,
 )
-from channelkit.ingress import Headers, IngressRequest
 
 TOKEN = "123456:ABC-def_ghi"
 

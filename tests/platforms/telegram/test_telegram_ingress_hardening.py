@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from channelkit.ingress import Headers, IngressRequest
 from channelkit.platforms.telegram.ingress import SECRET_HEADER, TelegramWebhook
 from channelkit.testing import ScriptedBridge, final
-from channelkit.ingress import Headers, IngressRequest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

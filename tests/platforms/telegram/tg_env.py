@@ -11,11 +11,11 @@ from typing import Any
 import requests_mock as rm
 from channelkit.core import ChannelConfig
 from channelkit.http import RetryPolicy
+from channelkit.ingress import Headers, IngressRequest, IngressResponse
 from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.ingress import SECRET_HEADER
 from channelkit.testing import ScriptedBridge
-from channelkit.ingress import Headers, IngressRequest, IngressResponse
 
 from tests.platforms._shared import LifecycleLog
 

@@ -1,8 +1,8 @@
 """A bridge to agents that speak the Agent Client Protocol (ACP) over stdio.
 
-:class:`AcpBridge` spawns an ACP agent (for example ``qwen --acp`` or
+`AcpBridge` spawns an ACP agent (for example ``qwen --acp`` or
 ``gemini --experimental-acp``) and talks JSON-RPC 2.0 to it, one JSON object per line, on
-the child's stdin/stdout. It implements :class:`~channelkit.agents.base.AgentBridge`:
+the child's stdin/stdout. It implements `AgentBridge`:
 
 * ``prompt(session_id, text, sink)`` lazily starts the process (``initialize``), lazily
   creates one ACP session per channelkit session id (``session/new``), sends
@@ -18,7 +18,7 @@ the child's stdin/stdout. It implements :class:`~channelkit.agents.base.AgentBri
   permission nobody answers within ``permission_timeout`` is answered ``cancelled``.
 * Requests the bridge does not implement (``fs/*``, ``terminal/*``, anything unknown) get
   a JSON-RPC error reply (``-32601``), never silence.
-* When the process dies, a waiting ``prompt`` raises :class:`AgentProcessError`, pending
+* When the process dies, a waiting ``prompt`` raises `AgentProcessError`, pending
   permissions settle ``cancelled`` (``permission_resolved``), and ``session_died`` is
   emitted for every session the process held. The next ``prompt`` starts a new process.
 
@@ -30,10 +30,10 @@ injected scheduler (anything with ``call_later(delay, fn) -> handle.cancel()``, 
 ``channelkit.runtime.Scheduler``), or, without one, is checked by the threads waiting in
 ``prompt``.
 
-Modules: :mod:`~channelkit.agents.acp.bridge` (:class:`AcpBridge`: turns, sessions, the
-agent's requests), :mod:`~channelkit.agents.acp.process` (spawn, stop, reap),
-:mod:`~channelkit.agents.acp.rpc` (framing, request/response correlation, timeouts),
-:mod:`~channelkit.agents.acp.permissions` (permission requests and answers).
+Modules: `bridge` (`AcpBridge`: turns, sessions, the
+agent's requests), `process` (spawn, stop, reap),
+`rpc` (framing, request/response correlation, timeouts),
+`permissions` (permission requests and answers).
 
 The ``agent-client-protocol`` package was evaluated and not used: it is asyncio-based
 (and requires pydantic), which does not fit channelkit's synchronous threading model.

@@ -1,10 +1,10 @@
-"""The ACP bridge: :class:`AcpBridge`, turns, sessions and the agent's requests.
+"""The ACP bridge: `AcpBridge`, turns, sessions and the agent's requests.
 
 The bridge keeps every piece of cross-thread state (the running process, the session
 map, running turns, pending permissions) under one condition and composes the other
-modules of :mod:`channelkit.agents.acp`: :mod:`~channelkit.agents.acp.process` starts and
-stops the child, :mod:`~channelkit.agents.acp.rpc` speaks JSON-RPC over its stdio, and
-:mod:`~channelkit.agents.acp.permissions` maps permission requests and answers.
+modules of `channelkit.agents.acp`: `process` starts and
+stops the child, `rpc` speaks JSON-RPC over its stdio, and
+`permissions` maps permission requests and answers.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class AcpBridge:
     every request except ``session/prompt`` (bounded by ``prompt_timeout``);
     ``permission_timeout`` is how long a permission request may stay unanswered before
     the bridge answers it ``cancelled``; ``close_timeout`` is the grace given to the
-    process at each step of :meth:`close`. ``max_sessions`` bounds the session map
+    process at each step of `close()`. ``max_sessions`` bounds the session map
     (least recently used sessions are forgotten first). ``scheduler`` (optional) owns the
     permission expiry timers; see the module docstring.
     """
@@ -180,9 +180,9 @@ class AcpBridge:
     def prompt(self, session_id: str, text: str, sink: AgentEventSink) -> str:
         """Run one turn; block until the agent's ``stopReason`` and return the streamed text.
 
-        Raises :class:`AgentProcessError` if the process dies or the bridge closes,
-        :class:`AcpRequestError` if the agent rejects the prompt, and
-        :class:`AcpTimeoutError` after ``prompt_timeout`` (the turn is cancelled first).
+        Raises `AgentProcessError` if the process dies or the bridge closes,
+        `AcpRequestError` if the agent rejects the prompt, and
+        `AcpTimeoutError` after ``prompt_timeout`` (the turn is cancelled first).
         """
         if not isinstance(session_id, str) or not session_id:
             raise ConfigurationError("must be a non-empty string", "session_id")

@@ -1,4 +1,4 @@
-"""ACP permission requests as channelkit :class:`~channelkit.agents.base.PermissionRequest`.
+"""ACP permission requests as channelkit `PermissionRequest`.
 
 ``session/request_permission`` carries the agent's ``toolCall`` (kept verbatim, ``_meta``
 included: that is where an ``ask_user_question`` tool puts its questions) and its
@@ -109,7 +109,7 @@ def parse_options(raw: Any) -> tuple[PermissionOption, ...]:
 
 
 def validate_response(response: PermissionResponse) -> dict[str, Any]:
-    """The JSON-RPC result for ``response``; raises :class:`ConfigurationError` naming
+    """The JSON-RPC result for ``response``; raises `ConfigurationError` naming
     the offending field."""
     if not isinstance(response, Mapping):
         raise ConfigurationError("must be a mapping", "response")
@@ -177,7 +177,7 @@ class PermissionTable:
     def take_overdue(self, now: float) -> tuple[list[Permission], float | None]:
         """Remove the overdue requests no scheduler times out; else the next such deadline.
 
-        Caller holds the condition (see :meth:`RpcPeer.wait`).
+        Caller holds the condition (see `RpcPeer.wait()`).
         """
         swept = [p for p in self._items.values() if not p.scheduled]
         if not swept:

@@ -1,8 +1,8 @@
 """The ACP agent's child process: spawning, reading, signalling, stopping and reaping.
 
-An :class:`AgentProcess` is one spawned agent with its reader threads and the requests
-in flight to it (``calls``: one :class:`Call` each, registered and settled by
-:mod:`channelkit.agents.acp.rpc`, which builds on this module). :func:`read_line` reads
+An `AgentProcess` is one spawned agent with its reader threads and the requests
+in flight to it (``calls``: one `Call` each, registered and settled by
+`channelkit.agents.acp.rpc`, which builds on this module). `read_line()` reads
 one bounded line of the agent's output. The bridge decides *when* a process starts and
 what its death means for turns and permissions; this module only knows how to start
 one, read from it, and make sure it is gone.

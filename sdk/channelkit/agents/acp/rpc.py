@@ -1,10 +1,10 @@
 """JSON-RPC 2.0 over the agent's stdio: framing, request/response correlation, timeouts.
 
 One JSON object per line in each direction (lines are read by
-:func:`channelkit.agents.acp.process.read_line`). :class:`RpcPeer` writes messages
-through one lock, numbers the bridge's requests (a :class:`~channelkit.agents.acp.process.Call`
+`channelkit.agents.acp.process.read_line()`). `RpcPeer` writes messages
+through one lock, numbers the bridge's requests (a `Call`
 each, kept on the process they were sent to), settles them when the reader thread hands
-it the agent's responses (:meth:`RpcPeer.dispatch`), and lets a caller wait for a
+it the agent's responses (`RpcPeer.dispatch()`), and lets a caller wait for a
 response with a timeout. Requests and notifications *from* the agent are handed to the bridge's
 callbacks; what they mean is the bridge's business.
 """
@@ -61,7 +61,7 @@ class RpcPeer:
 
     # ------------------------------------------------------------------ writing
     def send(self, proc: AgentProcess, message: Mapping[str, Any]) -> None:
-        """Write one message; raises :class:`AgentProcessError` if the process is gone."""
+        """Write one message; raises `AgentProcessError` if the process is gone."""
         data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
         stdin = proc.popen.stdin
         with self.write_lock:
@@ -77,7 +77,7 @@ class RpcPeer:
                 ) from exc
 
     def request(self, proc: AgentProcess, method: str, params: Mapping[str, Any]) -> Call:
-        """Send a request and return its :class:`Call` (settled by :meth:`dispatch`)."""
+        """Send a request and return its `Call` (settled by `dispatch()`)."""
         rpc_id = next(self._ids)
         call = Call(method)
         with self._cond:
@@ -124,8 +124,8 @@ class RpcPeer:
     ) -> Any:
         """Block until ``call`` settles or ``timeout`` passes; return its result.
 
-        Raises the call's error (:class:`AcpRequestError`, :class:`AgentProcessError`) or
-        :class:`AcpTimeoutError`. While waiting, the thread also serves deadlines nobody
+        Raises the call's error (`AcpRequestError`, `AgentProcessError`) or
+        `AcpTimeoutError`. While waiting, the thread also serves deadlines nobody
         else watches: ``take_overdue(now)`` (called under the condition) removes and
         returns what is overdue plus the next deadline to wake at, and
         ``answer_overdue(items)`` (called outside it) settles them.

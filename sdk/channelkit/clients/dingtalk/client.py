@@ -429,7 +429,7 @@ class DingtalkClient(BaseClient):
     ) -> None:
         """Create a client. Give ``app_key``/``app_secret`` (a dingtalk token provider then caches
         and refreshes the token), or ``token=`` for a fixed token, or ``token_provider=``. See
-        :class:`channelkit.http.client.BaseClient` for the other options.
+        `channelkit.http.client.BaseClient` for the other options.
         """
         super().__init__(
             credentials={"app_key": app_key, "app_secret": app_secret},

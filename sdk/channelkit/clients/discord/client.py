@@ -190,7 +190,7 @@ class DiscordClient(BaseClient):
         max_workers: int = DEFAULT_POOL_SIZE,
     ) -> None:
         """Create a client. Give ``token=`` or ``token_provider=``. See
-        :class:`channelkit.http.client.BaseClient` for the other options.
+        `channelkit.http.client.BaseClient` for the other options.
         """
         super().__init__(
             token=token,

@@ -2,8 +2,8 @@
 """Data models of the LINE Messaging API (subset), generated from openapi/line.json.
 
 Dataclasses with wire-name aliases; optional fields default to UNSET (absent), distinct from None
-(JSON null); enums are open. The base class, :class:`channelkit.http.model.Model`, describes
-decoding and ``extra_fields``.
+(JSON null); enums are open. The base class, `channelkit.http.model.Model`, describes decoding
+and ``extra_fields``.
 """
 
 from __future__ import annotations

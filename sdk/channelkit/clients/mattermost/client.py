@@ -178,7 +178,7 @@ class MattermostClient(BaseClient):
         max_workers: int = DEFAULT_POOL_SIZE,
     ) -> None:
         """Create a client. Give the bot ``token=`` (or a ``token_provider=``). See
-        :class:`channelkit.http.client.BaseClient` for the other options.
+        `channelkit.http.client.BaseClient` for the other options.
         """
         super().__init__(
             token=token,

@@ -165,7 +165,7 @@ class MsteamsClient(BaseClient):
     ) -> None:
         """Create a client. Give ``app_id``/``app_password`` (a msteams token provider then caches
         and refreshes the token), or ``token=`` for a fixed token, or ``token_provider=``. See
-        :class:`channelkit.http.client.BaseClient` for the other options.
+        `channelkit.http.client.BaseClient` for the other options.
         """
         super().__init__(
             credentials={"app_id": app_id, "app_password": app_password},

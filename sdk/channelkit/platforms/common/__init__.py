@@ -1,16 +1,16 @@
 """Presentation machinery shared by the platform adapters (DingTalk, Feishu, Telegram).
 
-* :class:`SnapshotWriter` - coalesced, rate-limited full-snapshot writes of one output
+* `SnapshotWriter` - coalesced, rate-limited full-snapshot writes of one output
   segment (one write in flight, one replaceable pending snapshot, >= 500 ms apart,
   20,000-char bounded content, ``finalize`` waits for the write in flight).
-* :class:`OneShotClaim` / :class:`StateCell` - lock-protected compare-and-set claims;
-  :func:`first_notice` - one notice per foreign actor per card, bounded.
-* :class:`TombstoneStore` - terminal records (correlation + state only), 10 minute TTL on
+* `OneShotClaim` / `StateCell` - lock-protected compare-and-set claims;
+  `first_notice()` - one notice per foreign actor per card, bounded.
+* `TombstoneStore` - terminal records (correlation + state only), 10 minute TTL on
   the injected clock, at most 1,000 entries.
-* :func:`bound_text` - the 20,000-character cap with its truncation marker.
-* :class:`StreamedText` - what a run already showed of its text (length + digest), so
+* `bound_text()` - the 20,000-character cap with its truncation marker.
+* `StreamedText` - what a run already showed of its text (length + digest), so
   the final text is sent without that prefix.
-* :func:`question_deadline` / :data:`EXPIRY_MARGIN` - a question's expiry, strictly
+* `question_deadline()` / `EXPIRY_MARGIN` - a question's expiry, strictly
   before core's deadline for the pending request (``context.expires_at``).
 """
 

@@ -1,16 +1,16 @@
 """The settlement side of approval buttons, shared by Telegram, Feishu and Slack.
 
-A platform presenter keeps its live approval records in a :class:`CardRegistry` and
+A platform presenter keeps its live approval records in a `CardRegistry` and
 answers through the request's one-shot responder. The registration (the text prompt
 when the registry is full), the one-shot claim of a tap, what follows the platform's own
 send (subscribe to the settlement, undo on a failed send, finalize when the request
 ended before the send returned), the answer on the pool, the settlement (tombstone,
 then one finalize on the pool) and the once-only finalize are the same everywhere;
-:class:`ApprovalButtons` holds them. A subclass names where its record keeps the sent
-message (:meth:`ApprovalButtons._sent_ref` / :meth:`ApprovalButtons._set_sent_ref`)
-and shows the outcome (:meth:`ApprovalButtons._show_outcome`); a settled prompt shows
+`ApprovalButtons` holds them. A subclass names where its record keeps the sent
+message (`ApprovalButtons._sent_ref()` / `ApprovalButtons._set_sent_ref()`)
+and shows the outcome (`ApprovalButtons._show_outcome()`); a settled prompt shows
 the request and the outcome only, never the commands that answered it
-(:meth:`ApprovalButtons.settled_text`).
+(`ApprovalButtons.settled_text()`).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class ApprovalButtons(Generic[R]):
 
     def _register(self, record: R) -> bool:
         """Register ``record`` under its token; False (the text prompt) when the registry
-        is full (:func:`~channelkit.platforms.common.native_input.reserve_native_input`)."""
+        is full (`reserve_native_input()`)."""
         return reserve_native_input(self.registry, record.token, record, None)
 
     @staticmethod

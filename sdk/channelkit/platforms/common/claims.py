@@ -3,10 +3,10 @@
 A platform callback (a Stop button, a form submit) is claimed synchronously in the web
 handler, before the ACK; the first claimant wins and every later one sees ``False``.
 
-* :class:`OneShotClaim` is an in-flight lock that can be released again (Stop: a failed
+* `OneShotClaim` is an in-flight lock that can be released again (Stop: a failed
   cancellation of a still-current run releases it so the user may retry).
-* :class:`StateCell` holds a small state machine value and changes it only with
-  :meth:`StateCell.compare_and_set` (question cards: ``reserved -> pending -> claimed ->
+* `StateCell` holds a small state machine value and changes it only with
+  `StateCell.compare_and_set()` (question cards: ``reserved -> pending -> claimed ->
   terminal``; a terminal state is never left).
 """
 

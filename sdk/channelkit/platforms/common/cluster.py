@@ -1,15 +1,15 @@
 """Several processes, one bot: instance leases, the forwarding inbox and store outages.
 
-Every channel built with a :class:`~channelkit.state.StateStore` is one *instance* of
-its bot. :class:`Cluster` is the platform-neutral machinery an adapter uses for that:
+Every channel built with a `StateStore` is one *instance* of
+its bot. `Cluster` is the platform-neutral machinery an adapter uses for that:
 
-* **identity**: :attr:`Cluster.instance_id` is the store's ``instance_id`` plus a
+* **identity**: `Cluster.instance_id` is the store's ``instance_id`` plus a
   per-channel suffix (two channels sharing one store object are two instances), and
-  :attr:`Cluster.name` the configured ``instanceName`` (stable across restarts), if any;
+  `Cluster.name` the configured ``instanceName`` (stable across restarts), if any;
 * **lease**: the key ``<channel>:lease:<instance_id>`` is written with a TTL of
   ``lease_expiry_s`` (30 s) and renewed every ``lease_renew_s`` (5 s) by a timer on the
   channel's scheduler (the renewal itself runs on the pool). An instance whose lease key
-  is gone is dead: a survivor recovers its records (:meth:`Cluster.alive`);
+  is gone is dead: a survivor recovers its records (`Cluster.alive()`);
 * **sweep**: after each renewal (and once at start) the adapter's ``sweep(first)``
   runs on the pool: it finalizes what dead instances left (``first`` is True at start,
   when records of this instance's previous incarnation are recovered too);
@@ -17,7 +17,7 @@ its bot. :class:`Cluster` is the platform-neutral machinery an adapter uses for 
   is pushed to ``inbox:<owner instance_id>`` (after the ACK). One daemon thread per
   instance pops its inbox and hands every message to ``apply`` (which must not wait on
   a run: it posts the work to the pool);
-* **outages**: every store error goes through :meth:`Cluster.unavailable`, which logs
+* **outages**: every store error goes through `Cluster.unavailable()`, which logs
   one error per outage; the first success afterwards logs that the store is back.
 """
 

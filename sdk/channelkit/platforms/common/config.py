@@ -4,7 +4,7 @@ The adapter configs are frozen dataclasses validated in ``__post_init__``. These
 hold the parts they share: turning a plain mapping (JSON/YAML, camelCase or snake_case
 keys) into constructor keyword arguments, the common value checks, and a ``repr`` that
 never shows a secret. Every error is a
-:class:`~channelkit.errors.ConfigurationError` whose ``path`` names the setting, e.g.
+`ConfigurationError` whose ``path`` names the setting, e.g.
 ``telegram.question_timeout_s``.
 """
 
@@ -45,7 +45,7 @@ def settings_kwargs(
 
     Keys are the field names, or (with ``camel``) their camelCase spelling. A non-mapping
     ``data`` (``path``), an unknown key (``path.<key>``) or a missing ``required`` field
-    (``path.<field>``) raises :class:`ConfigurationError`. Values are not checked here:
+    (``path.<field>``) raises `ConfigurationError`. Values are not checked here:
     the dataclass validates them on construction.
     """
     if not isinstance(data, Mapping):
@@ -102,7 +102,7 @@ def secret_repr(config: Any, secrets: Collection[str]) -> str:
     return f"{type(config).__name__}({', '.join(shown)})"
 
 
-#: Shortest configured value :func:`register_secrets` registers.
+#: Shortest configured value `register_secrets()` registers.
 MIN_REGISTERED_SECRET = 8
 
 

@@ -2,17 +2,17 @@
 
 A bot without a public HTTPS address reaches its platform through a long connection
 (a WebSocket gateway, or long polling). Every such connection is a
-:class:`LongConnection`: one daemon thread runs :meth:`LongConnection.serve_once` (one
+`LongConnection`: one daemon thread runs `LongConnection.serve_once()` (one
 connection's life: connect, then read frames, verify, ACK and hand slow work to the
 pool, exactly like a web handler), and when it returns or raises, waits a capped,
-jittered backoff and connects again, until :meth:`LongConnection.stop`. Nothing else
+jittered backoff and connects again, until `LongConnection.stop()`. Nothing else
 waits on the connection thread: handlers ACK first and hand work on.
 
-Its :class:`ConnectionState` (connecting, connected, reconnecting with the attempt
+Its `ConnectionState` (connecting, connected, reconnecting with the attempt
 count and the last error, stopped) is what ``/healthz`` reports.
 
 A channel that owns connections exposes them as ``channel.connections`` (see
-:func:`connections_of`); :func:`start_connections` starts them and the channel's close
+`connections_of()`); `start_connections()` starts them and the channel's close
 stops them within its grace period.
 """
 
@@ -86,7 +86,7 @@ class Backoff:
 
 
 class LongConnection:
-    """One long connection and its thread; subclasses implement :meth:`serve_once`.
+    """One long connection and its thread; subclasses implement `serve_once()`.
 
     ``wait(stop_event, seconds) -> bool`` waits out a backoff and returns True when the
     connection was stopped meanwhile; the default is ``stop_event.wait(seconds)``. Tests
@@ -112,19 +112,19 @@ class LongConnection:
 
     # -- what subclasses implement ----------------------------------------------------
     def serve_once(self) -> None:
-        """One connection's life: connect, call :meth:`connected` once it is up, read
-        until the peer or :meth:`stop` ends it. Return for a clean end (reconnect at
+        """One connection's life: connect, call `connected()` once it is up, read
+        until the peer or `stop()` ends it. Return for a clean end (reconnect at
         once, e.g. on a server's ``disconnect`` request); raise on a failure (reconnect
         after a backoff)."""
         raise NotImplementedError
 
     def interrupt(self) -> None:
-        """Unblock a read in progress (close the socket); called by :meth:`stop`."""
+        """Unblock a read in progress (close the socket); called by `stop()`."""
 
     # -- for subclasses ---------------------------------------------------------------
     @property
     def stopping(self) -> bool:
-        """True once :meth:`stop` was called: end the read loop."""
+        """True once `stop()` was called: end the read loop."""
         return self._stop.is_set()
 
     def connected(self) -> None:
@@ -160,7 +160,7 @@ class LongConnection:
         return not alive
 
     def state(self) -> ConnectionState:
-        """The current :class:`ConnectionState`."""
+        """The current `ConnectionState`."""
         with self._lock:
             return self._state
 

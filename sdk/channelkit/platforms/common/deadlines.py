@@ -4,7 +4,7 @@
 ``ChannelBase`` answers an unanswered request ``cancelled``. An adapter's question card
 must expire strictly before that, so the card is finalized ``expired`` (and then the
 adapter cancels the request itself) before the neutral ``cancelled`` settlement of
-core's timer arrives. :data:`EXPIRY_MARGIN` is that head start.
+core's timer arrives. `EXPIRY_MARGIN` is that head start.
 """
 
 from __future__ import annotations

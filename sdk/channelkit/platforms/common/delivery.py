@@ -3,15 +3,15 @@
 A final answer is one or more *parts* (a long answer is split by the platform's size
 limit), sent in order. Each part has ordered alternate *paths* (Telegram: formatted ->
 plain text; Feishu: card -> text; DingTalk: robot API -> trusted session webhook), each
-a callable making one send. :meth:`DeliveryChain.deliver` sends every part, giving each
+a callable making one send. `DeliveryChain.deliver()` sends every part, giving each
 path up to ``max_attempts`` attempts (default 4) with capped, "equal jitter" exponential
-backoff (:meth:`channelkit.http.retry.RetryPolicy.backoff`).
+backoff (`channelkit.http.retry.RetryPolicy.backoff()`).
 
 Liveness (why no worker ever waits for a later attempt)
     The first attempt runs on the calling thread (the run's ``on_response_complete``
     hook), so an answer that goes out at once is shown before the run's ``completed``
     event, as before. When an attempt fails and a wait is due, the chain does *not*
-    wait: it books the next attempt on the channel's :class:`~channelkit.runtime.Scheduler`
+    wait: it books the next attempt on the channel's `Scheduler`
     (``call_later``) and returns; the hook returns and frees its worker. When the timer
     is due, the scheduler hands the continuation to the hook pool, which makes the next
     attempt(s) and, if needed, books the next timer. No thread blocks on an event that
@@ -21,18 +21,18 @@ Liveness (why no worker ever waits for a later attempt)
     failure with nothing left to wait for is raised to the hook (``raise_if_refused``),
     which fails the run in phase ``delivery`` as before.
 
-What is retried (each case is one branch of :func:`classify`)
-    * :class:`~channelkit.errors.RateLimited` (HTTP 429, Telegram ``retry_after``, the
+What is retried (each case is one branch of `classify()`)
+    * `RateLimited` (HTTP 429, Telegram ``retry_after``, the
       platforms' rate-limit codes): the platform refused, nothing was shown; retried
       after ``Retry-After`` / ``retry_after`` (capped at ``retry_after_cap``), else after
       the backoff.
-    * :class:`~channelkit.errors.ServerError` and any ``retryable`` :class:`ApiError`
+    * `ServerError` and any ``retryable`` `ApiError`
       (5xx, documented retryable codes): the platform answered that it failed; retried.
     * A transport failure *before the request was sent* (connect timeout, connection
       refused / reset while connecting:
-      :func:`channelkit.http.retry.failed_before_sending`): nothing left; retried.
+      `channelkit.http.retry.failed_before_sending()`): nothing left; retried.
     * A malformed answer (garbage, too-deep JSON, wrong types:
-      :class:`~channelkit.errors.DeserializationError`, ``ValueError``,
+      `DeserializationError`, ``ValueError``,
       ``RecursionError``) is a failed call and retried like a 5xx.
     * A read timeout or a reset *after the request was sent*: the outcome is unknown, the
       person may already see the answer. It is retried only on a path marked
@@ -49,12 +49,12 @@ When every path failed
     One structured ``ERROR`` log record per answer (logger
     ``channelkit.platforms.common.delivery``, ``extra={"delivery": {...}}`` with channel,
     run id, owner id, chat, part, attempts and reason; never the answer's text, never
-    an exception message that could echo it) and :class:`DeliveryHealth` counters
+    an exception message that could echo it) and `DeliveryHealth` counters
     (``channel.delivery_health``): ``delivered``, ``retried`` (answers that needed a
     retry or an alternate path), ``failed`` (answers not delivered), ``uncertain`` (of
     those, answers whose last attempt had an unknown outcome).
 
-:meth:`DeliveryChain.close` (the adapter's ``on_close``) cancels pending retries and
+`DeliveryChain.close()` (the adapter's ``on_close``) cancels pending retries and
 reports each of those answers as failed (reason ``channel closed``).
 
 How each answer ended is reported to ``on_outcome(run_id, outcome)`` (the channel's
@@ -224,7 +224,7 @@ class DeliveryChain:
 
     ``scheduler`` is the channel's scheduler (its clock times the backoff and its pool
     runs the continuations); ``policy`` gives ``max_attempts``, the backoff and the
-    ``Retry-After`` cap (:func:`default_policy`).
+    ``Retry-After`` cap (`default_policy()`).
     """
 
     def __init__(

@@ -1,13 +1,13 @@
 """One ACK policy for every message ingress: hand an ``InboundMessage`` to the channel.
 
 Every adapter's message ingress (HTTP callbacks and long connections alike) calls
-:func:`deliver_inbound` instead of ``ChannelBase.handle_inbound`` directly, so all of
+`deliver_inbound()` instead of ``ChannelBase.handle_inbound`` directly, so all of
 them answer the platform the same way:
 
 * accepted -> the platform ACK (HTTP 200);
-* :class:`~channelkit.core.ChannelBusy` -> the ACK as well: core tells the person in
+* `ChannelBusy` -> the ACK as well: core tells the person in
   the chat that the bot is busy, and a platform retry would only repeat the message;
-* :class:`~channelkit.core.ChannelClosed` -> HTTP 503 with one warning log line, so the
+* `ChannelClosed` -> HTTP 503 with one warning log line, so the
   platform redelivers the message to an instance that is still open.
 """
 
@@ -45,7 +45,7 @@ def deliver_inbound(
     """``channel.handle_inbound(message, defer=defer)`` with the shared ACK policy.
 
     Returns ``"accepted"``, ``"busy"`` (acknowledge it: the person was told) or
-    ``"closed"`` (answer :data:`CLOSED_STATUS`; one warning was logged). Any other
+    ``"closed"`` (answer `CLOSED_STATUS`; one warning was logged). Any other
     error propagates to the caller's own error handling.
     """
     return hand_inbound(channel, message, defer=defer)[0]
@@ -57,7 +57,7 @@ def hand_inbound(
     *,
     defer: list[Callable[[], None]] | None = None,
 ) -> tuple[InboundOutcome, RunHandle | CommandHandle | None]:
-    """:func:`deliver_inbound` that also returns the run's (or command's) handle, for
+    """`deliver_inbound()` that also returns the run's (or command's) handle, for
     ingress without an HTTP answer (long polling); the handle is None unless accepted."""
     try:
         handle = channel.handle_inbound(message, defer=defer)
@@ -71,5 +71,5 @@ def hand_inbound(
 
 
 def ack_status(outcome: InboundOutcome | Any) -> int:
-    """The HTTP status for an outcome of :func:`deliver_inbound` (200 or 503)."""
+    """The HTTP status for an outcome of `deliver_inbound()` (200 or 503)."""
     return CLOSED_STATUS if outcome == "closed" else 200

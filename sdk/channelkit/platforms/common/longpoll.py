@@ -1,15 +1,15 @@
 """Long polling: an HTTP session whose blocked reads can be cut, and the connection base.
 
 A long poll holds an HTTP request open for up to tens of seconds. Stopping the channel
-must not wait for it, so :class:`InterruptibleSession` remembers the socket of every
-connection it opens and :meth:`InterruptibleSession.interrupt` shuts them down: a read
+must not wait for it, so `InterruptibleSession` remembers the socket of every
+connection it opens and `InterruptibleSession.interrupt()` shuts them down: a read
 blocked in another thread returns at once (as a connection error, which the stopping
 poller ignores).
 
-:class:`PollingConnection` is the :class:`~channelkit.platforms.common.connection.LongConnection`
-of a polling ingress: :meth:`PollingConnection.serve_once` calls :meth:`poll_once`
+`PollingConnection` is the `LongConnection`
+of a polling ingress: `PollingConnection.serve_once()` calls `poll_once()`
 until the connection stops; any failure ends it and the base waits a capped, jittered
-backoff before polling again. A :class:`~channelkit.errors.RateLimited` that names
+backoff before polling again. A `RateLimited` that names
 ``retry_after`` is waited out exactly (never shorter), then polling resumes.
 """
 
@@ -35,9 +35,9 @@ logger = logging.getLogger(__name__)
 
 
 class InterruptibleSession:
-    """A ``requests.Session`` (``.session``) whose open sockets :meth:`interrupt` shuts down.
+    """A ``requests.Session`` (``.session``) whose open sockets `interrupt()` shuts down.
 
-    Built like :func:`channelkit.http.transport.make_session` (no urllib3 retries), with
+    Built like `channelkit.http.transport.make_session()` (no urllib3 retries), with
     connection classes that record their socket once connected.
     """
 
@@ -111,12 +111,12 @@ def _shutdown(sock: socket.socket) -> None:
 
 
 class PollingConnection(LongConnection):
-    """A polling ingress: :meth:`poll_once` again and again until stopped.
+    """A polling ingress: `poll_once()` again and again until stopped.
 
-    Subclasses implement :meth:`poll_once` (one request: fetch, hand every item on, move
-    the cursor past what was handed on) and may override :meth:`prepare` (once per
+    Subclasses implement `poll_once()` (one request: fetch, hand every item on, move
+    the cursor past what was handed on) and may override `prepare()` (once per
     connection, e.g. ``deleteWebhook``). ``session`` is the
-    :class:`InterruptibleSession` the subclass's client sends through; :meth:`interrupt`
+    `InterruptibleSession` the subclass's client sends through; `interrupt()`
     cuts its reads.
     """
 

@@ -4,29 +4,29 @@ Two rules of the platform contract hold for any native input presentation (a for
 an inline keyboard, a Block Kit form):
 
 * **One at a time.** At most one native input presentation is active per session, owner
-  and run (:func:`input_scope`). A second request of the same run while the first is
-  still live gets the text prompt: :func:`reserve_native_input` registers the record
+  and run (`input_scope()`). A second request of the same run while the first is
+  still live gets the text prompt: `reserve_native_input()` registers the record
   under its scope in the presenter's
-  :class:`~channelkit.platforms.common.registry.CardRegistry` only when the scope is
+  `CardRegistry` only when the scope is
   free (and the registry is not full), so the presenter answers ``UNSUPPORTED``
   otherwise.
 * **No success before the responder accepted.** A click is *claimed* on the web thread
   (compare-and-set, before the ACK); the answer then goes through the request's one-shot
   ``respond`` on the pool, and only its result decides what the card shows.
-  :class:`AnswerRace` arbitrates that responder against the request's settlement: the
+  `AnswerRace` arbitrates that responder against the request's settlement: the
   answer was accepted (show it), refused by the agent or failed (expired), or another
   surface won (a ``/deny``, an ``/approve``, an answer typed as text, the run's end:
-  the card shows the winner's state, :func:`winner_state`). The winner's settlement may
+  the card shows the winner's state, `winner_state()`). The winner's settlement may
   arrive before the claim, while the responder runs, or after it returned ``False``;
   in the last case the card waits for it (the presenter arms a timer at the question's
-  deadline and calls :meth:`AnswerRace.give_up` there, then shows expired).
+  deadline and calls `AnswerRace.give_up()` there, then shows expired).
 
-The order in a presenter is: the settlement listener calls :meth:`AnswerRace.settled`
+The order in a presenter is: the settlement listener calls `AnswerRace.settled()`
 first, whatever the card's state (it records the reason, so a claim landing just after
 another answer won reads it); a ``True`` means "end the claimed card now in the winner's
 state"; otherwise the presenter runs its own settled-elsewhere path (a card that was not
-claimed). The claimed card's job calls :meth:`AnswerRace.respond` once and ends the
-card from the :class:`RaceResult`.
+claimed). The claimed card's job calls `AnswerRace.respond()` once and ends the
+card from the `RaceResult`.
 """
 
 from __future__ import annotations

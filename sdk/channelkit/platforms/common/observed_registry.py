@@ -1,8 +1,8 @@
-"""A :class:`StateRegistry` that reports what happens to its card records.
+"""A `StateRegistry` that reports what happens to its card records.
 
 Several processes serving one bot share the ownership and correlation of live cards
 through a state store. The presenters keep using their in-process registries (the local
-claims, timers and responders stay where the run is); :class:`ObservedStateRegistry`
+claims, timers and responders stay where the run is); `ObservedStateRegistry`
 wraps one and calls an observer when a card record is added, removed or buried, so the
 adapter can mirror exactly those facts into the store without touching the presenters.
 
@@ -42,7 +42,7 @@ class RegistryObserver(Protocol):
 
 
 class ObservedCardRegistry:
-    """A :class:`CardRegistry` delegating to ``inner`` and reporting changes."""
+    """A `CardRegistry` delegating to ``inner`` and reporting changes."""
 
     def __init__(self, kind: str, inner: CardRegistry[Any, Any], observer: RegistryObserver):
         self.kind = kind
@@ -111,7 +111,7 @@ class ObservedCardRegistry:
 
 
 class ObservedStateRegistry:
-    """A :class:`StateRegistry` whose card registries report to ``observer``; maps and
+    """A `StateRegistry` whose card registries report to ``observer``; maps and
     delivery logs are the inner registry's own."""
 
     def __init__(self, inner: StateRegistry, observer: RegistryObserver) -> None:

@@ -2,11 +2,11 @@
 
 Card writes of one run must reach the platform in order (finish the old output segment
 -> create the question card -> the question's terminal update -> the next segment's
-card). :class:`ProjectionQueue` is a :class:`~channelkit.runtime.serial.SerialLane`: jobs
+card). `ProjectionQueue` is a `SerialLane`: jobs
 run one at a time in enqueue order on the pool, no thread is held while the queue is idle
 or waiting on a reserved slot, and a thread that waits for a job drains the queue itself
 when nobody else is running it, so a queued projection always has a thread that will run
-it (see :mod:`channelkit.runtime.serial`).
+it (see `channelkit.runtime.serial`).
 """
 
 from __future__ import annotations

@@ -5,17 +5,17 @@ find the live record a run created on a pool thread, claim it exactly once, and,
 the card ended, find its tombstone so a late click stays harmless. Adapters keep all of
 that state, and their owner maps and redelivery checks, behind two small interfaces:
 
-* :class:`CardRegistry` - the live records of one card kind, keyed by id, with named
+* `CardRegistry` - the live records of one card kind, keyed by id, with named
   secondary indexes (``out_track_id``, ``(session, owner)`` scope, message id), a cap
-  (1,000 records), the records' claims (:meth:`CardRegistry.state`,
-  :meth:`CardRegistry.claim`: lock-protected compare-and-set) and the kind's terminal
+  (1,000 records), the records' claims (`CardRegistry.state()`,
+  `CardRegistry.claim()`: lock-protected compare-and-set) and the kind's terminal
   tombstones (correlation + terminal state only, 10 minutes, 1,000 entries).
-* :class:`StateRegistry` - one per adapter: hands out the card registries, the bounded
-  maps (owner maps, chat routes; :class:`~channelkit.runtime.maps.BoundedMap` on the
-  injected clock) and the first-delivery logs (:class:`Deliveries`) that drop
+* `StateRegistry` - one per adapter: hands out the card registries, the bounded
+  maps (owner maps, chat routes; `BoundedMap` on the
+  injected clock) and the first-delivery logs (`Deliveries`) that drop
   redelivered or replayed updates.
 
-:class:`MemoryStateRegistry` / :class:`MemoryCardRegistry` keep everything in this
+`MemoryStateRegistry` / `MemoryCardRegistry` keep everything in this
 process. They are the seam a shared state store plugs into: an implementation of the two
 protocols backed by, for example, Redis makes claims atomic across processes and
 tombstones keys with a TTL, without touching the adapters.
@@ -57,7 +57,7 @@ S = TypeVar("S")
 class CardRegistry(Protocol[R, T]):
     """The live records of one card kind and their tombstones (see the module docstring).
 
-    Every method is thread-safe; :attr:`lock` (re-entrant) groups several calls into
+    Every method is thread-safe; `lock` (re-entrant) groups several calls into
     one check-then-act step.
     """
 
@@ -129,7 +129,7 @@ class CardRegistry(Protocol[R, T]):
 
 
 class MemoryCardRegistry(Generic[R, T]):
-    """The in-process :class:`CardRegistry`."""
+    """The in-process `CardRegistry`."""
 
     def __init__(
         self,
@@ -159,7 +159,7 @@ class MemoryCardRegistry(Generic[R, T]):
         return self._maxsize
 
     def add(self, key: Hashable, record: R, **index: Hashable) -> bool:
-        """See :meth:`CardRegistry.add`."""
+        """See `CardRegistry.add()`."""
         with self._lock:
             if key in self._records or len(self._records) >= self._maxsize:
                 return False
@@ -170,18 +170,18 @@ class MemoryCardRegistry(Generic[R, T]):
             return True
 
     def get(self, key: Hashable) -> R | None:
-        """See :meth:`CardRegistry.get`."""
+        """See `CardRegistry.get()`."""
         with self._lock:
             return self._records.get(key)
 
     def find(self, index: str, value: Hashable) -> R | None:
-        """See :meth:`CardRegistry.find`."""
+        """See `CardRegistry.find()`."""
         with self._lock:
             key = self._indexes.get(index, {}).get(value)
             return None if key is None else self._records.get(key)
 
     def index(self, index: str, value: Hashable, key: Hashable) -> None:
-        """See :meth:`CardRegistry.index`."""
+        """See `CardRegistry.index()`."""
         with self._lock:
             if key not in self._records:
                 return
@@ -189,12 +189,12 @@ class MemoryCardRegistry(Generic[R, T]):
             self._keys[key].append((index, value))
 
     def records(self) -> list[R]:
-        """See :meth:`CardRegistry.records`."""
+        """See `CardRegistry.records()`."""
         with self._lock:
             return list(self._records.values())
 
     def remove(self, key: Hashable, record: R | None = None) -> R | None:
-        """See :meth:`CardRegistry.remove`."""
+        """See `CardRegistry.remove()`."""
         with self._lock:
             current = self._records.get(key)
             if current is None or (record is not None and current is not record):
@@ -207,36 +207,36 @@ class MemoryCardRegistry(Generic[R, T]):
             return current
 
     def bury(self, key: Hashable, tombstone: T) -> None:
-        """See :meth:`CardRegistry.bury`."""
+        """See `CardRegistry.bury()`."""
         with self._lock:
             self._tombstones.add(key, tombstone)
 
     def tombstone(self, key: Hashable) -> T | None:
-        """See :meth:`CardRegistry.tombstone`."""
+        """See `CardRegistry.tombstone()`."""
         with self._lock:
             return self._tombstones.get(key)
 
     def tombstones(self) -> list[T]:
-        """See :meth:`CardRegistry.tombstones`."""
+        """See `CardRegistry.tombstones()`."""
         with self._lock:
             return self._tombstones.values()
 
     def tombstone_count(self) -> int:
-        """See :meth:`CardRegistry.tombstone_count`."""
+        """See `CardRegistry.tombstone_count()`."""
         with self._lock:
             return len(self._tombstones)
 
     def index_size(self, index: str) -> int:
-        """See :meth:`CardRegistry.index_size`."""
+        """See `CardRegistry.index_size()`."""
         with self._lock:
             return len(self._indexes.get(index, ()))
 
     def state(self, initial: S) -> StateCell[S]:
-        """See :meth:`CardRegistry.state`."""
+        """See `CardRegistry.state()`."""
         return StateCell(initial)
 
     def claim(self) -> OneShotClaim:
-        """See :meth:`CardRegistry.claim`."""
+        """See `CardRegistry.claim()`."""
         return OneShotClaim()
 
     def __len__(self) -> int:
@@ -295,7 +295,7 @@ class StateRegistry(Protocol):
 
 
 class MemoryStateRegistry:
-    """The in-process :class:`StateRegistry` (one per adapter, on its clock)."""
+    """The in-process `StateRegistry` (one per adapter, on its clock)."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -305,7 +305,7 @@ class MemoryStateRegistry:
         self._deliveries: dict[str, Deliveries] = {}
 
     def cards(self, name: str, *, maxsize: int = MAX_LIVE_RECORDS) -> MemoryCardRegistry[Any, Any]:
-        """See :meth:`StateRegistry.cards`."""
+        """See `StateRegistry.cards()`."""
         with self._lock:
             registry = self._cards.get(name)
             if registry is None:
@@ -320,7 +320,7 @@ class MemoryStateRegistry:
         ttl: float | None = None,
         policy: Literal["fifo", "lru"] = "fifo",
     ) -> BoundedMap[Any, Any]:
-        """See :meth:`StateRegistry.map`."""
+        """See `StateRegistry.map()`."""
         with self._lock:
             bounded = self._maps.get(name)
             if bounded is None:
@@ -330,7 +330,7 @@ class MemoryStateRegistry:
             return bounded
 
     def deliveries(self, name: str, *, ttl: float) -> Deliveries:
-        """See :meth:`StateRegistry.deliveries`."""
+        """See `StateRegistry.deliveries()`."""
         with self._lock:
             log = self._deliveries.get(name)
             if log is None:

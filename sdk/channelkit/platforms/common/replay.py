@@ -1,7 +1,7 @@
 """One-use signatures and ids: a bounded memory that never forgets what is still fresh.
 
 Every ingress that accepts a signed (or otherwise authenticated) request must refuse a
-second use of it. :class:`ReplayGuard` remembers each accepted key (a signature, a
+second use of it. `ReplayGuard` remembers each accepted key (a signature, a
 message id, an update id) until the moment no request carrying it could be accepted any
 more (``expires_at``: the signed timestamp plus the freshness window, or "now plus the
 dedup TTL"). Its memory is bounded (``maxsize`` entries, 1,000 to 10,000). When it is
@@ -93,7 +93,7 @@ class ReplayGuard:
     for a dedup log; pass the platform's send time as ``at``). ``forget(key)`` undoes an
     admission whose request was refused for another reason and may be retried.
     ``ordered=True`` (integer keys that the platform issues in increasing order) refuses
-    every key at or below the highest key the guard forgot (:attr:`high_water`).
+    every key at or below the highest key the guard forgot (`high_water`).
     """
 
     def __init__(

@@ -5,25 +5,25 @@ asking for the next ones; once confirmed, the platform never delivers it again. 
 process killed (``kill -9``, an out-of-memory kill, a power cut) in the middle of a run
 would leave the person waiting for an answer that never comes, and nobody would know.
 
-:class:`RunJournal` is the record that closes that gap. The channel records a run
+`RunJournal` is the record that closes that gap. The channel records a run
 before its polling cursor moves past the update that started it
-(:meth:`RunJournal.record`), and removes the record when the run ends, whatever the end
-(:meth:`RunJournal.done`: completed, failed, cancelled, stopped by a shutdown that told
+(`RunJournal.record()`), and removes the record when the run ends, whatever the end
+(`RunJournal.done()`: completed, failed, cancelled, stopped by a shutdown that told
 the person). Whatever is still recorded when a new process starts polling belongs to a
-run that was cut off: :meth:`RunJournal.take_leftovers` hands each such record over
+run that was cut off: `RunJournal.take_leftovers()` hands each such record over
 exactly once, and the channel tells its person the run was interrupted.
 
 Where the record lives:
 
-* with a :class:`~channelkit.state.StateStore` (``state.redis``): one key per run,
-  ``<scope>:inflight:<key>``, kept :data:`RECORD_TTL_S` at most; a leftover is claimed
+* with a `StateStore` (``state.redis``): one key per run,
+  ``<scope>:inflight:<key>``, kept `RECORD_TTL_S` at most; a leftover is claimed
   with ``add`` on ``<scope>:told:<key>`` first, so two processes starting together tell
   the person once;
 * without one, in a JSON file (``path``): the whole record set, rewritten atomically
   (a temporary file then ``os.replace``) on every change, under a lock;
 * with neither, nowhere (the behaviour of a process that keeps nothing across restarts).
 
-The set is bounded (:data:`MAX_RECORDS`, the oldest dropped with a warning). Failures to
+The set is bounded (`MAX_RECORDS`, the oldest dropped with a warning). Failures to
 write (a store outage, a full disk) are logged and never fail the run: the record is a
 courtesy for the crash case, not part of the run.
 """

@@ -1,19 +1,19 @@
 """First-delivery dedup shared by every instance of one bot (update, event, message ids).
 
 A platform may deliver the same update twice: a webhook retry, a long poll answered
-twice, or the same event handed to two processes that serve one bot. :class:`SharedDedup`
-is a drop-in for the :class:`~channelkit.platforms.common.replay.ReplayGuard` a channel
+twice, or the same event handed to two processes that serve one bot. `SharedDedup`
+is a drop-in for the `ReplayGuard` a channel
 uses as its dedup log (``first(key)`` / ``forget(key)`` / ``in`` / ``len``):
 
 * without a store (or with its own process's state) it is exactly that guard;
-* with a :class:`~channelkit.state.StateStore` it first asks the local guard (two
+* with a `StateStore` it first asks the local guard (two
   racing copies in one process never reach the store twice), then claims
   ``dedup:<scope>:<key>`` with one atomic ``add`` whose TTL covers the platform's
   redelivery window, so whichever instance claims first starts the run and every other
   copy, on any instance, is acknowledged and dropped.
 
 The rule for how long an id is remembered is the guard's (see
-:mod:`channelkit.platforms.common.replay`): pass the platform's send time as
+`channelkit.platforms.common.replay`): pass the platform's send time as
 ``first(key, at=...)`` and ``ttl`` covering the platform's redelivery window, or build it
 ``ordered=True`` for ids the platform issues in increasing order. In-process memory is
 bounded; when the bound is reached the window shrinks and old ids are refused, never
@@ -80,7 +80,7 @@ class SharedDedup:
 
         ``at``: when the platform sent it (epoch seconds, the platform's own timestamp);
         the key is remembered until ``at + ttl`` and a copy arriving after that is
-        refused (see :meth:`ReplayGuard.first`).
+        refused (see `ReplayGuard.first()`).
         """
         if not self.local.first(key, at):
             return False

@@ -4,7 +4,7 @@
 event are posted on the run's lane (``("run", run_id)``), then ``on_close`` is called at
 once. An adapter whose segment end shows the person the text written so far (with its
 stopped marker) must let those posted hooks run before it forgets the runs' output
-state: :func:`flush_run_lanes` waits for them, running them in the closing thread when
+state: `flush_run_lanes()` waits for them, running them in the closing thread when
 no pool worker is free, within one bounded deadline.
 """
 

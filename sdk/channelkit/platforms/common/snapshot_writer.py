@@ -1,7 +1,7 @@
 """A coalescing writer of full-text snapshots (one streaming card, one output segment).
 
 Model output arrives as many small chunks; the platform wants a few full snapshots.
-:class:`SnapshotWriter` keeps the bounded text of one segment in memory and writes it
+`SnapshotWriter` keeps the bounded text of one segment in memory and writes it
 with these guarantees:
 
 * **one write in flight** and **one replaceable pending snapshot** - a newer chunk
@@ -13,8 +13,8 @@ with these guarantees:
   and a truncation marker kept in front of the tail;
 * **failure latches**: if a write raises, the writer stops writing (the text is kept
   for the final delivery path) and ``failed`` becomes True;
-* :meth:`finalize` stops accepting text, cancels the timer, drops the pending snapshot
-  (its text is already part of :attr:`content`) and waits - with a timeout - for the
+* `finalize()` stops accepting text, cancels the timer, drops the pending snapshot
+  (its text is already part of `content`) and waits - with a timeout - for the
   write in flight, then returns the final bounded text;
 * **offsets** for append-only targets (``with_total=True``): ``write(snapshot, total)``
   also gets how many characters were appended in all (the snapshot's last character is
@@ -68,7 +68,7 @@ class SnapshotWriter:
     """Coalesces appended text into rate-limited full snapshots; see the module docstring.
 
     ``write(snapshot)`` performs one platform write and raises on failure. ``ready=False``
-    holds writes until :meth:`start` (for example until the card has been created).
+    holds writes until `start()` (for example until the card has been created).
     ``on_error(exc)`` is called once when a write fails. ``with_total=True`` calls
     ``write(snapshot, total)`` instead (see the module docstring).
     """
@@ -125,13 +125,13 @@ class SnapshotWriter:
 
     @property
     def closed(self) -> bool:
-        """True after :meth:`finalize` or :meth:`close`."""
+        """True after `finalize()` or `close()`."""
         with self._cond:
             return self._closed
 
     @property
     def total_chars(self) -> int:
-        """How many characters were appended in all (after :meth:`replace`: its length)."""
+        """How many characters were appended in all (after `replace()`: its length)."""
         with self._cond:
             return self._total
 

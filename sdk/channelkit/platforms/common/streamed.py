@@ -4,7 +4,7 @@
 the concatenation of everything streamed, including the text from before a question.
 An adapter that already showed part of it (a status card, a flushed message) records
 that part here, chunk by chunk, and later drops exactly that prefix from the final text
-(:meth:`StreamedText.remainder`), without keeping the text itself.
+(`StreamedText.remainder()`), without keeping the text itself.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def _encode(text: str) -> bytes:
 class StreamedText:
     """The length and digest of the text taken so far (thread-safe).
 
-    ``add(chunk)`` appends; :meth:`after_prefix` / :meth:`remainder` remove the taken prefix
-    from a later text; :meth:`copy` freezes a checkpoint (e.g. "everything up to the
+    ``add(chunk)`` appends; `after_prefix()` / `remainder()` remove the taken prefix
+    from a later text; `copy()` freezes a checkpoint (e.g. "everything up to the
     last closed segment").
     """
 

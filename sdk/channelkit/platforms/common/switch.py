@@ -5,10 +5,10 @@ A failed card degrades in the scope of its cause, never wider:
 - one card fails for a reason of its own (an invalid parameter, a transient error): that
   card falls back to text, nothing is switched;
 - the platform refuses to deliver into one chat (the bot left it, the chat is muted for
-  bots): :meth:`CardSwitch.reject_chat` turns the card type off for that chat only, for
+  bots): `CardSwitch.reject_chat()` turns the card type off for that chat only, for
   ``chat_cooldown_s`` seconds;
 - the platform refuses the card type itself (its template is missing or unpublished, the
-  app may not use it): :meth:`CardSwitch.reject_globally` turns it off for every chat for
+  app may not use it): `CardSwitch.reject_globally()` turns it off for every chat for
   ``cooldown_s`` seconds. Then it comes back on by itself: the next card is the one
   retry, and a second refusal switches it off for another cool-down.
 

@@ -1,12 +1,12 @@
 """WebSocket long connections: the socket plumbing DingTalk Stream mode, Slack Socket Mode
 and the Feishu long connection share.
 
-A :class:`WebSocketConnection` is a :class:`LongConnection` whose
-:meth:`~LongConnection.serve_once` connects one ``websockets`` synchronous client socket
-(:meth:`WebSocketConnection._connect`: a refused handshake or a failed connect becomes a
-:class:`TransportError` that never carries the URL, which holds a ticket or credential),
-then reads it until it ends (:meth:`WebSocketConnection._serve`: the socket is kept for
-:meth:`interrupt`, a close becomes a :class:`TransportError` unless the connection is
+A `WebSocketConnection` is a `LongConnection` whose
+`serve_once()` connects one ``websockets`` synchronous client socket
+(`WebSocketConnection._connect()`: a refused handshake or a failed connect becomes a
+`TransportError` that never carries the URL, which holds a ticket or credential),
+then reads it until it ends (`WebSocketConnection._serve()`: the socket is kept for
+`interrupt()`, a close becomes a `TransportError` unless the connection is
 stopping). It counts frames by outcome in ``counts``. ``websockets`` is imported only
 when a connection starts.
 """
@@ -108,7 +108,7 @@ class WebSocketConnection(LongConnection):
                 return
 
     def interrupt(self) -> None:
-        """Close the socket so a blocked read ends (called by :meth:`stop`)."""
+        """Close the socket so a blocked read ends (called by `stop()`)."""
         with self._socket_lock:
             socket = self._socket
         if socket is not None:

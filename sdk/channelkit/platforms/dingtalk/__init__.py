@@ -1,8 +1,8 @@
 """The DingTalk adapter: streaming status cards, question cards, callbacks, degradation.
 
-``DingtalkChannel`` is a :class:`channelkit.core.ChannelBase`; ``DingtalkConfig`` holds
+``DingtalkChannel`` is a `channelkit.core.ChannelBase`; ``DingtalkConfig`` holds
 its settings (``interactiveCards`` is parsed and validated by
-:func:`parse_interactive_cards`). See ``docs/platforms/dingtalk.md``.
+`parse_interactive_cards()`). See ``docs/platforms/dingtalk.md``.
 """
 
 from __future__ import annotations

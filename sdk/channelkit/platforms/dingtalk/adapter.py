@@ -1,13 +1,13 @@
 """``DingtalkChannel``: the DingTalk adapter (robot messages, status and question cards).
 
 Ingress, by ``config.ingress``: ``"stream"`` (the default) is the Stream mode connection
-:attr:`DingtalkChannel.stream` (:mod:`.stream`; listed in ``connections``, started with
-:func:`~channelkit.platforms.common.connection.start_connections` or ``stream.start()``,
-stopped by :meth:`close`); ``"http"`` mounts ``POST /dingtalk/robot`` (robot messages,
+`DingtalkChannel.stream` (`stream`; listed in ``connections``, started with
+`start_connections()` or ``stream.start()``,
+stopped by `close()`); ``"http"`` mounts ``POST /dingtalk/robot`` (robot messages,
 ``timestamp``/``sign`` checked) and ``POST /dingtalk/card`` (card actions,
 ``x-ddpaas-signature`` checked when ``card_callback_secret`` is set) with
-``channelkit.web``. Both transports go through the same :meth:`dispatch_robot_message` /
-:meth:`dispatch_card_callback`, which parse, correlate, authorize and claim
+``channelkit.web``. Both transports go through the same `dispatch_robot_message()` /
+`dispatch_card_callback()`, which parse, correlate, authorize and claim
 synchronously and return the ACK; the work that goes to the pool (the agent run,
 responders, Card OpenAPI writes, notices) is in the response's ``after`` and starts only
 once the ACK was written.
@@ -19,25 +19,25 @@ Behaviour:
   cards. Loop, webhook and other synthetic runs bind nothing and get no card;
 * status cards (one per visible output segment) when ``interactiveCards.enabled`` and
   ``statusCard.enabled`` and block streaming is off; otherwise Markdown replies (the
-  final answer through the delivery chain of :mod:`channelkit.platforms.common.delivery`:
+  final answer through the delivery chain of `channelkit.platforms.common.delivery`:
   the trusted session webhook bound to the chat and the run's owner - the pair it
-  arrived with, see :meth:`DingtalkChannel.record_inbound` - while it is valid, then
+  arrived with, see `DingtalkChannel.record_inbound()` - while it is valid, then
   the robot API); the
   eye reaction on the inbound message while the run works (attached on ``started``,
   recalled on the terminal event), with or without status cards;
 * question cards for structured questions when ``questionCard.enabled`` (and tool
-  permissions with 2-4 options, :mod:`.approvals`); otherwise the text prompt;
+  permissions with 2-4 options, `approvals`); otherwise the text prompt;
 * a person whose run must wait for a slot sees a status card saying so ("Queued, 3
   ahead..."), updated in place as runs ahead finish (at most once a second per card,
-  coalesced: :class:`~channelkit.core.queue_notices.QueueNotices`), finalized "Starting
+  coalesced: `QueueNotices`), finalized "Starting
   now." at the start (status cards off or unavailable: one Markdown message);
 * card actions are owner-only: a foreign user is acknowledged and gets one notice per
   card through the outbound group (or direct) message path, never into agent context;
-* with a ``store`` (a :class:`~channelkit.state.StateStore` shared by several
+* with a ``store`` (a `StateStore` shared by several
   processes serving the bot) run and card records, claims and tombstones live in the
   store: a card action reaching any instance is claimed once and applied by the
   instance that owns the run, and the cards of a dead instance are finalized by a
-  survivor (:mod:`.cluster`).
+  survivor (`cluster`).
 """
 
 from __future__ import annotations
@@ -178,10 +178,10 @@ class DingtalkChannel(ChannelBase):
 
     ``DingtalkChannel(config, bridge, *, api=None, token_provider=None,
     channel_config=None, executor=None, scheduler=None, clock=None)``. ``api`` replaces
-    the :class:`CardApi` built from ``config`` (tests, emulator); ``channel_config`` is
-    the shared :class:`ChannelConfig` (built from ``config`` when omitted; its
+    the `CardApi` built from ``config`` (tests, emulator); ``channel_config`` is
+    the shared `ChannelConfig` (built from ``config`` when omitted; its
     ``permission_timeout`` is the host permission lifetime). ``stream_options`` go to the
-    :class:`~channelkit.platforms.dingtalk.stream.DingtalkStream` (``backoff``, ``wait``,
+    `DingtalkStream` (``backoff``, ``wait``,
     keepalive) in Stream mode.
     """
 
@@ -268,7 +268,7 @@ class DingtalkChannel(ChannelBase):
         self._chats = self.registry.map("dingtalk-chats")
         #: (conversation id, sender) -> the session webhook that arrived with that pair,
         #: and the reverse binding (webhook URL -> its pair): a body naming a webhook
-        #: already bound to another pair is not believed (see :meth:`record_inbound`)
+        #: already bound to another pair is not believed (see `record_inbound()`)
         self._webhooks = self.registry.map("dingtalk-webhooks")
         self._webhook_pairs = self.registry.map("dingtalk-webhook-pairs")
         self._webhook_lock = threading.Lock()
@@ -331,7 +331,7 @@ class DingtalkChannel(ChannelBase):
         *,
         model: str | None,
     ) -> DingtalkCluster:
-        """The store-backed routing and recovery (:mod:`.cluster`) of this instance."""
+        """The store-backed routing and recovery (`cluster`) of this instance."""
         if not isinstance(options, ClusterOptions):
             options = ClusterOptions.from_mapping(options)
         holder: list[DingtalkCluster] = []
@@ -365,7 +365,7 @@ class DingtalkChannel(ChannelBase):
 
     def question_lifetime(self) -> float:
         """Seconds a question card stays answerable: ``min(questionCard.timeoutMs, host
-        permission lifetime)`` (:meth:`ChannelBase.permission_lifetime`). Each card also
+        permission lifetime)`` (`ChannelBase.permission_lifetime()`). Each card also
         ends ``EXPIRY_MARGIN`` (1 s) before its request's ``context.expires_at``, so it is
         finalized ``expired`` before core's own timer answers the request.
         """
@@ -410,7 +410,7 @@ class DingtalkChannel(ChannelBase):
         """Verify (``timestamp``/``sign``, <= 1 h skew), parse and dispatch a robot message.
 
         401 missing signature headers, 403 bad signature or skew, 400 malformed JSON,
-        then :meth:`dispatch_robot_message`. Never raises.
+        then `dispatch_robot_message()`. Never raises.
         """
         try:
             payload, rejection = self._verified_json(
@@ -431,7 +431,7 @@ class DingtalkChannel(ChannelBase):
         frame (the connection is authenticated by its ticket). 503 when the channel is
         closed, else 200 ``{"success": true}`` whose ``after`` starts the run (or the
         command; a full queue is acknowledged too: core tells the person it is busy).
-        See :mod:`channelkit.platforms.common.inbound`. Never raises.
+        See `channelkit.platforms.common.inbound`. Never raises.
         """
         try:
             message = parse_robot_message(payload)
@@ -512,7 +512,7 @@ class DingtalkChannel(ChannelBase):
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
         """Verify a card action (``x-ddpaas-signature`` when ``card_callback_secret`` is
-        set: 401/403; 400 malformed JSON), then :meth:`dispatch_card_callback`. Never
+        set: 401/403; 400 malformed JSON), then `dispatch_card_callback()`. Never
         raises."""
         try:
             payload, rejection = self._verified_json(
@@ -568,7 +568,7 @@ class DingtalkChannel(ChannelBase):
 
     def route_card_callback(self, payload: Any) -> Decision:
         """The synchronous part of a card callback (no network): its `Decision`, whose
-        work runs on the pool after the ACK (:attr:`card_router`)."""
+        work runs on the pool after the ACK (`card_router`)."""
         callback = parse_card_callback(payload)
         if callback is None or self.presenter is None:
             return Decision.ignored()
@@ -576,7 +576,7 @@ class DingtalkChannel(ChannelBase):
 
     def _cluster_card_action(self, interaction: Interaction) -> Decision | None:
         """With a state store every card action is correlated and claimed there first
-        (:meth:`DingtalkCluster.route`); None without one."""
+        (`DingtalkCluster.route()`); None without one."""
         if self.cluster is None:
             return None
         return self.cluster.route(interaction.raw)
@@ -654,7 +654,7 @@ class DingtalkChannel(ChannelBase):
         self.api.send_webhook_markdown(webhook.url, title, text)
 
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
-        """Presentations as robot Markdown messages (:mod:`.renderer`), to the group or
+        """Presentations as robot Markdown messages (`renderer`), to the group or
         the 1:1 chat a known chat routes to (else ``cid...`` / ``user:<id>``)."""
         from channelkit.platforms.dingtalk.sender import DingtalkSender, default_route
 
@@ -838,7 +838,7 @@ class DingtalkChannel(ChannelBase):
     def present_permission_request(
         self, context: PermissionRequestContext
     ) -> UserInputPresentationResult:
-        """A tool permission with 2-4 options as an approval card (:mod:`.approvals`),
+        """A tool permission with 2-4 options as an approval card (`approvals`),
         else UNSUPPORTED (the text prompt)."""
         if self.approvals is None:
             return UserInputPresentationResult.UNSUPPORTED

@@ -1,17 +1,17 @@
 """The only module of the DingTalk adapter that talks HTTP.
 
-:class:`CardApi` wraps the DingTalk OpenAPI calls the adapter makes - Card OpenAPI
+`CardApi` wraps the DingTalk OpenAPI calls the adapter makes - Card OpenAPI
 (``createAndDeliver``, ``/card/streaming``, ``/card/instances``), robot group / one-to-one
 sends, the eye reaction (``emotion/reply``, ``emotion/recall``) and session-webhook
 Markdown replies - so the rest of the adapter and its tests depend on this small surface.
 
 Every call has an overall deadline (``requestTimeout``, 10 s: connect, send and the
-whole answer), token fetches included (:meth:`CardApi.create`), is attempted once (the
+whole answer), token fetches included (`CardApi.create()`), is attempted once (the
 presenter decides what a failure means; there is no background retry queue) and raises
-:class:`~channelkit.errors.ChannelKitError` subclasses: ``TransportError`` for timeouts and
+`ChannelKitError` subclasses: ``TransportError`` for timeouts and
 connection failures, ``ApiError`` subclasses (``RateLimited``, ``ServerError``,
 ``AuthError``, ``BadRequest``...) for platform errors. A ``createAndDeliver`` answered 200
-with a failed per-space delivery raises :class:`CardDeliveryError` naming the template.
+with a failed per-space delivery raises `CardDeliveryError` naming the template.
 
 All ``cardParamMap`` values are sent as strings: strings as-is, everything else as compact
 JSON (``2`` -> ``"2"``, ``True`` -> ``"true"``, lists/objects -> JSON text).
@@ -162,7 +162,7 @@ class CardApi:
     """DingTalk OpenAPI calls used by the adapter (see the module docstring).
 
     ``robot_code`` is the app's client id. Calls go through the generated
-    :class:`~channelkit.clients.dingtalk.DingtalkClient` (``client=``, or one built from
+    `DingtalkClient` (``client=``, or one built from
     ``token_provider`` - e.g. ``channelkit.http.auth.DingTalkTokenProvider`` - with no
     automatic retries); a token rejected with 401 is refreshed and the call retried once.
     ``callback_route_key`` is the key registered with ``/v1.0/card/callbacks/register``
@@ -434,7 +434,7 @@ TEMPLATE_REJECTION_CODES = frozenset(
 def is_template_rejection(exc: BaseException) -> bool:
     """True when DingTalk refused the card type for everyone: its template, or the app's
     credentials. Such a failure switches the card type off globally for a cool-down; any
-    other failure degrades one chat (:func:`is_chat_rejection`) or one card."""
+    other failure degrades one chat (`is_chat_rejection()`) or one card."""
     if isinstance(exc, CardDeliveryError):
         return False  # one chat's delivery, see is_chat_rejection
     if isinstance(exc, AuthError):

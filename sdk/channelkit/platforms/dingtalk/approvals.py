@@ -1,7 +1,7 @@
 """DingTalk approval cards: an ordinary tool permission on the question card template.
 
 DingTalk cards come from fixed templates, so there is no free-form button row. A tool
-permission whose agent offers :data:`MIN_OPTIONS` to :data:`MAX_OPTIONS` options (the
+permission whose agent offers `MIN_OPTIONS` to `MAX_OPTIONS` options (the
 question template's choice bounds) is shown as a question card with ONE single-choice
 question: its title is the tool call's title, its text the explanation, and its choices
 are the agent's options in its order (labelled with the option's name; the option's
@@ -10,14 +10,14 @@ its text input are left out of the card. Any other permission keeps the text pro
 (``/approve``, ``/approve-always``, ``/deny``), which also keeps working while the card
 is shown.
 
-The card is a :class:`~channelkit.platforms.dingtalk.questions.QuestionCardController`
+The card is a `QuestionCardController`
 card on the presenter's own registry, so callbacks reach it through the presenter's usual
 routing and it is owner-only, one-shot, tombstoned and expires exactly like a question
 card (``EXPIRY_MARGIN`` before core's deadline; the request is then answered cancelled).
-The adapter builds one :class:`ApprovalCards` (its own controller over an
-:class:`ApprovalCardApi`) and calls :meth:`ApprovalCards.present` from
+The adapter builds one `ApprovalCards` (its own controller over an
+`ApprovalCardApi`) and calls `ApprovalCards.present()` from
 ``present_permission_request``. The permission is wrapped in
-:class:`PermissionAsQuestion`, which translates the
+`PermissionAsQuestion`, which translates the
 card's answer: Submit selects the chosen option's id through the request's one-shot
 responder; the card's Cancel selects the agent's reject option (``reject_once`` first),
 or answers cancelled when there is none. Buttons and commands race on that responder,
@@ -100,7 +100,7 @@ def option_labels(ctx: PermissionRequestContext) -> list[str]:
 
 
 class PermissionAsQuestion:
-    """A :class:`PermissionRequestContext` seen by the question card controller as a
+    """A `PermissionRequestContext` seen by the question card controller as a
     one-question input request (see the module docstring)."""
 
     def __init__(self, ctx: PermissionRequestContext, registry: QuestionRegistry) -> None:
@@ -169,7 +169,7 @@ class PermissionAsQuestion:
 class ApprovalCardApi:
     """The card calls of approval cards: no "Other" choice on the card, and the winner
     of a settlement elsewhere shown in place. Wraps the adapter's ``CardApi`` (the two
-    calls of :class:`~channelkit.platforms.dingtalk.questions.QuestionCardApi`)."""
+    calls of `QuestionCardApi`)."""
 
     def __init__(self, api: QuestionCardApi, registry: QuestionRegistry) -> None:
         self._api = api

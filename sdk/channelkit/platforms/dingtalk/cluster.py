@@ -1,6 +1,6 @@
 """DingTalk across several processes: run and card records, routed callbacks, recovery.
 
-With a state store (see :mod:`channelkit.platforms.common.cluster`) each instance
+With a state store (see `channelkit.platforms.common.cluster`) each instance
 mirrors into the store, in order on the run's projection queue (so a card's record is
 there before the card is delivered):
 
@@ -13,7 +13,7 @@ there before the card is delivered):
 * the same ``card`` key, kind ``queue``, for a queue notice card while its run waits
   for a slot (removed when the run starts or ends): a queued run the instance could not
   start (it died, or closed with the run still queued) gets its card ended with
-  :data:`INTERRUPTED_TEXT` by the survivor (or the restarted instance), and its owner
+  `INTERRUPTED_TEXT` by the survivor (or the restarted instance), and its owner
   is told once.
 
 A card callback, on whichever instance it arrives, is correlated and authorized from
@@ -30,7 +30,7 @@ error logged per outage); runs go on and their answers are delivered as usual.
 
 Recovery: an instance finalizes the cards of every instance whose lease expired (and,
 at start-up, of its own previous incarnation by ``instanceName``): a status card ends
-``Failed`` showing the last text the store knew followed by :data:`INTERRUPTED_TEXT`
+``Failed`` showing the last text the store knew followed by `INTERRUPTED_TEXT`
 (bounded at 20,000 characters), a question card ends ``expired``, a tombstone
 is written and the run's owner is told once. ``<channel>:recover:<track>`` and
 ``<channel>:told:<run>`` make each step happen once across survivors.
@@ -90,7 +90,7 @@ _QUESTIONS = "dingtalk-questions"
 
 @dataclass(frozen=True)
 class _StoredQuestion:
-    """A question card's form, rebuilt from its store record (:class:`FormSpec` input)."""
+    """A question card's form, rebuilt from its store record (`FormSpec` input)."""
 
     answer_key: str
     header: str
@@ -140,7 +140,7 @@ def interrupted_content(card: dict[str, Any]) -> str:
 class DingtalkCluster:
     """The DingTalk side of one instance; see the module docstring.
 
-    Doubles as the :class:`~channelkit.platforms.common.observed_registry.RegistryObserver`
+    Doubles as the `RegistryObserver`
     of the presenter's registry. ``notify(chat_id, owner, is_group, text)`` sends a
     Markdown message; ``submit`` hands work to the pool.
     """

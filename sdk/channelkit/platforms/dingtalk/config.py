@@ -8,7 +8,7 @@ Only this adapter reads ``interactiveCards``; it is parsed and validated here::
 
 Omitting ``interactiveCards`` leaves cards off; an object (even ``{}``) turns them on
 with both card types enabled. Invalid values raise
-:class:`~channelkit.errors.ConfigurationError` whose ``path`` names the field.
+`ConfigurationError` whose ``path`` names the field.
 
 ``ingress`` picks how DingTalk reaches the bot: ``"stream"`` (the default: an outbound
 Stream mode WebSocket, no public URL; cards ask for ``STREAM`` callbacks) or ``"http"``

@@ -22,7 +22,7 @@ milliseconds; a timestamp that is not 1-15 ASCII digits is rejected (403).
 What the signatures cover: only the timestamp. The body (sender ids, text,
 ``sessionWebhook``) is not authenticated, so anyone holding one captured
 ``timestamp``/``sign`` pair could attach any body to it. Passing a
-:class:`~channelkit.platforms.common.replay.ReplayGuard` as ``replay`` makes each
+`ReplayGuard` as ``replay`` makes each
 signature one-use: it is remembered until its timestamp leaves the skew window and a
 second request carrying it is refused (403), so a captured pair is worthless once the
 genuine request arrived. Two genuine requests signed in the same millisecond carry the

@@ -71,7 +71,7 @@ def answers_summary(questions: Sequence[Any], answers: Mapping[str, str]) -> str
 
     Each answer is cut to ``MAX_SHOWN_ANSWER_CHARS`` and the whole summary to
     ``MAX_SHOWN_ANSWERS_CHARS`` (before escaping, so an escape is never split), then
-    escaped with :func:`escape_markdown`.
+    escaped with `escape_markdown()`.
     """
     lines: list[str] = []
     budget = MAX_SHOWN_ANSWERS_CHARS

@@ -6,7 +6,7 @@ Lifecycle of a card (all network work runs on the run's projection queue):
    ``createAndDeliver`` with ``flowStatus=2``, ``statusLine="Running · <model> · 0s"``,
    Stop action on, then opens streaming with an empty full update;
 2. text is accumulated locally (20,000 chars max) and written as coalesced full
-   snapshots through ``/card/streaming`` by a :class:`SnapshotWriter` (one write in
+   snapshots through ``/card/streaming`` by a `SnapshotWriter` (one write in
    flight, one replaceable pending snapshot, >= 500 ms apart). After a snapshot write,
    the status line is refreshed when the displayed second changed - no separate timer;
 3. terminal: stop accepting text, fold the pending snapshot into the final text, close
@@ -15,22 +15,22 @@ Lifecycle of a card (all network work runs on the run's projection queue):
    (``Completed|Failed|Stopped|Cancelled · <model> · Ns``), ``flowStatus=3`` and the
    actions off. The live record is then replaced by a tombstone.
 
-A card that could not be created or finalized reports ``False`` from :meth:`finalize` so
+A card that could not be created or finalized reports ``False`` from `finalize()` so
 the presenter falls back to Markdown; the text is never lost.
 
-The :class:`DingtalkPresenter` (one per adapter) ties the two card types together: it
+The `DingtalkPresenter` (one per adapter) ties the two card types together: it
 holds the eligible runs (bound from a real inbound message and its owner), each with ONE
-ordered :class:`ProjectionQueue` so card writes of a run happen in order (finish old
+ordered `ProjectionQueue` so card writes of a run happen in order (finish old
 output segment -> create question card -> question terminal update -> next segment's
-card), a :class:`StatusCardController` (segment -> status card), a
-:class:`~channelkit.platforms.dingtalk.questions.QuestionCardController` (request ->
+card), a `StatusCardController` (segment -> status card), a
+`QuestionCardController` (request ->
 question card) and the callback router: Stop goes to the status cards, everything else
 to the question cards; owner checks and one-shot claims happen synchronously, before
-the ACK. Failures degrade in their own scope (:class:`CardSwitch`): a refused template
+the ACK. Failures degrade in their own scope (`CardSwitch`): a refused template
 or credentials switch the card type off for every chat for a cool-down, a delivery refused
 for one chat turns it off for that chat, any other failure affects only its own card.
 All cross-callback state lives in the presenter's
-:class:`~channelkit.platforms.common.registry.StateRegistry`.
+`StateRegistry`.
 """
 
 from __future__ import annotations
@@ -624,12 +624,12 @@ class DingtalkPresenter:
         (bounded) until the card is committed or, on failure, that text was sent as
         Markdown - otherwise the finalization is only queued in order. ``failed``
         finalizes as Failed. ``cancelled`` leaves the projection to
-        :meth:`terminalize_run`.
+        `terminalize_run()`.
 
         ``text`` (the final response) is used only for a segment that streamed nothing:
-        the part of it no earlier card of the run has taken (:meth:`undelivered_text`)
+        the part of it no earlier card of the run has taken (`undelivered_text()`)
         becomes one completed card; when nothing is left, nothing is shown. Returns False
-        when the segment gets no card (the caller sends :meth:`undelivered_text` itself).
+        when the segment gets no card (the caller sends `undelivered_text()` itself).
         """
         status = self.status
         if status is None:
@@ -760,7 +760,7 @@ class DingtalkPresenter:
     # -- callbacks ------------------------------------------------------------------------------
     def route_callback(self, callback: CardCallback) -> Decision:
         """Decide a card callback synchronously (correlate, authorize, claim) through
-        :attr:`router`; the decision's work calls the responder or the cancellation:
+        `router`; the decision's work calls the responder or the cancellation:
         hand it to the pool after the ACK."""
         return self.router.route(card_interaction(callback))
 
@@ -805,7 +805,7 @@ class DingtalkPresenter:
         """`OutputSurface.open_segment`: nothing to do, the card comes with the first text."""
 
     def append(self, segment: SegmentLike, chunk: str) -> bool:
-        """`OutputSurface.append`: :meth:`append_output`."""
+        """`OutputSurface.append`: `append_output()`."""
         return self.append_output(segment, chunk)
 
     def close_segment(self, segment: SegmentLike, reason: str) -> None:
@@ -813,7 +813,7 @@ class DingtalkPresenter:
         self.close_output(segment, "", reason, wait=False)
 
     def present(self, request: InputRequestLike) -> str:
-        """`QuestionSurface.present`: :meth:`present_input` with the default lifetime."""
+        """`QuestionSurface.present`: `present_input()` with the default lifetime."""
         return self.present_input(request)
 
     def close(self) -> None:

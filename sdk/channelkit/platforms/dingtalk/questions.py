@@ -27,9 +27,9 @@ own deadline for the request (``ctx.expires_at``), so a neutral ``cancelled`` se
 always means a real cancellation.
 
 The arbitration of a claimed answer against the settlement and the winner's state are
-the ones every native input keeps (:mod:`channelkit.platforms.common.native_input`).
+the ones every native input keeps (`channelkit.platforms.common.native_input`).
 Two things are DingTalk's own: one live card per session and owner, where a newer run's
-question supersedes the older run's card (see :meth:`QuestionCardController.present`),
+question supersedes the older run's card (see `QuestionCardController.present()`),
 and an answer given elsewhere shown as its own expired state ("Resolved outside this
 card.").
 """
@@ -269,7 +269,7 @@ def terminal_param_map(
 ) -> dict[str, str]:
     """The in-place terminal update of a question card.
 
-    A ``submitted`` card with ``answers`` shows them (:func:`answers_summary`) below its
+    A ``submitted`` card with ``answers`` shows them (`answers_summary()`) below its
     description and in ``selected_text``; ``selected_values`` lists them (JSON).
     """
     status, desc, button = _TERMINAL_PROJECTION[state]
@@ -410,8 +410,8 @@ class QuestionRecord:
 
 
 class QuestionCardApi(Protocol):
-    """The two card calls a :class:`QuestionCardController` makes (a ``CardApi`` is one;
-    approval cards pass their own, see :mod:`channelkit.platforms.dingtalk.approvals`)."""
+    """The two card calls a `QuestionCardController` makes (a ``CardApi`` is one;
+    approval cards pass their own, see `channelkit.platforms.dingtalk.approvals`)."""
 
     def create_and_deliver(
         self,
@@ -719,7 +719,7 @@ class QuestionCardController:
 
         With a state store, DingTalk's one difference comes first: the claim across
         processes (one atomic store ``add`` in
-        :class:`~channelkit.platforms.dingtalk.cluster.DingtalkCluster`), after which
+        `DingtalkCluster`), after which
         the instance that owns the run claims here as well, so the answer's race against
         the settlement stays local to that instance.
         """
@@ -782,7 +782,7 @@ class QuestionCardController:
 def _winner_state(reason: str) -> str:
     """The card state of a settlement elsewhere: `winner_state`, except that a DingTalk
     card tells an answer given elsewhere apart from its own expiry, so that one gets a
-    state of its own (:data:`RESOLVED_OUTSIDE`: shown expired with "Resolved outside
+    state of its own (`RESOLVED_OUTSIDE`: shown expired with "Resolved outside
     this card.", also on a card delivered after the settlement, from its tombstone)."""
     state = winner_state(reason)
     return RESOLVED_OUTSIDE if state == "expired" else state

@@ -1,7 +1,7 @@
-"""DingTalk presentation delivery: :class:`DingtalkSender` on the generated ``DingtalkClient``.
+"""DingTalk presentation delivery: `DingtalkSender` on the generated ``DingtalkClient``.
 
-Pairs :mod:`channelkit.platforms.dingtalk.renderer` with ``channelkit.clients.dingtalk``
-and satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+Pairs `channelkit.platforms.dingtalk.renderer` with ``channelkit.clients.dingtalk``
+and satisfies `PresentationSender`::
 
     from channelkit.clients.dingtalk import DingtalkClient
     from channelkit.platforms.dingtalk.sender import DingtalkSender
@@ -14,7 +14,7 @@ user id (``user:<userId>`` or any other id: ``oToMessages/batchSend`` to that us
 ``route`` callable may decide instead (``DingtalkChannel`` passes the routes it learnt
 from inbound messages). The message id is the send's ``processQueryKey``. Robot
 messages cannot be pinned. Platform errors propagate as
-:class:`channelkit.errors.ApiError` subclasses.
+`channelkit.errors.ApiError` subclasses.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class DingtalkSender(SenderBase):
 
     @classmethod
     def for_api(cls, api: CardApi, *, route: Route | None = None) -> DingtalkSender:
-        """A sender sharing a :class:`~channelkit.platforms.dingtalk.api.CardApi`'s client."""
+        """A sender sharing a `CardApi`'s client."""
         return cls(api.client, api.robot_code, route=route, timeout=api.timeout)
 
     def render(

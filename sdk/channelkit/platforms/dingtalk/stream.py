@@ -1,11 +1,11 @@
 """DingTalk Stream mode: the bot connects out to DingTalk, so it needs no public URL.
 
-One :class:`DingtalkStream` (a :class:`~channelkit.platforms.common.connection.LongConnection`)
-per channel. Each connection's life (:meth:`DingtalkStream.serve_once`):
+One `DingtalkStream` (a `LongConnection`)
+per channel. Each connection's life (`DingtalkStream.serve_once()`):
 
 1. ``POST /v1.0/gateway/connections/open`` with the client id and secret and two
-   ``CALLBACK`` subscriptions (robot messages :data:`ROBOT_TOPIC`, card callbacks
-   :data:`CARD_TOPIC`) answers ``{endpoint, ticket}``; a new ticket for every connection
+   ``CALLBACK`` subscriptions (robot messages `ROBOT_TOPIC`, card callbacks
+   `CARD_TOPIC`) answers ``{endpoint, ticket}``; a new ticket for every connection
    (tickets are short-lived and one-time);
 2. the WebSocket connects at ``endpoint?ticket=...`` (``websockets``' synchronous client);
 3. frames are read one at a time on the connection's thread:
@@ -14,8 +14,8 @@ per channel. Each connection's life (:meth:`DingtalkStream.serve_once`):
    * ``SYSTEM`` ``disconnect``: the socket is closed and a new connection opened at once;
    * ``CALLBACK``: the frame's ``data`` (a JSON string) goes through exactly the path the
      HTTP handlers use after their signature check
-     (:meth:`~channelkit.platforms.dingtalk.adapter.DingtalkChannel.dispatch_robot_message`,
-     :meth:`~channelkit.platforms.dingtalk.adapter.DingtalkChannel.dispatch_card_callback`:
+     (`dispatch_robot_message()`,
+     `dispatch_card_callback()`:
      parse, correlate, authorize, claim; no signature, the connection is authenticated by
      its ticket), the ACK frame is written, and only then the deferred work (the agent
      run, responders, card writes) is handed to the pool;
@@ -23,12 +23,12 @@ per channel. Each connection's life (:meth:`DingtalkStream.serve_once`):
      when it has a ``messageId`` and otherwise ignored; it never ends the connection.
 
 Every ``CALLBACK`` is processed once: its ``messageId`` is remembered (bounded, for
-:data:`DEDUP_TTL` seconds, across reconnects), and a redelivery (DingTalk resends what it
+`DEDUP_TTL` seconds, across reconnects), and a redelivery (DingTalk resends what it
 saw no ACK for) is ACKed again without being processed. A callback the channel refused
 (closed: ACK code 500) is forgotten, so a redelivery may be served.
 
 A dropped socket, a refused handshake, an expired ticket or a failed ``open`` call end
-the connection with an error: :class:`LongConnection` reconnects after its capped,
+the connection with an error: `LongConnection` reconnects after its capped,
 jittered backoff. ``websockets`` is imported only when a connection starts.
 """
 
@@ -118,8 +118,8 @@ class DingtalkStream(WebSocketConnection):
     """The Stream mode connection of one channel; see the module docstring.
 
     ``open_connection()`` returns ``(endpoint, ticket)`` (the channel passes
-    :meth:`~channelkit.platforms.dingtalk.api.CardApi.open_stream_connection`).
-    ``backoff`` and ``wait`` are :class:`LongConnection`'s (tests inject a ``wait`` that
+    `open_stream_connection()`).
+    ``backoff`` and ``wait`` are `LongConnection`'s (tests inject a ``wait`` that
     records the delay and returns at once). ``ping_interval``/``ping_timeout``: the
     WebSocket keepalive that detects a half-open socket.
     """

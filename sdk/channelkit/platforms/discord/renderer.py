@@ -10,11 +10,11 @@ longer presentations continue in further messages.
 ``custom_id`` carries the callback: ``v:<value>`` for a callback value, ``c:<command>``
 for a command. Discord rejects a message whose custom_ids (or a select's option values)
 repeat, so a repeat of the same callback within one render gets a counter:
-``v2:<value>``, ``v3:<value>``... (:func:`encode_custom_id`); :func:`decode_custom_id`
+``v2:<value>``, ``v3:<value>``... (`encode_custom_id()`); `decode_custom_id()`
 turns any of them back into ``("value", value)`` or ``("command", command)``. Hence
 ``max_value_bytes`` 96: custom_id is at most 100 characters. Selects use
 ``ck:select:<n>``; their option values are encoded the same way (``v:<value>``), and the
-chosen one decodes with :func:`decode_custom_id` too. A link button whose URL is over
+chosen one decodes with `decode_custom_id()` too. A link button whose URL is over
 Discord's 512 characters, or is not a safe link, is not rendered as a button: it reads
 as text right after its row.
 

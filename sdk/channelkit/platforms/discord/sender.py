@@ -1,7 +1,7 @@
-"""Discord presentation delivery: :class:`DiscordSender` on the generated ``DiscordClient``.
+"""Discord presentation delivery: `DiscordSender` on the generated ``DiscordClient``.
 
-Pairs :mod:`channelkit.platforms.discord.renderer` with ``channelkit.clients.discord`` and
-satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+Pairs `channelkit.platforms.discord.renderer` with ``channelkit.clients.discord`` and
+satisfies `PresentationSender`::
 
     from channelkit.clients.discord import DiscordClient
     from channelkit.platforms.discord.sender import DiscordSender
@@ -10,7 +10,7 @@ satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
     register_sender(DiscordSender(DiscordClient(...)))
 
 The target is a Discord channel id. Platform errors propagate as
-:class:`channelkit.errors.ApiError` subclasses.
+`channelkit.errors.ApiError` subclasses.
 """
 
 from __future__ import annotations

@@ -21,13 +21,13 @@ questions              native form card (``forms.enabled``), else the text promp
 Ingress, by ``config.ingress``: ``"http"`` (the default) mounts ``POST /feishu/events``
 (message events) and ``POST /feishu/card`` (card actions) with ``channelkit.web``; both
 verify synchronously (token, signature, decryption, freshness - see
-:mod:`channelkit.platforms.feishu.ingress`) and answer the URL-verification challenge.
-``"websocket"`` is the long connection :attr:`FeishuChannel.long_connection`
-(:mod:`.longconn`; listed in ``connections``, started with
-:func:`~channelkit.platforms.common.connection.start_connections`, stopped by
-:meth:`close`), authenticated by the app secret, and mounts no routes. Both transports
-go through the same :meth:`FeishuChannel.dispatch_event` /
-:meth:`FeishuChannel.dispatch_card_action`, which claim what must be claimed and return
+`channelkit.platforms.feishu.ingress`) and answer the URL-verification challenge.
+``"websocket"`` is the long connection `FeishuChannel.long_connection`
+(`longconn`; listed in ``connections``, started with
+`start_connections()`, stopped by
+`close()`), authenticated by the app secret, and mounts no routes. Both transports
+go through the same `FeishuChannel.dispatch_event()` /
+`FeishuChannel.dispatch_card_action()`, which claim what must be claimed and return
 the ACK at once; the hand-offs of agent runs, responders, cancellation and card writes
 to the pool are in the response's ``after`` and start only once the ACK was written.
 """
@@ -127,10 +127,10 @@ class FeishuChannel(ChannelBase):
 
     ``FeishuChannel(config, bridge, *, channel_config=None, api=None, executor=None,
     scheduler=None, clock=None)``. ``channel_config`` is the shared
-    :class:`~channelkit.core.ChannelConfig` (default ``ChannelConfig(name="feishu")``);
-    ``api`` replaces the :class:`FeishuApi` built from the app credentials.
+    `ChannelConfig` (default ``ChannelConfig(name="feishu")``);
+    ``api`` replaces the `FeishuApi` built from the app credentials.
     ``long_connection_options`` go to the
-    :class:`~channelkit.platforms.feishu.longconn.FeishuLongConnection` with
+    `FeishuLongConnection` with
     ``ingress="websocket"`` (``open_endpoint``, ``backoff``, ``wait``, ``poll_s``).
     """
 
@@ -212,7 +212,7 @@ class FeishuChannel(ChannelBase):
             send_text=self._send_text_now,
             registry=self.registry.cards("feishu-questions"),
         )
-        #: approval buttons for ordinary tool permissions (:mod:`.approvals`)
+        #: approval buttons for ordinary tool permissions (`approvals`)
         self.approvals = FeishuApprovalPresenter(
             self.api,
             submit=self._submit_projection,
@@ -274,7 +274,7 @@ class FeishuChannel(ChannelBase):
         self.projections.call(run_id, lambda: None, timeout)
 
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
-        """Presentations as interactive cards (:mod:`channelkit.platforms.feishu.sender`)."""
+        """Presentations as interactive cards (`channelkit.platforms.feishu.sender`)."""
         from channelkit.platforms.feishu.sender import FeishuSender
 
         return FeishuSender(self.api.client)
@@ -451,7 +451,7 @@ class FeishuChannel(ChannelBase):
     def present_permission_request(
         self, context: PermissionRequestContext
     ) -> UserInputPresentationResult:
-        """A card with one button per agent option, owner-only (:mod:`.approvals`) when
+        """A card with one button per agent option, owner-only (`approvals`) when
         ``forms.enabled``; otherwise UNSUPPORTED (text prompt)."""
         if not self.feishu.forms.enabled:
             return UserInputPresentationResult.UNSUPPORTED
@@ -601,7 +601,7 @@ class FeishuChannel(ChannelBase):
 
     def dispatch_event(self, payload: Any) -> IngressResponse:
         """Route an authenticated event body (``im.message.receive_v1`` -> a run,
-        ``card.action.trigger`` -> :meth:`dispatch_card_action`); dedup by event id.
+        ``card.action.trigger`` -> `dispatch_card_action()`); dedup by event id.
 
         The transport-neutral part both ingresses share: the HTTP handler calls it once
         the callback checked out, the long connection for each ``event`` frame (the
@@ -627,7 +627,7 @@ class FeishuChannel(ChannelBase):
 
     def _dispatch_message(self, payload: Any) -> Decision:
         """Hand a message event to the channel; its decision's status is the HTTP status
-        to answer (:mod:`channelkit.platforms.common.inbound`: 503 when closed, else
+        to answer (`channelkit.platforms.common.inbound`: 503 when closed, else
         200) and its work starts the run."""
         message = parse_message_event(payload)
         if message is None or message.sender_type != "user" or not message.text.strip():
@@ -672,21 +672,21 @@ class FeishuChannel(ChannelBase):
         return self.card_router.route(card_interaction(action)).to_response()
 
     def _form_action(self, interaction: Interaction) -> Decision | None:
-        """Submit or Cancel of a question form (:mod:`.questions`)."""
+        """Submit or Cancel of a question form (`questions`)."""
         action = interaction.raw
         if action.action not in (cards.SUBMIT_ACTION, cards.CANCEL_ACTION):
             return None
         return self.questions.handle_action(action)
 
     def _approval_pressed(self, interaction: Interaction) -> Decision | None:
-        """An approval button (:mod:`.approvals`)."""
+        """An approval button (`approvals`)."""
         action = interaction.raw
         if action.action != APPROVAL_ACTION:
             return None
         return self.approvals.handle_action(action)
 
     def _presentation_pressed(self, interaction: Interaction) -> Decision | None:
-        """A presentation button (:mod:`.renderer`: ``{"command": ...}`` or ``{"value":
+        """A presentation button (`renderer`: ``{"command": ...}`` or ``{"value":
         ...}``): its command or value reaches the channel as a message the clicking
         person typed in the card's chat (a command runs as a command). A redelivered
         callback (same ``header.event_id``) is ignored; 503 when the channel is closed.

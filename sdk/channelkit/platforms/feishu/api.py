@@ -1,7 +1,7 @@
 """Every Feishu OpenAPI call the adapter makes, in one small class.
 
-:class:`FeishuApi` wraps the generated :class:`channelkit.clients.feishu.FeishuClient`
-(tenant token from :class:`channelkit.http.auth.FeishuTokenProvider`, retries, error
+`FeishuApi` wraps the generated `channelkit.clients.feishu.FeishuClient`
+(tenant token from `channelkit.http.auth.FeishuTokenProvider`, retries, error
 mapping) and exposes only what the adapter needs, with plain arguments and results.
 Every call has an overall deadline (``(connect, total)``, 10 s in all by default).
 CardKit calls carry ``uuid = "<card_id>-<sequence>"`` so a transport-level retry of the
@@ -136,7 +136,7 @@ class FeishuApi:
         self, chat_id: str, text: str, *, reply_to: str | None = None, uuid: str | None = None
     ) -> str:
         """Send a plain text message; returns the message id (``uuid`` as for
-        :meth:`send_card`)."""
+        `send_card()`)."""
         return self._send(chat_id, "text", _dumps({"text": text}), reply_to, uuid)
 
     def patch_card(self, message_id: str, card: Mapping[str, Any]) -> None:

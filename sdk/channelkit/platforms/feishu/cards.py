@@ -1,7 +1,7 @@
 """Feishu card JSON (schema 2.0) for the streaming output card and the question form.
 
 Pure functions: they build dicts and never call the network. The strings come from
-:data:`STRINGS` in three languages (``zh`` default, ``en``, ``de``).
+`STRINGS` in three languages (``zh`` default, ``en``, ``de``).
 
 Output card layout (element ids are stable so CardKit can stream into them)::
 
@@ -400,7 +400,7 @@ def form_terminal_card(
 
     Submitted answers are shown only when ``answers`` is given (the chat already holds
     them; they are never logged): each cut to ``MAX_SHOWN_ANSWER_CHARS``, all of them to
-    ``MAX_SHOWN_ANSWERS_CHARS``, and escaped (:func:`escape_markdown`).
+    ``MAX_SHOWN_ANSWERS_CHARS``, and escaped (`escape_markdown()`).
     """
     s = strings(language)
     label = s["q_" + state] if state != "pending" else s["form_title"]

@@ -1,8 +1,8 @@
 """Feishu adapter configuration.
 
-:class:`FeishuConfig` is a frozen dataclass validated on construction; every
-:class:`~channelkit.errors.ConfigurationError` names the offending field path
-(``feishu.language``, ``feishu.forms.timeout_ms``). :meth:`FeishuConfig.from_dict`
+`FeishuConfig` is a frozen dataclass validated on construction; every
+`ConfigurationError` names the offending field path
+(``feishu.language``, ``feishu.forms.timeout_ms``). `FeishuConfig.from_dict()`
 parses a plain mapping (JSON/YAML) with the same checks and rejects unknown keys.
 
 ``ingress`` picks how Feishu reaches the bot, and must match the app's subscription mode

@@ -213,7 +213,7 @@ def aes256_cbc_encrypt(key: bytes, iv: bytes, plaintext: bytes, *, pad: bool = T
 def aes256_cbc_decrypt(key: bytes, iv: bytes, ciphertext: bytes, *, unpad: bool = True) -> bytes:
     """AES-256-CBC decryption; strips and checks PKCS#7 padding unless ``unpad`` is False.
 
-    Raises :class:`DecryptionError` for a bad length or padding.
+    Raises `DecryptionError` for a bad length or padding.
     """
     if len(iv) != 16:
         raise DecryptionError("iv must be 16 bytes")
@@ -245,7 +245,7 @@ def decrypt_event(encrypt_key: str, encrypted: str) -> Any:
     """Decrypt a Feishu ``encrypt`` field and parse the JSON inside.
 
     ``base64decode(encrypted)`` is ``IV (16 bytes) || AES-256-CBC(sha256(encrypt_key))``.
-    Raises :class:`DecryptionError` for anything malformed; never returns partial data.
+    Raises `DecryptionError` for anything malformed; never returns partial data.
     """
     try:
         raw = base64.b64decode(encrypted.encode("ascii"), validate=True)
@@ -283,6 +283,6 @@ def feishu_signature(timestamp: str, nonce: str, encrypt_key: str, body: bytes) 
 def verify_signature(
     timestamp: str, nonce: str, encrypt_key: str, body: bytes, signature: str
 ) -> bool:
-    """Constant-time comparison of ``signature`` with :func:`feishu_signature`."""
+    """Constant-time comparison of ``signature`` with `feishu_signature()`."""
     expected = feishu_signature(timestamp, nonce, encrypt_key, body)
     return hmac.compare_digest(expected, signature.strip().lower())

@@ -127,7 +127,7 @@ class FeishuIngressVerifier:
         self.replay = replay if replay is not None else ReplayGuard(time)
 
     def verify(self, request: IngressRequest) -> VerifiedCallback:
-        """Verify ``request``; raises :class:`IngressRejected` on any failure."""
+        """Verify ``request``; raises `IngressRejected` on any failure."""
         try:
             body = loads_json(request.body)
         except ValueError:

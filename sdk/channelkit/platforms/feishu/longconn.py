@@ -1,9 +1,9 @@
 """Feishu's long connection: events and card actions over a WebSocket the bot opens.
 
 With ``"ingress": "websocket"`` (Feishu console: *receive events through a persistent
-connection*) the bot needs no public URL. One :class:`FeishuLongConnection` (a
-:class:`~channelkit.platforms.common.connection.LongConnection`) per channel; each
-connection's life (:meth:`FeishuLongConnection.serve_once`):
+connection*) the bot needs no public URL. One `FeishuLongConnection` (a
+`LongConnection`) per channel; each
+connection's life (`FeishuLongConnection.serve_once()`):
 
 1. ``POST {base_url}/callback/ws/endpoint`` with ``{"AppID", "AppSecret"}`` answers
    ``{"code": 0, "data": {"URL", "ClientConfig"}}``: a fresh WebSocket URL (its query
@@ -11,7 +11,7 @@ connection's life (:meth:`FeishuLongConnection.serve_once`):
    and the client settings (``PingInterval``, ``ReconnectCount``, ``ReconnectInterval``,
    ``ReconnectNonce``, seconds);
 2. the WebSocket connects (``websockets``' synchronous client);
-3. binary frames are protobuf ``pbbp2.Frame`` messages (:class:`Frame`): ``method`` 0 is a
+3. binary frames are protobuf ``pbbp2.Frame`` messages (`Frame`): ``method`` 0 is a
    control frame (header ``type`` ``ping`` / ``pong``; a pong's payload may carry a new
    ``ClientConfig``), 1 a data frame (header ``type`` ``event`` or ``card``,
    ``message_id``, ``trace_id``, ``sum`` / ``seq`` when the payload was split);
@@ -20,24 +20,24 @@ connection's life (:meth:`FeishuLongConnection.serve_once`):
 5. a data frame's payload is the same JSON Feishu POSTs to the callback URLs, in plain
    text (no encryption, no signature, no verification token check: the connection is
    authenticated by the app secret). It goes through the channel's transport-neutral
-   :meth:`~channelkit.platforms.feishu.adapter.FeishuChannel.dispatch_event` /
-   :meth:`~channelkit.platforms.feishu.adapter.FeishuChannel.dispatch_card_action` (the
+   `dispatch_event()` /
+   `dispatch_card_action()` (the
    route the HTTP handlers take after their checks), the ACK is written (the frame sent
    back with the payload ``{"code": 200, "headers": {}, "data": base64(answer)}``, the
    card callback's answer for card actions, and a ``biz_rt`` header), and only then is
    the deferred work (agent run, responders, card writes) handed to the pool.
 
-Bounds: a split payload is reassembled from at most :data:`MAX_FRAGMENTS` parts into at
-most :data:`MAX_MESSAGE_BYTES`; at most :data:`MAX_PARTIAL_MESSAGES` are assembled at
-once, each for at most :data:`FRAGMENT_TTL` seconds. Every data frame's ``message_id`` is
-processed once (remembered for :data:`DEDUP_TTL` seconds, bounded, across reconnects): a
+Bounds: a split payload is reassembled from at most `MAX_FRAGMENTS` parts into at
+most `MAX_MESSAGE_BYTES`; at most `MAX_PARTIAL_MESSAGES` are assembled at
+once, each for at most `FRAGMENT_TTL` seconds. Every data frame's ``message_id`` is
+processed once (remembered for `DEDUP_TTL` seconds, bounded, across reconnects): a
 redelivery is ACKed again and not processed. A frame that is not a ``pbbp2.Frame`` (or a
 text frame) is counted and ignored; it never ends the connection.
 
 A dropped or closed socket, a refused handshake or a failed endpoint call ends the
-connection with an error: :class:`LongConnection` reconnects after the shared capped,
+connection with an error: `LongConnection` reconnects after the shared capped,
 jittered backoff (the server's ``Reconnect*`` hints are recorded in
-:attr:`FeishuLongConnection.client_config`, not used). ``protobuf`` (the ``feishu-ws``
+`FeishuLongConnection.client_config`, not used). ``protobuf`` (the ``feishu-ws``
 extra) is needed from construction on; ``websockets`` is imported when a connection
 starts.
 """
@@ -164,7 +164,7 @@ def _message_classes() -> tuple[Any, Any]:
 
 
 def require_protobuf() -> None:
-    """Raise :class:`~channelkit.errors.ConfigurationError` when protobuf is missing."""
+    """Raise `ConfigurationError` when protobuf is missing."""
     _message_classes()
 
 
@@ -293,7 +293,7 @@ class Endpoint:
 def request_endpoint(
     base_url: str, app_id: str, app_secret: str, *, timeout: float = 10.0
 ) -> Endpoint:
-    """``POST {base_url}/callback/ws/endpoint``; :class:`TransportError` when refused
+    """``POST {base_url}/callback/ws/endpoint``; `TransportError` when refused
     (the message carries the status and Feishu's code, never the secret or the URL)."""
     import requests
 
@@ -366,9 +366,9 @@ class _Fragments:
 class FeishuLongConnection(WebSocketConnection):
     """The long connection of one channel; see the module docstring.
 
-    ``open_endpoint()`` returns an :class:`Endpoint` (the channel passes
-    :func:`request_endpoint` with its app credentials). ``backoff`` and ``wait`` are
-    :class:`LongConnection`'s (tests inject a ``wait`` that records the delay and returns
+    ``open_endpoint()`` returns an `Endpoint` (the channel passes
+    `request_endpoint()` with its app credentials). ``backoff`` and ``wait`` are
+    `LongConnection`'s (tests inject a ``wait`` that records the delay and returns
     at once). Pings follow the injected clock: the read loop wakes at least every
     ``poll_s`` seconds to check whether one is due.
     """

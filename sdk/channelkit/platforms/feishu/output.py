@@ -1,6 +1,6 @@
 """Streaming output cards: one card per output segment, CardKit first, IM PATCH fallback.
 
-:class:`OutputCardPresenter` owns ``segment_id -> OutputCard``. A card is created on the
+`OutputCardPresenter` owns ``segment_id -> OutputCard``. A card is created on the
 first visible text of its segment (never on ``started``), on the run's serial projection
 queue, so model output never waits for the network:
 
@@ -16,12 +16,12 @@ queue, so model output never waits for the network:
   per-message sliding-window limiter that skips - never queues - a streaming snapshot
   that would exceed it).
 
-Writes go through :class:`~channelkit.platforms.common.SnapshotWriter` (one write in
+Writes go through `SnapshotWriter` (one write in
 flight + one replaceable pending snapshot, >= 500 ms apart, 20,000-char bound).
 
 Text that no card showed (a segment that finished before its card opened, a card that
 could not be created, a response that never streamed) goes through the final-answer
-delivery chain (:mod:`channelkit.platforms.common.delivery`): the card first, then plain
+delivery chain (`channelkit.platforms.common.delivery`): the card first, then plain
 text, each send carrying its own ``uuid`` (the same on every retry), so Feishu shows it
 at most once even after a read timeout.
 
@@ -205,7 +205,7 @@ class OutputCardPresenter:
 
     def close_segment(self, segment: OutputSegmentContext, reason: str) -> None:
         """`OutputSurface.close_segment`: the card's terminal label for ``reason``
-        (:data:`SEGMENT_END_STATES`), once; queued, not awaited."""
+        (`SEGMENT_END_STATES`), once; queued, not awaited."""
         self.finish(segment.segment_id, SEGMENT_END_STATES.get(reason, "completed"))
 
     def _append(self, segment: OutputSegmentContext, chunk: str) -> OutputCard | None:
@@ -396,7 +396,7 @@ class OutputCardPresenter:
     ) -> DeliveryJob:
         """Deliver a final answer no card showed: a completed card (``as_card``), else
         plain text, through the delivery chain. Returns once delivered, failed or a
-        retry is booked (:meth:`DeliveryJob.raise_if_refused` re-raises a refusal)."""
+        retry is booked (`DeliveryJob.raise_if_refused()` re-raises a refusal)."""
         paths: list[DeliveryPath] = []
         if as_card:
             body = cards.output_card(text, "completed", self._language, title=self._title)

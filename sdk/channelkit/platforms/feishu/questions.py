@@ -1,6 +1,6 @@
 """Native question forms: ``present_user_input_request`` as a Feishu form card.
 
-One :class:`QuestionRecord` per presented request, bound to the captured request id,
+One `QuestionRecord` per presented request, bound to the captured request id,
 run, owner, chat and (after delivery) message id. Its state machine is callback
 arbitration, changed only by compare-and-set::
 
@@ -20,7 +20,7 @@ projected by patching the *same* message in place (never deleted).
 * A second request in the same ``session_id + owner.id + run_id`` scope returns
   UNSUPPORTED (text fallback) and the first form stays answerable. This rule, the
   arbitration of a claimed answer against the settlement and the winner's state are the
-  ones every native input keeps (:mod:`channelkit.platforms.common.native_input`).
+  ones every native input keeps (`channelkit.platforms.common.native_input`).
 * Callbacks are correlated by request id, then checked against the captured operator
   (owner only, fail closed), chat and message; the form is validated (every question
   answered, no unknown keys) *before* the claim; only a successful claim reaches the
@@ -91,7 +91,7 @@ def encode_answers(
 
     Select values are option indexes (``"0"``, ``"1"`` ...); the optional
     ``<key>_other`` input carries custom text (it replaces a single-select choice and
-    is appended to multi-select choices). Raises :class:`InvalidForm` when a question
+    is appended to multi-select choices). Raises `InvalidForm` when a question
     has no answer, an index is out of range, or the form holds an unknown key.
     """
     form = dict(form_value or {})

@@ -1,7 +1,7 @@
-"""Feishu presentation delivery: :class:`FeishuSender` on the generated ``FeishuClient``.
+"""Feishu presentation delivery: `FeishuSender` on the generated ``FeishuClient``.
 
-Pairs :mod:`channelkit.platforms.feishu.renderer` with ``channelkit.clients.feishu`` and
-satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+Pairs `channelkit.platforms.feishu.renderer` with ``channelkit.clients.feishu`` and
+satisfies `PresentationSender`::
 
     from channelkit.clients.feishu import FeishuClient
     from channelkit.platforms.feishu.sender import FeishuSender
@@ -10,7 +10,7 @@ satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
     register_sender(FeishuSender(FeishuClient(...)))
 
 The target is a Feishu receive id (``chat_id`` by default). Platform errors propagate as
-:class:`channelkit.errors.ApiError` subclasses.
+`channelkit.errors.ApiError` subclasses.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_PIN_PAGES", "FeishuSender"]
 
-#: Pages of pins :meth:`FeishuSender.pins` reads at most (50 pins a page).
+#: Pages of pins `FeishuSender.pins()` reads at most (50 pins a page).
 MAX_PIN_PAGES = 20
 
 
@@ -69,7 +69,7 @@ class FeishuSender(SenderBase):
 
     def pins(self, target: str) -> list[str]:
         """Ids of the chat's pinned messages, newest pin first (``GET im/v1/pins``, every
-        page; at most :data:`MAX_PIN_PAGES` pages of 50)."""
+        page; at most `MAX_PIN_PAGES` pages of 50)."""
         ids: list[str] = []
         token: str | None = None
         for _ in range(MAX_PIN_PAGES):

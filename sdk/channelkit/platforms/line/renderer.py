@@ -19,7 +19,7 @@ LINE's documented limits, and how every payload stays within them:
   counted here in UTF-16 units, which is never less than characters).
 - a ``uri`` action's link is at most 1,000 characters: a link button over that (by its
   escaped size) is not rendered as a button; it reads as ``- label: url`` in the body.
-  A link that is not http(s) (:mod:`channelkit.presentation.links`) reads as its label.
+  A link that is not http(s) (`channelkit.presentation.links`) reads as its label.
 - a text component is cut by ``adapt`` at 2,000 characters; a longer text block is
   split into several components, up to 5,000 characters (one text message's worth).
 - LINE has no mention that notifies a whole group from text, so ``allow_mass_mentions``

@@ -1,7 +1,7 @@
-"""LINE presentation delivery: :class:`LineSender` on the generated ``LineClient``.
+"""LINE presentation delivery: `LineSender` on the generated ``LineClient``.
 
-Pairs :mod:`channelkit.platforms.line.renderer` with ``channelkit.clients.line`` and
-satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+Pairs `channelkit.platforms.line.renderer` with ``channelkit.clients.line`` and
+satisfies `PresentationSender`::
 
     from channelkit.clients.line import LineClient
     from channelkit.platforms.line.sender import LineSender
@@ -10,7 +10,7 @@ satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
     register_sender(LineSender(LineClient(...)))
 
 The target is a LINE user, group or room id (push). Platform errors propagate as
-:class:`channelkit.errors.ApiError` subclasses.
+`channelkit.errors.ApiError` subclasses.
 """
 
 from __future__ import annotations

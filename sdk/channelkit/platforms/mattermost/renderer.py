@@ -8,7 +8,7 @@ attachment per adapted buttons row; a click POSTs the action's ``context``
 
 Mass mentions: unless the payload sets ``allow_mass_mentions``, ``@channel``, ``@all``
 and ``@here`` (any case) get a WORD JOINER (U+2060) right after the ``@``
-(:func:`neutralise_mass_mentions`). Mattermost finds mentions by splitting the message
+(`neutralise_mass_mentions()`). Mattermost finds mentions by splitting the message
 into words at every character that is not a letter, digit or one of ``. - _ @ :``
 (its documented username alphabet), so ``@\u2060here`` is the word ``@`` followed by
 the word ``here``: no mention, no notification. The joiner is invisible, so the text

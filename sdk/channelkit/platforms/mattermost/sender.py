@@ -1,7 +1,7 @@
-"""Mattermost presentation delivery: :class:`MattermostSender` on ``MattermostClient``.
+"""Mattermost presentation delivery: `MattermostSender` on ``MattermostClient``.
 
-Pairs :mod:`channelkit.platforms.mattermost.renderer` with ``channelkit.clients.mattermost`` and
-satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+Pairs `channelkit.platforms.mattermost.renderer` with ``channelkit.clients.mattermost`` and
+satisfies `PresentationSender`::
 
     from channelkit.clients.mattermost import MattermostClient
     from channelkit.platforms.mattermost.sender import MattermostSender
@@ -10,7 +10,7 @@ satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
     register_sender(MattermostSender(MattermostClient(...)))
 
 The target is a Mattermost channel id. Platform errors propagate as
-:class:`channelkit.errors.ApiError` subclasses.
+`channelkit.errors.ApiError` subclasses.
 """
 
 from __future__ import annotations

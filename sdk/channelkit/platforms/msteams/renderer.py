@@ -11,7 +11,7 @@ of UTF-16-encoded JSON, the strictest of those; longer presentations continue in
 cards. Text is cut into TextBlocks of at most 2,000 characters so any one element fits,
 and a button whose action alone is over 3,000 bytes (a huge callback value or URL) is
 not rendered as a button: its label reads as text (``- label`` / ``- label: url``);
-so does a link that is not http(s) (:mod:`channelkit.presentation.links`). Teams only
+so does a link that is not http(s) (`channelkit.presentation.links`). Teams only
 notifies for mentions declared in an activity's ``entities``, so text cannot
 mass-notify and ``allow_mass_mentions`` changes nothing here.
 """

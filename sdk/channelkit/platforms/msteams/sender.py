@@ -1,7 +1,7 @@
-"""Microsoft Teams presentation delivery: :class:`MsteamsSender` on the generated ``MsteamsClient``.
+"""Microsoft Teams presentation delivery: `MsteamsSender` on the generated ``MsteamsClient``.
 
-Pairs :mod:`channelkit.platforms.msteams.renderer` with ``channelkit.clients.msteams`` and
-satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+Pairs `channelkit.platforms.msteams.renderer` with ``channelkit.clients.msteams`` and
+satisfies `PresentationSender`::
 
     from channelkit.clients.msteams import MsteamsClient
     from channelkit.platforms.msteams.sender import MsteamsSender
@@ -10,7 +10,7 @@ satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
     register_sender(MsteamsSender(MsteamsClient(...)))
 
 The target is a Teams conversation id (the client's ``base_url`` is the conversation's
-serviceUrl). Platform errors propagate as :class:`channelkit.errors.ApiError` subclasses.
+serviceUrl). Platform errors propagate as `channelkit.errors.ApiError` subclasses.
 """
 
 from __future__ import annotations

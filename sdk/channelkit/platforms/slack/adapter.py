@@ -1,7 +1,7 @@
 """``SlackChannel``: the Events API, streamed output, Stop buttons and native forms.
 
-Inbound (:mod:`channelkit.platforms.slack.ingress`): mount
-:meth:`SlackChannel.ingress_routes` (``POST /slack/events`` for the Events API and
+Inbound (`channelkit.platforms.slack.ingress`): mount
+`SlackChannel.ingress_routes()` (``POST /slack/events`` for the Events API and
 ``POST /slack/interactivity`` for interactivity; both verified with the signing secret,
 signatures one-use, the five-minute window). The ACK is answered first; every network
 call happens in the response's ``after``. Retried deliveries (``X-Slack-Retry-Num``)
@@ -10,34 +10,34 @@ carry the same ``event_id`` and are handled once. A person's message becomes a r
 removed); bot messages and subtypes (edits, joins, bot posts) are ignored. A message in
 a thread is in the thread's session; a top-level mention in a channel starts a thread
 (the reply goes under it). With ``ingress="socket"`` there are no routes: the Socket
-Mode connection :attr:`SlackChannel.socket` (:mod:`.socket_mode`; listed in
+Mode connection `SlackChannel.socket` (`socket_mode`; listed in
 ``connections``, started with
-:func:`~channelkit.platforms.common.connection.start_connections`) ACKs each envelope
+`start_connections()`) ACKs each envelope
 and hands its payload to the same handlers, minus the signature check.
 
-Output (:mod:`channelkit.platforms.slack.output`): one streamed message per visible
+Output (`channelkit.platforms.slack.output`): one streamed message per visible
 output segment (``chat.startStream`` / ``appendStream`` / ``stopStream``, coalesced to
 one call every 0.6 s at most, Slack's Tier 4 budget; the end paced like the rest),
 falling back to ``chat.postMessage`` + ``chat.update`` when
 streaming is refused. The live segment has a Stop button: the run's owner cancels
 exactly that run; anyone else gets one ephemeral notice and nothing changes. The final
 answer ends the live segment, and text no message showed is posted through the delivery
-chain (:mod:`channelkit.platforms.common.delivery`).
+chain (`channelkit.platforms.common.delivery`).
 
 A failed run is told once: a failed segment keeps its text (posted when no message showed
 it yet) and reads "Failed." (its Stop message, or the same marker posted right after it);
 a person's run that failed with no such segment (before any output) gets one
-:data:`TEXT_FAILED` message instead.
+`TEXT_FAILED` message instead.
 
-Questions (:mod:`channelkit.platforms.slack.questions`): a Block Kit form answered
+Questions (`channelkit.platforms.slack.questions`): a Block Kit form answered
 through the request's one-shot ``respond``; at most one per session, owner and run (a
 second question of the run gets the text prompt); updated in place to submitted /
 cancelled / expired only from the responder's result (when another answer won, the
-winner's state). Tool permissions (:mod:`channelkit.platforms.slack.approvals`): one button per
+winner's state). Tool permissions (`channelkit.platforms.slack.approvals`): one button per
 agent option, owner-only, one-shot, updated in place to the outcome.
 
-Presentations (:meth:`SlackChannel.presentation_sender`): Block Kit messages through
-:class:`~channelkit.platforms.slack.sender.SlackSender`, in the conversation's thread;
+Presentations (`SlackChannel.presentation_sender()`): Block Kit messages through
+`SlackSender`, in the conversation's thread;
 the message ``ts`` is the message id that ``pin_message`` / ``unpin_message`` /
 ``pinned_messages`` use (``pins.add`` / ``pins.remove`` / ``pins.list``). A click on a
 presentation's value (or command) button, or a choice in its select, reaches the channel
@@ -45,8 +45,8 @@ as the clicking person's message in the message's conversation (a command runs a
 command); link buttons are links.
 
 Clicks (``block_actions``, Events API and Socket Mode alike) go through one
-:class:`~channelkit.platforms.common.router.InteractionRouter`
-(:attr:`SlackChannel.action_router`): question forms, approval buttons, Stop,
+`InteractionRouter`
+(`SlackChannel.action_router`): question forms, approval buttons, Stop,
 presentation buttons, in that order; anything else is acknowledged and ignored.
 
 Lifecycle: in assistant threads (a thread in a direct message) ``started`` sets
@@ -131,7 +131,7 @@ TEXT_NOT_YOUR_RUN = "Only the person who started this can stop it."
 #: The one message telling that a person's run failed where no failed segment shows it.
 TEXT_FAILED = "Failed, please retry."
 #: ``action_id`` prefixes of a presentation's buttons and selects whose value (or
-#: command) is the clicking person's message (:mod:`.renderer`; ``ck:link:`` is a link).
+#: command) is the clicking person's message (`renderer`; ``ck:link:`` is a link).
 PRESENTATION_ACTIONS = ("ck:button:", "ck:command:", "ck:select:")
 TEXT_THINKING = "is thinking..."
 MAX_TEAMS = 10_000
@@ -149,13 +149,13 @@ def _field(payload: Mapping[str, Any], outer: str, inner: str) -> str | None:
 
 
 class SlackChannel(ChannelBase):
-    """A :class:`~channelkit.core.ChannelBase` for Slack apps.
+    """A `ChannelBase` for Slack apps.
 
     ``SlackChannel(config, bridge, *, channel_config=None, api=None, executor=None,
     run_executor=None, scheduler=None, clock=None, socket_options=None)``: ``config`` is
-    the :class:`SlackConfig`; ``api`` replaces the Web API wrapper (tests, shared
+    the `SlackConfig`; ``api`` replaces the Web API wrapper (tests, shared
     clients); ``socket_options`` go to the Socket Mode
-    :class:`~channelkit.platforms.slack.socket_mode.SlackSocket` (``backoff``, ``wait``,
+    `SlackSocket` (``backoff``, ``wait``,
     ``ping_interval``...).
     """
 
@@ -210,7 +210,7 @@ class SlackChannel(ChannelBase):
             clock=self.clock,
             timeout_s=min(config.question_timeout_s, channel_config.permission_timeout),
         )
-        #: approval buttons for ordinary tool permissions (:mod:`.approvals`)
+        #: approval buttons for ordinary tool permissions (`approvals`)
         self.approvals = SlackApprovals(
             self.api,
             submit=lambda key, fn: self.lanes.post(("slack-approval", key), fn),
@@ -316,7 +316,7 @@ class SlackChannel(ChannelBase):
         self._teams[channel] = team
 
     def _on_interaction(self, payload: Mapping[str, Any]) -> IngressResponse:
-        """A ``block_actions`` payload: each action through :attr:`action_router`; the
+        """A ``block_actions`` payload: each action through `action_router`; the
         ACK is always 200 ``{}`` (Slack shows an error for anything else)."""
         decision = Decision.ignored()
         if payload.get("type") == "block_actions":
@@ -327,12 +327,12 @@ class SlackChannel(ChannelBase):
         return IngressResponse.json(200, {}, after=decision.after)
 
     def _form_action(self, interaction: Interaction) -> Decision | None:
-        """A question form's action (:mod:`.questions`)."""
+        """A question form's action (`questions`)."""
         raw: SlackAction = interaction.raw
         return self.questions.decide_action(raw.action, raw.payload)
 
     def _approval_pressed(self, interaction: Interaction) -> Decision | None:
-        """An approval button (:mod:`.approvals`)."""
+        """An approval button (`approvals`)."""
         raw: SlackAction = interaction.raw
         return self.approvals.decide_action(raw.action, raw.payload)
 
@@ -365,7 +365,7 @@ class SlackChannel(ChannelBase):
 
     def _presentation_pressed(self, interaction: Interaction) -> Decision | None:
         """A presentation's value or command button, or a choice in its select
-        (:data:`PRESENTATION_ACTIONS`): its value reaches the channel as the message the
+        (`PRESENTATION_ACTIONS`): its value reaches the channel as the message the
         clicking person typed in the clicked message's conversation (its thread; a
         top-level message in a channel starts one, like a mention). None for any other
         action."""
@@ -401,7 +401,7 @@ class SlackChannel(ChannelBase):
     # -- hooks ---------------------------------------------------------------------------
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
         """Presentations as Block Kit messages in the target's thread
-        (:mod:`channelkit.platforms.slack.sender`): ``send_presentation`` and
+        (`channelkit.platforms.slack.sender`): ``send_presentation`` and
         ``Turn.present`` return the message ``ts``; ``pin_message`` /
         ``unpin_message`` / ``pinned_messages`` use ``pins.add`` / ``pins.remove`` /
         ``pins.list``. Slack has no silent messages, so ``silent`` changes nothing."""
@@ -463,7 +463,7 @@ class SlackChannel(ChannelBase):
     def _show_failed(self, live: LiveSegment, unseen: str) -> None:
         """A failed segment keeps its text and reads "Failed.": the text no message
         showed is posted, then the "Failed." marker unless the segment's Stop message
-        already turned into it. The run then needs no :data:`TEXT_FAILED`."""
+        already turned into it. The run then needs no `TEXT_FAILED`."""
         segment, anchor = live.segment, self._anchor(live.segment)
         posted = live.ts is not None
         if unseen.strip():
@@ -531,7 +531,7 @@ class SlackChannel(ChannelBase):
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> the assistant thread's status; terminal -> cleared (and the run's
         leftover segments closed); ``failed`` of a person's run that no failed segment
-        shows also posts :data:`TEXT_FAILED` (a failed run is told once)."""
+        shows also posts `TEXT_FAILED` (a failed run is told once)."""
         if LifecycleType(event.type).terminal:
             self.streams.discard_run(event.run_id)
             shown = self._failure_shown.pop(event.run_id)
@@ -565,7 +565,7 @@ class SlackChannel(ChannelBase):
         self, context: PermissionRequestContext
     ) -> UserInputPresentationResult:
         """The permission prompt with one button per agent option, owner-only
-        (:mod:`channelkit.platforms.slack.approvals`); UNSUPPORTED (text prompt) when
+        (`channelkit.platforms.slack.approvals`); UNSUPPORTED (text prompt) when
         ``native_questions`` is off or posting fails."""
         if not self.slack_config.native_questions:
             return UserInputPresentationResult.UNSUPPORTED

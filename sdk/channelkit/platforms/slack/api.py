@@ -1,6 +1,6 @@
 """``SlackApi``: the Web API calls the Slack agent channel makes, on the generated client.
 
-Each method makes one call and raises the :mod:`channelkit.errors` error when Slack
+Each method makes one call and raises the `channelkit.errors` error when Slack
 refuses it (``{ok: false, error}``). The bot token is only ever sent as the
 ``Authorization`` header by the generated client; it is never logged.
 """

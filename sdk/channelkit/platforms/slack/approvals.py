@@ -5,7 +5,7 @@
 with one button per option the agent offers, in its order (allow once, always allow, a
 mode switch, reject...). Each button's ``action_id`` is ``ck:ap:<index>`` and its
 ``value`` is ``<token>:<index>``: an opaque random token mapped to the live request in
-the channel's card registry (never the request id). At most :data:`MAX_BUTTONS`
+the channel's card registry (never the request id). At most `MAX_BUTTONS`
 options; longer lists stay on the text prompt.
 
 Only the run owner may press them; anyone else gets one ephemeral notice per message
@@ -18,7 +18,7 @@ whoever won: the chosen option (``✅ Allow``, ``❌ Reject``), ``✖️ Cancell
 ``⌛ Expired`` at the permission lifetime.
 
 Both the Events API and Socket Mode hand ``block_actions`` to the channel's one
-interaction handler, which offers each action to :meth:`SlackApprovals.handle_action`.
+interaction handler, which offers each action to `SlackApprovals.handle_action()`.
 """
 
 from __future__ import annotations

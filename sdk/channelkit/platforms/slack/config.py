@@ -1,9 +1,9 @@
 """Configuration of the Slack agent channel.
 
-:class:`SlackConfig` holds the Slack-only settings: the bot token, the signing secret of
+`SlackConfig` holds the Slack-only settings: the bot token, the signing secret of
 the Events API, the optional app-level token (Socket Mode), the ingress, the streaming
 and question options. It is validated on construction; every error is a
-:class:`~channelkit.errors.ConfigurationError` naming the offending field. Secrets never
+`ConfigurationError` naming the offending field. Secrets never
 appear in ``repr``.
 """
 
@@ -46,12 +46,12 @@ class SlackConfig:
     request must carry a valid ``X-Slack-Signature`` made with it (required with
     ``ingress="events"``).
     ``app_token``: the app-level token (``xapp-...``), required with ``ingress="socket"``.
-    ``ingress``: ``"events"`` (default: mount :meth:`SlackChannel.ingress_routes`) or
+    ``ingress``: ``"events"`` (default: mount `SlackChannel.ingress_routes()`) or
     ``"socket"`` (Socket Mode).
     ``channel_name``: the channel name used in sessions and lifecycle events.
     ``api_base_url``: Web API base URL (tests point it at 127.0.0.1).
     ``streaming``: ``"stream"`` (default), ``"update"`` or ``"off"``
-    (:data:`STREAMING_MODES`).
+    (`STREAMING_MODES`).
     ``stream_interval_s``: minimum seconds between two streaming calls of a segment
     (0.5 s by default; the channel never goes below 0.6 s, the Tier 4 budget of
     ``chat.appendStream``: 100 calls a minute).

@@ -1,23 +1,23 @@
 """Slack ingress: request signatures, the Events API and interactivity payloads.
 
-Verification (:class:`SlackVerifier`): ``X-Slack-Signature`` is
+Verification (`SlackVerifier`): ``X-Slack-Signature`` is
 ``v0=`` + hex HMAC-SHA256 of ``v0:{X-Slack-Request-Timestamp}:{raw body}`` keyed by the
 signing secret, compared in constant time; the timestamp must be within five minutes of
 now (the injected clock); and a signature is accepted once
-(:class:`~channelkit.platforms.common.replay.ReplayGuard`, remembered until its
+(`ReplayGuard`, remembered until its
 timestamp leaves the window). Anything else is answered 401 before the body is parsed.
 
-:class:`SlackEvents` is the route handler. A JSON body is an Events API request:
+`SlackEvents` is the route handler. A JSON body is an Events API request:
 ``url_verification`` is answered with its ``challenge``; an ``event_callback`` is handed
 to the channel (``on_event``). A form-encoded body with ``payload=`` is an
 interactivity payload (``block_actions``), handed to ``on_interaction``. Both return the
 ACK with the work deferred to its ``after`` (ACK first, work after). Retries
 (``X-Slack-Retry-Num``) carry the same ``event_id`` and are deduplicated by the channel.
-:func:`action_interaction` turns one action of a ``block_actions`` payload into the
+`action_interaction()` turns one action of a ``block_actions`` payload into the
 platform contract's ``Interaction`` (a ``button``) for the channel's router.
 
-:func:`parse_message` turns ``message`` / ``app_mention`` events into
-:class:`SlackMessage` (None for bot messages, subtypes, edits and events without text).
+`parse_message()` turns ``message`` / ``app_mention`` events into
+`SlackMessage` (None for bot messages, subtypes, edits and events without text).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class SlackMessage:
 
 
 def parse_message(event: Mapping[str, Any], team: str | None = None) -> SlackMessage | None:
-    """A ``message`` / ``app_mention`` event as a :class:`SlackMessage`; None for bot
+    """A ``message`` / ``app_mention`` event as a `SlackMessage`; None for bot
     messages, any subtype (edits, joins, bot posts...), and events without user or text.
     A mention's ``<@U...>`` markup is removed from the text."""
     kind = event.get("type")
@@ -182,7 +182,7 @@ def action_interaction(action: Mapping[str, Any], payload: Mapping[str, Any]) ->
     ``button`` whose ``token`` is the ``action_id`` and ``value`` the button's ``value``
     (a select's chosen option value); ``actor_id`` the clicking user, ``chat_id`` the
     channel and ``thread_id`` the clicked message's thread (``thread_ts``), when the
-    payload carries them; ``raw`` is a :class:`SlackAction`."""
+    payload carries them; ``raw`` is a `SlackAction`."""
     value = action.get("value")
     if value is None:
         value = _mapping(action.get("selected_option")).get("value")

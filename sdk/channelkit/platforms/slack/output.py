@@ -1,9 +1,9 @@
 """Live output of a Slack run: one streamed message per visible output segment.
 
-:class:`SegmentStreams` owns ``segment_id -> LiveSegment``. A segment's message is
+`SegmentStreams` owns ``segment_id -> LiveSegment``. A segment's message is
 opened on its first visible text (on the run's serial lane, so model output never waits
 for the network) and written through a
-:class:`~channelkit.platforms.common.SnapshotWriter`: one call in flight, one
+`SnapshotWriter`: one call in flight, one
 replaceable pending snapshot, at least ``stream_interval_s`` (0.5 s) between two calls.
 
 * **stream** mode: ``chat.startStream`` (a reply in the request's thread; in channels
@@ -12,9 +12,9 @@ replaceable pending snapshot, at least ``stream_interval_s`` (0.5 s) between two
   ``chat.stopStream`` when the segment ends. What was added is tracked by offset (the
   writer's running total), not by comparing the 20,000-character bounded text, so the
   stream keeps growing for the whole answer. Slack's documented limits are encoded:
-  ``markdown_text`` holds at most :data:`MAX_MARKDOWN` (12,000) characters per call, and
-  ``chat.appendStream`` is a Tier 4 method (:data:`APPEND_STREAM_CALLS_PER_MINUTE`, 100 a
-  minute), so calls of a stream are at least :data:`MIN_STREAM_INTERVAL` (0.6 s) apart
+  ``markdown_text`` holds at most `MAX_MARKDOWN` (12,000) characters per call, and
+  ``chat.appendStream`` is a Tier 4 method (`APPEND_STREAM_CALLS_PER_MINUTE`, 100 a
+  minute), so calls of a stream are at least `MIN_STREAM_INTERVAL` (0.6 s) apart
   whatever ``stream_interval_s`` says. A streamed segment therefore makes at most
   ``ceil(T / interval) + 2`` streaming calls over ``T`` seconds while text keeps coming.
   The end is one bounded call sequence: the rest of the text goes with
@@ -30,7 +30,7 @@ replaceable pending snapshot, at least ``stream_interval_s`` (0.5 s) between two
   segment itself keeps the stream interval), and a last ``chat.update`` without the
   button when it ends.
 
-The final answer: :meth:`SegmentStreams.finish_run` ends the live segment with the part
+The final answer: `SegmentStreams.finish_run()` ends the live segment with the part
 of the run's text no earlier segment showed (``chat.stopStream`` markdown, or the last
 ``chat.update``); text no message showed goes through the delivery chain as
 ``chat.postMessage`` (text a paced end could not stream is handed to ``on_unseen``).
@@ -318,7 +318,7 @@ class SegmentStreams:
 
     # -- termination --------------------------------------------------------------------
     def close_segment(self, segment: OutputSegmentContext, reason: str) -> None:
-        """`OutputSurface.close_segment`: :meth:`end_segment` in the state of ``reason``
+        """`OutputSurface.close_segment`: `end_segment()` in the state of ``reason``
         (cancelled / failed, anything else completed), then ``on_closed(segment, state,
         live, unseen)`` (``live``: the failed segment's message, else None)."""
         state = {"cancelled": "cancelled", "failed": "failed"}.get(reason, "completed")

@@ -9,7 +9,7 @@ joined with ", "). A question without an answer gets an ephemeral hint and nothi
 changes.
 
 At most one form is active per session, owner and run
-(:mod:`channelkit.platforms.common.native_input`): a second question of the same run
+(`channelkit.platforms.common.native_input`): a second question of the same run
 while the first form is live gets the text prompt (``unsupported``), and the first form
 stays answerable. Forms live in the channel's card registry (1,000 at most: beyond
 that, the text prompt), keyed by an opaque random token carried in the buttons' values,
@@ -25,7 +25,7 @@ too (the token proves the form; the click names its ``ts``).
 
 Only the request's owner can answer; anyone else gets one ephemeral notice per form.
 The claimed answer goes to the original request through the one-shot
-:meth:`~channelkit.core.UserInputRequestContext.respond` on the form's serial lane
+`respond()` on the form's serial lane
 (after the ACK), and the form never shows success before that responder accepted it:
 accepted -> ``Submitted`` with the answers (or ``Cancelled``); refused by the agent or
 failed -> ``Expired``; another answer won (a ``/deny``, an answer typed as text, the
@@ -410,7 +410,7 @@ class SlackQuestions:
     # -- settlement, expiry ----------------------------------------------------------------
     def _on_settled(self, form: Form, reason: Any) -> None:
         """Settlement from core (any thread): the winner's state, unless the form's own
-        claimed answer decides (see :class:`AnswerRace`)."""
+        claimed answer decides (see `AnswerRace`)."""
         reason = str(reason)
         if form.race.settled(reason):
             self._submit(form.token, partial(self._end_lost, form, reason))

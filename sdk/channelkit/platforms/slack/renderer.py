@@ -20,7 +20,7 @@ Mass mentions: unless the payload sets ``allow_mass_mentions``, every mrkdwn tex
 the ``text`` fallback) has ``<!channel>``, ``<!here>``, ``<!everyone>``, ``<!group>`` and
 user-group mentions ``<!subteam^ID>`` escaped with Slack's documented entities
 (``&lt;!here&gt;``): they read as written and notify nobody. Links must be http(s)
-(:mod:`channelkit.presentation.links`).
+(`channelkit.presentation.links`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Slack presentation delivery: :class:`SlackSender` on the generated ``SlackClient``.
+"""Slack presentation delivery: `SlackSender` on the generated ``SlackClient``.
 
-Pairs :mod:`channelkit.platforms.slack.renderer` with ``channelkit.clients.slack`` and
-satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+Pairs `channelkit.platforms.slack.renderer` with ``channelkit.clients.slack`` and
+satisfies `PresentationSender`::
 
     from channelkit.clients.slack import SlackClient
     from channelkit.platforms.slack.sender import SlackSender
@@ -12,7 +12,7 @@ satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
 The target is a Slack channel id; a message's id is its ``ts``. ``SlackChannel`` uses it
 for ``send_presentation``, ``Turn.present`` and its pins (with ``thread_ts`` set to the
 conversation's thread). Platform errors propagate as
-:class:`channelkit.errors.ApiError` subclasses, except the two answers that mean the
+`channelkit.errors.ApiError` subclasses, except the two answers that mean the
 wanted state already holds: ``already_pinned`` from ``pins.add`` and ``no_pin`` /
 ``not_pinned`` from ``pins.remove``.
 """

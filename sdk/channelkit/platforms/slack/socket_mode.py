@@ -1,7 +1,7 @@
 """Slack Socket Mode: the app connects out to Slack, so it needs no public URL.
 
-One :class:`SlackSocket` (a :class:`~channelkit.platforms.common.connection.LongConnection`)
-per channel with ``ingress="socket"``. Each connection's life (:meth:`SlackSocket.serve_once`):
+One `SlackSocket` (a `LongConnection`)
+per channel with ``ingress="socket"``. Each connection's life (`SlackSocket.serve_once()`):
 
 1. ``apps.connections.open`` with the app-level token (``xapp-...``) answers
    ``{ok, url}``: a one-time WebSocket URL (a new one for every connection);
@@ -26,12 +26,12 @@ per channel with ``ingress="socket"``. Each connection's life (:meth:`SlackSocke
      connection.
 
 Every envelope is processed once: its ``envelope_id`` is remembered (bounded, for
-:data:`DEDUP_TTL` seconds, across reconnects); a redelivery is ACKed again and dropped. A
+`DEDUP_TTL` seconds, across reconnects); a redelivery is ACKed again and dropped. A
 retry of an event Slack saw no ACK for comes in a new envelope with the same
 ``event_id``; the channel deduplicates those (as it does Events API retries).
 
 A dropped socket, a refused handshake or a failed ``apps.connections.open`` end the
-connection with an error: :class:`LongConnection` reconnects after its capped, jittered
+connection with an error: `LongConnection` reconnects after its capped, jittered
 backoff. The URL (it carries a ticket) and the tokens are never logged. ``websockets`` is
 imported only when a connection starts.
 """
@@ -76,9 +76,9 @@ class SlackSocket(WebSocketConnection):
     """The Socket Mode connection of one channel; see the module docstring.
 
     ``open_url()`` returns a fresh WebSocket URL (the channel passes
-    :meth:`~channelkit.platforms.slack.api.SlackApi.open_socket_url`). ``on_event`` /
+    `open_socket_url()`). ``on_event`` /
     ``on_interaction`` are the channel's transport-neutral handlers. ``backoff`` and
-    ``wait`` are :class:`LongConnection`'s (tests inject a ``wait`` that records the delay
+    ``wait`` are `LongConnection`'s (tests inject a ``wait`` that records the delay
     and returns at once).
     """
 

@@ -1,11 +1,11 @@
 """``TelegramChannel``: typing keep-alive, native inline-keyboard questions, webhook.
 
 Capabilities: Telegram implements *native input*
-(inline-keyboard questions, :mod:`channelkit.platforms.telegram.questions`); the open
+(inline-keyboard questions, `channelkit.platforms.telegram.questions`); the open
 segment streams (``streaming``: drafts in private chats, post-and-edit in groups,
-:mod:`channelkit.platforms.telegram.output`) and the agent's text is sent as messages
+`channelkit.platforms.telegram.output`) and the agent's text is sent as messages
 (split at 4,096 characters, its Markdown as Telegram HTML with a plain-text retry,
-:mod:`channelkit.platforms.telegram.markdown`), one output segment at a time: a segment
+`channelkit.platforms.telegram.markdown`), one output segment at a time: a segment
 that ends with ``response_boundary`` or ``input_requested`` is sent at once, so the text
 written before a question arrives before the question's messages; the final response
 sends only what was not sent yet; a cancelled segment sends its text so far with a
@@ -19,28 +19,28 @@ never fail the task.
 
 Queue notice: a run that must wait for a slot gets one message ("Queued, 3 ahead..."),
 edited in place with ``editMessageText`` as runs ahead finish (at most once a second per
-notice, coalesced: :class:`~channelkit.core.queue_notices.QueueNotices`) and to
+notice, coalesced: `QueueNotices`) and to
 "Starting now." when the run starts.
 
-Setup: :meth:`TelegramChannel.register_commands` registers the command menu
+Setup: `TelegramChannel.register_commands()` registers the command menu
 (``setMyCommands``, including ``/cancel``) once at startup.
 
 Inbound (``TelegramConfig.ingress``): ``"polling"`` (default) puts a ``getUpdates``
-long-polling runner in ``channel.connections`` (:mod:`channelkit.platforms.telegram.polling`;
+long-polling runner in ``channel.connections`` (`channelkit.platforms.telegram.polling`;
 start it with ``start_connections([channel])``, ``close`` stops it); ``"webhook"``: mount
-:meth:`TelegramChannel.ingress_routes` (``POST /telegram/webhook``, verified with
+`TelegramChannel.ingress_routes()` (``POST /telegram/webhook``, verified with
 ``X-Telegram-Bot-Api-Secret-Token``; the update's pool work starts from the response's
 ``after``, once the ACK was written). Both take the same path,
-:meth:`TelegramChannel.receive_update`. ``/cancel``, ``/approve``,
-``/approve-always`` and ``/deny`` are handled by :class:`~channelkit.core.ChannelBase`
+`TelegramChannel.receive_update()`. ``/cancel``, ``/approve``,
+``/approve-always`` and ``/deny`` are handled by `ChannelBase`
 (``/cancel@yourbot`` works in groups); ``/start`` and ``/help`` answer locally. A tap on
 a presentation button (not a question keyboard) is answered and handled as the tapper
 typing the button's value or command in that chat
-(:func:`~channelkit.platforms.telegram.ingress.presentation_tap`).
+(`presentation_tap()`).
 
 Groups: ``group_policy`` (default ``"mention"``) lets only messages addressed to the bot
-through, the mention removed (:mod:`channelkit.platforms.telegram.groups`); give
-``bot_username`` or call :meth:`TelegramChannel.fetch_identity` at startup.
+through, the mention removed (`channelkit.platforms.telegram.groups`); give
+``bot_username`` or call `TelegramChannel.fetch_identity()` at startup.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The webhook route :meth:`TelegramChannel.ingress_routes` exposes.
+#: The webhook route `TelegramChannel.ingress_routes()` exposes.
 WEBHOOK_PATH = "/telegram/webhook"
 #: Seconds ``close`` waits for the polling thread to end (its long poll is cut at once).
 CONNECTION_STOP_S = 5.0
@@ -176,13 +176,13 @@ def _wait_key(session_id: str, request_id: str) -> str:
 
 
 class TelegramChannel(ChannelBase):
-    """A :class:`~channelkit.core.ChannelBase` for Telegram bots.
+    """A `ChannelBase` for Telegram bots.
 
     ``TelegramChannel(config, bridge, *, channel_config=None, api=None, executor=None,
-    scheduler=None, clock=None)``: ``config`` is the :class:`TelegramConfig`;
-    ``channel_config`` the shared :class:`~channelkit.core.ChannelConfig` (default:
+    scheduler=None, clock=None)``: ``config`` is the `TelegramConfig`;
+    ``channel_config`` the shared `ChannelConfig` (default:
     ``ChannelConfig(name=config.channel_name)``); ``api`` replaces the Bot API wrapper
-    (tests, shared clients); ``store`` a :class:`~channelkit.state.StateStore` shared
+    (tests, shared clients); ``store`` a `StateStore` shared
     by every instance of the bot: an update reaching two of them starts one run.
     """
 
@@ -335,10 +335,10 @@ class TelegramChannel(ChannelBase):
         scope: Mapping[str, Any] | None = None,
         language_code: str | None = None,
     ) -> None:
-        """Register :data:`BOT_COMMANDS` (including ``/cancel``) as the bot's menu.
+        """Register `BOT_COMMANDS` (including ``/cancel``) as the bot's menu.
 
         Call once at startup (it makes one ``setMyCommands`` request and raises the
-        :mod:`channelkit.errors` error when it fails), e.g. next to ``setWebhook``.
+        `channelkit.errors` error when it fails), e.g. next to ``setWebhook``.
         ``scope`` is a ``BotCommandScope`` such as ``{"type": "all_private_chats"}``.
         """
         self.api.set_my_commands(BOT_COMMANDS, scope=scope, language_code=language_code)
@@ -347,7 +347,7 @@ class TelegramChannel(ChannelBase):
         """Learn the bot's username with ``getMe`` (for group mention detection).
 
         Call once at startup when ``bot_username`` is not configured (it makes one
-        request and raises the :mod:`channelkit.errors` error when it fails). Returns
+        request and raises the `channelkit.errors` error when it fails). Returns
         the username.
         """
         username = self.api.get_me_username()
@@ -388,7 +388,7 @@ class TelegramChannel(ChannelBase):
         return self._dispatch(update)
 
     def _webhook_dispatch(self, update: TgUpdate) -> IngressResponse:
-        """The webhook's answer to one update (:mod:`channelkit.platforms.common.inbound`:
+        """The webhook's answer to one update (`channelkit.platforms.common.inbound`:
         503 when the channel is closed, else 200 with the update's ``after``)."""
         decision = self._dispatch(update)
         if decision.status != 200:
@@ -418,11 +418,11 @@ class TelegramChannel(ChannelBase):
         self.dispatch_update(update).run_after()
 
     def _question_tapped(self, interaction: Interaction) -> Decision | None:
-        """A question keyboard's tap (:mod:`.questions`)."""
+        """A question keyboard's tap (`questions`)."""
         return self.questions.decide_callback(interaction.raw)
 
     def _approval_tapped(self, interaction: Interaction) -> Decision | None:
-        """An approval button's tap (:mod:`.approvals`)."""
+        """An approval button's tap (`approvals`)."""
         return self.approvals.decide_callback(interaction.raw)
 
     def _presentation_tapped(self, interaction: Interaction) -> Decision | None:
@@ -516,7 +516,7 @@ class TelegramChannel(ChannelBase):
             )
 
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
-        """Presentations as text + inline keyboard (:mod:`.renderer`), in the target's
+        """Presentations as text + inline keyboard (`renderer`), in the target's
         topic; ``silent`` sends without a notification."""
         from channelkit.core.presenting import FieldsSender
         from channelkit.platforms.telegram.sender import TelegramSender
@@ -564,7 +564,7 @@ class TelegramChannel(ChannelBase):
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> typing keep-alive; terminal -> stop it (and forget the run's
-        output state); ``failed`` of a person's run also sends :data:`TEXT_FAILED`;
+        output state); ``failed`` of a person's run also sends `TEXT_FAILED`;
         other events ignored."""
         thread = _thread_int(event.thread_id)
         if event.type is LifecycleType.STARTED:
@@ -666,7 +666,7 @@ class TelegramChannel(ChannelBase):
         self, context: PermissionRequestContext
     ) -> UserInputPresentationResult:
         """The permission prompt with one inline button per agent option, owner-only
-        (:mod:`channelkit.platforms.telegram.approvals`); UNSUPPORTED (text prompt) when
+        (`channelkit.platforms.telegram.approvals`); UNSUPPORTED (text prompt) when
         ``native_questions`` is off or the keyboard cannot be sent."""
         if not self.telegram_config.native_questions:
             return UserInputPresentationResult.UNSUPPORTED

@@ -1,9 +1,9 @@
 """The Bot API calls the Telegram adapter makes, in one small wrapper.
 
-Everything else in the adapter depends only on :class:`TelegramApi`, which is built on
-the generated :class:`~channelkit.clients.telegram.TelegramClient` (explicit timeouts,
+Everything else in the adapter depends only on `TelegramApi`, which is built on
+the generated `TelegramClient` (explicit timeouts,
 retry of idempotent methods, ``ok: false`` bodies mapped to the
-:mod:`channelkit.errors` hierarchy). Tests mock HTTP with requests-mock. The bot token
+`channelkit.errors` hierarchy). Tests mock HTTP with requests-mock. The bot token
 is part of the URL path and is never logged.
 """
 
@@ -198,7 +198,7 @@ class TelegramApi:
         """``getUpdates``: the updates from ``offset`` on (every lower id is confirmed),
         waiting up to ``timeout_s`` seconds for the first; the HTTP read timeout is that
         plus the usual read timeout. Each update is the plain JSON object (parsed by
-        :func:`~channelkit.platforms.telegram.ingress.parse_update`, one at a time)."""
+        `parse_update()`, one at a time)."""
         body = GetUpdatesRequest(timeout_=timeout_s, allowed_updates=list(allowed_updates))
         if offset is not None:
             body.offset = offset

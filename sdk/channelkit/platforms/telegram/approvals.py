@@ -8,7 +8,7 @@ nothing changes.
 
 Callback data is ``ca:<token>:<index>``: an 11-character opaque random token mapped to
 the live request in the channel's card registry, and the option's index (at most
-:data:`MAX_BUTTONS` options; longer lists stay on the text prompt). The longest value is
+`MAX_BUTTONS` options; longer lists stay on the text prompt). The longest value is
 17 bytes, well within Telegram's 64.
 
 One-shot: the first valid owner tap claims the keyboard under the registry lock and
@@ -155,7 +155,7 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
         )
 
     def handle_callback(self, query: TgCallbackQuery) -> bool:
-        """:meth:`decide_callback` with its work queued at once (no ACK to wait for);
+        """`decide_callback()` with its work queued at once (no ACK to wait for);
         False when the data is not an approval button's."""
         decision = self.decide_callback(query)
         if decision is None:

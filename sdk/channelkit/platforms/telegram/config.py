@@ -1,9 +1,9 @@
 """Configuration of the Telegram adapter.
 
-:class:`TelegramConfig` holds the Telegram-only settings: the bot token, the ingress
+`TelegramConfig` holds the Telegram-only settings: the bot token, the ingress
 (long polling or webhook), the webhook secret, the typing keep-alive interval and the
 native-question options. It is validated on construction; every error is a
-:class:`~channelkit.errors.ConfigurationError` naming the offending field. Secrets never
+`ConfigurationError` naming the offending field. Secrets never
 appear in ``repr``.
 """
 
@@ -49,7 +49,7 @@ class TelegramConfig:
     ``bot_token``: the BotFather token (``123456:ABC...``).
     ``ingress``: ``"polling"`` (default: the channel's ``connections`` long-poll
     ``getUpdates``; no public URL needed) or ``"webhook"`` (mount
-    :meth:`TelegramChannel.ingress_routes` and call ``setWebhook``).
+    `TelegramChannel.ingress_routes()` and call ``setWebhook``).
     ``polling_timeout_s``: the ``getUpdates`` long-poll ``timeout`` (1-50 s; the HTTP
     read timeout is this plus ``request_timeout_s``).
     ``webhook_secret``: the ``secret_token`` given to ``setWebhook``; when set, every
@@ -66,19 +66,19 @@ class TelegramConfig:
     ``group_policy``: which group messages reach the agent: ``"mention"`` (default; the
     bot is mentioned, a command is addressed ``/cmd@bot`` or the message replies to the
     bot), ``"open"`` (all) or ``"disabled"`` (none); see
-    :mod:`channelkit.platforms.telegram.groups`.
+    `channelkit.platforms.telegram.groups`.
     ``bot_username``: the bot's username (with or without ``@``) for mention detection;
-    when ``None``, :meth:`TelegramChannel.fetch_identity` can learn it with ``getMe``.
+    when ``None``, `TelegramChannel.fetch_identity()` can learn it with ``getMe``.
     ``streaming``: how the live output segment is shown while the agent writes:
     ``"draft"`` (default; ``sendMessageDraft`` in private chats, post-and-edit in groups,
     where drafts do not exist), ``"edit"`` (post-and-edit everywhere) or ``"off"`` (each
-    segment is sent once it ends); see :mod:`channelkit.platforms.telegram.output`.
+    segment is sent once it ends); see `channelkit.platforms.telegram.output`.
     ``stream_interval_s``: minimum seconds between two streamed snapshots of a segment
     (0.5 s by default; edits are further limited to one per second per chat).
     ``run_journal``: a file recording the runs in progress when no state store is shared
     (with ``state.redis`` the store holds them and this is not used): after a crash
     (``kill -9``) the restarted process tells each person whose run was cut off that it
-    was interrupted (:mod:`channelkit.platforms.common.run_journal`). ``None`` (default):
+    was interrupted (`channelkit.platforms.common.run_journal`). ``None`` (default):
     without a store nothing is recorded, and such a person is not told.
     """
 

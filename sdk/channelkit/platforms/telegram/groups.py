@@ -1,7 +1,7 @@
 """Which group messages reach the agent: the Telegram group policy.
 
 In a private chat every message is for the bot. In groups and supergroups the
-``group_policy`` of :class:`~channelkit.platforms.telegram.TelegramConfig` decides:
+``group_policy`` of `TelegramConfig` decides:
 
 - ``"mention"`` (default): only messages addressed to the bot pass, i.e. messages that
   mention ``@<bot_username>``, commands addressed as ``/cmd@<bot_username>`` and replies
@@ -12,8 +12,7 @@ In a private chat every message is for the bot. In groups and supergroups the
 - ``"disabled"``: no group message passes.
 
 The bot's id is the numeric prefix of its token; its username comes from the
-configuration (``bot_username``) or from :meth:`TelegramChannel.fetch_identity
-<channelkit.platforms.telegram.TelegramChannel.fetch_identity>` (``getMe``). Until the
+configuration (``bot_username``) or from `TelegramChannel.fetch_identity()` (``getMe``). Until the
 username is known, only replies to the bot pass the ``"mention"`` policy, and a warning
 says so once. Dropped group messages are expected traffic and are logged at DEBUG only.
 """

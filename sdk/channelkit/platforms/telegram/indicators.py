@@ -2,7 +2,7 @@
 
 Telegram shows ``typing`` for at most 5 seconds (or until the bot's next message), so
 the adapter re-sends ``sendChatAction typing`` every 4 seconds while any run in that
-chat is active. :class:`TypingKeepAlive` keeps one entry per chat holding the set of
+chat is active. `TypingKeepAlive` keeps one entry per chat holding the set of
 active run ids and one scheduler handle: the first run sends at once and arms the
 timer; later runs in the same chat only join the set (no second interval); the timer is
 cancelled when the chat's last run ends. Repeated terminal events are no-ops.
@@ -12,10 +12,10 @@ failed send is logged and ignored: indicators never fail a task. The number of c
 with a live keep-alive is capped (1,000); beyond it new chats get no indicator.
 
 While a run of the chat waits for the person (a question or permission request,
-:meth:`TypingKeepAlive.pause`), no ``typing`` is sent: the timer keeps ticking but
-sends nothing until every wait of the chat ended (:meth:`TypingKeepAlive.resume`, or
+`TypingKeepAlive.pause()`), no ``typing`` is sent: the timer keeps ticking but
+sends nothing until every wait of the chat ended (`TypingKeepAlive.resume()`, or
 the optional ``still_waiting(key)`` predicate says the wait is over at a tick or at
-:meth:`TypingKeepAlive.refresh`); then ``typing`` is sent again at once.
+`TypingKeepAlive.refresh()`); then ``typing`` is sent again at once.
 """
 
 from __future__ import annotations

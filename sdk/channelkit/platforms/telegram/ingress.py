@@ -2,21 +2,21 @@
 
 Telegram POSTs one JSON ``Update`` per request to the webhook URL. When the webhook was
 registered with ``secret_token``, every request carries it in the
-``X-Telegram-Bot-Api-Secret-Token`` header; :func:`verify_secret_token` compares it in
-constant time. :func:`parse_update` turns the JSON into the small typed records below
+``X-Telegram-Bot-Api-Secret-Token`` header; `verify_secret_token()` compares it in
+constant time. `parse_update()` turns the JSON into the small typed records below
 (only the fields the adapter needs; ids are kept as Python ints, which are unbounded, so
 64-bit chat ids are safe). Parsing never trusts field types: a wrong type raises
-:class:`UpdateParseError` naming the field path.
+`UpdateParseError` naming the field path.
 
-:func:`receive_update` is the transport-neutral half both ingresses share: parse one
+`receive_update()` is the transport-neutral half both ingresses share: parse one
 decoded ``Update`` and dispatch it synchronously (the dispatcher only mutates in-memory
 state: dedup by ``update_id``, authorization, claims; it returns the hand-offs of network
 work to the pool), answering what a webhook would: 400 for an update that does not
 parse, 503 when the channel is closed, else 200 with the hand-offs in
-``IngressResponse.after``. :class:`TelegramWebhook` (the ``/telegram/webhook`` route)
+``IngressResponse.after``. `TelegramWebhook` (the ``/telegram/webhook`` route)
 verifies the secret and decodes the body, then calls it and starts the hand-offs once
 the ACK was written; the long-polling runner
-(:mod:`channelkit.platforms.telegram.polling`) calls it for each update of a
+(`channelkit.platforms.telegram.polling`) calls it for each update of a
 ``getUpdates`` batch and starts the hand-offs at once. Neither raises.
 """
 
@@ -249,10 +249,10 @@ def presentation_tap(query: TgCallbackQuery) -> TgMessage | None:
 
 
 def parse_update(data: Any) -> TgUpdate:
-    """Parse a decoded webhook body into a :class:`TgUpdate`.
+    """Parse a decoded webhook body into a `TgUpdate`.
 
     Only ``message`` and ``callback_query`` are modelled; other update kinds parse to a
-    :class:`TgUpdate` with both fields ``None`` (kept in ``raw``).
+    `TgUpdate` with both fields ``None`` (kept in ``raw``).
     """
     obj = _obj(data, "update")
     update_id = _int(obj, "update_id", "update")
@@ -277,7 +277,7 @@ def receive_update(data: Any, dispatch: Dispatch, *, transport: str = "webhook")
     """Parse one decoded ``Update`` and dispatch it; the answer a webhook would give.
 
     400 when ``data`` is not an ``Update`` (logged); ``dispatch``'s own
-    :class:`IngressResponse` when it returns one (e.g. 503 from a closed channel); else
+    `IngressResponse` when it returns one (e.g. 503 from a closed channel); else
     200 with the hand-offs in ``after`` (also when ``dispatch`` raised: the error is
     logged, and a redelivery would not help).
     """
@@ -301,7 +301,7 @@ class TelegramWebhook:
 
     ``dispatch`` receives the parsed update on the web thread and must return quickly:
     it returns the quick callables that hand its network work to the pool (or None),
-    which become the response's ``after``, or the whole :class:`IngressResponse` (the
+    which become the response's ``after``, or the whole `IngressResponse` (the
     channel's answer, e.g. 503 when it is closed). Answers: 401 on a missing or wrong secret
     token, 400 on a body that is not a JSON ``Update``, 200 otherwise (also when
     ``dispatch`` raised: the error is logged, and a retry by Telegram would not help).

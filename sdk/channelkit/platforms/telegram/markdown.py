@@ -1,6 +1,6 @@
 """Agent Markdown as Telegram HTML (``parse_mode="HTML"``).
 
-Telegram shows Markdown verbatim unless a parse mode is given. :func:`to_html` turns
+Telegram shows Markdown verbatim unless a parse mode is given. `to_html()` turns
 the common Markdown an agent writes into the HTML subset Telegram accepts, escaping
 ``&``, ``<`` and ``>`` everywhere else:
 
@@ -21,7 +21,7 @@ import re
 
 __all__ = ["PARSE_MODE", "is_entity_error", "to_html"]
 
-#: The parse mode :func:`to_html` output is sent with.
+#: The parse mode `to_html()` output is sent with.
 PARSE_MODE = "HTML"
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)(?:\n)?```", re.DOTALL)

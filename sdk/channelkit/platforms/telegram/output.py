@@ -2,7 +2,7 @@
 
 Telegram shows no streaming output; a run's text goes out as plain messages. Without
 this module the text an agent wrote before asking a question would only arrive with
-the final answer, after the question was answered. :class:`SegmentOutput` keeps the
+the final answer, after the question was answered. `SegmentOutput` keeps the
 visible text of the run's open output segment and
 
 * sends it when the segment ends with ``response_boundary`` or ``input_requested``
@@ -10,27 +10,27 @@ visible text of the run's open output segment and
   ``present_user_input_request`` or the text permission prompt);
 * at ``on_response_complete`` works out what is still unsent: the run's final text
   repeats everything streamed, so the prefix of closed segments (tracked by length and
-  digest, :class:`~channelkit.platforms.common.StreamedText`) is dropped; text of a
+  digest, `StreamedText`) is dropped; text of a
   flush that failed is sent first, so nothing is lost;
 * when the segment ends ``failed``, sends (or leaves on the streamed message) the text
-  the agent wrote so far followed by :data:`FAILED_MARKER` (never mistaken for an
+  the agent wrote so far followed by `FAILED_MARKER` (never mistaken for an
   answer): the failure notice follows it, it never replaces it;
 * when the segment ends ``cancelled`` (``/cancel``, any cancellation), sends the text
-  the agent wrote so far followed by :data:`CANCELLED_MARKER`, so what the agent said
-  is kept; ending :data:`STOPPED` (the channel is closing: SIGTERM) it is followed by
-  :data:`STOPPED_MARKER`.
+  the agent wrote so far followed by `CANCELLED_MARKER`, so what the agent said
+  is kept; ending `STOPPED` (the channel is closing: SIGTERM) it is followed by
+  `STOPPED_MARKER`.
 
 The final answer goes through the shared delivery chain
-(:mod:`channelkit.platforms.common.delivery`): :func:`final_parts` makes its parts, each
+(`channelkit.platforms.common.delivery`): `final_parts()` makes its parts, each
 with the formatted (Telegram HTML) path first and plain text second.
 
 State is per run, in a bounded map (1,000 runs), removed at the run's terminal
 lifecycle event. Each segment keeps at most 20,000 characters (the newest, behind the
 truncation marker); so does the unsent text of failed flushes.
 
-Streaming (``TelegramConfig.streaming``, :class:`LiveStreams`): while a segment is open
+Streaming (``TelegramConfig.streaming``, `LiveStreams`): while a segment is open
 its text is also shown live, through one
-:class:`~channelkit.platforms.common.SnapshotWriter` per segment (one call in flight, one
+`SnapshotWriter` per segment (one call in flight, one
 replaceable pending snapshot, ``stream_interval_s`` - 0.5 s - between calls; the calls run
 on the run's own stream lane, so appending never waits for the network):
 
@@ -43,13 +43,13 @@ on the run's own stream lane, so appending never waits for the network):
   final ``sendMessage`` delivers its text.
 * **edit** (groups, or ``streaming="edit"``): the first snapshot is posted with
   ``sendMessage``, later ones ``editMessageText`` it - at most one edit per second per chat
-  (:class:`ChatEditLimiter`, shared by every segment of the chat); a 429's
+  (`ChatEditLimiter`, shared by every segment of the chat); a 429's
   ``retry_after`` holds the chat's next edit at least that long (a timer on the scheduler,
   never a sleeping worker). When the segment ends, its final text (formatted) replaces the
   streamed message by one last edit through the delivery chain (the limiter's wait is a
   scheduled retry); what does not fit 4,096 characters follows as new messages. A failed
   edit falls back to ``sendMessage`` of the part (the edit definitely failed: no
-  duplicate). A cancelled segment's message keeps its text with :data:`CANCELLED_MARKER`.
+  duplicate). A cancelled segment's message keeps its text with `CANCELLED_MARKER`.
 """
 
 from __future__ import annotations
@@ -274,7 +274,7 @@ class LiveStream:
 
     def take_slot(self) -> float:
         """0.0 when this stream may edit now (its slot is used up), else the seconds
-        until its booked slot (:class:`ChatEditLimiter`, first come first served)."""
+        until its booked slot (`ChatEditLimiter`, first come first served)."""
         limiter = self._streams.limiter
         now = self._streams.clock.now()
         with self._lock:
@@ -428,7 +428,7 @@ class LiveStream:
 
 
 class LiveStreams:
-    """Opens a :class:`LiveStream` per segment (``mode``: ``TelegramConfig.streaming``,
+    """Opens a `LiveStream` per segment (``mode``: ``TelegramConfig.streaming``,
     not ``"off"``) and builds the final delivery of a streamed segment.
 
     ``submit(run_id, fn)`` queues ``fn`` on the run's stream lane (one at a time, in
@@ -487,7 +487,7 @@ class LiveStreams:
     def replace_parts(
         self, stream: LiveStream, text: str, send: SendPart
     ) -> list[tuple[DeliveryPath, ...]]:
-        """The delivery parts of :meth:`replace` (the edit paths first)."""
+        """The delivery parts of `replace()` (the edit paths first)."""
         parts = final_parts(text, send)
         first = split_message(text or " ")[0]
         formatted = to_html(first)
@@ -606,13 +606,13 @@ class SegmentOutput:
         return True
 
     def close_segment(self, segment: OutputSegmentContext, reason: str) -> None:
-        """`OutputSurface.close_segment`: :meth:`segment_ended`."""
+        """`OutputSurface.close_segment`: `segment_ended()`."""
         self.segment_ended(segment, reason)
 
     def segment_ended(self, segment: OutputSegmentContext, reason: str) -> None:
         """Send the segment's text (``response_boundary`` / ``input_requested`` /
-        ``completed``), or send it with :data:`CANCELLED_MARKER` (``cancelled``),
-        :data:`STOPPED_MARKER` (:data:`STOPPED`) or :data:`FAILED_MARKER` (``failed``:
+        ``completed``), or send it with `CANCELLED_MARKER` (``cancelled``),
+        `STOPPED_MARKER` (`STOPPED`) or `FAILED_MARKER` (``failed``:
         the failure notice comes after it)."""
         state = self._runs.get(segment.run_id)
         if state is None:
@@ -671,9 +671,9 @@ class SegmentOutput:
         self, segment: OutputSegmentContext, text: str, send: SendPart
     ) -> list[tuple[DeliveryPath, ...]]:
         """The delivery parts of what the run's final ``text`` still has to show
-        (:meth:`final_text`; ``[]`` when nothing): over the segment's streamed message
-        when it has one (edit first, :meth:`LiveStreams.replace_parts`), else new
-        messages (:func:`final_parts`)."""
+        (`final_text()`; ``[]`` when nothing): over the segment's streamed message
+        when it has one (edit first, `LiveStreams.replace_parts()`), else new
+        messages (`final_parts()`)."""
         state = self._runs.get(segment.run_id)
         stream = state.stream if state is not None else None
         due = self.final_text(segment, text)
@@ -684,7 +684,7 @@ class SegmentOutput:
         return final_parts(due, send)
 
     def send_final(self, chat_id: str, text: str, thread_id: str | None) -> None:
-        """Send ``text`` (from :meth:`final_text`) in order; raises when a send fails."""
+        """Send ``text`` (from `final_text()`) in order; raises when a send fails."""
         if not text.strip():
             return
         for part in split_message(text, self._message_chars):

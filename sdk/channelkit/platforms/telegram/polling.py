@@ -1,14 +1,14 @@
 """Telegram long polling: ``getUpdates`` on one thread, owned by the channel.
 
 With ``TelegramConfig(ingress="polling")`` (the default) the channel's ``connections``
-hold one :class:`TelegramPolling`. Started (``start_connections([channel])``), it calls
+hold one `TelegramPolling`. Started (``start_connections([channel])``), it calls
 ``deleteWebhook`` once per connection (``getUpdates`` answers 409 Conflict while a
 webhook is set), then ``getUpdates`` with ``offset``, ``timeout`` (``polling_timeout_s``;
 the HTTP read timeout is longer) and ``allowed_updates`` (``message``,
 ``callback_query``) again and again. The first ``getUpdates`` of a connection does not
 wait (``timeout`` 0), so the connection is reported ``connected`` at once.
 
-Each update goes through :func:`~channelkit.platforms.telegram.ingress.receive_update`,
+Each update goes through `receive_update()`,
 the path the webhook route takes (parse, dedup by ``update_id``, authorize, claim), and
 its hand-offs of network work start on the pool at once; the polling thread never waits
 on a run. The offset moves past an update only once it was handed on (or refused as
@@ -18,11 +18,11 @@ stays unconfirmed: the next start fetches it again. An update that starts a run 
 the offset only once the channel recorded the run (its ``receive`` does, in the state
 store or the run journal file): a process killed mid-run leaves the record, and the
 next process that starts polling calls ``on_start`` first, which tells those people
-their run was interrupted (:mod:`channelkit.platforms.common.run_journal`).
+their run was interrupted (`channelkit.platforms.common.run_journal`).
 
 Failures (409, 5xx, a dropped connection, a body that is not JSON) back off with the
-capped, jittered :class:`~channelkit.platforms.common.connection.Backoff`; a 429 waits
-its ``retry_after``. :meth:`TelegramPolling.stop` (called by the channel's ``close``)
+capped, jittered `Backoff`; a 429 waits
+its ``retry_after``. `TelegramPolling.stop()` (called by the channel's ``close``)
 cuts a long poll in progress by shutting its socket down.
 """
 
@@ -63,8 +63,8 @@ class TelegramPolling(PollingConnection):
     """``deleteWebhook`` once per connection, then ``getUpdates`` until stopped.
 
     ``receive(update) -> IngressResponse`` is the channel's transport-neutral receive
-    (:meth:`TelegramChannel.receive_update`). ``api`` replaces the Bot API wrapper (by
-    default one on its own :class:`InterruptibleSession`, without client-side retries:
+    (`TelegramChannel.receive_update()`). ``api`` replaces the Bot API wrapper (by
+    default one on its own `InterruptibleSession`, without client-side retries:
     the connection's backoff retries); ``wait`` replaces the backoff wait (tests);
     ``on_start`` runs once, before the first poll of the first connection (the channel
     tells the runs a killed predecessor left that they were interrupted).
@@ -135,7 +135,7 @@ class TelegramPolling(PollingConnection):
 
     def _hand_on(self, raw: Any) -> None:
         """Receive one update, start its hand-offs, move the offset past it. A closed
-        channel's refusal raises :class:`ChannelClosed` (the offset stays before it)."""
+        channel's refusal raises `ChannelClosed` (the offset stays before it)."""
         update_id = _update_id(raw)
         answer = self._receive(raw)
         if answer.status == CLOSED_STATUS:

@@ -8,7 +8,7 @@
 * every message also has ``Cancel``, which cancels the whole request.
 
 When every question has an answer, the request is submitted to the original permission
-in the answer format every client shares (:data:`channelkit.agents.base.PermissionResponse`)::
+in the answer format every client shares (`channelkit.agents.base.PermissionResponse`)::
 
     {"outcome": {"outcome": "selected", "optionId": <submit option>},
      "answers": {"0": "Blue", "1": "Logs, Metrics"}}
@@ -49,7 +49,7 @@ that notice (the run's own terminal output says so).
 At most one keyboard is live per session, owner and run: a second request of the same
 run while the first is live gets the text prompt. That rule, the arbitration of a
 claimed answer against the settlement and the winner's state are the ones every native
-input keeps (:mod:`channelkit.platforms.common.native_input`).
+input keeps (`channelkit.platforms.common.native_input`).
 
 Terminal records leave a tombstone (token -> terminal state, 10 minutes, 1,000 entries)
 so late taps are answered "no longer active".
@@ -454,7 +454,7 @@ class TelegramQuestionPresenter:
 
     # -- callbacks -----------------------------------------------------------------------
     def handle_callback(self, query: TgCallbackQuery) -> bool:
-        """:meth:`decide_callback` with its work queued at once (no ACK to wait for):
+        """`decide_callback()` with its work queued at once (no ACK to wait for):
         True when the tap belonged to this presenter's scheme, False when it is not
         ours (the caller answers it)."""
         decision = self.decide_callback(query)

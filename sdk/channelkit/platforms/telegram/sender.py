@@ -1,7 +1,7 @@
-"""Telegram presentation delivery: :class:`TelegramSender` on the generated ``TelegramClient``.
+"""Telegram presentation delivery: `TelegramSender` on the generated ``TelegramClient``.
 
-Pairs :mod:`channelkit.platforms.telegram.renderer` with ``channelkit.clients.telegram`` and
-satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
+Pairs `channelkit.platforms.telegram.renderer` with ``channelkit.clients.telegram`` and
+satisfies `PresentationSender`::
 
     from channelkit.clients.telegram import TelegramClient
     from channelkit.platforms.telegram.sender import TelegramSender
@@ -10,7 +10,7 @@ satisfies :class:`~channelkit.presentation.outbound.PresentationSender`::
     register_sender(TelegramSender(TelegramClient(...)))
 
 The target is a Telegram chat id. Platform errors propagate as
-:class:`channelkit.errors.ApiError` subclasses.
+`channelkit.errors.ApiError` subclasses.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ __all__ = ["TelegramSender"]
 class TelegramSender(SenderBase):
     """``sendMessage`` + ``pinChatMessage`` (``notify`` maps to not
     ``disable_notification``), ``unpinChatMessage`` and ``getChat`` (whose
-    ``pinned_message`` is the chat's most recent pin: :meth:`pins` lists that one).
+    ``pinned_message`` is the chat's most recent pin: `pins()` lists that one).
     ``inline_buttons=False`` sends text only."""
 
     platform = "telegram"

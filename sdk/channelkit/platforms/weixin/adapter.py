@@ -1,30 +1,30 @@
 """``WeixinChannel``: text in, text out, typing via iLink getconfig + sendtyping.
 
 Capabilities: Weixin supports *neither* streaming
-output *nor* native input, so it inherits :class:`~channelkit.core.ChannelBase`'s text
+output *nor* native input, so it inherits `ChannelBase`'s text
 behaviour end to end: the final response is one plain-text message (Markdown is
 flattened, since Weixin shows it verbatim; sent through the delivery chain of
-:mod:`channelkit.platforms.common.delivery`, which retries 429 / 5xx / connect failures
+`channelkit.platforms.common.delivery`, which retries 429 / 5xx / connect failures
 with backoff on the scheduler), structured questions and tool permissions
 arrive as the text permission prompt, and ``/approve``, ``/approve-always``, ``/deny``
 and ``/cancel`` answer them.
 
 Lifecycle mapping (adapter-local): ``started`` -> typing on,
 ``completed`` / ``cancelled`` / ``failed`` -> typing off, ``text_chunk`` / ``tool_call``
-ignored (see :mod:`channelkit.platforms.weixin.indicators`). While a text permission
+ignored (see `channelkit.platforms.weixin.indicators`). While a text permission
 prompt waits for the person, typing is off; it is switched on again once the request
 is no longer pending (checked every second on the scheduler) and the run goes on.
 
 Ingress (``WeixinConfig.ingress``, ``"polling"`` only): iLink delivers messages by long
 polling (``POST /ilink/bot/getupdates``). The channel's ``connections`` hold the runner
-(:mod:`channelkit.platforms.weixin.polling`; start it with
+(`channelkit.platforms.weixin.polling`; start it with
 ``start_connections([channel])``, ``close`` stops it), which hands every received
-``WeixinMessage`` to :meth:`WeixinChannel.handle_weixin_message`, once per message id.
+``WeixinMessage`` to `WeixinChannel.handle_weixin_message()`, once per message id.
 The latest ``context_token`` per user is kept (bounded, 1,000 users) because
 ``sendmessage`` and ``getconfig`` need it.
 
 Shutdown (SIGTERM, ``close``): Weixin shows nothing while a run writes, so a run stopped
-by the shutdown sends what the agent wrote so far, followed by :data:`STOPPED_MARKER`
+by the shutdown sends what the agent wrote so far, followed by `STOPPED_MARKER`
 (the run's visible text is kept per run, bounded: 1,000 runs, 20,000 characters each,
 and forgotten at the run's end).
 """
@@ -150,7 +150,7 @@ def parse_weixin_message(message: Mapping[str, Any]) -> tuple[str, str, str | No
 
 
 class WeixinChannel(ChannelBase):
-    """A :class:`~channelkit.core.ChannelBase` for the WeChat iLink bot.
+    """A `ChannelBase` for the WeChat iLink bot.
 
     ``WeixinChannel(config, bridge, *, channel_config=None, api=None, executor=None,
     scheduler=None, clock=None)``; ``channel_config`` defaults to
@@ -248,7 +248,7 @@ class WeixinChannel(ChannelBase):
 
         Bot messages and messages without text are ignored (``None``); so is a message
         the channel refuses (closed, or busy: core tells the person), with the shared
-        policy of :mod:`channelkit.platforms.common.inbound`.
+        policy of `channelkit.platforms.common.inbound`.
         """
         try:
             sender, text, message_id, token = parse_weixin_message(message)
@@ -309,7 +309,7 @@ class WeixinChannel(ChannelBase):
         session_id: str,
         segment: OutputSegmentContext | None = None,
     ) -> None:
-        """The final answer, flattened and split like :meth:`send_message`, through the
+        """The final answer, flattened and split like `send_message()`, through the
         delivery chain; only a definite refusal raises (the run fails in delivery).
 
         ``sendmessage`` carries a fresh ``client_id`` per call, which iLink does not
@@ -350,7 +350,7 @@ class WeixinChannel(ChannelBase):
         reason: SegmentEndReason,
     ) -> None:
         """A run cancelled by the channel closing (SIGTERM) sends what the agent wrote so
-        far with :data:`STOPPED_MARKER`; other ends as :class:`ChannelBase` does."""
+        far with `STOPPED_MARKER`; other ends as `ChannelBase` does."""
         if reason in (SegmentEndReason.RESPONSE_BOUNDARY, SegmentEndReason.INPUT_REQUESTED):
             # the core sent this text before the question (text_only_output): a stopped
             # notice later carries only what was written after it
@@ -366,7 +366,7 @@ class WeixinChannel(ChannelBase):
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> typing on; terminal -> typing off; ``failed`` of a person's run
-        also sends :data:`TEXT_FAILED`; other events ignored."""
+        also sends `TEXT_FAILED`; other events ignored."""
         if LifecycleType(event.type).terminal:
             self._run_text.pop(event.run_id)
             if event.message_id and event.owner is not None:

@@ -3,11 +3,11 @@
 Endpoints (unofficial protocol, as used by qwen-code): ``POST /ilink/bot/getupdates``
 (long polling for new messages), ``POST /ilink/bot/getconfig``
 (typing ticket), ``POST /ilink/bot/sendtyping`` (status 1 typing / 2 cancel) and
-``POST /ilink/bot/sendmessage``. :class:`WeixinApi` is built on the generated
-:class:`~channelkit.clients.weixin.WeixinClient`, which sends the fixed iLink headers
+``POST /ilink/bot/sendmessage``. `WeixinApi` is built on the generated
+`WeixinClient`, which sends the fixed iLink headers
 (``AuthorizationType: ilink_bot_token``, ``iLink-App-Id: bot``,
 ``iLink-App-ClientVersion``, ``Authorization: Bearer <token>``) and maps ``ret != 0``
-to the :mod:`channelkit.errors` hierarchy; this wrapper adds a fresh ``X-WECHAT-UIN``
+to the `channelkit.errors` hierarchy; this wrapper adds a fresh ``X-WECHAT-UIN``
 (base64 of 4 random bytes) per request and ``base_info.channel_version`` to every body.
 The token is never logged.
 """
@@ -121,7 +121,7 @@ class WeixinApi:
 
     def get_updates(self, cursor: str, timeout_s: float) -> GetUpdatesResponse:
         """``getupdates`` from ``cursor`` (``get_updates_buf``; empty at first), waiting up
-        to ``timeout_s`` seconds for the answer (a :class:`ReadTimeout` then)."""
+        to ``timeout_s`` seconds for the answer (a `ReadTimeout` then)."""
         body = GetUpdatesRequest(get_updates_buf=cursor, base_info=self._base_info())
         return self._client.get_updates(
             body=body, x_wechat_uin=_uin(), timeout=(self._timeout[0], timeout_s)

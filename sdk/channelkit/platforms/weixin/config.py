@@ -1,6 +1,6 @@
 """Configuration of the Weixin (WeChat iLink bot) adapter.
 
-Validated on construction; every error is a :class:`~channelkit.errors.ConfigurationError`
+Validated on construction; every error is a `ConfigurationError`
 naming the offending field. The bot token never appears in ``repr``.
 """
 
@@ -47,7 +47,7 @@ class WeixinConfig:
     ``run_journal``: a file recording the runs in progress when no state store is shared
     (with ``state.redis`` the store holds them): after a crash (``kill -9``) the restarted
     process tells each person whose run was cut off that it was interrupted
-    (:mod:`channelkit.platforms.common.run_journal`). ``None`` (default): without a store
+    (`channelkit.platforms.common.run_journal`). ``None`` (default): without a store
     nothing is recorded.
     """
 

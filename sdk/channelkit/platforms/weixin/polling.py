@@ -1,14 +1,14 @@
 """Weixin long polling: iLink ``getupdates`` on one thread, owned by the channel.
 
-iLink delivers messages only by long polling, so every :class:`WeixinChannel` holds one
-:class:`WeixinPolling` in ``connections`` (start it with ``start_connections([channel])``;
+iLink delivers messages only by long polling, so every `WeixinChannel` holds one
+`WeixinPolling` in ``connections`` (start it with ``start_connections([channel])``;
 the channel's ``close`` stops it). It calls ``POST /ilink/bot/getupdates`` with the
 ``get_updates_buf`` cursor of the previous answer (empty at first) again and again; the
 server holds a call until messages arrive or ``longpolling_timeout_ms`` passes (a client
 read timeout is an empty poll, not an error).
 
 Each user message takes the channel's inbound path
-(:meth:`WeixinChannel.handle_weixin_message`: parse, remember the ``context_token``,
+(`WeixinChannel.handle_weixin_message()`: parse, remember the ``context_token``,
 hand the run or command to the pool), at most once per ``message_id`` (a redelivered
 message is ignored), and the cursor moves on only after the whole batch was handed on
 (and a message that starts a run is recorded by the channel while it is handed on: a
@@ -18,7 +18,7 @@ The polling thread never waits on a run.
 
 Failures (HTTP errors, transient ``errcode`` -1 / 45011, a dropped connection, a body
 that is not JSON) back off with the capped, jittered
-:class:`~channelkit.platforms.common.connection.Backoff`. ``errcode`` -14 means the
+`Backoff`. ``errcode`` -14 means the
 session expired: polling stops with one error log, and the bot must log in again (a
 new ``bot_token``); retrying would not help.
 """
@@ -76,8 +76,8 @@ class WeixinPolling(PollingConnection):
     """``getupdates`` with the cursor until stopped (or the session expires).
 
     ``handle(message)`` is the channel's inbound path for one ``WeixinMessage``
-    (:meth:`WeixinChannel.handle_weixin_message`). ``api`` replaces the iLink wrapper (by
-    default one on its own :class:`InterruptibleSession`, without client-side retries:
+    (`WeixinChannel.handle_weixin_message()`). ``api`` replaces the iLink wrapper (by
+    default one on its own `InterruptibleSession`, without client-side retries:
     the connection's backoff retries); ``wait`` replaces the backoff wait (tests).
     """
 
@@ -117,7 +117,7 @@ class WeixinPolling(PollingConnection):
         #: the client's read timeout of the next poll
         self.read_timeout_s = config.polling_timeout_s
         #: message keys handed on (with ``store``: by any instance of the bot; a store
-        #: outage drops the message, :mod:`channelkit.platforms.common.shared_dedup`)
+        #: outage drops the message, `channelkit.platforms.common.shared_dedup`)
         self._seen = SharedDedup(
             (clock or SystemClock()).time, ttl=MESSAGE_DEDUP_TTL, scope="weixin-msg", store=store
         )

@@ -2,12 +2,12 @@
 
 Paths and bodies follow ``openapi/feishu.json``; the modules of this package answer them:
 
-* :mod:`.emulator` (:class:`FeishuEmulator`): tenant tokens, IM messages, reactions, pins;
-* :mod:`.cardkit`: CardKit card entities and their sequenced writes;
-* :mod:`.callbacks`: the person's messages and clicks delivered to the SDK;
-* :mod:`.chat`: the chat's state and the page's view of cards (:func:`feishu_card_view`);
-* :mod:`.crypto`: the callback encryption and signature (:func:`feishu_encrypt`,
-  :func:`feishu_signature`).
+* `emulator` (`FeishuEmulator`): tenant tokens, IM messages, reactions, pins;
+* `cardkit`: CardKit card entities and their sequenced writes;
+* `callbacks`: the person's messages and clicks delivered to the SDK;
+* `chat`: the chat's state and the page's view of cards (`feishu_card_view()`);
+* `crypto`: the callback encryption and signature (`feishu_encrypt()`,
+  `feishu_signature()`).
 
 User input goes back to the SDK as Feishu sends it: ``im.message.receive_v1`` events to
 ``events_url`` and ``card.action.trigger`` callbacks to ``card_url`` (schema 2.0
@@ -16,7 +16,7 @@ one) the body is ``{"encrypt": base64(iv + AES-256-CBC(sha256(key), PKCS#7(json)
 ``X-Lark-Signature = sha256_hex(timestamp + nonce + encrypt_key + body)`` with
 ``X-Lark-Request-Timestamp`` / ``X-Lark-Request-Nonce``. Key derivation, padding, framing
 and the signature are computed from Feishu's documented algorithm; only the AES block
-cipher itself (CBC, no padding) is reused from :mod:`channelkit.platforms.feishu.crypto`,
+cipher itself (CBC, no padding) is reused from `channelkit.platforms.feishu.crypto`,
 the standard library having none.
 """
 

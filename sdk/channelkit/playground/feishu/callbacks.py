@@ -3,9 +3,9 @@
 The person's messages are ``im.message.receive_v1`` events and their clicks
 ``card.action.trigger`` callbacks (schema 2.0 envelopes carrying the verification token).
 When the bot holds a long connection (or the emulator's ``ingress`` is ``"websocket"``)
-both are data frames on it, in plain JSON (:mod:`.gateway`); otherwise events go to
+both are data frames on it, in plain JSON (`gateway`); otherwise events go to
 ``events_url`` and clicks to ``card_url``, sealed by
-:func:`~channelkit.playground.feishu.crypto.seal`. The SDK's answer to a card callback (a
+`seal()`. The SDK's answer to a card callback (a
 toast, a replacement card: the HTTP body, or the ACK's ``data``) is applied to the card.
 ``GET /_emulator/callbacks`` names each delivery's transport (``websocket`` or ``http``).
 """

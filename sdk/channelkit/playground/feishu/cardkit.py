@@ -5,7 +5,7 @@
 markdown/plain_text elements), ``PATCH .../{id}/settings``. Every CardKit write carries
 a ``sequence`` that must strictly increase per card (300317); a repeated ``uuid`` is an
 idempotent replay. A card entity is sent to the chat at most once, by an interactive
-message (see :mod:`.emulator`).
+message (see `emulator`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The emulated Feishu chat: its state, the page's view of cards, the API's reply shapes.
 
-:class:`FeishuChat` holds the app's identity, the messages, reactions and pins of the one
-p2p chat, and the state the page shows (:meth:`FeishuChat.extra_state`);
-:func:`feishu_card_view` turns a card into the page's platform-neutral view. The
-endpoint modules (messages in :mod:`.emulator`, :mod:`.cardkit`, :mod:`.callbacks`) build
+`FeishuChat` holds the app's identity, the messages, reactions and pins of the one
+p2p chat, and the state the page shows (`FeishuChat.extra_state()`);
+`feishu_card_view()` turns a card into the page's platform-neutral view. The
+endpoint modules (messages in `emulator`, `cardkit`, `callbacks`) build
 on it.
 """
 
@@ -132,7 +132,7 @@ def _link(element: Mapping[str, Any]) -> str | None:
 
 def presentation_keyboard(elements: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     """The buttons of a card outside forms, as the page's keyboard (one row): ``data``
-    is :func:`tap_data` of a callback value (None for a link-only button), ``url``."""
+    is `tap_data()` of a callback value (None for a link-only button), ``url``."""
     row = []
     for element in elements:
         if element.get("tag") != "button":
@@ -296,7 +296,7 @@ def feishu_card_view(card: Mapping[str, Any]) -> dict[str, Any]:
 class FeishuChat(EmulatorBase):
     """The state of the emulated Feishu tenant: one app (bot), one person, one p2p chat.
 
-    See :class:`~channelkit.playground.feishu.FeishuEmulator` for the arguments.
+    See `FeishuEmulator` for the arguments.
     """
 
     platform = "feishu"

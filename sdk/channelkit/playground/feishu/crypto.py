@@ -2,7 +2,7 @@
 
 Key derivation, padding, framing and the signature are computed here from Feishu's
 documented algorithm; only the AES block cipher itself (CBC, no padding) is reused from
-:mod:`channelkit.platforms.feishu.crypto`, the standard library having none.
+`channelkit.platforms.feishu.crypto`, the standard library having none.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@
 * ``POST|GET /open-apis/im/v1/messages/{id}/reactions``, ``DELETE .../{reaction_id}``;
   ``POST /open-apis/im/v1/pins``, ``DELETE /open-apis/im/v1/pins/{id}``,
   ``GET /open-apis/im/v1/pins?chat_id=...`` (newest pin first, paged);
-* CardKit paths are answered by :class:`~channelkit.playground.feishu.cardkit.FeishuCardKit`;
+* CardKit paths are answered by `FeishuCardKit`;
 * ``POST /callback/ws/endpoint`` (``AppID``/``AppSecret``) answers a long-connection URL
-  of the gateway (:mod:`channelkit.playground.feishu.gateway`).
+  of the gateway (`channelkit.playground.feishu.gateway`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Feishu emulator's long-connection gateway: endpoint URLs, a WebSocket server, frames.
 
 ``POST /callback/ws/endpoint`` (answered by the Feishu emulator) calls
-:meth:`FeishuGateway.endpoint`: with the app's ``AppID``/``AppSecret`` it starts the
+`FeishuGateway.endpoint()`: with the app's ``AppID``/``AppSecret`` it starts the
 WebSocket server on 127.0.0.1 on first use (``websockets.sync.server`` in a daemon
 thread) and answers ``{"code": 0, "data": {"URL", "ClientConfig"}}``; the URL carries
 ``device_id``, ``service_id`` and a one-time ``access_key``, usable for ``url_lifetime``
@@ -12,18 +12,18 @@ Frames are protobuf ``pbbp2.Frame`` messages. The schema is declared here on its
 a text-format descriptor), independently of the SDK's, so the SDK's field numbers are
 checked against a second reading of Feishu's published ``pbbp2.proto``.
 
-* ping control frames are answered with a pong (its payload: :attr:`pong_config`, a
+* ping control frames are answered with a pong (its payload: `pong_config`, a
   ``ClientConfig``, when set) and counted;
-* :meth:`FeishuGateway.deliver` sends a payload as a data frame (header ``type``
+* `FeishuGateway.deliver()` sends a payload as a data frame (header ``type``
   ``event``, a fresh ``message_id``, ``trace_id``, ``sum``/``seq``: ``fragments`` > 1
   splits it) and waits for its ACK (the frame sent back with ``{"code", "data"}``). A
   frame not ACKed when the connection ended is sent again on the next connection (the
   same ``message_id``), as Feishu redelivers; a delivery gives up after ``ack_timeout``.
 
-Faults for tests: :meth:`drop` (the socket dies, no close frame),
-:meth:`refuse_handshakes` (the next n get HTTP 503), :meth:`send_raw` (any bytes or text),
-:meth:`lose_acks` (the next n ACKs are lost with their connection) and
-:meth:`redeliver` (an ACKed frame again).
+Faults for tests: `drop()` (the socket dies, no close frame),
+`refuse_handshakes()` (the next n get HTTP 503), `send_raw()` (any bytes or text),
+`lose_acks()` (the next n ACKs are lost with their connection) and
+`redeliver()` (an ACKed frame again).
 """
 
 from __future__ import annotations

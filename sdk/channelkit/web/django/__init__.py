@@ -11,7 +11,7 @@ or ``path("", include("channelkit.web.django.urls"))`` with the setting
 returning the channels, or to a list of them).
 
 Pool threads must not keep stale database connections: build the channel's executor
-with :func:`django_executor` (it runs ``django.db.close_old_connections()`` before and
+with `django_executor()` (it runs ``django.db.close_old_connections()`` before and
 after every task, like slack bolt's Django adapter). Django is imported lazily.
 """
 

@@ -29,7 +29,7 @@ def _close_old_connections() -> None:
 
 
 class DjangoDBExecutor(WorkerPool):
-    """A :class:`~channelkit.runtime.WorkerPool` whose every task runs between two calls of
+    """A `WorkerPool` whose every task runs between two calls of
     ``django.db.close_old_connections()``: before (drop connections that went stale while
     the thread idled) and after (release what the task opened), as slack bolt's Django
     adapter does. Agent runs, card projections and timer callbacks all run through it.
@@ -65,10 +65,10 @@ class DjangoDBExecutor(WorkerPool):
         return super().submit(self._wrap(fn), *args)
 
     def post(self, fn: Callable[..., Any], /, *args: Any) -> None:
-        """Fire-and-forget form of :meth:`submit`."""
+        """Fire-and-forget form of `submit()`."""
         super().post(self._wrap(fn), *args)
 
 
 def django_executor(max_workers: int = 16) -> DjangoDBExecutor:
-    """A :class:`DjangoDBExecutor`; pass it as ``executor=`` when building a channel."""
+    """A `DjangoDBExecutor`; pass it as ``executor=`` when building a channel."""
     return DjangoDBExecutor(max_workers)

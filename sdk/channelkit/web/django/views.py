@@ -1,11 +1,10 @@
-"""Django views over :class:`~channelkit.web.dispatch.IngressDispatcher`."""
+"""Django views over `IngressDispatcher`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from channelkit.web.dispatch import IngressDispatcher, environ_headers, query_dict
 from channelkit.ingress import (
     MAX_BODY_BYTES,
     IngressRequest,
@@ -13,6 +12,7 @@ from channelkit.ingress import (
     IngressRoute,
     SupportsIngress,
 )
+from channelkit.web.dispatch import IngressDispatcher, environ_headers, query_dict
 
 __all__ = ["IngressView", "make_view", "urlpatterns"]
 
@@ -83,7 +83,7 @@ def urlpatterns(
     """Django URL patterns for every channel's ingress paths (plus ``healthz``).
 
     ``prefix`` (e.g. ``"hooks/"``) is prepended to each path. Behaviour matches
-    :func:`channelkit.web.create_wsgi_app`.
+    `channelkit.web.create_wsgi_app()`.
     """
     django = _import_django()
     csrf_exempt = django.views.decorators.csrf.csrf_exempt
