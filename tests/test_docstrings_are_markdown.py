@@ -34,3 +34,28 @@ def test_no_sphinx_role_in_a_docstring() -> None:
 def test_the_check_sees_a_role() -> None:
     assert ROLE.search("see :class:`~channelkit.core.ChannelBase` and :meth:`close`")
     assert not ROLE.search("see `ChannelBase` and `close()`")
+
+
+def test_the_docs_build_hook_stops_on_a_rendered_role() -> None:
+    import importlib.util
+
+    import pytest
+
+    pytest.importorskip("mkdocs")
+    spec = importlib.util.spec_from_file_location(
+        "no_sphinx_roles", ROOT / "docs" / "hooks" / "no_sphinx_roles.py"
+    )
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+
+    class Page:
+        class file:  # noqa: N801 - the shape MkDocs hands the hook
+            src_uri = "reference/core.md"
+
+    clean = "<p>See <code>ChannelBase</code> and <code>close()</code>.</p>"
+    assert hook.on_page_content(clean, page=Page) == clean
+    from mkdocs.exceptions import PluginError
+
+    with pytest.raises(PluginError, match="reference/core.md"):
+        hook.on_page_content("<p>See :class:<code>ChannelBase</code>.</p>", page=Page)

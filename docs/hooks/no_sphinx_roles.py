@@ -12,7 +12,11 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
-ROLE = re.compile(r":(?:class|meth|func|mod|attr|data|exc|obj|const|py:\w+):`[^`<]+`")
+# A role reaches the page as ``:class:<code>Name</code>`` (Markdown turned its backticks
+# into a code span), or with its backticks when it sat inside other markup.
+ROLE = re.compile(
+    r":(?:class|meth|func|mod|attr|data|exc|obj|const|py:\w+):(?:<code>[^<]*</code>|`[^`]*`)"
+)
 
 
 def on_page_content(html: str, page: Any, **kwargs: Any) -> str:
