@@ -50,7 +50,7 @@ def test_the_docs_build_hook_stops_on_a_rendered_role() -> None:
     spec.loader.exec_module(hook)
 
     class Page:
-        class file:  # noqa: N801 - the shape MkDocs hands the hook
+        class file:  # the shape MkDocs hands the hook
             src_uri = "reference/core.md"
 
     clean = "<p>See <code>ChannelBase</code> and <code>close()</code>.</p>"
