@@ -30,7 +30,11 @@ def test_the_weixin_playground_carries_a_conversation_over_polling(
                 timeline = state(self)["timeline"]
                 return [e["text"] for e in timeline if e["from"] == "bot"]
 
-            seen["texts"] = wait(bot_texts, "the demo agent's text prompt", LONG)
+            seen["texts"] = wait(
+                lambda: [t for t in bot_texts() if "/approve" in t] and bot_texts(),
+                "the demo agent's text prompt",
+                LONG,
+            )
             seen["state"] = requests.get(f"{self.url}/_emulator/state", timeout=5).json()
             seen["transports"] = [c["transport"] for c in callbacks(self)]
         finally:
@@ -42,8 +46,12 @@ def test_the_weixin_playground_carries_a_conversation_over_polling(
     assert "(weixin emulator, the built-in demo agent)" in out
     assert seen["state"]["platform"] == "weixin" and seen["state"]["ingress"] == "polling"
     assert seen["transports"] == ["polling"]
-    # the demo agent asks its questions: on Weixin they arrive as the text prompt
-    assert "/approve" in seen["texts"][0] and seen["state"]["cards"] == {}
+    # the demo agent's first words, then its questions: on Weixin they arrive as the text
+    # prompt, after the text written before them
+    texts = seen["texts"]
+    prompt = next(i for i, t in enumerate(texts) if "/approve" in t)
+    assert prompt >= 1 and "You wrote: hello" in texts[0], texts
+    assert seen["state"]["cards"] == {}
 
 
 def test_an_ingress_weixin_does_not_offer_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
