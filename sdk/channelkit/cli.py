@@ -16,6 +16,7 @@ import argparse
 import importlib
 import json
 import logging
+import math
 import os
 import pkgutil
 import signal
@@ -115,6 +116,41 @@ def _feishu_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"feishu_encrypt_key": key or None}
 
 
+#: `Playground` argument names -> the `channelkit playground` options that set them
+_PLAYGROUND_OPTIONS = {
+    "question_expiry": "--question-expiry",
+    "cwd": "--cwd",
+    "stream_port": "--stream-port",
+}
+
+
+def _option_name(exc: ConfigurationError) -> str:
+    """``exc``'s message with the `Playground` argument it names spelled as the option."""
+    option = _PLAYGROUND_OPTIONS.get(exc.path or "")
+    text = str(exc)
+    if option is None or exc.path is None:
+        return text
+    return option + text[len(exc.path) :]
+
+
+def _positive_seconds(text: str) -> float:
+    """argparse type of ``--question-expiry``: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text}")
+    return value
+
+
+def _directory(text: str) -> str:
+    """argparse type of ``--cwd``: an existing directory."""
+    if not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"must be an existing directory, got {text!r}")
+    return text
+
+
 def _cmd_playground(args: argparse.Namespace) -> int:
     from channelkit.playground import Playground
 
@@ -129,10 +165,13 @@ def _cmd_playground(args: argparse.Namespace) -> int:
             ingress=args.ingress,
             instances=args.instances,
             state=args.state,
+            question_expiry=args.question_expiry,
+            cwd=args.cwd,
+            stream_port=args.stream_port,
             **_feishu_options(args),
         )
     except ConfigurationError as exc:
-        print(f"channelkit playground: {exc}", file=sys.stderr)
+        print(f"channelkit playground: {_option_name(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(
@@ -697,10 +736,38 @@ def build_parser() -> argparse.ArgumentParser:
         '(default: a playground key; "" sends plain, unsigned callbacks)',
     )
     play.add_argument(
-        "--agent", default=None, metavar="CMD", help='an ACP agent command, e.g. "qwen --acp"'
+        "--agent",
+        default=None,
+        metavar="CMD",
+        help='an ACP agent command, e.g. "qwen --acp"; cards are titled with its program '
+        'name (default: the demo agent, titled "channelkit demo")',
+    )
+    play.add_argument(
+        "--cwd",
+        type=_directory,
+        default=None,
+        metavar="DIR",
+        help="with --agent: the ACP agent's working directory, an existing directory "
+        "(default: the current one; refused with the demo agent, which runs no program)",
     )
     play.add_argument(
         "--delay", type=float, default=0.06, help="demo agent pause between words (seconds)"
+    )
+    play.add_argument(
+        "--question-expiry",
+        type=_positive_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="how long a question stays answerable before it expires, seconds > 0 "
+        "(default: the platform's, 270)",
+    )
+    play.add_argument(
+        "--stream-port",
+        type=_port,
+        default=None,
+        metavar="N",
+        help="dingtalk with --ingress stream (the default): port of the emulator's Stream "
+        "gateway on 127.0.0.1 (default: free)",
     )
     play.add_argument(
         "--instances",

@@ -31,6 +31,8 @@ opens a Socket Mode connection (``apps.connections.open``) to the emulator's gat
 from __future__ import annotations
 
 import logging
+import math
+import os
 import shlex
 import threading
 from collections.abc import Mapping, Sequence
@@ -51,7 +53,7 @@ from channelkit.playground.telegram import TelegramEmulator
 from channelkit.runtime.clock import Clock
 from channelkit.web import create_wsgi_app
 
-__all__ = ["INGRESS", "PLATFORMS", "Playground"]
+__all__ = ["DEMO_TITLE", "INGRESS", "PLATFORMS", "Playground", "agent_title"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,14 +87,65 @@ _SLACK_SECRET = "playground-signing-secret"
 _WEIXIN_TOKEN = "playground-weixin-bot-token"
 
 
-def _acp_bridge(command: str | Sequence[str]) -> AgentBridge:
+#: The card title when the built-in demo agent runs.
+DEMO_TITLE = "channelkit demo"
+
+
+def _acp_bridge(command: str | Sequence[str], cwd: str | None) -> AgentBridge:
     from channelkit.agents.acp import AcpBridge
 
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     if not argv:
         raise ConfigurationError("must name a command", path="agent")
-    bridge: Any = AcpBridge(argv)
+    bridge: Any = AcpBridge(argv, cwd=cwd)
     return bridge  # type: ignore[no-any-return]
+
+
+def agent_title(agent: AgentBridge | str | Sequence[str] | None) -> str:
+    """The name cards show for ``agent``: ``"channelkit demo"`` for the demo agent (None),
+    the program name of an ACP command (``"qwen --acp"`` -> ``"qwen"``); for a bridge
+    object, the program name of its ``command`` (an `AcpBridge`), else its non-blank
+    ``name``, else its class name."""
+    if agent is None:
+        return DEMO_TITLE
+    if isinstance(agent, AgentBridge):
+        command = getattr(agent, "command", None)
+        if isinstance(command, tuple | list) and command and isinstance(command[0], str):
+            return os.path.basename(command[0]) or command[0]
+        name = getattr(agent, "name", None)
+        return name.strip() if isinstance(name, str) and name.strip() else type(agent).__name__
+    try:
+        argv = shlex.split(agent) if isinstance(agent, str) else list(agent)
+    except ValueError:
+        argv = []
+    return (os.path.basename(argv[0]) or argv[0]) if argv else DEMO_TITLE
+
+
+def _check_question_expiry(value: float | None) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigurationError("must be a number of seconds", path="question_expiry")
+    if not math.isfinite(value) or value < 0.001:
+        raise ConfigurationError(
+            f"must be a finite number of seconds > 0 (got {value!r})", path="question_expiry"
+        )
+    return float(value)
+
+
+def _check_cwd(cwd: str | os.PathLike[str] | None, agent: object) -> str | None:
+    if cwd is None:
+        return None
+    path = os.fspath(cwd)
+    if agent is None:
+        raise ConfigurationError(
+            "needs --agent: the built-in demo agent runs no program", path="cwd"
+        )
+    if not isinstance(agent, str | list | tuple):
+        raise ConfigurationError("is for an ACP command agent, not a bridge object", path="cwd")
+    if not os.path.isdir(path):
+        raise ConfigurationError(f"is not an existing directory: {path!r}", path="cwd")
+    return os.path.abspath(path)
 
 
 class Playground:
@@ -113,6 +166,15 @@ class Playground:
     ``redis://`` URL, else one MemoryStore) and receive the callbacks in turn
     (`channelkit.playground.instances`). ``channel_options`` overrides fields of the
     channel's `ChannelConfig` (e.g. ``{"max_concurrent_runs": 1}`` to see runs queue).
+    ``question_expiry`` (seconds > 0; None = the platform's default, 270 s) is how long a
+    question stays answerable: the question card's lifetime (DingTalk, Feishu, Telegram,
+    Slack; the permission lifetime is raised to match when it is longer), Weixin's text
+    prompt's permission lifetime. ``cwd`` (an existing directory) is the working
+    directory of an ACP command agent (``AcpBridge(cwd=...)``; refused with the demo
+    agent, which runs no program). ``stream_port`` (DingTalk, Stream ingress) is the
+    port of the emulator's Stream gateway (None = a free one). ``title`` is the name the
+    cards show (`agent_title`): ``"channelkit demo"`` for the demo, the program name of
+    an ACP command.
     """
 
     def __init__(
@@ -130,7 +192,13 @@ class Playground:
         instances: int = 1,
         state: str | None = None,
         channel_options: Mapping[str, Any] | None = None,
+        question_expiry: float | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stream_port: int | None = None,
     ) -> None:
+        self.question_expiry = _check_question_expiry(question_expiry)
+        agent_cwd = _check_cwd(cwd, agent)
+        self.title = agent_title(agent)
         if instances > 1 or state is not None:  # several SDK instances of one DingTalk bot
             if platform != "dingtalk" or ingress == "stream":
                 raise ConfigurationError("needs --platform dingtalk --ingress http", "instances")
@@ -149,6 +217,25 @@ class Playground:
                 path="ingress",
             )
         self.ingress = ingress if ingress is not None else (modes[0] if modes else None)
+        if stream_port is not None:
+            if platform != "dingtalk" or self.ingress != "stream":
+                raise ConfigurationError(
+                    "is for --platform dingtalk with --ingress stream only", path="stream_port"
+                )
+            if isinstance(stream_port, bool) or not 0 <= stream_port <= 65535:
+                raise ConfigurationError(
+                    f"must be a port number 0-65535 (got {stream_port!r})", path="stream_port"
+                )
+        if self.question_expiry is not None and platform not in (
+            "dingtalk",
+            "feishu",
+            "telegram",
+            "slack",
+            "weixin",
+        ):
+            raise ConfigurationError(
+                f"the playground cannot set it for {platform}", path="question_expiry"
+            )
         self.platform = platform
         self._server = LocalServer(host, port)
         self.url = self._server.url
@@ -172,7 +259,7 @@ class Playground:
         elif isinstance(agent, AgentBridge):
             self.agent = agent
         else:
-            self.agent = _acp_bridge(agent)
+            self.agent = _acp_bridge(agent, agent_cwd)
         self.emulator: EmulatorBase
         self.channel: Any
         self.instances: Any = None
@@ -189,7 +276,7 @@ class Playground:
         elif platform == "weixin":
             self._build_weixin(model)
         elif platform == "dingtalk":
-            self._build_dingtalk(model, self.ingress)
+            self._build_dingtalk(model, self.ingress, stream_port or 0)
         else:
             self._build_registered(model)
         # the channel's own word on waiting requests (a text permission prompt has no card)
@@ -197,7 +284,12 @@ class Playground:
         self.app = create_wsgi_app([self.channel], fallback=self.emulator)
         self._started = False
 
-    def _build_dingtalk(self, model: str | None, ingress: str | None) -> None:
+    def _permission_lifetime(self, default: float) -> float:
+        """The permission lifetime that lets a question live ``question_expiry``."""
+        expiry = self.question_expiry
+        return default if expiry is None else max(default, expiry)
+
+    def _build_dingtalk(self, model: str | None, ingress: str | None, stream_port: int) -> None:
         from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
 
         emulator = DingtalkEmulator(
@@ -207,16 +299,31 @@ class Playground:
             robot_callback_url=f"{self.url}/dingtalk/robot",
             card_callback_url=f"{self.url}/dingtalk/card",
             ingress=ingress,
+            stream_port=stream_port,
         )
         emulator.base_url = self.url
+        if stream_port:  # bind it now: a taken port is an error at startup
+            try:
+                emulator.stream._ensure_server()
+            except OSError as exc:
+                self._server.stop()
+                raise ConfigurationError(
+                    f"cannot listen on 127.0.0.1:{stream_port}: {exc}", path="stream_port"
+                ) from exc
+        question_card: dict[str, Any] = {"enabled": True}
+        if self.question_expiry is not None:
+            ms = max(1, round(self.question_expiry * 1000))
+            question_card["timeoutMs"] = ms
         options: dict[str, Any] = {
             "clientId": _APP_KEY,
             "clientSecret": _APP_SECRET,
             "apiBaseUrl": self.url,
             "model": model,
-            "interactiveCards": {"enabled": True},
+            "interactiveCards": {"enabled": True, "questionCard": question_card},
             "ingress": ingress,
         }
+        if self.question_expiry is not None:
+            options["hostPermissionTimeoutMs"] = max(300_000, question_card["timeoutMs"])
         if ingress == "http":
             options.update({"cardCallbackSecret": _CARD_SECRET, "cardCallbackRouteKey": _ROUTE_KEY})
         config = DingtalkConfig.from_dict(options)
@@ -250,6 +357,7 @@ class Playground:
     def _build_feishu(self, encrypt_key: str | None) -> None:
         from channelkit.core import ChannelConfig
         from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+        from channelkit.platforms.feishu.config import FeishuFormsConfig
 
         emulator = FeishuEmulator(
             app_id=_FEISHU_APP_ID,
@@ -261,6 +369,11 @@ class Playground:
             ingress=self.ingress,
         )
         emulator.base_url = self.url
+        forms: dict[str, Any] = {}
+        if self.question_expiry is not None:
+            forms["forms"] = FeishuFormsConfig(
+                timeout_ms=max(1, round(self.question_expiry * 1000))
+            )
         config = FeishuConfig(
             app_id=_FEISHU_APP_ID,
             app_secret=_APP_SECRET,
@@ -268,8 +381,9 @@ class Playground:
             encrypt_key=encrypt_key,
             language="en",
             base_url=self.url,
-            title="channelkit demo",
+            title=self.title,
             ingress="websocket" if self.ingress == "websocket" else "http",
+            **forms,
         )
         self.emulator = emulator
         self.channel = FeishuChannel(
@@ -295,6 +409,7 @@ class Playground:
             webhook_secret=_TELEGRAM_SECRET,
             api_base_url=self.url,
             ingress=self.ingress or "polling",
+            **self._question_timeout_s(),
         )
         self.emulator = emulator
         self.channel = TelegramChannel(
@@ -324,6 +439,7 @@ class Playground:
             app_token=_SLACK_APP_TOKEN,
             ingress=ingress,
             api_base_url=self.url,
+            **self._question_timeout_s(),
         )
         self.emulator = emulator
         self.channel = SlackChannel(
@@ -377,8 +493,21 @@ class Playground:
             clock=self.clock,
         )
 
+    def _question_timeout_s(self) -> dict[str, Any]:
+        """``question_timeout_s`` for configs that have one (Telegram, Slack)."""
+        return {} if self.question_expiry is None else {"question_timeout_s": self.question_expiry}
+
     def _channel_config(self, base: Any) -> Any:
-        """``base`` (a `ChannelConfig`) with the ``channel_options`` overrides."""
+        """``base`` (a `ChannelConfig`) with the permission lifetime ``question_expiry``
+        needs (Weixin's text prompts live exactly that long) and the ``channel_options``
+        overrides."""
+        if self.question_expiry is not None:
+            lifetime = (
+                self.question_expiry
+                if self.platform == "weixin"
+                else self._permission_lifetime(base.permission_timeout)
+            )
+            base = replace(base, permission_timeout=lifetime)
         return replace(base, **self._channel_options) if self._channel_options else base
 
     def _setup_platform(self) -> None:

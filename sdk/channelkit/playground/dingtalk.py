@@ -103,7 +103,8 @@ class DingtalkEmulator(EmulatorBase):
     messages are frames on the bot's Stream connection, waiting for it to connect),
     ``"http"`` (signed POSTs to ``robot_callback_url``) or None (Stream once a bot
     opened a Stream connection, HTTP before). Card actions follow each card's
-    ``callbackType``.
+    ``callbackType``. ``stream_port`` is the port of the Stream gateway's WebSocket
+    server on 127.0.0.1 (0, the default: a free one).
     """
 
     platform = "dingtalk"
@@ -121,6 +122,7 @@ class DingtalkEmulator(EmulatorBase):
         conversation_id: str = "cid-playground",
         deliver: Deliver | None = None,
         ingress: str | None = None,
+        stream_port: int = 0,
     ) -> None:
         super().__init__(deliver=deliver)
         if ingress not in (None, "stream", "http"):
@@ -143,6 +145,7 @@ class DingtalkEmulator(EmulatorBase):
         self._sessions: dict[str, str] = {}
         #: the Stream mode gateway (its WebSocket server starts with the first open)
         self.stream = StreamGateway(app_key)
+        self.stream.listen_port = stream_port  # 0: a free port
 
     # -- tokens ---------------------------------------------------------------------------
     def _new_token(self) -> str:

@@ -67,6 +67,8 @@ class WsGateway(Generic[AckT]):
 
     def __init__(self, *, ack_timeout: float) -> None:
         self.ack_timeout = ack_timeout
+        #: the port the WebSocket server binds on 127.0.0.1 when it starts (0: a free one)
+        self.listen_port = 0
         self._cond = threading.Condition()
         self._server: Any = None
         self._thread: threading.Thread | None = None
@@ -214,7 +216,7 @@ class WsGateway(Generic[AckT]):
             self._server = serve(
                 self._handle,
                 "127.0.0.1",
-                0,
+                self.listen_port,
                 process_request=self._process_request,
                 compression=None,
                 max_size=1 << 20,
