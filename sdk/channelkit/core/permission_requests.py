@@ -237,25 +237,14 @@ class PendingRequests:
         preceding: OutputSegmentContext | None,
     ) -> None:
         """Offer a structured question to the adapter, else send the text prompt."""
-        if preceding is not None:
-            self._events.call_segment_end(run, preceding, SegmentEndReason.INPUT_REQUESTED)
-        if not self.is_current(pending):
-            return
-        try:
-            raw_result: object = self._hooks.present_user_input_request(context)
-            result = UserInputPresentationResult(raw_result)
-        except Exception as exc:
-            logger.error(
-                "[%s] user input presentation failed for request %s (session %s run %s): %s",
-                self.channel_name,
-                pending.request_id,
-                run.session_id,
-                run.run_id,
-                exc,
-                exc_info=True,
-            )
-            result = UserInputPresentationResult.UNSUPPORTED
-        self._fall_back_unless_presented(pending, result, "present_user_input_request")
+        self._offer(
+            run,
+            pending,
+            preceding,
+            "present_user_input_request",
+            "user input",
+            lambda: self._hooks.present_user_input_request(context),
+        )
 
     def present_permission(
         self,
@@ -265,17 +254,38 @@ class PendingRequests:
         preceding: OutputSegmentContext | None,
     ) -> None:
         """Offer an ordinary permission's options to the adapter, else the text prompt."""
+        self._offer(
+            run,
+            pending,
+            preceding,
+            "present_permission_request",
+            "permission",
+            lambda: self._hooks.present_permission_request(context),
+        )
+
+    def _offer(
+        self,
+        run: Run,
+        pending: Pending,
+        preceding: OutputSegmentContext | None,
+        hook: str,
+        what: str,
+        call: Callable[[], object],
+    ) -> None:
+        """End the preceding segment (input requested), ask the adapter's ``hook`` to
+        present the request natively, and fall back to the text prompt unless it did;
+        a hook that raises counts as unsupported."""
         if preceding is not None:
             self._events.call_segment_end(run, preceding, SegmentEndReason.INPUT_REQUESTED)
         if not self.is_current(pending):
             return
         try:
-            raw: object = self._hooks.present_permission_request(context)
-            result = UserInputPresentationResult(raw)
+            result = UserInputPresentationResult(call())
         except Exception as exc:
             logger.error(
-                "[%s] permission presentation failed for request %s (session %s run %s): %s",
+                "[%s] %s presentation failed for request %s (session %s run %s): %s",
                 self.channel_name,
+                what,
                 pending.request_id,
                 run.session_id,
                 run.run_id,
@@ -283,7 +293,7 @@ class PendingRequests:
                 exc_info=True,
             )
             result = UserInputPresentationResult.UNSUPPORTED
-        self._fall_back_unless_presented(pending, result, "present_permission_request")
+        self._fall_back_unless_presented(pending, result, hook)
 
     def _fall_back_unless_presented(
         self, pending: Pending, result: UserInputPresentationResult, hook: str
