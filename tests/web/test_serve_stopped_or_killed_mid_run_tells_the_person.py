@@ -306,3 +306,71 @@ def test_weixin_killed_mid_run_tells_the_person_after_a_restart(
         # emulator hands the message over again and a second run starts (left open).
     finally:
         server.close()
+
+
+def _told(emulator: EmulatorServer) -> list[dict[str, Any]]:
+    """The bot's "Interrupted, please retry." notices in the emulator's chat (a message
+    entry's text, or the text of the card or post it shows)."""
+    views = emulator.emulator.state().get("views") or {}
+    return [
+        entry
+        for entry in emulator.emulator.timeline()
+        if entry.get("from") == "bot"
+        and "Interrupted, please retry."
+        in json.dumps([entry, views.get(entry.get("card"))], ensure_ascii=False)
+    ]
+
+
+#: the SIGKILL + restart cases of the platforms without a polling cursor: the run is
+#: recorded in the ``runJournal`` file when it starts and forgotten when it ends
+KILLED = ("dingtalk", "feishu", "slack")
+
+
+@pytest.mark.parametrize(
+    ("name", "emulator"), [(n, n) for n in KILLED], ids=list(KILLED), indirect=["emulator"]
+)
+def test_killed_mid_run_tells_the_person_after_a_restart_with_the_journal_file(
+    name: str, emulator: EmulatorServer, tmp_path: Path
+) -> None:
+    """DingTalk (without a store), Feishu and Slack forget an event once it was
+    acknowledged: the run a SIGKILL cut off is found in the ``runJournal`` file by the
+    next process, which tells the person once (and nothing at the start after that)."""
+    pytest.importorskip("waitress")
+    spec = next(spec for spec in _served() if spec.name == name)
+    options = {**OPTIONS.get(name, {}), "runJournal": str(tmp_path / f"{name}-runs.json")}
+    config = _config(tmp_path, spec, emulator, options=options)
+
+    def start() -> CommandProcess:
+        serve, url = _start(config)
+        if name == "slack":
+            emulator.emulator.events_url = f"{url}/slack/events"
+            emulator.emulator.interactivity_url = f"{url}/slack/interactivity"
+        wait_until(lambda: _connected(url), WAIT, 0.1, what=f"{name}: /healthz connected")
+        return serve
+
+    first = start()
+    try:
+        emulator.emulator.send_user_message("please take your time")
+        wait_until(lambda: PARTIAL in _seen(emulator), WAIT, 0.05, what=f"{name}: run streaming")
+    finally:
+        first.kill()  # SIGKILL to the process group: nothing runs after it
+    assert first.proc.returncode == -signal.SIGKILL
+    assert _told(emulator) == []
+
+    second = start()
+    try:
+        wait_until(lambda: _told(emulator), WAIT, 0.05, what=f"{name}: the person told")
+        second.signal(signal.SIGTERM)
+        assert second.wait(timeout=GRACE_S + 20) == 0, (second.stdout, second.stderr)
+    finally:
+        second.kill()
+    assert len(_told(emulator)) == 1, emulator.emulator.timeline()
+    assert "Traceback" not in "".join(second.stderr), second.stderr
+
+    third = start()  # nothing is left to tell: the service's start-up recovery is done
+    try:
+        third.signal(signal.SIGTERM)
+        assert third.wait(timeout=GRACE_S + 20) == 0, (third.stdout, third.stderr)
+    finally:
+        third.kill()
+    assert len(_told(emulator)) == 1, emulator.emulator.timeline()

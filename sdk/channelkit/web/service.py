@@ -78,7 +78,9 @@ class ChannelService:
         return [c for c in self.channels if callable(getattr(c, "ingress_routes", None))]
 
     def start(self) -> list[LongConnection]:
-        """Start every channel's long connections, each on its own thread."""
+        """Start every channel's long connections, each on its own thread; then let each
+        channel with a ``recover_interrupted_runs()`` tell the people whose runs the
+        previous process left unfinished (``channelkit.platforms.common.run_journal``)."""
         with self._lock:
             if self._stopped:
                 return []
@@ -86,6 +88,13 @@ class ChannelService:
                 for connection in connections_of(channel):
                     connection.start()
                     self.connections.append(connection)
+            for channel in self.channels:  # tell the runs a crash cut off (run_journal)
+                recover = getattr(channel, "recover_interrupted_runs", None)
+                if callable(recover):
+                    try:
+                        recover()
+                    except Exception:
+                        logger.exception("%s: recovering interrupted runs failed", channel)
             return list(self.connections)
 
     def health(self) -> dict[str, Any]:

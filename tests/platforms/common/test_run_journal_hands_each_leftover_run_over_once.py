@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from channelkit.core.types import ChannelPromptOwner, LifecycleEvent, LifecycleType
 from channelkit.platforms.common.run_journal import RunJournal
 from channelkit.state import MemoryStore
 
@@ -61,3 +62,63 @@ def test_without_a_store_or_a_file_nothing_is_kept() -> None:
     assert not journal.enabled
     journal.record("a", {"chat": "c"})
     assert journal.take_leftovers() == []
+
+
+def _event(
+    kind: LifecycleType, message_id: str | None = "m1", owner: bool = True
+) -> LifecycleEvent:
+    return LifecycleEvent(
+        type=kind,
+        channel_name="feishu",
+        chat_id="oc_1",
+        session_id="s",
+        run_id="r1",
+        owner=ChannelPromptOwner("u1") if owner else None,
+        message_id=message_id,
+        thread_id="t1",
+    )
+
+
+@pytest.mark.parametrize(
+    "end", [LifecycleType.COMPLETED, LifecycleType.FAILED, LifecycleType.CANCELLED]
+)
+def test_follow_records_a_persons_run_from_started_to_any_end(
+    tmp_path: Path, end: LifecycleType
+) -> None:
+    path = tmp_path / "runs.json"
+    journal = RunJournal("feishu", path=path)
+    journal.follow(_event(LifecycleType.STARTED), {"group": True})
+    assert json.loads(path.read_text()) == {
+        "oc_1:m1": {"group": True, "chat": "oc_1", "thread": "t1", "owner": "u1", "run": "r1"}
+    }
+    journal.follow(_event(end))
+    assert json.loads(path.read_text()) == {}
+
+
+def test_follow_ignores_runs_without_a_person_or_a_message(tmp_path: Path) -> None:
+    path = tmp_path / "runs.json"
+    journal = RunJournal("feishu", path=path)
+    journal.follow(_event(LifecycleType.STARTED, owner=False))
+    journal.follow(_event(LifecycleType.STARTED, message_id=None))
+    assert journal.take_leftovers() == []
+
+
+def test_tell_leftovers_tells_each_cut_off_run_once_and_survives_a_failing_teller(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.json"
+    RunJournal("feishu", path=path).follow(_event(LifecycleType.STARTED))
+    RunJournal("feishu", path=path).record("bad", {"chat": ""})  # no chat: skipped
+    told: list[tuple[str, str | None]] = []
+    count = RunJournal("feishu", path=path).tell_leftovers(
+        lambda chat, thread, record: told.append((chat, thread))
+    )
+    assert (count, told) == (1, [("oc_1", "t1")])
+    assert RunJournal("feishu", path=path).tell_leftovers(lambda *a: told.append(("x", None))) == 0
+
+    RunJournal("feishu", path=path).follow(_event(LifecycleType.STARTED))
+
+    def boom(chat: str, thread: str | None, record: dict[str, object]) -> None:
+        raise RuntimeError("send failed")
+
+    assert RunJournal("feishu", path=path).tell_leftovers(boom) == 0  # logged, not raised

@@ -23,6 +23,13 @@ Where the record lives:
   (a temporary file then ``os.replace``) on every change, under a lock;
 * with neither, nowhere (the behaviour of a process that keeps nothing across restarts).
 
+A channel whose ingress has no cursor (DingTalk Stream, Feishu's WebSocket, Slack's Events
+API: the platform forgets an event once it was acknowledged) follows its people's runs
+through their lifecycle events instead (`RunJournal.follow()`: recorded on ``started``,
+removed on the terminal event), and tells the leftovers when it starts
+(`RunJournal.tell_leftovers()`, called by ``recover_interrupted_runs`` when the service
+starts its channels).
+
 The set is bounded (`MAX_RECORDS`, the oldest dropped with a warning). Failures to
 write (a store outage, a full disk) are logged and never fail the run: the record is a
 courtesy for the crash case, not part of the run.
@@ -35,19 +42,23 @@ import logging
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from channelkit.core.types import LifecycleEvent, LifecycleType
 
 if TYPE_CHECKING:
     from channelkit.state.base import StateStore
 
-__all__ = ["MAX_RECORDS", "RECORD_TTL_S", "RunJournal"]
+__all__ = ["MAX_RECORDS", "RECORD_TTL_S", "TEXT_INTERRUPTED", "RunJournal"]
 
 logger = logging.getLogger(__name__)
 
 #: Runs recorded at once (the oldest record is dropped beyond it).
 MAX_RECORDS = 1_000
+#: What a restarted process tells the person whose run the previous one's crash cut off.
+TEXT_INTERRUPTED = "Interrupted, please retry."
 #: Seconds a stored record lives at most (a run longer than a day is not told).
 RECORD_TTL_S = 86_400.0
 
@@ -126,6 +137,44 @@ class RunJournal:
                     self._write({})
                 return list(records.values())
         return []
+
+    def follow(self, event: LifecycleEvent, extra: Mapping[str, Any] | None = None) -> None:
+        """Follow a person's run by its lifecycle ``event``: record it on ``started``
+        (its chat, thread and owner, with ``extra``: JSON the channel needs to reach the
+        person again, under ``<chat>:<message id>``), forget it on its terminal event,
+        whatever the end. Runs without a person or a message id are not recorded."""
+        if not self.enabled or event.owner is None or not event.message_id:
+            return
+        key = f"{event.chat_id}:{event.message_id}"
+        if event.type is LifecycleType.STARTED:
+            record = {
+                **(extra or {}),
+                "chat": event.chat_id,
+                "thread": event.thread_id,
+                "owner": event.owner.id,
+                "run": event.run_id,
+            }
+            self.record(key, record)
+        elif LifecycleType(event.type).terminal:
+            self.done(key)
+
+    def tell_leftovers(self, tell: Callable[[str, str | None, dict[str, Any]], None]) -> int:
+        """Take the leftovers (`take_leftovers()`) and call ``tell(chat, thread, record)``
+        once for each; returns how many were told. ``tell`` should hand the sending on (to
+        a pool) rather than send itself; an exception it raises is logged."""
+        told = 0
+        for record in self.take_leftovers():
+            chat, thread = record.get("chat"), record.get("thread")
+            if not isinstance(chat, str) or not chat:
+                continue
+            logger.warning("%s: a run in %s was interrupted by a restart", self.scope, chat)
+            try:
+                tell(chat, thread if isinstance(thread, str) and thread else None, record)
+            except Exception as exc:
+                logger.warning("%s: telling %s failed: %s", self.scope, chat, exc)
+                continue
+            told += 1
+        return told
 
     # -- internals --------------------------------------------------------------------------
     def _key(self, kind: str, key: str) -> str:

@@ -77,6 +77,7 @@ from channelkit.platforms.common.observed_registry import ObservedStateRegistry
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
+from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.dingtalk.api import (
     STATUS_CARD_TEMPLATE_ID,
@@ -255,6 +256,9 @@ class DingtalkChannel(ChannelBase):
                 model=config.model or channel_config.model or agent_label(bridge),
             )
             self.registry = ObservedStateRegistry(self.registry, self.cluster)
+        #: the people's runs in progress, in ``config.run_journal`` without a store (with
+        #: one, the cluster's leases recover a dead instance's runs and tell their people)
+        self.run_journal = RunJournal(self.name, path=config.run_journal if store is None else None)
         self._owners = self.registry.map("dingtalk-owners")
         # A msgId is remembered until its createAt + the redelivery window (and at
         # least the signed request's skew window on both sides); a redelivery after
@@ -724,8 +728,30 @@ class DingtalkChannel(ChannelBase):
     def _edit_queue_notice(self, track: str, text: str, final: bool) -> None:
         self.api.update_instance(track, queue_card_params(text, final=final))
 
+    def recover_interrupted_runs(self) -> None:
+        """Without a store: tell each person whose run the previous process left
+        unfinished (killed mid-run) `TEXT_INTERRUPTED`, once (on the pool; the service
+        calls this when it starts). With a store the cluster does it."""
+        self.run_journal.tell_leftovers(
+            lambda chat, _thread, record: self.pool.post(self._tell_interrupted, chat, record)
+        )
+
+    def _tell_interrupted(self, chat_id: str, record: Mapping[str, Any]) -> None:
+        user, group = record.get("user") or record.get("owner"), record.get("group")
+        try:
+            if isinstance(user, str) and user:
+                self._notify_owner(chat_id, user, group is True, TEXT_INTERRUPTED)
+            else:
+                self.api.send_group_markdown(chat_id, _title(TEXT_INTERRUPTED), TEXT_INTERRUPTED)
+        except Exception as exc:
+            logger.warning("dingtalk notice not sent: %s", type(exc).__name__)
+
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """Bind eligible runs on ``started``; end cards and reactions on terminal events."""
+        if self.run_journal.enabled:
+            route = self._chats.get(event.chat_id)
+            extra = {"group": route.is_group, "user": route.user_id} if route else None
+            self.run_journal.follow(event, extra)
         if event.type is LifecycleType.STARTED:
             self.queue_notices.started(event.run_id)
             self._queue_card_done(event.run_id)

@@ -154,7 +154,11 @@ class DingtalkConfig:
     required when interactive cards are on). ``model`` is shown on status cards.
     ``block_streaming`` True disables status cards only. ``host_permission_timeout_ms`` is
     how long the agent host keeps a permission request open; question cards live at
-    most that long.
+    most that long. ``run_journal``: without a state store, a file recording the people's
+    runs in progress: after a crash (``kill -9``) the restarted process tells each person
+    whose run was cut off that it was interrupted
+    (`channelkit.platforms.common.run_journal`; with a store the cluster's leases do
+    it). ``None`` (default): without a store nothing is recorded.
     """
 
     client_id: str
@@ -170,6 +174,7 @@ class DingtalkConfig:
     robot_max_skew_seconds: float = 3600.0
     request_timeout: float = 10.0
     ingress: str = INGRESS_MODES[0]
+    run_journal: str | None = None
 
     # Python speaks seconds, with an ``_s`` suffix; the constructor keeps the field
     # names above (the platform's own units) for compatibility.
@@ -222,6 +227,9 @@ class DingtalkConfig:
             raise ConfigurationError(
                 f'must be "stream" or "http" (got {self.ingress!r})', path="ingress"
             )
+        journal = self.run_journal
+        if journal is not None and (not isinstance(journal, str) or not journal.strip()):
+            raise ConfigurationError("must be a non-empty string (a file path)", path="runJournal")
         route_key = self.card_callback_route_key
         if route_key is not None and (not isinstance(route_key, str) or not route_key.strip()):
             raise ConfigurationError("must be a non-empty string", path="cardCallbackRouteKey")
@@ -311,4 +319,5 @@ class DingtalkConfig:
             ),
             api_base_url=pick("apiBaseUrl", "api_base_url", default="https://api.dingtalk.com"),
             ingress=pick("ingress", default=INGRESS_MODES[0]),
+            run_journal=pick("runJournal", "run_journal"),
         )

@@ -65,6 +65,7 @@ from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
+from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
@@ -235,6 +236,9 @@ class FeishuChannel(ChannelBase):
         # timestamp: remember its id at least that long so a replay is ignored; with a
         # store shared by every instance, an event reaching two of them runs once
         self.state_store = store
+        #: the people's runs in progress (in ``store``, else in ``config.run_journal``):
+        #: a run a crash cut off is told at the next start (`recover_interrupted_runs`)
+        self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
         self._events_seen = SharedDedup(
             self.clock.time,
             ttl=max(EVENT_REDELIVERY_WINDOW_S, 2.0 * config.max_clock_skew_s),
@@ -358,12 +362,26 @@ class FeishuChannel(ChannelBase):
     # Lifecycle
     # =================================================================================
 
+    def recover_interrupted_runs(self) -> None:
+        """Tell each person whose run the previous process left unfinished (killed mid-run)
+        `TEXT_INTERRUPTED`, once (on the pool; the service calls this when it starts)."""
+        self.run_journal.tell_leftovers(
+            lambda chat, _thread, _record: self.pool.post(self._tell_interrupted, chat)
+        )
+
+    def _tell_interrupted(self, chat_id: str) -> None:
+        try:
+            self.send_message(chat_id, TEXT_INTERRUPTED)
+        except Exception as exc:
+            logger.warning("feishu notice not sent: %s", type(exc).__name__)
+
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> OnIt reaction; terminal -> card labels, forms finalized, reaction off.
 
         ``text_chunk`` and ``tool_call`` are ignored here (content flows through the
         response/segment path; tool calls add no UI).
         """
+        self.run_journal.follow(event)
         kind = str(event.type)
         if kind == LifecycleType.STARTED.value:
             self.queue_notices.started(event.run_id)

@@ -68,6 +68,11 @@ class FeishuConfig:
     ``encrypt_key`` (optional) turns on body decryption and ``X-Lark-Signature``
     verification. ``language`` selects the card strings (``zh`` default, ``en``, ``de``).
     ``ingress``: ``"http"`` (default, callbacks) or ``"websocket"`` (the long connection).
+    ``run_journal``: a file recording the people's runs in progress when no state store
+    is shared (with ``state.redis`` the store holds them): after a crash (``kill -9``) the
+    restarted process tells each person whose run was cut off that it was interrupted
+    (`channelkit.platforms.common.run_journal`). ``None`` (default): without a store
+    nothing is recorded.
     """
 
     app_id: str
@@ -87,6 +92,8 @@ class FeishuConfig:
     title: str | None = None
     #: ``"http"`` (callbacks to the app's URLs) or ``"websocket"`` (the long connection).
     ingress: Literal["http", "websocket"] = "http"
+    #: Without a state store: the file recording the runs in progress (see above).
+    run_journal: str | None = None
 
     def __post_init__(self) -> None:
         register_secrets(self.app_secret, self.verification_token, self.encrypt_key)
@@ -168,6 +175,8 @@ def _validate(cfg: FeishuConfig, path: str) -> None:
         _require_str(cfg.verification_token, f"{path}.verification_token")
     if cfg.encrypt_key is not None:
         _require_str(cfg.encrypt_key, f"{path}.encrypt_key")
+    if cfg.run_journal is not None:
+        _require_str(cfg.run_journal, f"{path}.run_journal")
     if cfg.language not in LANGUAGES:
         raise ConfigurationError(f"must be one of {', '.join(LANGUAGES)}", f"{path}.language")
     if not isinstance(cfg.forms, FeishuFormsConfig):

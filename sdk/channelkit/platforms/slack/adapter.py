@@ -83,6 +83,7 @@ from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, De
 from channelkit.platforms.common.inbound import CLOSED_STATUS
 from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
+from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
 from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.slack.api import SlackApi
 from channelkit.platforms.slack.approvals import SlackApprovals
@@ -185,6 +186,9 @@ class SlackChannel(ChannelBase):
             run_executor=run_executor,
         )
         self.slack_config = config
+        #: the people's runs in progress (in ``config.run_journal``): a run a crash cut
+        #: off is told at the next start (`recover_interrupted_runs`)
+        self.run_journal = RunJournal(self.name, path=config.run_journal)
         self.api: SlackApi = api or SlackApi(
             config.bot_token, base_url=config.api_base_url, timeout_s=config.request_timeout_s
         )
@@ -528,10 +532,21 @@ class SlackChannel(ChannelBase):
         target = DeliveryTarget(self.name, chat_id, run_id, owner)
         self.delivery.deliver(self._parts(chat_id, due, anchor), target).raise_if_refused()
 
+    def recover_interrupted_runs(self) -> None:
+        """Tell each person whose run the previous process left unfinished (killed mid-run)
+        `TEXT_INTERRUPTED` in the run's thread, once (on the pool; the service calls this
+        when it starts)."""
+        self.run_journal.tell_leftovers(
+            lambda chat, thread, record: self.pool.post(
+                self._post_quietly, chat, TEXT_INTERRUPTED, _anchor_of(record, thread)
+            )
+        )
+
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> the assistant thread's status; terminal -> cleared (and the run's
         leftover segments closed); ``failed`` of a person's run that no failed segment
         shows also posts `TEXT_FAILED` (a failed run is told once)."""
+        self.run_journal.follow(event, {"anchor": event.thread_id or event.message_id})
         if LifecycleType(event.type).terminal:
             self.streams.discard_run(event.run_id)
             shown = self._failure_shown.pop(event.run_id)
@@ -582,3 +597,9 @@ class SlackChannel(ChannelBase):
         self.questions.close()
         self.streams.close()
         self.delivery.close()
+
+
+def _anchor_of(record: Mapping[str, Any], thread: str | None) -> str | None:
+    """Where a run journal record's notice goes: the run's thread (or its message)."""
+    anchor = record.get("anchor")
+    return anchor if isinstance(anchor, str) and anchor else thread

@@ -62,6 +62,10 @@ class SlackConfig:
     ``request_timeout_s``: read timeout of every Web API call.
     ``assistant_status``: show ``assistant.threads.setStatus`` while a run works in an
     assistant thread.
+    ``run_journal``: a file recording the people's runs in progress: after a crash
+    (``kill -9``) the restarted process tells each person whose run was cut off that it
+    was interrupted (`channelkit.platforms.common.run_journal`). ``None`` (default):
+    nothing is recorded, and such a person is not told.
     """
 
     bot_token: str = field(repr=False)
@@ -77,6 +81,7 @@ class SlackConfig:
     question_timeout_s: float = 270.0
     request_timeout_s: float = 10.0
     assistant_status: bool = True
+    run_journal: str | None = None
 
     def __post_init__(self) -> None:
         register_secrets(self.bot_token, self.signing_secret, self.app_token)
@@ -104,6 +109,8 @@ class SlackConfig:
                 path="slack.streaming",
             )
         check_non_empty(self.channel_name, "slack.channel_name")
+        if self.run_journal is not None:
+            check_non_empty(self.run_journal, "slack.run_journal")
         check_http_url(self.api_base_url, "slack.api_base_url")
         check_positive_seconds(self.stream_interval_s, "slack.stream_interval_s", maximum=60.0)
         check_positive_seconds(self.update_interval_s, "slack.update_interval_s", maximum=60.0)
