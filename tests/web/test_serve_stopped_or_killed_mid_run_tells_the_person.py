@@ -6,7 +6,10 @@
 * Telegram killed with SIGKILL mid-run, then started again: the run was recorded before
   the ``getUpdates`` offset moved past its update (in the Redis store with
   ``state.redis``; in the ``runJournal`` file with the in-memory store), so the new
-  process tells the person the run was interrupted, once.
+  process tells the person the run was interrupted, once. Weixin the same.
+* DingTalk (without a store), Feishu and Slack killed with SIGKILL mid-run: the run was
+  recorded when it started (the ``runJournal`` file; Feishu with ``state.redis``: the
+  store), so the restarted service tells the person once, and a third start nobody.
 """
 
 from __future__ import annotations
@@ -322,23 +325,37 @@ def _told(emulator: EmulatorServer) -> list[dict[str, Any]]:
 
 
 #: the SIGKILL + restart cases of the platforms without a polling cursor: the run is
-#: recorded in the ``runJournal`` file when it starts and forgotten when it ends
-KILLED = ("dingtalk", "feishu", "slack")
+#: recorded when it starts (in the ``runJournal`` file; Feishu with ``state.redis`` in the
+#: store) and forgotten when it ends
+KILLED = (("dingtalk", "file"), ("feishu", "file"), ("feishu", "redis"), ("slack", "file"))
 
 
 @pytest.mark.parametrize(
-    ("name", "emulator"), [(n, n) for n in KILLED], ids=list(KILLED), indirect=["emulator"]
+    ("name", "where", "emulator"),
+    [(name, where, name) for name, where in KILLED],
+    ids=[f"{name}-{where}" for name, where in KILLED],
+    indirect=["emulator"],
 )
-def test_killed_mid_run_tells_the_person_after_a_restart_with_the_journal_file(
-    name: str, emulator: EmulatorServer, tmp_path: Path
+def test_killed_mid_run_tells_the_person_after_a_restart(
+    name: str,
+    where: str,
+    emulator: EmulatorServer,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
 ) -> None:
     """DingTalk (without a store), Feishu and Slack forget an event once it was
-    acknowledged: the run a SIGKILL cut off is found in the ``runJournal`` file by the
-    next process, which tells the person once (and nothing at the start after that)."""
+    acknowledged: the run a SIGKILL cut off is found in the ``runJournal`` file (or the
+    store) by the next process, which tells the person once (and nothing at the start
+    after that)."""
     pytest.importorskip("waitress")
     spec = next(spec for spec in _served() if spec.name == name)
     options = {**OPTIONS.get(name, {}), "runJournal": str(tmp_path / f"{name}-runs.json")}
-    config = _config(tmp_path, spec, emulator, options=options)
+    state: dict[str, Any] | None = None
+    if where == "redis":
+        pytest.importorskip("redis")
+        redis_server = request.getfixturevalue("redis_server")
+        state = {"redis": {"url": redis_server.url, "namespace": f"{name}-{uuid.uuid4().hex}"}}
+    config = _config(tmp_path, spec, emulator, options=options, state=state)
 
     def start() -> CommandProcess:
         serve, url = _start(config)
@@ -365,6 +382,8 @@ def test_killed_mid_run_tells_the_person_after_a_restart_with_the_journal_file(
     finally:
         second.kill()
     assert len(_told(emulator)) == 1, emulator.emulator.timeline()
+    if where == "redis":  # the store held the record, not the file
+        assert not (tmp_path / f"{name}-runs.json").exists()
     assert "Traceback" not in "".join(second.stderr), second.stderr
 
     third = start()  # nothing is left to tell: the service's start-up recovery is done
