@@ -304,7 +304,7 @@ class Playground:
         emulator.base_url = self.url
         if stream_port:  # bind it now: a taken port is an error at startup
             try:
-                emulator.stream._ensure_server()
+                emulator.stream.listen()
             except OSError as exc:
                 self._server.stop()
                 raise ConfigurationError(

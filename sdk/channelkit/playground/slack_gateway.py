@@ -62,7 +62,7 @@ class SlackSocketGateway(WsGateway[dict[str, Any]]):
 
     def open(self) -> str:
         """A fresh one-time WebSocket URL (the server starts on first use)."""
-        self._ensure_server()
+        self.listen()
         ticket = secrets.token_urlsafe(24)
         with self._cond:
             bounded_put(self._tickets, ticket, time.time() + URL_LIFETIME)

@@ -85,7 +85,7 @@ class StreamGateway(WsGateway[StreamAck]):
     # -- the gateway call ------------------------------------------------------------------
     def open(self, topics: Iterable[str]) -> tuple[str, str]:
         """Subscribe ``topics``; ``(endpoint, ticket)`` (the server starts on first use)."""
-        self._ensure_server()
+        self.listen()
         ticket = secrets.token_urlsafe(24)
         with self._cond:
             self._topics.update(topics)

@@ -207,7 +207,9 @@ class WsGateway(Generic[AckT]):
             self._lose = count
 
     # -- the WebSocket server -------------------------------------------------------------
-    def _ensure_server(self) -> None:
+    def listen(self) -> None:
+        """Start the WebSocket server now, once (later calls do nothing): binds
+        `listen_port` (0: a free port), so a port already taken raises `OSError` here."""
         with self._cond:
             if self._server is not None:
                 return

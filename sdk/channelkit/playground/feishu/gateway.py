@@ -180,7 +180,7 @@ class FeishuGateway(WsGateway[WsAck]):
             return 200, {"code": 1000040344, "msg": "app_id or app_secret is null"}
         if data.get("AppID") != self.app_id or data.get("AppSecret") != self.app_secret:
             return 200, {"code": 403, "msg": "forbidden: invalid app credentials"}
-        self._ensure_server()
+        self.listen()
         key = secrets.token_urlsafe(24)
         device = uuid.uuid4().hex[:16]
         with self._cond:
