@@ -190,6 +190,8 @@ def test_a_late_card_never_repeats_an_answer_already_sent_as_markdown():
         assert h.wait_for(lambda: "the answer" in h.api.texts(), STALL)
         hung.set()
         h.idle(STALL)
+        # the released card write lands on its own lane: wait for it, bounded
+        h.wait_for(lambda: [c for c in finals(h) if c], STALL)
         assert h.api.texts() == ["the answer"]  # once, as Markdown
         final_contents = [c for c in finals(h) if c]
         assert "the answer" not in final_contents

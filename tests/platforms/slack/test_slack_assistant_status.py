@@ -35,7 +35,10 @@ def test_a_run_in_an_assistant_thread_sets_then_clears_the_status(rt) -> None:  
         assert {b["thread_ts"] for b in env.bodies("assistant.threads.setStatus")} == {
             "1699999999.000100"
         }
-        assert env.bodies("chat.startStream")[0]["thread_ts"] == "1699999999.000100"
+        # the answer goes into the same thread: as a stream, or (a run that ends before
+        # its first stream flush, e.g. on a loaded machine) as a posted message
+        answers = env.bodies("chat.startStream") or env.bodies("chat.postMessage")
+        assert answers and answers[0]["thread_ts"] == "1699999999.000100", answers
         env.channel.close(2.0)
 
 
