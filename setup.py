@@ -26,10 +26,22 @@ FEISHU_WS_REQUIRES = ["protobuf>=5.26"]
 #: RedisStore). An extra, because one process keeps its state in memory.
 REDIS_REQUIRES = ["redis>=5"]
 
+#: Prometheus metrics (`GET /metrics` on `channelkit serve` and the playground, counters
+#: shared across `serve --workers N`): an extra, because an application embedding the SDK
+#: may export its own metrics.
+METRICS_REQUIRES = ["prometheus_client>=0.20"]
+
 #: Every optional feature the README and ``channelkit playground --help`` offer, in one
 #: extra: serve, Flask, Django, the Feishu long connection and the Redis store.
 ALL_REQUIRES = sorted(
-    {*SERVE_REQUIRES, *FEISHU_WS_REQUIRES, *REDIS_REQUIRES, "flask>=2.3", "django>=4.2"}
+    {
+        *SERVE_REQUIRES,
+        *FEISHU_WS_REQUIRES,
+        *REDIS_REQUIRES,
+        *METRICS_REQUIRES,
+        "flask>=2.3",
+        "django>=4.2",
+    }
 )
 
 REPOSITORY = "https://github.com/channelkit/channelkit"
@@ -75,6 +87,10 @@ setup(
         # DingTalk Stream mode (the default ingress): the client connection, and the
         # playground emulator's gateway (synchronous API, websockets.sync.*).
         "websockets>=13",
+        # Agent answers are Markdown: parsed once (CommonMark + GFM tables and
+        # strikethrough) and rendered in each platform's own dialect.
+        "markdown-it-py>=3.0",
+        "mdit-py-plugins>=0.4",
     ],
     extras_require={
         "flask": ["flask>=2.3"],
@@ -83,14 +99,17 @@ setup(
         "serve": SERVE_REQUIRES,
         "feishu-ws": FEISHU_WS_REQUIRES,
         "redis": REDIS_REQUIRES,
+        "metrics": METRICS_REQUIRES,
         "all": ALL_REQUIRES,
         "test": TEST_REQUIRES
         + FEISHU_WS_REQUIRES
         + REDIS_REQUIRES
+        + METRICS_REQUIRES
         + ["flask>=2.3", "django>=4.2"],
         "dev": TEST_REQUIRES
         + FEISHU_WS_REQUIRES
         + REDIS_REQUIRES
+        + METRICS_REQUIRES
         + [
             "flask>=2.3",
             "django>=4.2",
