@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from channelkit.agents import FunctionAgent, Question, Turn
-from channelkit.agents.base import PermissionResponse
+from channelkit.agents.base import AgentEventSink, PermissionResolved, PermissionResponse
 from channelkit.errors import QuestionError
 from channelkit.runtime import FakeClock
 from contract_drivers import BOUND_S, DRIVERS, Driver, wait_for
@@ -57,6 +57,7 @@ class GatedAgent(FunctionAgent):
         super().__init__(fn, question_timeout=3600.0, name="contract")
         self._lock_gate = threading.Lock()
         self._hold: threading.Event | None = None
+        self._hold_after: threading.Event | None = None
         self.entered = threading.Event()
         self.results: queue.Queue[bool] = queue.Queue()
 
@@ -66,6 +67,27 @@ class GatedAgent(FunctionAgent):
             self._hold = release
         self.entered.clear()
         return release
+
+    def hold_resolution(self) -> threading.Event:
+        """The next answer reaches the agent at once, but the report that it was
+        resolved (which settles the request in the channel) waits until the test
+        releases it: the turn goes on while the answer's settlement is on its way."""
+        release = threading.Event()
+        with self._lock_gate:
+            self._hold_after = release
+        self.entered.clear()
+        return release
+
+    def prompt(self, session_id: str, text: str, sink: AgentEventSink) -> str:
+        return super().prompt(session_id, text, _HeldResolutions(sink, self))
+
+    def held_resolution(self) -> None:
+        """Called with each resolution report: waits at a gate set by `hold_resolution`."""
+        with self._lock_gate:
+            after, self._hold_after = self._hold_after, None
+        if after is not None:
+            self.entered.set()
+            after.wait(BOUND_S)
 
     def respond_to_permission(self, request_id: str, response: PermissionResponse) -> bool:
         with self._lock_gate:
@@ -77,6 +99,21 @@ class GatedAgent(FunctionAgent):
         accepted = super().respond_to_permission(request_id, response)
         self.results.put(accepted)
         return accepted
+
+
+class _HeldResolutions:
+    """The run's sink, with each resolution report passed through the agent's gate."""
+
+    def __init__(self, sink: AgentEventSink, agent: GatedAgent) -> None:
+        self._sink = sink
+        self._agent = agent
+
+    def permission_resolved(self, event: PermissionResolved) -> None:
+        self._agent.held_resolution()
+        self._sink.permission_resolved(event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sink, name)
 
 
 class Context:

@@ -220,6 +220,39 @@ def test_a_submit_after_deny_won_never_shows_submitted(ctx: Context) -> None:
     assert ctx.script.no_outcome()
 
 
+def test_a_deny_that_ends_the_turn_leaves_the_form_cancelled_not_expired(ctx: Context) -> None:
+    """``/deny`` reaches the agent, whose turn then ends at once, while the deny's own
+    settlement is still on its way (held at the responder). The run's end waits for it:
+    the form ends cancelled (what the deny did), not expired (what a run ending on an
+    unanswered question shows)."""
+    d = ctx.driver
+    d.require("native_questions")
+    ctx.script.fn = ask(ctx.script, COLOR)
+    d.send("ask")
+    pending(d, "Pick a color?")
+    release = ctx.agent.hold_resolution()
+    d.send("/deny")
+    assert ctx.agent.entered.wait(BOUND_S)  # the agent has the deny; its settlement is held
+    assert isinstance(ctx.script.outcome(), QuestionError)  # and the turn ends
+    try:  # give the run's end the time to label the form before the settlement
+        wait_for(
+            lambda: d.prompt("Pick a color?").state != "pending",
+            "the form to end",
+            timeout=1.0,
+            tick=d.tick,
+        )
+    except AssertionError:
+        pass  # it waits for the deny's settlement (what must happen)
+    release.set()
+    wait_for(
+        lambda: (p := d.prompt("Pick a color?")) is not None and p.state != "pending",
+        f"the form to end: {d.prompts()}",
+        tick=d.tick,
+    )
+    d.settle()
+    assert d.prompt("Pick a color?").state == "cancelled", d.prompts()
+
+
 def test_without_native_input_a_question_is_the_text_prompt(ctx: Context) -> None:
     d = ctx.driver
     if d.caps.native_questions is None:

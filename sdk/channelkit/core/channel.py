@@ -680,7 +680,10 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 skip = run.cancelled  # cancelled before the prompt went out
                 run.prompting = True
             sink = RunSink(self._events, self._requests, run)
-            raw = "" if skip else bridge.prompt(run.session_id, run.text, sink)
+            try:
+                raw = "" if skip else bridge.prompt(run.session_id, run.text, sink)
+            finally:
+                self._requests.await_answers(run, self.config.respond_timeout)
             response = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
             self._cancellation.await_decision(run)
             with run.lock:

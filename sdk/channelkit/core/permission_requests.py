@@ -405,6 +405,27 @@ class PendingRequests:
         self.unpark(pending)
         return True
 
+    def await_answers(self, run: Run, timeout: float) -> None:
+        """Wait, bounded by ``timeout`` seconds, for every answer to ``run``'s requests
+        that is on its way to the agent to settle.
+
+        An answer reaches the agent before its settlement is recorded, so the agent can
+        end its turn in between. The run calls this when its turn returns, before it
+        posts its terminal state: a question answered or denied at the turn's last
+        moment then shows the answer's state, never the run end's "expired".
+        """
+        with self._table.lock:
+            live = [p for p in self._by_id.values() if p.run is run]
+        for pending in live:
+            with pending.lock:
+                future = pending.response_future
+            if future is None:
+                continue
+            try:
+                future.result(timeout)
+            except Exception:  # timed out, or the responder failed: settled meanwhile
+                pass
+
     def remove_for_session(self, session_id: str, reason: SettlementReason) -> None:
         for pending in self.live(session_id):
             self.remove(pending, reason)
