@@ -33,7 +33,7 @@ from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
 from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
 from channelkit.runtime import FakeClock
-from channelkit.testing import ScriptedBridge, chunk, final, wait_until
+from channelkit.testing import ScriptedBridge, chunk, final, gate, wait_until
 
 from tests.platforms.slow_peer import THREAD_PREFIX, Reply, SlowPeer
 
@@ -494,8 +494,20 @@ def test_a_session_webhook_200_that_is_not_errcode_0_is_a_failed_call(body: str)
 
 
 class FeishuStreamingSite(FeishuSite):
+    """The answer streams into a CardKit card; the run ends only once the card was
+    posted (``card_posted``), so the terminal path finalizes a card that was shown."""
+
     name = "feishu-streaming"
-    bridge_script = [chunk(ANSWER)]
+
+    def __init__(self, fault: Callable[[str, str, Any], Reply | None]) -> None:
+        self.card_posted = threading.Event()
+        self.bridge_script = [chunk(ANSWER), gate(self.card_posted)]
+        super().__init__(fault)
+
+    def ok(self, method: str, path: str, body: Any) -> Any:
+        if path.endswith("/im/v1/messages") and "card_id" in str(body.get("content")):
+            self.card_posted.set()
+        return super().ok(method, path, body)
 
 
 @pytest.mark.parametrize("body", list(MALFORMED))
