@@ -40,6 +40,7 @@ from concurrent.futures import Future
 from typing import Literal
 
 from channelkit.agents.base import AgentBridge, PermissionRequest, ToolCallEvent
+from channelkit.core.access import ACCESS_COMMAND, AccessGate, refused
 from channelkit.core.admission import RunAdmission, Ticket
 from channelkit.core.approvals import PermissionHooks
 from channelkit.core.cancellation import RunCancellation
@@ -212,6 +213,9 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             answers=self.last_answers,
         )
         self._sink = ChannelSink(self._events, self._requests, self._runs)
+        #: who may talk to the bot, and where (`AccessConfig`); checked first in
+        #: `handle_inbound`; its pairing methods change who is admitted at run time
+        self.access = AccessGate(config.access_policy, clock=clock)
         self._worker_state = threading.local()  # run threads: the run handed to them next
 
     # =================================================================================
@@ -353,6 +357,14 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             thread_id=msg.thread_id,
             is_group=msg.is_group,
         )
+        access = self.access.check(msg)  # before any run, card, reaction or typing
+        if not access.admitted:
+            return refused(
+                self.name,
+                msg,
+                access,
+                lambda text: self._commands.send_reply(target, ACCESS_COMMAND, text, defer),
+            )
         command = parse_command(msg.text)
         if command is not None:
             return self._commands.handle(command[0], command[1], msg, target, defer)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from channelkit.core.access import AccessConfig
 from channelkit.core.types import SessionScope
 from channelkit.errors import ConfigurationError
 
@@ -40,6 +41,8 @@ class ChannelConfig:
     * ``last_answer_max_age`` - how long each conversation's last answer is kept for
       ``/last`` (seconds, default 24 h).
     * ``max_pending_permissions`` - live pending-request cap (oldest cancelled beyond).
+    * ``access`` - who may talk to the bot, and where (`AccessConfig`, or its
+      camelCase mapping as in the configuration file); default: anyone, anywhere.
     """
 
     name: str
@@ -57,6 +60,7 @@ class ChannelConfig:
     respond_timeout: float = 30.0
     last_answer_max_age: float = 86400.0
     max_pending_permissions: int = 1000
+    access: AccessConfig | Mapping[str, Any] = field(default_factory=AccessConfig)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -114,6 +118,13 @@ class ChannelConfig:
             if isinstance(senders, str) or not isinstance(senders, Iterable):
                 raise ConfigurationError("must be a collection of sender ids", "authorized_senders")
             self.authorized_senders = frozenset(str(s) for s in senders)
+        self.access = AccessConfig.from_mapping(self.access)
+
+    @property
+    def access_policy(self) -> AccessConfig:
+        """``access`` as an `AccessConfig` (it is one after construction)."""
+        access = self.access
+        return access if isinstance(access, AccessConfig) else AccessConfig.from_mapping(access)
 
     @property
     def scope(self) -> SessionScope:

@@ -14,6 +14,10 @@ from channelkit.agents.base import PermissionRequest
 from channelkit.core.questions import always_option_id, approval_option_id, is_reject_option
 
 __all__ = [
+    "MSG_ACCESS_DM_CLOSED",
+    "MSG_ACCESS_NOT_ALLOWED",
+    "MSG_ACCESS_PAIRING",
+    "MSG_ADMIN_ONLY",
     "MSG_AMBIGUOUS",
     "MSG_APPROVED",
     "MSG_APPROVED_ALWAYS",
@@ -60,6 +64,15 @@ MSG_LAST_UNCERTAIN = "Your previous answer may not have arrived: send /last to s
 MSG_NO_LAST_ANSWER = "There is no recent answer to send again."
 #: Opens the commands block that ends a text permission prompt.
 REPLY_WITH = "Reply with:"
+MSG_ACCESS_NOT_ALLOWED = (
+    "Sorry, you are not on this bot's list of people it answers. Ask its operator to add you."
+)
+MSG_ACCESS_DM_CLOSED = "This bot does not answer direct messages."
+MSG_ACCESS_PAIRING = (
+    "You are not paired with this bot yet. Your pairing code is {code}: ask the bot's "
+    "operator to approve it (it expires in an hour)."
+)
+MSG_ADMIN_ONLY = "Only the bot's admins may use /{command}."
 MSG_BUSY = "Busy right now: too many requests are waiting. Please try again in a minute."
 MSG_QUEUED_NEXT = "Queued: your request starts as soon as a slot is free."
 MSG_QUEUED_AHEAD = "Queued, {ahead} ahead: your request starts automatically."

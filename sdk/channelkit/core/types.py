@@ -94,6 +94,7 @@ class CancellationReason(_StrEnum):
     CANCEL_COMMAND = "cancel_command"  #: /cancel or a Stop button (exact run)
     CLEAR = "clear"
     STEER = "steer"
+    INTERRUPT = "interrupt"  #: a newer message in the same conversation (busy mode interrupt)
     TIMEOUT = "timeout"
     DROPPED = "dropped"
     SHUTDOWN = "shutdown"  #: ChannelBase.close()
@@ -131,7 +132,13 @@ class ChannelPromptOwner:
 
 @dataclass(frozen=True)
 class InboundMessage:
-    """A real human message handed to `ChannelBase.handle_inbound()`."""
+    """A real human message handed to `ChannelBase.handle_inbound()`.
+
+    ``mentions_bot`` (group messages): True when the message addresses the bot (a
+    structured mention of the bot, a reply to one of its messages, a command addressed
+    to it), False when it does not (``@all`` / ``@everyone`` / ``@here`` never count),
+    None when the ingress cannot tell (then the message counts as addressed).
+    """
 
     channel_name: str
     chat_id: str
@@ -141,6 +148,7 @@ class InboundMessage:
     thread_id: str | None = None
     is_group: bool = False
     sender_name: str | None = None
+    mentions_bot: bool | None = None
 
 
 @dataclass(frozen=True)
