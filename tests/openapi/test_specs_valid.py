@@ -129,6 +129,7 @@ IDEMPOTENT_POSTS: dict[tuple[str, str], str] = {
     ("weixin", "sendTyping"): "sets a typing state (1 typing / 2 cancel)",
     ("slack", "chatUpdate"): "replaces the message with the given content",
     ("slack", "assistantThreadsSetStatus"): "sets the thread's status text (empty clears it)",
+    ("slack", "authTest"): "read-only",
     ("mattermost", "pinPost"): "sets is_pinned; pinning a pinned post answers OK",
 }
 

@@ -12,7 +12,9 @@ Methods (``POST /<method>`` with JSON bodies, ``Authorization: Bearer <token>``;
   ``ts``: ``already_pinned`` / ``no_pin`` for a repeat, ``message_not_found`` for an
   unknown one; the list has the latest pin first; the page marks pinned messages);
 * ``apps.connections.open`` with the app-level token: a one-time Socket Mode URL
-  (`channelkit.playground.slack_gateway`).
+  (`channelkit.playground.slack_gateway`);
+* ``auth.test`` (the token check ``channelkit serve`` makes at start): the bot's
+  identity in the playground workspace.
 
 A wrong token is ``invalid_auth``. The person's messages become ``message`` events in a
 direct message; clicks on buttons (Stop, a form's Submit / Cancel, presentation buttons)
@@ -33,10 +35,21 @@ from typing import Any
 from urllib.parse import urlencode
 
 from channelkit.platforms.slack.ingress import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from channelkit.playground.emulator import CallbackDelivery, Deliver, EmulatorBase, HttpReply
+from channelkit.playground.emulator import (
+    CallbackDelivery,
+    Deliver,
+    EmulatorBase,
+    HttpReply,
+    Origin,
+)
 from channelkit.playground.slack_gateway import SlackSocketGateway
 
-__all__ = ["SlackEmulator", "slack_view"]
+__all__ = ["BOT_USER_ID", "GROUP_CHANNEL", "SlackEmulator", "slack_view"]
+
+#: the app's bot user (a mention of it is ``<@U0BOT>``)
+BOT_USER_ID = "U0BOT"
+#: the channel a person writes in with ``{"group": true}`` and no ``chatId``
+GROUP_CHANNEL = "C0PLAYGROUND"
 
 BOT_METHODS = frozenset(
     {
@@ -50,6 +63,7 @@ BOT_METHODS = frozenset(
         "pins.add",
         "pins.remove",
         "pins.list",
+        "auth.test",
     }
 )
 PIN_METHODS = frozenset({"pins.add", "pins.remove", "pins.list"})
@@ -229,6 +243,8 @@ class SlackEmulator(EmulatorBase):
             return _error("invalid_auth")
         if name == "apps.connections.open":
             return _ok(url=self.gateway.open())
+        if name == "auth.test":
+            return _ok(team=self.team, team_id=self.team, user="channelkit", user_id="U0BOT")
         body = data if isinstance(data, Mapping) else {}
         if not isinstance(body.get("channel") or body.get("channel_id"), str):
             return _error("channel_not_found")
@@ -346,9 +362,20 @@ class SlackEmulator(EmulatorBase):
 
     # -- the person -> the app --------------------------------------------------------------
     def send_user_message(
-        self, text: str, *, user_id: str | None = None
+        self, text: str, *, user_id: str | None = None, origin: Origin | None = None
     ) -> tuple[str, CallbackDelivery]:
-        """The person (or ``user_id``) types ``text`` in the direct message."""
+        """The person (or ``user_id``) types ``text`` in the direct message.
+
+        ``origin`` (`Origin`): another person, a channel (`GROUP_CHANNEL` unless one is
+        named), a mention of the bot (``<@U0BOT>`` before the text, delivered as the
+        ``app_mention`` event Slack sends), a thread (``thread_ts``).
+        """
+        origin = origin or Origin()
+        user = origin.user_id or user_id or self.user_id
+        channel = origin.chat_id or (GROUP_CHANNEL if origin.group else self.channel)
+        in_channel = not channel.startswith("D")
+        if origin.mentions_bot:
+            text = f"<@{BOT_USER_ID}> {text}"
         with self._lock:
             ts = self._new_ts()
             self._events += 1
@@ -357,15 +384,17 @@ class SlackEmulator(EmulatorBase):
                 {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": ts}
             )
         event = {
-            "type": "message",
-            "channel_type": "im",
-            "user": user_id or self.user_id,
+            "type": "app_mention" if origin.mentions_bot and in_channel else "message",
+            "channel_type": "channel" if in_channel else "im",
+            "user": user,
             "text": text,
-            "channel": self.channel,
+            "channel": channel,
             "ts": ts,
             "event_ts": ts,
             "team": self.team,
         }
+        if origin.thread_id is not None:
+            event["thread_ts"] = origin.thread_id
         payload = {
             "type": "event_callback",
             "team_id": self.team,
