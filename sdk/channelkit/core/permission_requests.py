@@ -41,6 +41,7 @@ from channelkit.core.types import (
     SettlementReason,
     UserInputPresentationResult,
 )
+from channelkit.observability import hub
 from channelkit.runtime.clock import Clock
 from channelkit.runtime.pool import WorkerPool
 from channelkit.runtime.scheduler import Scheduler
@@ -142,6 +143,7 @@ class PendingRequests:
                     evicted.append(oldest)
                 self._by_id[request.request_id] = pending
                 self._by_chat.setdefault(pending.chat_key, []).append(request.request_id)
+                hub.pending_questions(self.channel_name, 1)
         if replaced is not None:
             replaced.settle(SettlementReason.CANCELLED)
             self.unpark(replaced)
@@ -386,6 +388,7 @@ class PendingRequests:
     def _unindex_locked(self, pending: Pending) -> None:
         if self._by_id.get(pending.request_id) is pending:
             del self._by_id[pending.request_id]
+            hub.pending_questions(self.channel_name, -1)
         ids = self._by_chat.get(pending.chat_key)
         if ids is not None:
             try:

@@ -19,6 +19,7 @@ public hooks) and never raises out of a hook call.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import PresentationEvent, ToolCallEvent
@@ -33,6 +34,8 @@ from channelkit.core.types import (
     SegmentEndReason,
     SessionTarget,
 )
+from channelkit.observability import hub
+from channelkit.observability.observer import RunReport, chat_hash
 
 if TYPE_CHECKING:
     from channelkit.core.hooks import ChannelHooks
@@ -59,6 +62,8 @@ class RunEvents:
         self.channel_name = channel_name
         self.lanes = lanes
         self.hooks = hooks
+        #: the platform label of the channel's metrics and log lines
+        self.platform = hub.channel_opened(hooks)
 
     # -- events -----------------------------------------------------------------------
 
@@ -259,10 +264,45 @@ class RunEvents:
         )
 
     def call_lifecycle(self, run: Run, event: LifecycleEvent) -> None:
+        if event.type is LifecycleType.STARTED:
+            run.started_at = time.monotonic()
+            hub.run_started(self.report(run, "started"))
         try:
             self.hooks.on_task_lifecycle(event)
         except Exception as exc:
             self.hook_failed("on_task_lifecycle", run, exc, f" for {event.type}")
+        if event.type is LifecycleType.STARTED:
+            # the started hook shows the first sign (card, reaction, typing)
+            self.reacted(run)
+        elif event.type.terminal and not run.ended_observed:
+            run.ended_observed = True
+            hub.run_ended(self.report(run, str(event.type)))
+
+    # -- what the observers see (on the run's lane) -----------------------------------
+
+    def report(self, run: Run, outcome: str) -> RunReport:
+        """``run`` as `channelkit.observability` reports it (no text, no people)."""
+        now = time.monotonic()
+        started = run.started_at
+        target = run.target
+        return RunReport(
+            platform=self.platform,
+            channel=self.channel_name,
+            run_id=run.run_id,
+            kind=run.kind,
+            chat=chat_hash(self.channel_name, target.chat_id, target.thread_id),
+            outcome=outcome,
+            waited_s=(started if started is not None else now) - run.received_at,
+            ran_s=0.0 if started is None or outcome == "started" else now - started,
+            first_reaction_s=(None if run.reacted_at is None else run.reacted_at - run.received_at),
+        )
+
+    def reacted(self, run: Run) -> None:
+        """The person saw the first sign of ``run`` now (once per person's run)."""
+        if run.reacted_at is not None or run.kind != "inbound":
+            return
+        run.reacted_at = time.monotonic()
+        hub.first_reaction(self.platform, run.reacted_at - run.received_at)
 
     def call_chunk(
         self, run: Run, event: LifecycleEvent, chunk: str, segment: OutputSegmentContext | None
@@ -348,8 +388,21 @@ class RunEvents:
             self.hooks.on_run_queued(event)
         except Exception as exc:
             self.hook_failed("on_run_queued", run, exc)
+        else:
+            self.reacted(run)  # the queue notice is the first sign
 
     def post_rejected(self, target: SessionTarget, reason: str) -> None:
+        hub.run_ended(
+            RunReport(
+                platform=self.platform,
+                channel=self.channel_name,
+                run_id="",
+                kind="inbound",
+                chat=chat_hash(self.channel_name, target.chat_id, target.thread_id),
+                outcome="rejected",
+            )
+        )
+
         def notify() -> None:
             try:
                 self.hooks.on_run_rejected(target, reason)

@@ -15,6 +15,7 @@ helper that looks a run up.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -24,6 +25,7 @@ from channelkit.core.admission import Ticket
 from channelkit.core.handles import RunResult
 from channelkit.core.types import ChannelPromptOwner, OutputSegmentContext, SessionTarget
 from channelkit.errors import ChannelClosed
+from channelkit.observability import hub
 
 __all__ = ["CancelAttempt", "Run", "RunKind", "RunTable", "new_id"]
 
@@ -57,6 +59,7 @@ class Run:
         "deferred",
         "delivery_started",
         "done",
+        "ended_observed",
         "flush_texts",
         "flushed_chars",
         "future",
@@ -68,10 +71,13 @@ class Run:
         "owner",
         "prompting",
         "raw_parts",
+        "reacted_at",
+        "received_at",
         "run_id",
         "segment",
         "session_id",
         "shown_parts",
+        "started_at",
         "target",
         "terminal",
         "text",
@@ -121,6 +127,13 @@ class Run:
         self.closed_parts = 0
         self.flushed_chars = 0
         self.flush_texts: dict[str, str] = {}
+        # for metrics and logs (time.monotonic() readings, touched on the run's lane):
+        # when the run was created (its message arrived), started, first showed
+        # something; whether its end was reported
+        self.received_at = time.monotonic()
+        self.started_at: float | None = None
+        self.reacted_at: float | None = None
+        self.ended_observed = False
 
     def is_cancelled(self) -> bool:
         return self.cancelled
@@ -167,12 +180,17 @@ class RunTable:
         """Record an admitted run; ChannelClosed once closed."""
         with self.lock:
             self.check_open()
+            added = run.run_id not in self._queued
             self._queued[run.run_id] = run
+        if added:
+            hub.runs_queued(self.channel_name, 1)
 
     def unqueue(self, run: Run) -> None:
         """Forget a queued run (started, refused or dropped)."""
         with self.lock:
-            self._queued.pop(run.run_id, None)
+            removed = self._queued.pop(run.run_id, None) is not None
+        if removed:
+            hub.runs_queued(self.channel_name, -1)
 
     @property
     def queued_count(self) -> int:
@@ -203,5 +221,8 @@ class RunTable:
             if self._closed:
                 return None
             self._closed = True
+            dropped = len(self._queued)
             self._queued.clear()
-            return list(self._active.values())
+            active = list(self._active.values())
+        hub.runs_queued(self.channel_name, -dropped)
+        return active

@@ -30,6 +30,7 @@ from channelkit.errors import (
     ChannelKitError,
     ConfigurationError,
     DeserializationError,
+    TransportError,
 )
 from channelkit.http.auth import PROVIDERS, StaticTokenProvider, TokenProvider
 from channelkit.http.errormap import ErrorSpec, map_error
@@ -43,6 +44,7 @@ from channelkit.http.transport import (
     Transport,
     normalize_timeout,
 )
+from channelkit.observability import hub
 
 if TYPE_CHECKING:
     import jsonschema
@@ -356,14 +358,25 @@ class BaseClient:
                 if has_body:
                     headers["Content-Type"] = "application/json; charset=utf-8"
                 url = base + op.path.format_map(values)
-                response = self._transport.request(
-                    op.method,
-                    url,
-                    timeout=call_timeout,
-                    params=query,
-                    headers=headers,
-                    json_body=payload if has_body else None,
-                    has_body=has_body,
+                try:
+                    response = self._transport.request(
+                        op.method,
+                        url,
+                        timeout=call_timeout,
+                        params=query,
+                        headers=headers,
+                        json_body=payload if has_body else None,
+                        has_body=has_body,
+                    )
+                except TransportError as exc:
+                    status = "timeout" if exc.timeout else "error"
+                    hub.api_call(self.PLATFORM, op.operation_id, status, time.monotonic() - started)
+                    raise
+                hub.api_call(
+                    self.PLATFORM,
+                    op.operation_id,
+                    str(response.status_code),
+                    time.monotonic() - started,
                 )
                 parsed = _parse_body(response)
                 logger.debug(

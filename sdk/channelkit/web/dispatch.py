@@ -24,6 +24,7 @@ from channelkit.ingress import (
     IngressRoute,
     SupportsIngress,
 )
+from channelkit.observability import hub
 
 __all__ = [
     "HEALTHZ_PATH",
@@ -121,6 +122,13 @@ def _normalize_path(path: str) -> str:
     return path
 
 
+def _route_platform(route: IngressRoute) -> str:
+    """The platform a channel route belongs to: its name's first word (the adapters
+    name their routes ``<platform>-<what>``, e.g. ``telegram-webhook``)."""
+    head = route.name.split("-", 1)[0]
+    return head if head.isidentifier() and head.islower() else "other"
+
+
 def _healthz(_: IngressRequest) -> IngressResponse:
     return IngressResponse.json(200, {"ok": True})
 
@@ -208,6 +216,9 @@ class IngressDispatcher:
         if not isinstance(response, IngressResponse):
             logger.error("ingress handler %s %s returned %r", method, request.path, response)
             return IngressResponse.json(500, {"error": "internal_error"})
+        if response.status in (401, 403):
+            # the adapters answer a missing or wrong signature (or secret token) so
+            hub.ingress(_route_platform(route), "bad_signature")
         return response
 
     def read_or_refuse(

@@ -147,4 +147,7 @@ class ChannelService:
                 grace,
                 ", ".join(late),
             )
+        from channelkit.observability import hub
+
+        hub.shutdown()  # the summary log line
         return not late

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from channelkit.observability import hub
 from channelkit.runtime.clock import Clock, SystemClock
 
 __all__ = [
@@ -173,6 +174,8 @@ class LongConnection:
                 "last_error": changes.get("last_error", current.last_error),
             }
             self._state = ConnectionState(self.name, status, since=self._clock.time(), **fields)
+        # the one place a connection's status changes: its log line and gauge
+        hub.connection_state(self.name, current.status, status)
 
     def _loop(self) -> None:
         while not self._stop.is_set():

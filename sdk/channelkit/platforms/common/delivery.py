@@ -81,6 +81,7 @@ from channelkit.errors import (
     TransportError,
 )
 from channelkit.http.retry import RetryPolicy, failed_before_sending
+from channelkit.observability import hub
 from channelkit.runtime.scheduler import Scheduler, TimerHandle
 
 __all__ = [
@@ -336,6 +337,7 @@ class DeliveryChain:
         job._path += 1
         job._attempt = 0
         self._mark_retried(job)
+        hub.delivery(job.target.channel, "alternate_path")
         return True
 
     def _delay(self, attempt: int, exc: Exception) -> float:
@@ -345,6 +347,7 @@ class DeliveryChain:
 
     def _book(self, job: DeliveryJob, delay: float) -> None:
         self._mark_retried(job)
+        hub.delivery(job.target.channel, "retried")
         with self._lock:
             closed = self._closed
             if not closed:
@@ -405,6 +408,8 @@ class DeliveryChain:
         job.state = state
         job.finished_at = self._scheduler.clock.now()
         job.done.set()
+        ended = "delivered" if state == "delivered" else "uncertain" if job.uncertain else "lost"
+        hub.delivery(job.target.channel, ended)
         if self._on_outcome is not None:
             outcome: DeliveryOutcome
             if state == "delivered":

@@ -25,6 +25,8 @@ from channelkit.core import (
     InboundMessage,
     RunHandle,
 )
+from channelkit.observability import hub
+from channelkit.observability.observer import chat_hash, platform_of
 
 __all__ = ["CLOSED_STATUS", "InboundOutcome", "ack_status", "deliver_inbound", "hand_inbound"]
 
@@ -63,11 +65,39 @@ def hand_inbound(
         handle = channel.handle_inbound(message, defer=defer)
     except ChannelClosed:
         logger.warning("[%s] inbound message refused: the channel is closed", channel.name)
+        _observe(channel, message, "closed", None)
         return "closed", None
     except ChannelBusy as exc:
         logger.info("[%s] inbound message not queued: %s", channel.name, exc)
+        _observe(channel, message, "busy", None)
         return "busy", None
+    rejected = (
+        isinstance(handle, RunHandle) and handle.done() and handle.result(0).status == "rejected"
+    )
+    _observe(channel, message, "busy" if rejected else "accepted", handle)
     return "accepted", handle
+
+
+def _observe(
+    channel: ChannelBase,
+    message: InboundMessage,
+    outcome: InboundOutcome,
+    handle: RunHandle | CommandHandle | None,
+) -> None:
+    """Report the message to `channelkit.observability` (its log line and metrics):
+    ``busy`` also for a run the full queue refused (the person was told; the platform
+    gets its ACK)."""
+    try:
+        run_id = getattr(handle, "run_id", None)
+        name = str(channel.name)
+        chat = chat_hash(
+            name, getattr(message, "chat_id", None), getattr(message, "thread_id", None)
+        )
+        hub.inbound(
+            platform_of(channel), name, chat, outcome, run_id if isinstance(run_id, str) else ""
+        )
+    except Exception:  # reporting never breaks the ACK
+        logger.debug("[%s] reporting an inbound message failed", channel.name, exc_info=True)
 
 
 def ack_status(outcome: InboundOutcome | Any) -> int:
