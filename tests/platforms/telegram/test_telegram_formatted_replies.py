@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from channelkit.core import LifecycleType
 from channelkit.core.text import MSG_CANCELLED
-from channelkit.platforms.telegram.markdown import to_html
+from channelkit.markdown import Dialect, render
 from channelkit.platforms.telegram.output import CANCELLED_MARKER
 from channelkit.testing import ScriptedBridge, chunk, final, gate
 
@@ -68,7 +68,7 @@ def test_rejected_entities_are_retried_as_plain_text(rt, mock) -> None:  # type:
     _done(env)
     assert [(m["text"], m.get("parse_mode")) for m in _sent(env)] == [
         ("<b>hello</b>", "HTML"),
-        ("**hello**", None),  # plain retry: the person still gets the answer
+        ("hello", None),  # plain retry: the person still gets the answer, without markers
     ]
     assert env.channel.events[-1].type is LifecycleType.COMPLETED
     env.channel.close()
@@ -103,13 +103,14 @@ def test_cancel_before_any_text_sends_no_marker(rt, mock) -> None:  # type: igno
     ("markdown", "expected"),
     [
         ("**bold** and __bold__", "<b>bold</b> and <b>bold</b>"),
-        ("*it* but 2*3*4", "<i>it</i> but 2*3*4"),
+        ("*it* but 2 * 3 * 4", "<i>it</i> but 2 * 3 * 4"),
         ("`a<b` and **x**", "<code>a&lt;b</code> and <b>x</b>"),
-        ("```\nif a < b: **no**\n```", "<pre><code>if a &lt; b: **no**</code></pre>"),
+        ("```\nif a < b: **no**\n```", "<pre>if a &lt; b: **no**</pre>"),
+        ("```py\nx = 1\n```", '<pre><code class="language-py">x = 1</code></pre>'),
         ("[docs](https://e.x/?a=1&b=2)", '<a href="https://e.x/?a=1&amp;b=2">docs</a>'),
-        ("# Title\nsnake_case_name", "<b>Title</b>\nsnake_case_name"),
+        ("# Title\nsnake_case_name", "<b>Title</b>\n\nsnake_case_name"),
         ("~~old~~ new", "<s>old</s> new"),
     ],
 )
 def test_markdown_to_telegram_html(markdown: str, expected: str) -> None:
-    assert to_html(markdown) == expected
+    assert render(markdown, Dialect.TELEGRAM) == [expected]

@@ -4,12 +4,12 @@ Capabilities: Telegram implements *native input*
 (inline-keyboard questions, `channelkit.platforms.telegram.questions`); the open
 segment streams (``streaming``: drafts in private chats, post-and-edit in groups,
 `channelkit.platforms.telegram.output`) and the agent's text is sent as messages
-(split at 4,096 characters, its Markdown as Telegram HTML with a plain-text retry,
-`channelkit.platforms.telegram.markdown`), one output segment at a time: a segment
-that ends with ``response_boundary`` or ``input_requested`` is sent at once, so the text
-written before a question arrives before the question's messages; the final response
-sends only what was not sent yet; a cancelled segment sends its text so far with a
-cancelled marker. Command replies and prompts stay plain text.
+(its Markdown rendered as Telegram HTML by `channelkit.markdown`, split at block
+boundaries within 4,096 characters, with a plain-rendering retry), one output segment
+at a time: a segment that ends with ``response_boundary`` or ``input_requested`` is
+sent at once, so the text written before a question arrives before the question's
+messages; the final response sends only what was not sent yet; a cancelled segment
+sends its text so far with a cancelled marker. Command replies and prompts stay plain text.
 
 Lifecycle mapping (adapter-local): ``started`` -> start typing (one
 keep-alive per chat, ``sendChatAction typing`` every 4 s on the core scheduler);
@@ -91,18 +91,19 @@ from channelkit.platforms.telegram.ingress import (
     tap_interaction,
 )
 from channelkit.platforms.telegram.ingress import receive_update as receive_decoded
-from channelkit.platforms.telegram.markdown import PARSE_MODE, is_entity_error, to_html
 from channelkit.platforms.telegram.output import (
+    PARSE_MODE,
     STOPPED,
     LiveStreams,
     SegmentOutput,
     StreamCalls,
     final_parts,
+    formatted_parts,
+    is_entity_error,
     split_message,
 )
 from channelkit.platforms.telegram.polling import TelegramPolling
 from channelkit.platforms.telegram.questions import (
-    MAX_MESSAGE_CHARS,
     TEXT_UNKNOWN,
     TelegramQuestionPresenter,
 )
@@ -298,10 +299,12 @@ class TelegramChannel(ChannelBase):
             return None
         api = self.api
         calls = StreamCalls(
-            draft=lambda chat, draft_id, text, thread: api.send_message_draft(
-                chat, draft_id, text, message_thread_id=thread
+            draft=lambda chat, draft_id, text, thread, mode: api.send_message_draft(
+                chat, draft_id, text, message_thread_id=thread, parse_mode=mode
             ),
-            post=lambda chat, text, thread: api.send_message(chat, text, message_thread_id=thread),
+            post=lambda chat, text, thread, mode: api.send_message(
+                chat, text, message_thread_id=thread, parse_mode=mode
+            ),
             edit=lambda chat, mid, text, mode: api.edit_message_text(
                 chat, mid, text, parse_mode=mode
             ),
@@ -542,25 +545,24 @@ class TelegramChannel(ChannelBase):
             self.api.send_message(chat_id, part, message_thread_id=_thread_int(thread_id))
 
     def send_reply(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
-        """The agent's text, formatted: its Markdown sent as Telegram HTML, split at 4,096
-        characters; a part Telegram rejects ("can't parse entities") goes out plain."""
-        for part in split_message(text or " "):
-            self._send_formatted(chat_id, part, _thread_int(thread_id))
+        """The agent's text, formatted: its Markdown rendered as Telegram HTML
+        (`channelkit.markdown`), split at block boundaries within 4,096 characters; a part
+        Telegram rejects ("can't parse entities") goes out as its plain rendering."""
+        thread = _thread_int(thread_id)
+        for html, plain in formatted_parts(text) or [(" ", " ")]:
+            self._send_formatted(chat_id, html, plain, thread)
 
-    def _send_formatted(self, chat_id: str, part: str, thread: int | None) -> None:
-        formatted = to_html(part)
-        if formatted == part or len(formatted) > MAX_MESSAGE_CHARS:
-            self.api.send_message(chat_id, part, message_thread_id=thread)
+    def _send_formatted(self, chat_id: str, html: str, plain: str, thread: int | None) -> None:
+        if html == plain:
+            self.api.send_message(chat_id, plain, message_thread_id=thread)
             return
         try:
-            self.api.send_message(
-                chat_id, formatted, message_thread_id=thread, parse_mode=PARSE_MODE
-            )
+            self.api.send_message(chat_id, html, message_thread_id=thread, parse_mode=PARSE_MODE)
         except ApiError as exc:
             if not is_entity_error(exc):
                 raise
             logger.info("telegram rejected the formatted reply; sending it as plain text")
-            self.api.send_message(chat_id, part, message_thread_id=thread)
+            self.api.send_message(chat_id, plain, message_thread_id=thread)
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> typing keep-alive; terminal -> stop it (and forget the run's

@@ -35,21 +35,26 @@ replaceable pending snapshot, ``stream_interval_s`` - 0.5 s - between calls; the
 on the run's own stream lane, so appending never waits for the network):
 
 * **draft** (private chats): an empty ``sendMessageDraft`` when the segment opens (the
-  thinking placeholder), then the text so far (plain, its last 4,096 characters) under one
+  thinking placeholder), then the text so far rendered as a preview (Telegram HTML with
+  the constructs still open closed, `formatted_parts()`; its last part) under one
   non-zero ``draft_id`` per segment. The segment's text is then sent with ``sendMessage``
   exactly as without streaming (the draft is only a preview). A draft Telegram *rejects*
   (4xx: drafts unavailable for the bot or chat) switches the segment, and later segments of
   that chat, to post-and-edit; any other failure stops streaming the segment, and the
   final ``sendMessage`` delivers its text.
-* **edit** (groups, or ``streaming="edit"``): the first snapshot is posted with
-  ``sendMessage``, later ones ``editMessageText`` it - at most one edit per second per chat
-  (`ChatEditLimiter`, shared by every segment of the chat); a 429's
+* **edit** (groups, or ``streaming="edit"``): the first snapshot's preview (its first
+  part) is posted with ``sendMessage``, later ones ``editMessageText`` it - at most one
+  edit per second per chat (`ChatEditLimiter`, shared by every segment of the chat); a 429's
   ``retry_after`` holds the chat's next edit at least that long (a timer on the scheduler,
   never a sleeping worker). When the segment ends, its final text (formatted) replaces the
   streamed message by one last edit through the delivery chain (the limiter's wait is a
   scheduled retry); what does not fit 4,096 characters follows as new messages. A failed
   edit falls back to ``sendMessage`` of the part (the edit definitely failed: no
   duplicate). A cancelled segment's message keeps its text with `CANCELLED_MARKER`.
+
+Previews and final messages are the same rendering (`channelkit.markdown`): a preview is
+sent with ``parse_mode="HTML"``; one Telegram refuses ("can't parse entities") is sent
+again as the plain rendering.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
 from channelkit.errors import ApiError, RateLimited
+from channelkit.markdown import Dialect, parse, render_document, safe_cut, split
 from channelkit.platforms.common import (
     MAX_VISIBLE_CHARS,
     SnapshotWriter,
@@ -72,7 +78,6 @@ from channelkit.platforms.common import (
 )
 from channelkit.platforms.common.delivery import DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.types import Scheduler, TimerHandle
-from channelkit.platforms.telegram.markdown import PARSE_MODE, to_html
 from channelkit.platforms.telegram.questions import MAX_MESSAGE_CHARS
 from channelkit.runtime import BoundedMap, Clock
 
@@ -81,6 +86,7 @@ __all__ = [
     "EDIT_INTERVAL",
     "FAILED_MARKER",
     "MAX_OUTPUT_RUNS",
+    "PARSE_MODE",
     "STOPPED",
     "STOPPED_MARKER",
     "ChatEditLimiter",
@@ -88,6 +94,8 @@ __all__ = [
     "SegmentOutput",
     "StreamCalls",
     "final_parts",
+    "formatted_parts",
+    "is_entity_error",
     "split_message",
 ]
 
@@ -111,8 +119,43 @@ STOPPED = "stopped"
 _FLUSH_REASONS = frozenset({"response_boundary", "input_requested", "completed"})
 
 
+#: The parse mode formatted parts are sent with.
+PARSE_MODE = "HTML"
+
+
+def is_entity_error(exc: BaseException) -> bool:
+    """True for Telegram's 400 answer to text whose entities it cannot parse."""
+    status = getattr(exc, "status", None)
+    return status == 400 and "can't parse entities" in str(exc).lower()
+
+
+def formatted_parts(
+    text: str, limit: int = MAX_MESSAGE_CHARS, *, preview: bool = False
+) -> list[tuple[str, str]]:
+    """The agent's Markdown ``text`` as Telegram messages: one ``(html, plain)`` pair
+    per part, in order, each within ``limit`` characters; ``[]`` when nothing shows.
+
+    The text is parsed and split once (at block boundaries, `channelkit.markdown`);
+    each part is rendered as Telegram HTML and as plain text (its fallback when
+    Telegram refuses the entities). ``preview``: ``text`` is the stream so far, its
+    open constructs are closed. A text without any Markdown that fits one message is
+    sent exactly as written.
+    """
+    pairs: list[tuple[str, str]] = []
+    for part in split(parse(text, preview=preview), Dialect.TELEGRAM, limit):
+        html = render_document(part, Dialect.TELEGRAM)
+        plain = render_document(part, Dialect.PLAIN)
+        if len(plain) > limit:  # never expected (plain is never longer than HTML)
+            plain = plain[: safe_cut(plain, limit)]
+        pairs.append((html, plain))
+    if len(pairs) == 1 and len(text) <= limit and pairs[0][0] == pairs[0][1] == text.strip():
+        return [(text, text)]
+    return pairs
+
+
 def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
-    """Split ``text`` into Telegram-sized parts, preferring line breaks."""
+    """Split plain ``text`` into Telegram-sized parts, preferring line breaks (never
+    inside a grapheme cluster)."""
     if len(text) <= limit:
         return [text]
     parts: list[str] = []
@@ -120,7 +163,7 @@ def split_message(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
     while len(rest) > limit:
         cut = rest.rfind("\n", 0, limit)
         if cut < limit // 2:
-            cut = limit
+            cut = safe_cut(rest, limit)
         parts.append(rest[:cut])
         rest = rest[cut:].lstrip("\n")
     if rest:
@@ -135,22 +178,27 @@ SendPart = Callable[[str, "str | None"], object]
 def final_parts(
     text: str, send: SendPart, *, limit: int = MAX_MESSAGE_CHARS
 ) -> list[tuple[DeliveryPath, ...]]:
-    """The final answer's parts for the delivery chain, in order.
+    """The final answer's parts for the delivery chain, in order (`formatted_parts()`).
 
-    Each part is tried formatted (its Markdown as Telegram HTML) and then as plain text
-    (when Telegram rejects the entities, or the formatted sends keep failing); a part
-    whose HTML equals it, or does not fit one message, has the plain path only.
-    ``sendMessage`` has no idempotency key: no path is ``idempotent``.
+    Each part is tried formatted (Telegram HTML) and then as its plain rendering (when
+    Telegram rejects the entities, or the formatted sends keep failing); a part whose
+    HTML equals its plain text has the plain path only. ``sendMessage`` has no
+    idempotency key: no path is ``idempotent``.
     """
+    return _delivery_parts(formatted_parts(text, limit), send)
+
+
+def _delivery_parts(
+    pairs: Sequence[tuple[str, str]], send: SendPart
+) -> list[tuple[DeliveryPath, ...]]:
     parts: list[tuple[DeliveryPath, ...]] = []
-    for part in split_message(text or " ", limit):
-        plain = DeliveryPath("sendMessage plain", partial(send, part, None))
-        formatted = to_html(part)
-        if formatted == part or len(formatted) > limit:
+    for html, text in pairs or [(" ", " ")]:
+        plain = DeliveryPath("sendMessage plain", partial(send, text, None))
+        if html == text:
             parts.append((plain,))
         else:
-            html = DeliveryPath("sendMessage HTML", partial(send, formatted, PARSE_MODE))
-            parts.append((html, plain))
+            formatted = DeliveryPath("sendMessage HTML", partial(send, html, PARSE_MODE))
+            parts.append((formatted, plain))
     return parts
 
 
@@ -171,13 +219,14 @@ Deliver = Callable[[Sequence[Sequence[DeliveryPath]], DeliveryTarget], object]
 class StreamCalls:
     """The Bot API calls a live segment makes (the adapter binds them to its api).
 
-    ``draft(chat_id, draft_id, text, thread)``: ``sendMessageDraft``;
-    ``post(chat_id, text, thread) -> message_id``: ``sendMessage`` (plain);
-    ``edit(chat_id, message_id, text, parse_mode)``: ``editMessageText``.
+    ``draft(chat_id, draft_id, text, thread, parse_mode)``: ``sendMessageDraft``;
+    ``post(chat_id, text, thread, parse_mode) -> message_id``: ``sendMessage``;
+    ``edit(chat_id, message_id, text, parse_mode)``: ``editMessageText``
+    (``parse_mode``: `PARSE_MODE` or None for plain text).
     """
 
-    draft: Callable[[str, int, str, int | None], object]
-    post: Callable[[str, str, int | None], int]
+    draft: Callable[[str, int, str, int | None, str | None], object]
+    post: Callable[[str, str, int | None, str | None], int]
     edit: Callable[[str, int, str, str | None], object]
 
 
@@ -348,7 +397,7 @@ class LiveStream:
             if self._closed:
                 return
             try:
-                self._streams.calls.draft(self.chat_id, self.draft_id, "", self.thread)
+                self._streams.calls.draft(self.chat_id, self.draft_id, "", self.thread, None)
             except Exception as exc:
                 error = exc
         if error is not None:
@@ -363,24 +412,43 @@ class LiveStream:
             if self._closed:
                 return
             try:
-                if self.mode == "draft":
-                    text = snapshot[-MAX_MESSAGE_CHARS:]
-                    calls.draft(self.chat_id, self.draft_id, text, self.thread)
-                    self.shown = text
+                pairs = formatted_parts(snapshot, preview=True)
+                if not pairs:
                     return
-                text = split_message(snapshot)[0]
-                if not text.strip() or text == self.shown:
+                if self.mode == "draft":
+                    html, plain = pairs[-1]
+                    self.shown = _formatted_or_plain(
+                        html,
+                        plain,
+                        lambda text, mode: calls.draft(
+                            self.chat_id, self.draft_id, text, self.thread, mode
+                        ),
+                    )
+                    return
+                html, plain = pairs[0]
+                if not plain.strip() or html == self.shown:
                     return
                 if self.message_id is None:
-                    self.message_id = calls.post(self.chat_id, text, self.thread)
-                    self.shown = text
+                    posted: list[int] = []
+                    self.shown = _formatted_or_plain(
+                        html,
+                        plain,
+                        lambda text, mode: posted.append(
+                            calls.post(self.chat_id, text, self.thread, mode)
+                        ),
+                    )
+                    self.message_id = posted[-1]
                     return
                 wait = self.take_slot()
                 if wait > 0:
                     self._defer(wait)
                     return
-                calls.edit(self.chat_id, self.message_id, text, None)
-                self.shown = text
+                message_id = self.message_id
+                self.shown = _formatted_or_plain(
+                    html,
+                    plain,
+                    lambda text, mode: calls.edit(self.chat_id, message_id, text, mode),
+                )
             except RateLimited as exc:
                 if self.mode == "edit":
                     self._defer(self.rate_limited(exc))
@@ -425,6 +493,23 @@ class LiveStream:
             self.mode = "edit"
             self.writer = self._new_writer(ready=True)
             self.writer.replace(old.content)
+
+
+def _formatted_or_plain(html: str, plain: str, call: Callable[[str, str | None], object]) -> str:
+    """``call(html, PARSE_MODE)``, or ``call(plain, None)`` when the HTML is the plain
+    text or Telegram refuses its entities; returns the text shown."""
+    if html == plain:
+        call(plain, None)
+        return plain
+    try:
+        call(html, PARSE_MODE)
+    except ApiError as exc:
+        if not is_entity_error(exc):
+            raise
+        logger.info("telegram rejected a formatted preview; showing it as plain text")
+        call(plain, None)
+        return plain
+    return html
 
 
 class LiveStreams:
@@ -488,12 +573,12 @@ class LiveStreams:
         self, stream: LiveStream, text: str, send: SendPart
     ) -> list[tuple[DeliveryPath, ...]]:
         """The delivery parts of `replace()` (the edit paths first)."""
-        parts = final_parts(text, send)
-        first = split_message(text or " ")[0]
-        formatted = to_html(first)
+        pairs = formatted_parts(text) or [(" ", " ")]
+        parts = _delivery_parts(pairs, send)
+        html, first = pairs[0]
         edits: list[DeliveryPath] = []
-        if formatted != first and len(formatted) <= MAX_MESSAGE_CHARS:
-            edits.append(self._edit_path(stream, formatted, PARSE_MODE))
+        if html != first:
+            edits.append(self._edit_path(stream, html, PARSE_MODE))
         edits.append(self._edit_path(stream, first, None))
         parts[0] = (*edits, *parts[0])
         return parts
