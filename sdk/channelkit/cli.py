@@ -152,9 +152,15 @@ def _directory(text: str) -> str:
 
 
 def _cmd_playground(args: argparse.Namespace) -> int:
+    from channelkit.observability.logs import configure_logging
     from channelkit.playground import Playground
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # text: warnings only, short lines; json (for a log pipeline): INFO, the story too
+    configure_logging(
+        logging.INFO if args.log_format == "json" else logging.WARNING,
+        args.log_format,
+        text_format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         playground = Playground(
             platform=args.platform,
@@ -340,8 +346,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if engine is None:
         print(NO_SERVER_MESSAGE, file=sys.stderr)
         return 3
+    from channelkit.observability.logs import configure_logging
+    from channelkit.observability.metrics import MISSING_MESSAGE, metrics_available, metrics_route
+
     level = str(config.options.get("logLevel", "INFO"))
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(level, args.log_format)
+    if not metrics_available():
+        logging.getLogger("channelkit.observability").warning(
+            "GET /metrics answers 503: %s", MISSING_MESSAGE.strip()
+        )
     grace = float(
         args.grace
         if args.grace is not None
@@ -361,7 +374,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 bridge.close()
                 raise
             app = create_wsgi_app(
-                service.http_channels,
+                [*service.http_channels, metrics_route()],
                 health=service.health,
                 max_body_bytes=int(config.options.get("maxBodyBytes", MAX_BODY_BYTES)),
             )
@@ -410,6 +423,7 @@ def _serve_workers(args: argparse.Namespace, config: Any) -> int:
     host = args.host or str(config.server.get("host", "127.0.0.1"))
     port = args.port if args.port is not None else int(config.server.get("port", 8000))
     argv = ["--config", args.config, "--engine", "waitress", "--grace", str(grace)]
+    argv += ["--log-format", args.log_format]
     try:
         return run_workers(argv, args.workers, host, port, grace)
     except OSError as exc:
@@ -690,6 +704,16 @@ def _add_message_commands(sub: Any) -> None:
     pins.set_defaults(func=_cmd_pins)
 
 
+def _log_format_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help=f"how log records are written to stderr ({what}; default text; see "
+        "docs/operations.md)",
+    )
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line on stderr (exit status 2)."""
 
@@ -784,6 +808,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --instances: the Redis they share, e.g. redis://127.0.0.1:6379/0 "
         "(default: one in-memory store)",
     )
+    _log_format_option(play, "text: warnings only; json: one JSON object per line, INFO")
     play.set_defaults(func=_cmd_playground)
 
     serve = sub.add_parser(
@@ -833,6 +858,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="validate the configuration exactly as check-config does, then exit",
     )
+    _log_format_option(serve, "text: one line per record; json: one JSON object per line")
     serve.set_defaults(func=_cmd_serve)
 
     check = sub.add_parser(

@@ -9,6 +9,12 @@ gives each connection to one of them). What one process holds in memory (which
 instance owns a run, its cards, one-shot claims) the others find in the shared state
 store, so N > 1 requires ``state.redis``.
 
+Metrics and logs: unless the environment sets them already, the parent gives its workers
+one fresh ``PROMETHEUS_MULTIPROC_DIR`` (so ``GET /metrics`` of any worker answers the sum
+over all of them; removed when the parent exits) and one ``CHANNELKIT_LOG_SALT`` (so the
+hashed chats of their log lines agree). A worker that exited has its live gauges
+forgotten before it is started again.
+
 The parent forwards SIGTERM/SIGINT to every child and waits the grace period plus a
 margin (then kills what is left); a child that exits on its own is started again after
 a second (same index, so the same ``instanceName`` suffix: it recovers its own cards).
@@ -18,15 +24,20 @@ Unix only (the socket is inherited by file descriptor).
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
 
 from channelkit.cluster_config import WORKER_ENV
+from channelkit.observability.metrics import MULTIPROC_ENV, mark_process_dead
+from channelkit.observability.observer import LOG_SALT_ENV
 
 __all__ = ["SOCKET_ENV", "inherited_socket", "run_workers"]
 
@@ -55,15 +66,23 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 class _Workers:
-    def __init__(self, argv: Sequence[str], count: int, sock: socket.socket) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        count: int,
+        sock: socket.socket,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.argv = list(argv)
         self.count = count
         self.sock = sock
+        self.env = dict(env or {})  # added to every worker's environment
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.stopping = threading.Event()
 
     def spawn(self, index: int) -> None:
         env = dict(os.environ)
+        env.update(self.env)
         env[WORKER_ENV] = str(index)
         env[SOCKET_ENV] = str(self.sock.fileno())
         self.procs[index] = subprocess.Popen(
@@ -84,6 +103,8 @@ class _Workers:
                     f"{code}; starting it again\n"
                 )
                 sys.stderr.flush()
+                # its live gauges no longer count
+                mark_process_dead(proc.pid, self.env.get(MULTIPROC_ENV))
                 if self.stopping.wait(_RESTART_DELAY_S):
                     return
                 self.spawn(index)
@@ -115,7 +136,14 @@ def run_workers(argv: Sequence[str], count: int, host: str, port: int, grace: fl
     """
     sock = _listen(host, port)
     bound = sock.getsockname()[1]
-    workers = _Workers(argv, count, sock)
+    env: dict[str, str] = {}
+    metrics_dir: str | None = None
+    if not os.environ.get(MULTIPROC_ENV):
+        metrics_dir = tempfile.mkdtemp(prefix="channelkit-metrics-")
+        env[MULTIPROC_ENV] = metrics_dir
+    if not os.environ.get(LOG_SALT_ENV):
+        env[LOG_SALT_ENV] = secrets.token_hex(16)
+    workers = _Workers(argv, count, sock, env)
     stop = threading.Event()
     previous = {}
 
@@ -144,3 +172,5 @@ def run_workers(argv: Sequence[str], count: int, host: str, port: int, grace: fl
         sock.close()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)

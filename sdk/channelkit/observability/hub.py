@@ -78,12 +78,21 @@ def platform_for(channel: str) -> str:
         return _channels.get(channel, "other")
 
 
+_warned: set[tuple[str, str]] = set()  # (observer class, method): warned once each
+
+
 def _each(method: str, *args: object) -> None:
     for observer in _observers:
         try:
             getattr(observer, method)(*args)
         except Exception:
-            logger.debug("observer %s.%s failed", type(observer).__name__, method, exc_info=True)
+            key = (type(observer).__name__, method)
+            with _lock:
+                first = key not in _warned and len(_warned) < _MAX_CHANNELS
+                if first:
+                    _warned.add(key)
+            level = logging.WARNING if first else logging.DEBUG
+            logger.log(level, "observer %s.%s failed", *key, exc_info=True)
 
 
 def channel_opened(channel: object) -> str:

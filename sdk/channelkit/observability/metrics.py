@@ -85,12 +85,12 @@ class PrometheusObserver(Observer):
     def __init__(self) -> None:
         from prometheus_client import Counter, Gauge, Histogram
 
-        self.runs = Counter(
+        self.runs_total = Counter(
             "channelkit_runs_total",
             "Runs that ended, by platform and outcome (completed, failed, cancelled, rejected).",
             ["platform", "outcome"],
         )
-        self.first_reaction = Histogram(
+        self.first_reaction_seconds = Histogram(
             "channelkit_first_reaction_seconds",
             "Seconds from a person's message until they first saw something of its run.",
             ["platform"],
@@ -102,25 +102,25 @@ class PrometheusObserver(Observer):
             ["platform", "outcome"],
             buckets=RUN_DURATION_BUCKETS,
         )
-        self.queued = Gauge(
+        self.queued_gauge = Gauge(
             "channelkit_runs_queued",
             "Runs admitted and waiting to start.",
             ["platform"],
             multiprocess_mode="livesum",
         )
-        self.pending = Gauge(
+        self.pending_gauge = Gauge(
             "channelkit_pending_questions",
             "Questions and permission requests waiting for a person's answer.",
             ["platform"],
             multiprocess_mode="livesum",
         )
-        self.deliveries = Counter(
+        self.deliveries_total = Counter(
             "channelkit_deliveries_total",
             "Final-answer delivery events (delivered, retried, alternate_path, lost, "
             "uncertain).",
             ["platform", "outcome"],
         )
-        self.api_calls = Counter(
+        self.api_calls_total = Counter(
             "channelkit_platform_api_calls_total",
             "Platform API call attempts by operation and HTTP status (timeout, error: no "
             "answer).",
@@ -132,7 +132,7 @@ class PrometheusObserver(Observer):
             "busy, closed, refused).",
             ["platform", "outcome"],
         )
-        self.connections = Gauge(
+        self.connections_gauge = Gauge(
             "channelkit_connections",
             "Long connections by status (1 for the current status of each connection).",
             ["connection", "status"],
@@ -143,30 +143,30 @@ class PrometheusObserver(Observer):
         self.ingress_total.labels(platform, outcome).inc()
 
     def first_reaction(self, platform: str, seconds: float) -> None:
-        self.first_reaction.labels(platform).observe(seconds)
+        self.first_reaction_seconds.labels(platform).observe(seconds)
 
     def run_ended(self, report: RunReport) -> None:
-        self.runs.labels(report.platform, report.outcome).inc()
+        self.runs_total.labels(report.platform, report.outcome).inc()
         if report.outcome != "rejected":
             self.run_duration.labels(report.platform, report.outcome).observe(report.ran_s)
 
     def runs_queued(self, channel: str, delta: int) -> None:
-        self.queued.labels(hub.platform_for(channel)).inc(delta)
+        self.queued_gauge.labels(hub.platform_for(channel)).inc(delta)
 
     def pending_questions(self, channel: str, delta: int) -> None:
-        self.pending.labels(hub.platform_for(channel)).inc(delta)
+        self.pending_gauge.labels(hub.platform_for(channel)).inc(delta)
 
     def delivery(self, channel: str, outcome: str) -> None:
-        self.deliveries.labels(hub.platform_for(channel), outcome).inc()
+        self.deliveries_total.labels(hub.platform_for(channel), outcome).inc()
 
     def api_call(self, platform: str, operation: str, status: str, seconds: float) -> None:
-        self.api_calls.labels(platform, operation, status).inc()
+        self.api_calls_total.labels(platform, operation, status).inc()
 
     def connection_state(self, connection: str, old: str, new: str) -> None:
         if old != "idle":  # a connection is counted from its first change on
-            self.connections.labels(connection, old).dec()
+            self.connections_gauge.labels(connection, old).dec()
         if new != "idle":
-            self.connections.labels(connection, new).inc()
+            self.connections_gauge.labels(connection, new).inc()
 
 
 _install_lock = threading.Lock()
@@ -218,14 +218,15 @@ def metrics_route(path: str = METRICS_PATH) -> IngressRoute:
     return IngressRoute(path, _handle, methods=("GET",), name="metrics")
 
 
-def mark_process_dead(pid: int) -> None:
-    """Forget the live gauges of a worker process that exited (multiprocess mode only;
-    nothing without prometheus_client or `MULTIPROC_ENV`)."""
-    if not os.environ.get(MULTIPROC_ENV) or not metrics_available():
+def mark_process_dead(pid: int, directory: str | None = None) -> None:
+    """Forget the live gauges of a worker process that exited, in ``directory`` (default:
+    `MULTIPROC_ENV`); nothing without prometheus_client or a directory."""
+    path = directory or os.environ.get(MULTIPROC_ENV)
+    if not path or not metrics_available():
         return
     from prometheus_client import multiprocess
 
     try:
-        multiprocess.mark_process_dead(pid)
+        multiprocess.mark_process_dead(pid, path)
     except OSError:
         logger.debug("forgetting the metrics of process %d failed", pid, exc_info=True)

@@ -41,6 +41,7 @@ from typing import Any
 
 from channelkit.agents.base import AgentBridge
 from channelkit.errors import ConfigurationError
+from channelkit.observability.metrics import metrics_route
 from channelkit.platforms import PLATFORMS as REGISTRY
 from channelkit.platforms.common.connection import start_connections
 from channelkit.playground.demo import demo_agent
@@ -281,7 +282,8 @@ class Playground:
             self._build_registered(model)
         # the channel's own word on waiting requests (a text permission prompt has no card)
         self.emulator.request_pending = lambda: bool(self.channel.pending_request_ids())
-        self.app = create_wsgi_app([self.channel], fallback=self.emulator)
+        # GET /metrics beside the channel's routes (Prometheus text; see docs/operations.md)
+        self.app = create_wsgi_app([self.channel, metrics_route()], fallback=self.emulator)
         self._started = False
 
     def _permission_lifetime(self, default: float) -> float:
