@@ -114,7 +114,7 @@ def _open_inline(text: str) -> str:
                 i += 1
             continue
         if stack and stack[-1] == "](":
-            if char == ")":
+            if char == ")" or char.isspace():  # a space: not a link target after all
                 stack.pop()
             i += 1
             continue

@@ -86,6 +86,7 @@ class Renderer:
         self.table = table
         self.table_width = table_width if table_width is not None else self.default_table_width
         self._bold = 0  # depth of bold being rendered (bold inside bold is not marked)
+        self._quotes = 0  # depth of quotes being rendered
 
     # -- text pieces -------------------------------------------------------------------
     def escape(self, text: str) -> str:
@@ -304,7 +305,16 @@ class TelegramRenderer(Renderer):
             return f'<pre><code class="language-{language}">{body}</code></pre>'
         return f"<pre>{body}</pre>"
 
-    def quote(self, inner: str) -> str:
+    def block(self, block: Block, depth: int = 0) -> str:
+        if not isinstance(block, Quote):
+            return super().block(block, depth)
+        self._quotes += 1
+        try:
+            inner = "\n\n".join(self.block(b, depth) for b in block.blocks)
+        finally:
+            self._quotes -= 1
+        if self._quotes:  # Telegram quotes do not nest: an inner quote is "> " lines
+            return "\n".join("&gt; " + line if line else "&gt;" for line in inner.split("\n"))
         return f"<blockquote>{inner}</blockquote>"
 
     def monospace(self, lines: Sequence[str]) -> str:
@@ -350,6 +360,18 @@ class SlackRenderer(Renderer):
     def heading(self, level: int, inner: str) -> str:
         return f"*{inner}*"
 
+    def block(self, block: Block, depth: int = 0) -> str:
+        if not isinstance(block, Quote):
+            return super().block(block, depth)
+        self._quotes += 1
+        try:
+            inner = "\n\n".join(self.block(b, depth) for b in block.blocks)
+        finally:
+            self._quotes -= 1
+        # Slack quotes neither nest nor open inside a list item: there "> " is text
+        mark = "&gt; " if self._quotes or depth else "> "
+        return "\n".join(mark + line if line else mark.rstrip() for line in inner.split("\n"))
+
     def code_block(self, code: str, language: str) -> str:
         return f"```\n{self.escape_code(code)}\n```"
 
@@ -358,7 +380,14 @@ class SlackRenderer(Renderer):
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_~\[\]|])")
-_MD_LINE_START = re.compile(r"(^|\n)([ \t]*)([#>+-]|\d+[.)])", re.MULTILINE)
+_MD_LINE_START = re.compile(r"(^|\n)([ \t]*)(>|(?:#+|[+-]|\d+[.)])(?=\s|$))", re.MULTILINE)
+
+
+def _escape_line_start(match: re.Match[str]) -> str:
+    """A block marker at a line start, backslash-escaped (``2.`` -> ``2\\.``)."""
+    marker = match.group(3)
+    escaped = marker[:-1] + "\\" + marker[-1] if marker[0].isdigit() else "\\" + marker
+    return match.group(1) + match.group(2) + escaped
 
 
 class MarkdownRenderer(Renderer):
@@ -376,7 +405,7 @@ class MarkdownRenderer(Renderer):
         for char in self.entities:
             text = text.replace(char, html.escape(char, quote=False))
         text = _MD_SPECIAL.sub(r"\\\1", text)
-        return _MD_LINE_START.sub(r"\1\2\\\3", text)
+        return _MD_LINE_START.sub(_escape_line_start, text)
 
     def bold(self, inner: str) -> str:
         return f"**{inner}**"
@@ -424,7 +453,7 @@ class MarkdownRenderer(Renderer):
 
 
 _FEISHU_SPECIAL = re.compile(r"[\\`*_~\[\]|#&<>]")
-_FEISHU_LINE_START = re.compile(r"(^|\n)([ \t]*)([+-]|\d+(?=[.)]))", re.MULTILINE)
+_FEISHU_LINE_START = re.compile(r"(^|\n)([ \t]*)([+-]|\d+(?=[.)]))(?=[.)]?(?:\s|$))", re.MULTILINE)
 
 
 class FeishuRenderer(MarkdownRenderer):
