@@ -197,7 +197,7 @@ def render_metrics() -> tuple[bytes, str]:
         from prometheus_client import multiprocess
 
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
@@ -227,6 +227,6 @@ def mark_process_dead(pid: int, directory: str | None = None) -> None:
     from prometheus_client import multiprocess
 
     try:
-        multiprocess.mark_process_dead(pid, path)
+        multiprocess.mark_process_dead(pid, path)  # type: ignore[no-untyped-call]
     except OSError:
         logger.debug("forgetting the metrics of process %d failed", pid, exc_info=True)
