@@ -29,6 +29,7 @@ __all__ = [
     "PermissionResponse",
     "PresentationEvent",
     "SessionDied",
+    "SteerableBridge",
     "ToolCallEvent",
 ]
 
@@ -154,4 +155,24 @@ class AgentBridge(Protocol):
 
     def close(self) -> None:
         """Release processes and threads; pending requests end as cancelled."""
+        ...
+
+
+@runtime_checkable
+class SteerableBridge(Protocol):
+    """An optional bridge capability: hand a person's new text to the running turn.
+
+    ``ChannelBase`` uses it in busy mode ``steer`` (``ChannelConfig.busy``): while a
+    session's run is prompting, a new message of that session goes to
+    ``steer(session_id, text)`` instead of waiting for the next turn. Return True only
+    when the running turn took the text (it will read it); False (no running turn, the
+    agent does not read steering, its inbox is full) makes the channel queue the message
+    as a turn of its own, so nothing is lost. Called on a pool thread after the platform
+    ACK; it must not block for long. ``FunctionAgent`` implements it (with
+    ``steerable=True``); ``AcpBridge`` does not (ACP has no way to add to a running
+    turn), so on ACP agents ``steer`` behaves as ``queue``.
+    """
+
+    def steer(self, session_id: str, text: str) -> bool:
+        """Give ``text`` to the session's running turn; True when it was taken."""
         ...

@@ -20,13 +20,35 @@ returns everything said.
 
 Every wait is bounded by ``question_timeout`` seconds. Pass ``scheduler`` to measure
 that timeout on the scheduler's clock (a FakeClock in tests).
+
+Steering (busy mode ``steer``, ``ChannelConfig.busy``): a ``FunctionAgent(fn,
+steerable=True)`` takes a person's new messages while a turn of their conversation
+runs, into that turn's inbox::
+
+    def agent(turn: Turn) -> str:
+        for step in plan(turn.text):
+            more = turn.steered()          # texts sent since the last call, oldest first
+            if more:
+                step = replan(step, more)
+            ...
+        return summary(turn.text, turn.steered())
+
+``Turn.steered()`` returns what arrived since its last call (each text once),
+``Turn.wait_steered(timeout)`` blocks (bounded) until something arrives or the turn is
+cancelled. The inbox holds at most `MAX_STEERED` texts; ``steer`` refuses more, and it
+refuses any text once the function returned, so the channel queues such a message as a
+turn of its own. Texts taken but never read are logged (count only) when the turn ends:
+a steerable function reads its inbox before it returns. Without ``steerable=True``
+``steer`` always refuses (the function would never read its inbox).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -46,6 +68,7 @@ if TYPE_CHECKING:
     from channelkit.presentation.model import MessagePresentation, ReplyPayload
 
 __all__ = [
+    "MAX_STEERED",
     "PERMISSION_OPTIONS",
     "QUESTION_OPTIONS",
     "FunctionAgent",
@@ -70,6 +93,11 @@ PERMISSION_OPTIONS = (
 )
 
 _CANCELLED_OUTCOME: Mapping[str, Any] = {"outcome": "cancelled"}
+
+#: Texts one turn's steering inbox holds at most (unread); ``steer`` refuses more.
+MAX_STEERED = 100
+
+logger = logging.getLogger(__name__)
 
 # The bounds ChannelBase's normalizer enforces (a request outside them is not rendered
 # as a form, so ``ask`` refuses it up front).
@@ -227,6 +255,10 @@ class Turn:
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
         self._waiters: dict[str, _Waiter] = {}
+        # steering inbox: texts a person sent while this turn runs (busy mode steer)
+        self._inbox: deque[str] = deque()
+        self._inbox_open = True
+        self._inbox_cond = threading.Condition(threading.Lock())
 
     @property
     def cancelled(self) -> bool:
@@ -236,6 +268,42 @@ class Turn:
     @property
     def said(self) -> str:
         return "".join(self._said)
+
+    def steered(self) -> list[str]:
+        """The texts handed to this turn since the last call, oldest first (each once).
+
+        They are messages the person sent while this turn runs, with the channel's busy
+        mode ``steer`` and ``FunctionAgent(steerable=True)``; ``[]`` when none came."""
+        with self._inbox_cond:
+            texts = list(self._inbox)
+            self._inbox.clear()
+        return texts
+
+    def wait_steered(self, timeout: float) -> list[str]:
+        """Like `steered()`, but wait up to ``timeout`` seconds (real time) for a text
+        when none is there; returns ``[]`` on timeout or once the turn is cancelled."""
+        limit = _timeout(timeout, "timeout")
+        with self._inbox_cond:
+            self._inbox_cond.wait_for(lambda: self._inbox or self.cancelled, limit)
+            texts = list(self._inbox)
+            self._inbox.clear()
+        return texts
+
+    def _steer(self, text: str) -> bool:
+        with self._inbox_cond:
+            if not self._inbox_open or self.cancelled or len(self._inbox) >= MAX_STEERED:
+                return False
+            self._inbox.append(text)
+            self._inbox_cond.notify_all()
+        return True
+
+    def _close_inbox(self) -> int:
+        """No more steering (the function returned); how many texts were never read."""
+        with self._inbox_cond:
+            self._inbox_open = False
+            left = len(self._inbox)
+            self._inbox.clear()
+        return left
 
     def say(self, text: str) -> None:
         """Stream visible text (ignored after cancellation)."""
@@ -419,6 +487,8 @@ class Turn:
         with self._lock:
             self._cancelled.set()
             waiters = list(self._waiters.values())
+        with self._inbox_cond:
+            self._inbox_cond.notify_all()  # wake wait_steered
         for waiter in waiters:
             if waiter.resolve("cancelled", None):
                 self._sink.permission_resolved(
@@ -433,7 +503,9 @@ class FunctionAgent:
     configured). ``question_timeout`` bounds every ``ask``/``request_permission`` wait
     (seconds).
     With ``scheduler`` the timeout is a timer on the scheduler's clock; the real wait is
-    then bounded by ``question_timeout + real_wait_margin``.
+    then bounded by ``question_timeout + real_wait_margin``. ``steerable`` (default
+    False): the function reads `Turn.steered()`, so `steer()` hands it new messages
+    (busy mode ``steer``; see the module docstring).
     """
 
     def __init__(
@@ -444,6 +516,7 @@ class FunctionAgent:
         scheduler: Any = None,
         real_wait_margin: float = 30.0,
         name: str | None = None,
+        steerable: bool = False,
     ) -> None:
         if not callable(fn):
             raise TypeError("fn: must be callable")
@@ -455,6 +528,8 @@ class FunctionAgent:
         self.question_timeout = _timeout(question_timeout, "question_timeout")
         self.scheduler = scheduler
         self.real_wait_margin = real_wait_margin
+        #: True when the function reads `Turn.steered()` (then `steer()` takes texts)
+        self.steerable = bool(steerable)
         self._lock = threading.Lock()
         self._turns: dict[str, Turn] = {}
         self._waiters: dict[str, _Waiter] = {}
@@ -481,9 +556,27 @@ class FunctionAgent:
                 turn.say(result)
             return turn.said
         finally:
+            unread = turn._close_inbox()
             with self._lock:
                 if self._turns.get(session_id) is turn:
                     del self._turns[session_id]
+            if unread:
+                logger.warning(
+                    "turn of session %s ended with %d steered message(s) it never read",
+                    session_id,
+                    unread,
+                )
+
+    def steer(self, session_id: str, text: str) -> bool:
+        """Hand ``text`` to the session's running turn (`Turn.steered()`); True when the
+        turn took it. False without ``steerable``, without a running turn, after the
+        function returned or was cancelled, or with `MAX_STEERED` texts unread (the
+        channel then queues the message as a turn of its own)."""
+        if not self.steerable or not isinstance(text, str):
+            return False
+        with self._lock:
+            turn = self._turns.get(session_id)
+        return turn is not None and turn._steer(text)
 
     def cancel_session(self, session_id: str) -> bool:
         with self._lock:
