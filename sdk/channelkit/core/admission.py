@@ -106,6 +106,22 @@ class RunAdmission:
         with self._lock:
             return len(self._queue)
 
+    def waits(self, ticket: Ticket) -> bool:
+        """True when the queued ``ticket`` could not start now even if it were not
+        held: every slot is taken, or a run of its session is alive or queued before it
+        (runs of one session go one after another)."""
+        with self._lock:
+            if ticket.state != "queued":
+                return False
+            if self._active >= self.limit or ticket.session in self._busy_sessions:
+                return True
+            for other in self._queue:
+                if other is ticket:
+                    return False
+                if other.session == ticket.session:
+                    return True
+            return False
+
     # -- transitions ------------------------------------------------------------------
 
     def admit(

@@ -43,6 +43,7 @@ from channelkit.agents.base import AgentBridge, PermissionRequest, ToolCallEvent
 from channelkit.core.access import ACCESS_COMMAND, AccessGate, refused
 from channelkit.core.admission import RunAdmission, Ticket
 from channelkit.core.approvals import PermissionHooks
+from channelkit.core.busy import BusyChat, BusyMode
 from channelkit.core.cancellation import RunCancellation
 from channelkit.core.commands import COMMANDS, ChatCommands, parse_command
 from channelkit.core.config import ChannelConfig
@@ -213,6 +214,19 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             answers=self.last_answers,
         )
         self._sink = ChannelSink(self._events, self._requests, self._runs)
+        #: what a person's message does while their conversation's run is going
+        self._busy = BusyChat(
+            channel_name=config.name,
+            mode=BusyMode(config.busy),
+            collect_window=config.collect_window,
+            table=self._runs,
+            bridge=self._current_bridge,
+            enqueue=self._enqueue,
+            cancel=self.cancel_run,
+            scheduler=self.scheduler,
+            clock=clock,
+            pool=self.pool,
+        )
         #: who may talk to the bot, and where (`AccessConfig`); checked first in
         #: `handle_inbound`; its pairing methods change who is admitted at run time
         self.access = AccessGate(config.access_policy, clock=clock)
@@ -321,6 +335,12 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         return self._runs
 
     @property
+    def busy_chat(self) -> BusyChat:
+        """How this channel treats a message while its conversation's run is going
+        (``config.busy``; read it, e.g. ``busy_chat.waiting_messages``)."""
+        return self._busy
+
+    @property
     def event_sink(self) -> ChannelSink:
         """A session-routed AgentEventSink for events a bridge reports outside prompt."""
         return self._sink
@@ -377,7 +397,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             message_id=msg.message_id,
             text=msg.text,
         )
-        return self._enqueue(run, defer)
+        return self._busy.admit(run, defer)
 
     def run_loop_prompt(
         self,
@@ -494,6 +514,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         runs = self._runs.close()
         if runs is None:
             return
+        self._busy.close()
         for ticket in self._admission.drain():
             run = ticket.payload
             run.cancelled = True
@@ -577,8 +598,11 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         )
         return self._enqueue(run)
 
-    def _enqueue(self, run: Run, defer: list[Callable[[], None]] | None = None) -> RunHandle:
-        """Admit ``run``; started now, queued (the person is told), or refused as busy.
+    def _enqueue(
+        self, run: Run, defer: list[Callable[[], None]] | None = None, notice: bool = True
+    ) -> RunHandle:
+        """Admit ``run``; started now, queued (the person is told, also behind their
+        own conversation's run, unless ``notice`` is False), or refused as busy.
 
         A person's run over a queue bound resolves at once as ``rejected`` and the busy
         notice goes to the chat (after the ACK when ``defer`` is given); a synthetic run
@@ -608,8 +632,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             return RunHandle(run.run_id, run.session_id, future)
         run.ticket = ticket
         if ticket.state == "queued" and run.kind == "inbound":
-            if self._admission.active >= self._admission.limit:
-                # waiting for capacity, not only for its session's previous run
+            if notice and self._admission.waits(ticket):
+                # told at once, whether it waits for a slot or for its conversation's run
                 event = self._events.queued_event(run, ticket.ahead, first=True)
                 if defer is None:
                     self._events.post_queued(run, event)

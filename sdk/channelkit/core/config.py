@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.core.access import AccessConfig
+from channelkit.core.busy import BUSY_MODES, MAX_COLLECT_WINDOW, BusyMode
 from channelkit.core.types import SessionScope
 from channelkit.errors import ConfigurationError
 
@@ -41,6 +42,13 @@ class ChannelConfig:
     * ``last_answer_max_age`` - how long each conversation's last answer is kept for
       ``/last`` (seconds, default 24 h).
     * ``max_pending_permissions`` - live pending-request cap (oldest cancelled beyond).
+    * ``busy`` - what a person's message does while their conversation's run is still
+      going: ``"queue"`` (default: it waits, the person sees a queue notice at once),
+      ``"interrupt"`` (the running run is cancelled, the new message starts),
+      ``"collect"`` (messages within ``collect_window`` seconds, default 1.5, or while
+      a run is busy are joined into the next turn) or ``"steer"`` (the text is handed
+      to the running turn where the agent can take it, else queued). See
+      `channelkit.core.busy`.
     * ``access`` - who may talk to the bot, and where (`AccessConfig`, or its
       camelCase mapping as in the configuration file); default: anyone, anywhere.
     """
@@ -60,6 +68,8 @@ class ChannelConfig:
     respond_timeout: float = 30.0
     last_answer_max_age: float = 86400.0
     max_pending_permissions: int = 1000
+    busy: BusyMode | str = BusyMode.QUEUE
+    collect_window: float = 1.5
     access: AccessConfig | Mapping[str, Any] = field(default_factory=AccessConfig)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -113,6 +123,23 @@ class ChannelConfig:
             or self.max_pending_permissions < 1
         ):
             raise ConfigurationError("must be a positive integer", path="max_pending_permissions")
+        try:
+            self.busy = BusyMode(self.busy)
+        except ValueError:
+            raise ConfigurationError(
+                f"must be one of {list(BUSY_MODES)}, got {self.busy!r}", path="busy"
+            ) from None
+        window = self.collect_window
+        if (
+            isinstance(window, bool)
+            or not isinstance(window, int | float)
+            or not math.isfinite(window)
+            or not 0 < window <= MAX_COLLECT_WINDOW
+        ):
+            raise ConfigurationError(
+                f"must be seconds in (0, {MAX_COLLECT_WINDOW:g}], got {window!r}",
+                path="collect_window",
+            )
         senders: object = self.authorized_senders
         if senders is not None:
             if isinstance(senders, str) or not isinstance(senders, Iterable):
