@@ -40,6 +40,7 @@ The modules that raise these errors re-export them, so
           │    ├── AcpRequestError
           │    └── AcpTimeoutError (+ TimeoutError)
           ├── StateStoreUnavailable                   the shared state store (Redis) is unreachable
+          ├── CredentialCheckFailed                   a credential failed its start-up check
           ├── IngressRejected                         a Feishu callback failed verification
           ├── RequestBodyRejected                     a request body refused before any handler
           │    ├── BodyTooLarge                       larger than the limit (413)
@@ -73,6 +74,7 @@ __all__ = [
     "ChannelKitError",
     "ConfigurationError",
     "ConnectTimeout",
+    "CredentialCheckFailed",
     "DecryptionError",
     "DeliveryPinError",
     "DeserializationError",
@@ -333,6 +335,24 @@ class StateStoreUnavailable(ChannelKitError):
     redis-py exception; the message never carries the URL's password. The store
     reconnects by itself once the server answers again.
     """
+
+
+class CredentialCheckFailed(ChannelKitError):
+    """A platform's start-up check of a channel's credentials failed.
+
+    ``field`` names the credential as the configuration spells it (``botToken``;
+    ``clientId/clientSecret`` when the platform cannot tell which of two was wrong);
+    ``reason`` completes the sentence (``was refused by Telegram (HTTP 401:
+    Unauthorized)``). ``refused`` is True when the platform said no, False when the
+    check could not be made (no answer in time, a server error). Neither ever holds a
+    secret.
+    """
+
+    def __init__(self, field: str, reason: str, *, refused: bool = True) -> None:
+        self.field = field
+        self.reason = reason
+        self.refused = refused
+        super().__init__(f"{field} {reason}")
 
 
 class RequestBodyRejected(ChannelKitError):

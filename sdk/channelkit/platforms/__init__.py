@@ -59,6 +59,10 @@ def _renderer(name: str) -> Ref:
     return Ref(f"{_P}.{name}.renderer:render")
 
 
+def _check(name: str) -> Ref:
+    return Ref(f"{_P}.{name}.api:check_credentials")
+
+
 def _sender(name: str, cls: str) -> Ref:
     return Ref(f"{_P}.{name}.sender:{cls}")
 
@@ -79,6 +83,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         parse_config=Ref(f"{_P}.dingtalk:DingtalkConfig.from_dict"),
         name_setting="name",
         shared_store="cluster",  # run ownership, routed card callbacks, leases, recovery
+        check_credentials=_check("dingtalk"),
         capabilities=frozenset(
             {
                 "streaming",
@@ -123,6 +128,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         parse_config=Ref(f"{_P}.feishu:FeishuConfig.from_dict"),
         settings_case="snake",
         shared_store="dedup",  # event_id dedup across instances
+        check_credentials=_check("feishu"),
         capabilities=frozenset(
             {
                 "streaming",
@@ -167,6 +173,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         ingress=("polling", "webhook"),
         name_setting="channelName",
         shared_store="dedup",  # update_id dedup across instances
+        check_credentials=_check("telegram"),
         capabilities=frozenset(
             {"streaming", "forms", "approval_buttons", "pins", "typing", "presentation"}
         ),
@@ -194,6 +201,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         credentials_schema=secret_credentials("botToken", optional=("signingSecret", "appToken")),
         ingress=("events", "socket"),
         name_setting="channelName",
+        check_credentials=_check("slack"),
         capabilities=frozenset(
             {
                 "streaming",
@@ -234,6 +242,8 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         ingress=("polling",),
         name_setting="channelName",
         shared_store="dedup",  # message_id dedup across instances
+        # no check_credentials: iLink has no read-only call that tests the token alone
+        # (getconfig needs a person's id, getupdates would take their messages)
         capabilities=frozenset({"typing"}),
         chat_id_help="the person's iLink user id (...@im.wechat)",
         playground=PlaygroundDefaults(

@@ -220,7 +220,12 @@ class PlatformSpec:
     `parse_config` (a callable taking that mapping) builds the config, or, when None,
     the config dataclass is filled field by field (camelCase or snake_case keys; an
     unknown key or a missing required field is an error naming it). `shared_store`: how
-    `state.redis` wires the channel (`SHARED_STORE_MODES`).
+    `state.redis` wires the channel (`SHARED_STORE_MODES`). `check_credentials` (optional):
+    the start-up check `channelkit serve` and `check-config --online` make, a callable
+    `check(config, *, timeout)` given the channel's built config that asks the platform
+    whether the credentials work, in one call bounded by `timeout` seconds, and raises
+    `channelkit.errors.CredentialCheckFailed` naming the credential when they do not
+    (None: the platform has no cheap check and the channel starts unchecked).
 
     All platforms: `capabilities` (names from `CAPABILITIES`), `renderer` and `sender`
     (the presentation modules' references), `token_provider` (the refreshing token
@@ -241,6 +246,7 @@ class PlatformSpec:
     settings_case: str = "camel"
     name_setting: str | None = None
     shared_store: str = "none"
+    check_credentials: Ref | None = None
     capabilities: frozenset[str] = frozenset()
     renderer: Ref | None = None
     sender: Ref | None = None
@@ -261,7 +267,14 @@ class PlatformSpec:
         if self.kind not in KINDS:
             raise ConfigurationError(f"must be one of {', '.join(KINDS)}", f"{name}.kind")
         chat = self.kind == CHAT
-        for key in ("config_class", "channel_class", "parse_config", "renderer", "sender"):
+        for key in (
+            "config_class",
+            "channel_class",
+            "parse_config",
+            "check_credentials",
+            "renderer",
+            "sender",
+        ):
             object.__setattr__(self, key, _ref(getattr(self, key), f"{name}.{key}"))
         object.__setattr__(
             self, "token_provider", _ref(self.token_provider, f"{name}.token_provider")
@@ -273,6 +286,11 @@ class PlatformSpec:
                 raise ConfigurationError(
                     "belongs to chat platforms (this one is presentation-only)", f"{name}.{key}"
                 )
+        if not chat and self.check_credentials is not None:
+            raise ConfigurationError(
+                "belongs to chat platforms (this one is presentation-only)",
+                f"{name}.check_credentials",
+            )
         if self.credentials_schema is not None:
             object.__setattr__(
                 self, "credentials_schema", _check_credentials(self.credentials_schema, name)

@@ -173,9 +173,18 @@ class AcpBridge:
         with self._cond:
             return list(self._stderr_tail)
 
-    def start(self) -> None:
-        """Start the agent process and run ``initialize`` now (``prompt`` does it lazily)."""
-        self._ensure_process()
+    def start(self, *, timeout: float | None = None) -> None:
+        """Start the agent process and run ``initialize`` now (``prompt`` does it lazily).
+
+        ``timeout`` bounds the wait for each start-up answer (``initialize``, then
+        ``authenticate`` when configured) instead of ``request_timeout``. Raises
+        `AgentProcessError` when the program cannot be started or exits,
+        `AcpTimeoutError` when it does not answer in time, `AcpRequestError` when it
+        refuses; the process is stopped again in each case.
+        """
+        if timeout is not None and not timeout > 0:
+            raise ConfigurationError(f"must be > 0 (got {timeout!r})", "timeout")
+        self._ensure_process(timeout)
 
     def prompt(self, session_id: str, text: str, sink: AgentEventSink) -> str:
         """Run one turn; block until the agent's ``stopReason`` and return the streamed text.
@@ -316,7 +325,7 @@ class AcpBridge:
         self.close()
 
     # ------------------------------------------------------------------ process
-    def _ensure_process(self) -> AgentProcess:
+    def _ensure_process(self, timeout: float | None = None) -> AgentProcess:
         with self._start_lock:
             with self._cond:
                 if self._closed:
@@ -328,7 +337,7 @@ class AcpBridge:
                 self._stop_process(proc)  # already exited, or closed its stdout
             proc = self._spawn()
             try:
-                self._initialize(proc)
+                self._initialize(proc, self.request_timeout if timeout is None else timeout)
             except BaseException:
                 self._stop_process(proc)
                 self._on_process_gone(proc, "agent failed to initialize", emit_died=False)
@@ -352,7 +361,7 @@ class AcpBridge:
         logger.debug("started acp agent %s (pid %s)", self.command[0], popen.pid)
         return proc
 
-    def _initialize(self, proc: AgentProcess) -> None:
+    def _initialize(self, proc: AgentProcess, timeout: float) -> None:
         params = {
             "protocolVersion": ACP_PROTOCOL_VERSION,
             "clientCapabilities": {
@@ -362,7 +371,7 @@ class AcpBridge:
             "clientInfo": self.client_info,
         }
         call = self._rpc.request(proc, "initialize", params)
-        result = self._wait(proc, call, self.request_timeout)
+        result = self._wait(proc, call, timeout)
         if not isinstance(result, Mapping):
             raise AcpError("initialize: the agent's result is not an object")
         version = result.get("protocolVersion")
@@ -377,7 +386,7 @@ class AcpBridge:
             proc.agent_info = dict(result)
         if self.auth_method:
             call = self._rpc.request(proc, "authenticate", {"methodId": self.auth_method})
-            self._wait(proc, call, self.request_timeout)
+            self._wait(proc, call, timeout)
 
     def _ensure_session(
         self, proc: AgentProcess, session_id: str, sink: AgentEventSink

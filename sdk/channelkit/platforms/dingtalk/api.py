@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.clients.dingtalk import (
     BatchSendOtoRequest,
@@ -58,6 +58,10 @@ from channelkit.http.errormap import ErrorSpec, map_error
 from channelkit.http.model import UNSET
 from channelkit.http.retry import RetryPolicy
 from channelkit.http.transport import Transport, platform_timeout
+from channelkit.platforms.common.credentials import check_timeout, probe
+
+if TYPE_CHECKING:
+    from channelkit.platforms.dingtalk.config import DingtalkConfig
 
 __all__ = [
     "EYE_EMOTION",
@@ -67,6 +71,7 @@ __all__ = [
     "CardApi",
     "CardDeliveryError",
     "CardTarget",
+    "check_credentials",
     "is_chat_rejection",
     "is_template_rejection",
     "log_card_error",
@@ -471,3 +476,26 @@ def log_card_error(operation: str, exc: BaseException, template_id: str, out_tra
             "dingtalk_status": status,
         },
     )
+
+
+# -- the start-up check -----------------------------------------------------------------
+def check_credentials(config: DingtalkConfig, *, timeout: float) -> None:
+    """Exchange `clientId` and `clientSecret` for an access token (the token provider's
+    own request, one attempt bounded by `timeout` seconds; the token is dropped).
+
+    DingTalk does not say which of the two is wrong, so a refusal raises
+    `channelkit.errors.CredentialCheckFailed` naming `clientId/clientSecret`. The card
+    callback secret is DingTalk's signature key for callbacks and cannot be asked about.
+    """
+    transport = Transport()
+    provider = DingTalkTokenProvider(
+        config.client_id,
+        config.client_secret,
+        base_url=config.api_base_url,
+        transport=transport,
+        timeout=check_timeout(timeout),
+    )
+    try:
+        probe(provider.fetch, field="clientId/clientSecret", platform="DingTalk")
+    finally:
+        transport.close()

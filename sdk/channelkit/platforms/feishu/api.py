@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.clients.feishu import (
     CardContent,
@@ -33,11 +33,16 @@ from channelkit.clients.feishu import (
     UpdateCardSettingsRequest,
 )
 from channelkit.errors import DeserializationError
+from channelkit.http.auth import FeishuTokenProvider
 from channelkit.http.model import UNSET
 from channelkit.http.retry import RetryPolicy
-from channelkit.http.transport import platform_timeout
+from channelkit.http.transport import Transport, platform_timeout
+from channelkit.platforms.common.credentials import check_timeout, probe
 
-__all__ = ["API_TIMEOUT", "FeishuApi"]
+if TYPE_CHECKING:
+    from channelkit.platforms.feishu.config import FeishuConfig
+
+__all__ = ["API_TIMEOUT", "FeishuApi", "check_credentials"]
 
 logger = logging.getLogger(__name__)
 
@@ -208,3 +213,27 @@ class FeishuApi:
         self._client.delete_message_reaction(
             message_id=message_id, reaction_id=reaction_id, timeout=self._timeout
         )
+
+
+# -- the start-up check -----------------------------------------------------------------
+def check_credentials(config: FeishuConfig, *, timeout: float) -> None:
+    """Exchange `appId` and `appSecret` for a tenant access token (the token provider's
+    own request, one attempt bounded by `timeout` seconds; the token is dropped).
+
+    A refusal raises `channelkit.errors.CredentialCheckFailed` naming
+    `appId/appSecret` (Feishu's answer, e.g. "code 10014: app secret invalid", says
+    which). The verification token and encrypt key only check callbacks Feishu sends,
+    so they cannot be asked about.
+    """
+    transport = Transport()
+    provider = FeishuTokenProvider(
+        config.app_id,
+        config.app_secret,
+        base_url=config.base_url,
+        transport=transport,
+        timeout=check_timeout(timeout),
+    )
+    try:
+        probe(provider.fetch, field="appId/appSecret", platform="Feishu")
+    finally:
+        transport.close()

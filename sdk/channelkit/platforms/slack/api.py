@@ -7,13 +7,17 @@ refuses it (``{ok: false, error}``). The bot token is only ever sent as the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.clients.slack import SlackClient
 from channelkit.http import RetryPolicy
 from channelkit.http.model import UNSET
+from channelkit.platforms.common.credentials import check_timeout, probe
 
-__all__ = ["SlackApi"]
+if TYPE_CHECKING:
+    from channelkit.platforms.slack.config import SlackConfig
+
+__all__ = ["SlackApi", "check_credentials"]
 
 
 class SlackApi:
@@ -124,3 +128,30 @@ class SlackApi:
         self.client.assistant_threads_set_status(
             body={"channel_id": channel, "thread_ts": thread_ts, "status": status}
         )
+
+
+# -- the start-up check -----------------------------------------------------------------
+def check_credentials(config: SlackConfig, *, timeout: float) -> None:
+    """Ask Slack whether the tokens work, one attempt each bounded by `timeout` seconds.
+
+    `auth.test` checks `botToken`; with `"ingress": "socket"`, `apps.connections.open`
+    checks `appToken` (it only hands out a one-time URL nobody connects to). A token
+    Slack refuses raises `channelkit.errors.CredentialCheckFailed` naming it ("was
+    refused by Slack (invalid_auth)"). The signing secret is never sent to Slack, so
+    it cannot be checked here (a wrong one shows as refused callbacks).
+    """
+    tokens = [("botToken", config.bot_token)]
+    if config.ingress == "socket" and config.app_token:
+        tokens.append(("appToken", config.app_token))
+    for field, token in tokens:
+        client = SlackClient(
+            token=token,
+            base_url=config.api_base_url,
+            timeout=check_timeout(timeout),
+            retry=RetryPolicy.never(),
+        )
+        call = client.auth_test if field == "botToken" else client.apps_connections_open
+        try:
+            probe(call, field=field, platform="Slack")
+        finally:
+            client.close()

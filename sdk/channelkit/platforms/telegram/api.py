@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.clients.telegram import (
     AnswerCallbackQueryRequest,
@@ -29,8 +29,12 @@ from channelkit.clients.telegram import (
 from channelkit.errors import ApiError, BadRequest, DeserializationError
 from channelkit.http import RetryPolicy
 from channelkit.http.model import UNSET
+from channelkit.platforms.common.credentials import probe
 
-__all__ = ["TelegramApi"]
+if TYPE_CHECKING:
+    from channelkit.platforms.telegram.config import TelegramConfig
+
+__all__ = ["TelegramApi", "check_credentials"]
 
 logger = logging.getLogger(__name__)
 
@@ -205,3 +209,23 @@ class TelegramApi:
         timeout = (self._timeout[0], self._timeout[1] + timeout_s)
         response = self._client.get_updates(body=body, timeout=timeout)
         return [] if response.result is UNSET else list(response.result)
+
+
+# -- the start-up check -----------------------------------------------------------------
+def check_credentials(config: TelegramConfig, *, timeout: float) -> None:
+    """Ask Telegram who the bot is (`getMe`, one attempt bounded by `timeout` seconds).
+
+    A token Telegram refuses raises `channelkit.errors.CredentialCheckFailed` naming
+    `botToken` ("was refused by Telegram (HTTP 401: Unauthorized)"). The webhook
+    secret is the bot's own choice, so there is nothing to ask about it.
+    """
+    api = TelegramApi(
+        config.bot_token,
+        base_url=config.api_base_url,
+        timeout_s=timeout,
+        retry=RetryPolicy.never(),
+    )
+    try:
+        probe(api.get_me_username, field="botToken", platform="Telegram")
+    finally:
+        api.client.close()
