@@ -88,6 +88,16 @@ def _chat_id_help() -> str:
     return f"the chat id ({kinds})"
 
 
+def _credential_checks() -> str:
+    """Which chat platforms' registry entries carry a start-up credential check."""
+    from channelkit.platforms import chat_platforms
+
+    checked = [s.display_name for s in chat_platforms() if s.check_credentials is not None]
+    unchecked = [s.display_name for s in chat_platforms() if s.check_credentials is None]
+    text = f"checked on {', '.join(checked) or 'no platform'}"
+    return text + (f"; not on {', '.join(unchecked)}" if unchecked else "")
+
+
 def _clients() -> list[str]:
     import channelkit.clients as clients
 
@@ -292,6 +302,36 @@ def _config_or_error(command: str, path: str) -> Any:
         return None
 
 
+#: Exit status of ``serve`` and ``check-config --online`` when a start-up check failed.
+EXIT_STARTUP_CHECK = 4
+
+
+def _startup_checks_pass(
+    command: str, config: Any, bridge: Any, timeout: float | None, *, every: bool
+) -> bool:
+    """Run the start-up checks (`channelkit.startup_checks`); print each failure as one
+    line on stderr (``every``: all of them and the passed checks on stdout; else the
+    first failure only, as soon as it is known). True when nothing failed."""
+    from channelkit.startup_checks import OK, run_startup_checks
+
+    report = run_startup_checks(config, bridge, timeout=timeout, stop_at_first_failure=not every)
+    for result in report.results:
+        if result.status == "failed":
+            print(f"channelkit {command}: {result.line}", file=sys.stderr, flush=True)
+        elif every:
+            label = "checked" if result.status == OK else "not checked"
+            print(f"{label}: {result.line}", flush=True)
+    if report.ok and not every:
+        checked = [r.subject or r.line.partition(":")[0] for r in report.results if r.status == OK]
+        skipped = [r.subject or "" for r in report.results if r.status != OK]
+        print(
+            f"channelkit {command}: start-up checks passed: {', '.join(checked) or 'none'}"
+            + (f"; not checked: {', '.join(skipped)}" if skipped else ""),
+            flush=True,
+        )
+    return report.ok
+
+
 def _summary(config: Any) -> str:
     names = ", ".join(f"{c.name} ({c.platform})" for c in config.channels)
     return f"{len(config.channels)} channel(s): {names}; agent: {config.agent.get('type')}"
@@ -350,11 +390,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from channelkit.observability.metrics import MISSING_MESSAGE, metrics_available, metrics_route
 
     level = str(config.options.get("logLevel", "INFO"))
-    configure_logging(level, args.log_format)
-    if not metrics_available():
-        logging.getLogger("channelkit.observability").warning(
-            "GET /metrics answers 503: %s", MISSING_MESSAGE.strip()
-        )
     grace = float(
         args.grace
         if args.grace is not None
@@ -369,6 +404,17 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         try:
             bridge = build_agent(config)
             try:
+                if not args.skip_startup_checks and not _startup_checks_pass(
+                    "serve", config, bridge, args.check_timeout, every=False
+                ):
+                    bridge.close()
+                    return EXIT_STARTUP_CHECK
+                # logging starts after the checks: a failed check is one line, no log lines
+                configure_logging(level, args.log_format)
+                if not metrics_available():
+                    logging.getLogger("channelkit.observability").warning(
+                        "GET /metrics answers 503: %s", MISSING_MESSAGE.strip()
+                    )
                 service = ChannelService(build_channels(config, bridge), bridge=bridge)
             except BaseException:
                 bridge.close()
@@ -413,8 +459,16 @@ def _serve_workers(args: argparse.Namespace, config: Any) -> int:
             file=sys.stderr,
         )
         return 3
+    from channelkit.config import build_agent
     from channelkit.serve_workers import run_workers
 
+    if not args.skip_startup_checks:
+        bridge = build_agent(config)  # checked once here; the workers skip the checks
+        try:
+            if not _startup_checks_pass("serve", config, bridge, args.check_timeout, every=False):
+                return EXIT_STARTUP_CHECK
+        finally:
+            bridge.close()
     grace = float(
         args.grace
         if args.grace is not None
@@ -424,6 +478,7 @@ def _serve_workers(args: argparse.Namespace, config: Any) -> int:
     port = args.port if args.port is not None else int(config.server.get("port", 8000))
     argv = ["--config", args.config, "--engine", "waitress", "--grace", str(grace)]
     argv += ["--log-format", args.log_format]
+    argv.append("--skip-startup-checks")
     try:
         return run_workers(argv, args.workers, host, port, grace)
     except OSError as exc:
@@ -446,8 +501,44 @@ def _cmd_check_config(args: argparse.Namespace) -> int:
     config = _config_or_error("check-config", args.config)
     if config is None:
         return 2
+    if args.online:
+        from channelkit.config import build_agent
+
+        bridge = build_agent(config)
+        try:
+            if not _startup_checks_pass(
+                "check-config", config, bridge, args.check_timeout, every=True
+            ):
+                return EXIT_STARTUP_CHECK
+        finally:
+            bridge.close()
     print(f"ok: {_summary(config)}")
     return 0
+
+
+def _check_timeout(text: str) -> float:
+    """argparse type of ``--check-timeout``: seconds, more than 0 and at most 300."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not 0 < value <= 300:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 300, got {text}")
+    return value
+
+
+def _check_timeout_option(parser: argparse.ArgumentParser) -> None:
+    from channelkit.startup_checks import AGENT_START_TIMEOUT_S, CREDENTIAL_CHECK_TIMEOUT_S
+
+    parser.add_argument(
+        "--check-timeout",
+        type=_check_timeout,
+        default=None,
+        metavar="SECONDS",
+        help="bound of each start-up check (default: "
+        f"{CREDENTIAL_CHECK_TIMEOUT_S:g} for a platform's credential check, "
+        f"{AGENT_START_TIMEOUT_S:g} for the agent's start)",
+    )
 
 
 def _cmd_config_schema(_: argparse.Namespace) -> int:
@@ -816,10 +907,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve configured channels on a production WSGI server",
         description="Serve every configured channel in one process: webhook channels on a "
         "production WSGI server, long-connection channels on their own threads, and "
-        "GET /healthz. SIGTERM and SIGINT close every channel within the grace period "
-        "(live runs cancelled, cards finalized, pending questions settled), then exit 0.",
+        "GET /healthz. Before it starts, serve asks each channel's platform whether its "
+        f"credentials work ({_credential_checks()}) and checks that the ACP agent's program "
+        "exists and answers initialize, all at once and each within a bound; a failure is "
+        "one line naming the channel and the field, and serve exits 4 without starting "
+        "(see docs/deployment.md#start-up-checks). SIGTERM and SIGINT "
+        "close every channel within the grace period (live runs cancelled, cards "
+        "finalized, pending questions settled), then exit 0.",
         epilog="exit status: 0 stopped cleanly; 1 the grace period ran out; 2 invalid "
-        "configuration or arguments; 3 no WSGI server installed.",
+        "configuration or arguments; 3 no WSGI server installed; 4 a start-up check "
+        "failed (a credential refused or not checkable, the agent missing or silent).",
     )
     serve.add_argument("--config", required=True, help="the JSON configuration file")
     serve.add_argument(
@@ -856,7 +953,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--check",
         action="store_true",
-        help="validate the configuration exactly as check-config does, then exit",
+        help="validate the configuration exactly as check-config does, then exit "
+        "(offline: check-config --online makes the start-up checks too)",
+    )
+    _check_timeout_option(serve)
+    serve.add_argument(
+        "--skip-startup-checks",
+        action="store_true",
+        help="start without checking the credentials and the agent first (a wrong one then "
+        "shows only as failing calls)",
     )
     _log_format_option(serve, "text: one line per record; json: one JSON object per line")
     serve.set_defaults(func=_cmd_serve)
@@ -866,9 +971,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="validate a configuration file",
         description="Validate a configuration file the way serve does: the schema, every "
         "adapter setting (unknown keys too), the environment variables it references and "
-        "the agent's import. Errors name the JSON path.",
+        "the agent's import. Errors name the JSON path. With --online it also makes "
+        "serve's start-up checks: each channel's credentials with its platform and the "
+        "ACP agent's start (program found, initialize answered).",
+        epilog="exit status: 0 valid (and, with --online, every check passed); 2 invalid "
+        "configuration or arguments; 4 a start-up check failed (one line each on stderr).",
     )
     check.add_argument("config", help="the JSON configuration file to validate")
+    check.add_argument(
+        "--online",
+        action="store_true",
+        help="also ask each platform whether the credentials work and start the ACP agent "
+        "once (each check bounded; secrets are never printed)",
+    )
+    _check_timeout_option(check)
     check.set_defaults(func=_cmd_check_config)
 
     schema = sub.add_parser("config-schema", help="print the configuration JSON Schema")
