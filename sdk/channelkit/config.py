@@ -77,6 +77,32 @@ def _plain(value: Any) -> Any:
 
 _SECRET: dict[str, Any] = _plain(SECRET_SCHEMA)
 
+#: ``channels[i].options`` keys the core reads into `ChannelConfig` (every platform
+#: has them; the platform's own parser never sees them) -> the ChannelConfig field.
+_CORE_CHANNEL_OPTIONS: dict[str, str] = {
+    "busy": "busy",
+    "collectWindowSeconds": "collect_window",
+}
+
+
+def _core_options_schema() -> dict[str, Any]:
+    from channelkit.core.busy import BUSY_MODES, MAX_COLLECT_WINDOW
+
+    return {
+        "busy": {
+            "enum": list(BUSY_MODES),
+            "description": "what a message does while its conversation's run is going: "
+            "queue (default), interrupt, collect or steer",
+        },
+        "collectWindowSeconds": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": MAX_COLLECT_WINDOW,
+            "description": "busy=collect: how long the first message waits for more; "
+            "default 1.5",
+        },
+    }
+
 
 def _credentials_schemas() -> dict[str, dict[str, Any]]:
     """Every registered chat platform's ``channels[i].credentials`` schema."""
@@ -104,7 +130,7 @@ def config_schema() -> dict[str, Any]:
                         "platform": {"enum": sorted(credentials)},
                         "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
                         "credentials": {"type": "object"},
-                        "options": {"type": "object"},
+                        "options": {"type": "object", "properties": _core_options_schema()},
                     },
                     "required": ["platform", "credentials"],
                     "additionalProperties": False,
@@ -545,6 +571,9 @@ def _channel_config(config: DeploymentConfig, spec: ChannelSpec) -> Any:
         kwargs["session_scope"] = options["sessionScope"]
     if isinstance(spec.options.get("model"), str):
         kwargs["model"] = spec.options["model"]
+    for key, name in _CORE_CHANNEL_OPTIONS.items():
+        if key in spec.options:
+            kwargs[name] = spec.options[key]
     try:
         return ChannelConfig(**kwargs)
     except ConfigurationError as exc:
@@ -637,7 +666,8 @@ def _platform_config(spec: ChannelSpec, seen: set[str] | None = None) -> Any:
 
     With ``seen``, the adapter parses a recording view and every key it read is added.
     """
-    data: dict[str, Any] = {**spec.options, **spec.credentials}
+    options = {k: v for k, v in spec.options.items() if k not in _CORE_CHANNEL_OPTIONS}
+    data: dict[str, Any] = {**options, **spec.credentials}
 
     def view(mapping: dict[str, Any]) -> Mapping[str, Any]:
         return mapping if seen is None else _ReadKeys(mapping, "", seen)
@@ -651,7 +681,7 @@ def _platform_config(spec: ChannelSpec, seen: set[str] | None = None) -> Any:
 
 def _check_platform_settings(spec: ChannelSpec) -> None:
     """Parse the channel's options as its adapter does; reject a key it never reads."""
-    seen: set[str] = set()
+    seen: set[str] = {key for key in _CORE_CHANNEL_OPTIONS if key in spec.options}
     _platform_config(spec, seen)
     unknown = _unread(spec.options, "", seen)
     if unknown is not None:

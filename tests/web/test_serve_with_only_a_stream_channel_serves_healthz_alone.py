@@ -47,7 +47,7 @@ def test_serve_with_only_a_stream_channel_serves_healthz_alone_and_reports_the_c
     serve, url = start_serve(tmp_path, emulator, "stream", GRACE_S)
     try:
         assert any(
-            line.rstrip().endswith("routes: /healthz") for line in serve.stdout
+            line.rstrip().endswith("routes: /healthz, /metrics") for line in serve.stdout
         ), serve.stdout
         report = wait_until(
             lambda: _health_when(url, 200, "connected"),
@@ -65,7 +65,7 @@ def test_serve_with_only_a_stream_channel_serves_healthz_alone_and_reports_the_c
         opens = emulator.emulator.calls("/v1.0/gateway/connections/open")
         assert len(opens) == 1 and opens[0]["body"]["clientId"] == APP_KEY
 
-        # nothing but /healthz is mounted: the HTTP ingress routes are absent
+        # nothing but /healthz and /metrics is mounted: the HTTP ingress routes are absent
         for method, path in [
             ("GET", "/"),
             ("POST", "/dingtalk/robot"),

@@ -27,6 +27,7 @@ import time
 from collections import Counter
 from typing import Any
 
+from channelkit.errors import ConfigurationError
 from channelkit.observability.observer import Observer, RunReport
 
 __all__ = ["LOG_FORMATS", "JsonFormatter", "LogObserver", "configure_logging"]
@@ -221,13 +222,14 @@ def configure_logging(
     text_format: str = "%(asctime)s %(levelname)s %(name)s: %(message)s",
 ) -> logging.Handler:
     """Log to stderr at ``level``: ``text`` lines in ``text_format``, or ``json`` (one
-    `JsonFormatter` object per line). Replaces the root logger's handlers; the
-    handler it installed."""
+    `JsonFormatter` object per line), like ``logging.basicConfig``: nothing changes
+    when the root logger has handlers already (an application or a test configured
+    it). The handler made for it."""
     if log_format not in LOG_FORMATS:
-        raise ValueError(f"log_format: must be one of {', '.join(LOG_FORMATS)}, got {log_format!r}")
+        raise ConfigurationError(f"must be one of {', '.join(LOG_FORMATS)}", "log_format")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         JsonFormatter() if log_format == "json" else logging.Formatter(text_format)
     )
-    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.basicConfig(level=level, handlers=[handler])
     return handler
