@@ -114,7 +114,10 @@ def config_schema() -> dict[str, Any]:
     platform registry (``channelkit.platforms.PLATFORMS``): the ``platform`` enum lists
     every registered chat platform, and each one's ``credentials`` get its schema.
     ``CONFIG_SCHEMA`` is the same document (built on each access)."""
+    from channelkit.core.access import ACCESS_SCHEMA
+
     credentials = _credentials_schemas()
+    access_schema = _plain(ACCESS_SCHEMA)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "channelkit configuration",
@@ -130,6 +133,7 @@ def config_schema() -> dict[str, Any]:
                         "platform": {"enum": sorted(credentials)},
                         "name": {"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"},
                         "credentials": {"type": "object"},
+                        "access": access_schema,
                         "options": {"type": "object", "properties": _core_options_schema()},
                     },
                     "required": ["platform", "credentials"],
@@ -275,6 +279,8 @@ class ChannelSpec:
     name: str
     credentials: Mapping[str, str] = field(repr=False)
     options: Mapping[str, Any] = field(default_factory=dict)
+    #: the ``access`` section (who may talk to the bot, and where), as written
+    access: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -373,9 +379,10 @@ def parse_config(
             key: _resolve_secret(value, f"channels[{index}].credentials.{key}", env)
             for key, value in entry["credentials"].items()
         }
-        specs.append(
-            ChannelSpec(index, platform, name, credentials, dict(entry.get("options", {})))
-        )
+        access = dict(entry.get("access") or {})
+        _check_access(access, index)
+        options = dict(entry.get("options", {}))
+        specs.append(ChannelSpec(index, platform, name, credentials, options, access))
     agent = dict(document.get("agent") or {"type": "demo"})
     if "env" in agent:
         agent["env"] = {
@@ -396,6 +403,19 @@ def parse_config(
         _channel_config(config, spec)
         _check_platform_settings(spec)
     return config
+
+
+def _check_access(access: Mapping[str, Any], index: int) -> None:
+    """``channels[index].access`` as `ChannelConfig` reads it; errors name its path."""
+    from channelkit.core.access import AccessConfig
+
+    try:
+        AccessConfig.from_mapping(access)
+    except ConfigurationError as exc:
+        message = str(exc)
+        if exc.path and message.startswith(f"{exc.path}: "):
+            message = message[len(exc.path) + 2 :]
+        raise ConfigurationError(message, path=f"channels[{index}].{exc.path}") from None
 
 
 def _no_constant(name: str) -> Any:
@@ -571,6 +591,8 @@ def _channel_config(config: DeploymentConfig, spec: ChannelSpec) -> Any:
         kwargs["session_scope"] = options["sessionScope"]
     if isinstance(spec.options.get("model"), str):
         kwargs["model"] = spec.options["model"]
+    if spec.access:
+        kwargs["access"] = spec.access
     for key, name in _CORE_CHANNEL_OPTIONS.items():
         if key in spec.options:
             kwargs[name] = spec.options[key]

@@ -76,6 +76,7 @@ class Capabilities:
     native_presentation: str | None = None
     presentation_buttons: str | None = None  # a presentation's value button can be pressed
     pins: str | None = None
+    groups: str | None = None  # None: people write to the bot in group chats too
 
 
 def wait_for(
@@ -207,6 +208,44 @@ class Driver:
         assert response.status_code == 200, response.text
         assert response.json()["status"] == 200, response.json()
         self._last_msg_id = str(response.json()["msgId"])
+
+    def send_as(
+        self,
+        text: str,
+        *,
+        user: str | None = None,
+        chat: str | None = None,
+        group: bool = False,
+        mentions_bot: bool = False,
+        thread: str | None = None,
+    ) -> str:
+        """``user`` (None: the owner) sends ``text`` to the bot: in a direct chat, or in
+        a group (``chat``: a group of the platform's id shape, None: the emulator's),
+        mentioning the bot the platform's structured way or not; the channel ACKs it.
+        Returns the message id."""
+        payload: dict[str, Any] = {"text": text, "group": group, "mentionsBot": mentions_bot}
+        for key, value in (("userId", user), ("chatId", chat), ("threadId", thread)):
+            if value is not None:
+                payload[key] = value
+        response = requests.post(f"{self.pg.url}/_emulator/send", json=payload, timeout=5)
+        assert response.status_code == 200, response.text
+        assert response.json()["status"] == 200, response.json()
+        return str(response.json()["msgId"])
+
+    #: what a platform's people type to address everybody in a group (never the bot)
+    everyone_forms: ClassVar[tuple[str, ...]] = ("@all", "@everyone", "@here")
+    #: a group chat of the platform besides the emulator's default one (its id's shape)
+    other_group: ClassVar[str] = "other-group"
+    #: API paths (parts) of the platform's "working on it" indicators
+    indicator_paths: ClassVar[tuple[str, ...]] = ()
+
+    def indicators(self) -> list[str]:
+        """The indicator calls (reactions, typing, status) the bot made so far."""
+        return [
+            c["path"]
+            for c in self.emulator.calls()
+            if any(part in c["path"] for part in self.indicator_paths)
+        ]
 
     #: a chat of the platform other than the emulated one (its id's shape)
     other_chat: ClassVar[str] = "other-chat"
@@ -374,6 +413,9 @@ def _status_state(raw: str) -> str:
 class DingtalkDriver(Driver):
     platform = "dingtalk"
     other_chat = "cidOtherChat"
+    other_group = "cidOtherGroup"
+    everyone_forms = ("@所有人", "@all", "@everyone", "@here")
+    indicator_paths = ("/v1.0/robot/emotion/",)
     caps = Capabilities(
         pins="DingTalk robots cannot pin messages",
         presentation_buttons="robot Markdown shows a value button as a text line (links stay)",
@@ -479,6 +521,9 @@ class DingtalkDriver(Driver):
 class FeishuDriver(Driver):
     platform = "feishu"
     other_chat = "oc_other_chat"
+    other_group = "oc_other_group"
+    everyone_forms = ("@_all", "@所有人", "@all", "@everyone", "@here")
+    indicator_paths = ("/reactions",)
     message_path = "/feishu/events"
 
     def redeliver_last_message(self) -> int:
@@ -591,6 +636,8 @@ class FeishuDriver(Driver):
 class TelegramDriver(Driver):
     platform = "telegram"
     other_chat = "777001"
+    other_group = "-1009876543210"
+    indicator_paths = ("sendChatAction", "sendMessageDraft")
     # webhook ingress: a redelivered update is the same POST again (the polling path
     # has its own tests)
     playground_options = {"ingress": "webhook"}
@@ -714,6 +761,9 @@ _SLACK_CONTROL = {
 class SlackDriver(Driver):
     platform = "slack"
     other_chat = "D0OTHERCHAT"
+    other_group = "C0OTHERGROUP"
+    everyone_forms = ("<!everyone>", "<!here>", "<!channel>", "@everyone", "@here")
+    indicator_paths = ("assistant.threads.setStatus", "chat.startStream")
     message_path = "/slack/events"
 
     def redeliver_last_message(self) -> int:
@@ -852,7 +902,9 @@ class WeixinDriver(Driver):
         native_presentation="iLink shows plain text only",
         presentation_buttons="iLink shows plain text only",
         pins="iLink has no pins",
+        groups="iLink bots have direct chats only",
     )
+    indicator_paths = ("/ilink/bot/sendtyping",)
 
     def redeliver_last_message(self) -> int:
         """iLink answers a message again to a poll that did not move past it."""

@@ -162,3 +162,13 @@ def test_a_bad_access_setting_names_its_field(access: object, path: str) -> None
     with pytest.raises(ConfigurationError) as info:
         ChannelConfig(name="c", access=access)  # type: ignore[arg-type]
     assert info.value.path == path, str(info.value)
+
+
+def test_admits_asks_without_telling_or_making_a_code() -> None:
+    g = gate(dm="pairing")
+    assert not g.admits(dm("quiet"))
+    assert g.pairing_codes() == []
+    assert g.check(dm("quiet")).notice is not None  # the first real check still tells
+    listed = gate(dm="allowlist")
+    assert not listed.admits(dm("x"))
+    assert listed.check(dm("x")).notice == MSG_ACCESS_NOT_ALLOWED

@@ -312,6 +312,14 @@ class AccessGate:
         )
         self._paired: BoundedMap[str, bool] = BoundedMap(MAX_PAIRED_USERS, clock=self._clock)
 
+    def update(self, config: AccessConfig) -> None:
+        """Apply ``config`` from now on (a running bot's new allowlist); the people paired
+        and the notices already sent are kept."""
+        if not isinstance(config, AccessConfig):
+            raise ConfigurationError("must be an AccessConfig", path="access")
+        with self._lock:
+            self.config = config
+
     # -- deciding ------------------------------------------------------------------------
     def allowed_user(self, user_id: str) -> bool:
         """``user_id`` is in ``allowUsers`` or ``admins``, or was paired."""
@@ -320,11 +328,21 @@ class AccessGate:
 
     def is_admin(self, user_id: str) -> bool:
         """``user_id`` may use the operator commands (everyone when no admins are set)."""
-        return not self.config.admins or user_id in self.config.admins
+        admins = self.config.admins
+        return not admins or user_id in admins
+
+    def admits(self, msg: InboundMessage) -> bool:
+        """Whether `check()` would admit ``msg``, without telling anybody anything (no
+        notice counted, no pairing code made): for adapters that record admitted runs."""
+        return self._decide(msg, tell=False).admitted
 
     def check(self, msg: InboundMessage) -> AccessDecision:
-        """Decide whether ``msg`` reaches the agent (or the chat commands)."""
-        decision = self._group(msg) if msg.is_group else self._direct(msg)
+        """Decide whether ``msg`` reaches the agent (or the chat commands); a refusal
+        carries the notice to send, at most once an hour per chat and person."""
+        return self._decide(msg, tell=True)
+
+    def _decide(self, msg: InboundMessage, *, tell: bool) -> AccessDecision:
+        decision = self._group(msg) if msg.is_group else self._direct(msg, tell)
         if not decision.admitted:
             return decision
         command = _command_name(msg.text)
@@ -346,23 +364,25 @@ class AccessGate:
             return AccessDecision(False, "not_mentioned")
         return _ADMITTED
 
-    def _direct(self, msg: InboundMessage) -> AccessDecision:
+    def _direct(self, msg: InboundMessage, tell: bool) -> AccessDecision:
         cfg = self.config
         if cfg.dm is DmPolicy.OPEN:
             return _ADMITTED
         if cfg.dm is DmPolicy.CLOSED:
-            return self._refuse(msg, "dm_closed", MSG_ACCESS_DM_CLOSED)
+            return self._refuse(msg, "dm_closed", MSG_ACCESS_DM_CLOSED, tell)
         if self.allowed_user(msg.sender_id):
             return _ADMITTED
         if cfg.dm is DmPolicy.ALLOWLIST:
-            return self._refuse(msg, "dm_not_allowed", MSG_ACCESS_NOT_ALLOWED)
+            return self._refuse(msg, "dm_not_allowed", MSG_ACCESS_NOT_ALLOWED, tell)
+        if not tell:
+            return AccessDecision(False, "pairing")
         code = self._pairing_code(msg)
         if code is None:  # told about a live code within the hour
             return AccessDecision(False, "pairing_pending")
         return AccessDecision(False, "pairing", MSG_ACCESS_PAIRING.format(code=code))
 
-    def _refuse(self, msg: InboundMessage, reason: str, text: str) -> AccessDecision:
-        return AccessDecision(False, reason, text if self._first_notice(msg) else None)
+    def _refuse(self, msg: InboundMessage, reason: str, text: str, tell: bool) -> AccessDecision:
+        return AccessDecision(False, reason, text if tell and self._first_notice(msg) else None)
 
     def _first_notice(self, msg: InboundMessage) -> bool:
         """True once per notice interval per (chat, person)."""

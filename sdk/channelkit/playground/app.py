@@ -411,6 +411,7 @@ class Playground:
             webhook_secret=_TELEGRAM_SECRET,
             api_base_url=self.url,
             ingress=self.ingress or "polling",
+            bot_username=emulator.bot_username,  # group mentions of it address the bot
             **self._question_timeout_s(),
         )
         self.emulator = emulator

@@ -41,6 +41,7 @@ from channelkit.playground.emulator import (
     Deliver,
     EmulatorBase,
     HttpReply,
+    Origin,
 )
 from channelkit.playground.stream_gateway import StreamGateway
 
@@ -61,6 +62,10 @@ STATUS_TEMPLATE_ID = "675cde2f-f526-40cb-b828-f5b2b57b8b77.schema"
 QUESTION_TEMPLATE_ID = "c2a6355b-9724-4f7e-9653-d33fcb3311bb.schema"
 STOP_ACTION_ID = "btn_stop"
 TOKEN_LIFETIME = 7200
+#: the robot's ``chatbotUserId`` (an @-mention of it lists this ``dingtalkId``)
+BOT_DINGTALK_ID = "$:LWCP_v1:$bot"
+#: the group a person writes in with ``{"group": true}`` and no ``chatId``
+GROUP_CONVERSATION_ID = "cidPlaygroundGroup"
 
 
 def _b64_hmac_sha256(key: str, message: str) -> str:
@@ -493,12 +498,25 @@ class DingtalkEmulator(EmulatorBase):
             return list(self._reactions.get(msg_id, []))
 
     # -- user input -> signed callbacks ------------------------------------------------------
-    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
+    def send_user_message(
+        self, text: str, *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
         """The person types ``text``: a ``CALLBACK`` frame when the bot connects by
         Stream, else a signed robot callback, goes to the SDK.
 
+        ``origin`` (`Origin`): another person (``senderStaffId``), a group
+        (``conversationType`` 2, `GROUP_CONVERSATION_ID` unless a chat is named), an
+        @-mention of the robot (``atUsers`` lists ``chatbotUserId``, ``isInAtList``).
+        DingTalk has no threads: a ``thread_id`` is refused (``ValueError``).
         Returns the message id and the SDK's answer.
         """
+        origin = origin or Origin()
+        if origin.thread_id is not None:
+            raise ValueError("threadId: DingTalk conversations have no threads")
+        user_id = origin.user_id or self.user_id
+        conversation = origin.chat_id or (
+            GROUP_CONVERSATION_ID if origin.group else self.conversation_id
+        )
         msg_id = "msg" + uuid.uuid4().hex[:16]
         now_ms = int(time.time() * 1000)
         session = secrets.token_hex(8)
@@ -514,17 +532,18 @@ class DingtalkEmulator(EmulatorBase):
             "msgtype": "text",
             "text": {"content": text},
             "createAt": now_ms,
-            "conversationType": "1",
-            "conversationId": self.conversation_id,
-            "senderId": "$:LWCP_v1:$" + self.user_id,
-            "senderStaffId": self.user_id,
-            "senderNick": self.user_name,
+            "conversationType": "2" if origin.group else "1",
+            "conversationId": conversation,
+            "senderId": "$:LWCP_v1:$" + user_id,
+            "senderStaffId": user_id,
+            "senderNick": self.user_name if user_id == self.user_id else user_id,
             "senderCorpId": "ding-playground",
-            "chatbotUserId": "$:LWCP_v1:$bot",
+            "chatbotUserId": BOT_DINGTALK_ID,
             "chatbotCorpId": "ding-playground",
             "robotCode": self.app_key,
             "isAdmin": False,
-            "isInAtList": True,
+            "isInAtList": origin.mentions_bot or not origin.group,
+            "atUsers": [{"dingtalkId": BOT_DINGTALK_ID}] if origin.mentions_bot else [],
             "sessionWebhook": f"{self.base_url}/robot/sendBySession?session={session}",
             "sessionWebhookExpiredTime": now_ms + 90 * 60 * 1000,
         }

@@ -42,6 +42,7 @@ __all__ = [
     "Deliver",
     "EmulatorBase",
     "HttpReply",
+    "Origin",
     "http_deliver",
 ]
 
@@ -62,6 +63,53 @@ MAX_TOKENS = 100
 
 #: who may click in ``/_emulator/cards/<id>/action`` (``userId``: a teammate, not the owner)
 _USER_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: a chat or thread id in ``/_emulator/send`` (each platform's id shapes)
+_CHAT_ID_RE = re.compile(r"[A-Za-z0-9_.:@$-]{1,128}")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an emulated person writes from (the extras of ``POST /_emulator/send``).
+
+    ``user_id`` (None: the emulator's person), ``chat_id`` (None: the person's direct
+    chat, or the emulator's group when ``group``), ``group`` (a group chat),
+    ``mentions_bot`` (the message mentions the bot the platform's structured way) and
+    ``thread_id`` (a thread / topic where the platform has them).
+    """
+
+    user_id: str | None = None
+    chat_id: str | None = None
+    group: bool = False
+    mentions_bot: bool = False
+    thread_id: str | None = None
+
+    @classmethod
+    def from_request(cls, data: Mapping[str, Any]) -> Origin:
+        """Read the extras of a send request; ``ValueError`` names the bad field."""
+        values: dict[str, Any] = {}
+        for key, name, pattern in (
+            ("userId", "user_id", _USER_ID_RE),
+            ("chatId", "chat_id", _CHAT_ID_RE),
+            ("threadId", "thread_id", _CHAT_ID_RE),
+        ):
+            value = data.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, str) or not pattern.fullmatch(value):
+                raise ValueError(
+                    f"{key}: must be an id of 1-{64 if key == 'userId' else 128} "
+                    "characters (letters, digits, _ - and, for chats, . : @ $)"
+                )
+            values[name] = value
+        for key, name in (("group", "group"), ("mentionsBot", "mentions_bot")):
+            value = data.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, bool):
+                raise ValueError(f"{key}: must be true or false")
+            values[name] = value
+        return cls(**values)
+
 
 _SECRET_KEYS = frozenset(
     {
@@ -398,10 +446,14 @@ class EmulatorBase:
                 self._touch()
 
     # -- subclass hooks -----------------------------------------------------------------
-    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
-        """The person types ``text``; the platform's callback goes to the SDK.
+    def send_user_message(
+        self, text: str, *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person types ``text`` (from ``origin``: another person, chat, a group,
+        a mention, a thread); the platform's callback goes to the SDK.
 
-        Returns the new message's id and the SDK's answer.
+        Returns the new message's id and the SDK's answer; ``ValueError`` when the
+        platform cannot emulate ``origin``.
         """
         raise NotImplementedError
 
@@ -484,7 +536,19 @@ class EmulatorBase:
         text = data.get("text") if isinstance(data, Mapping) else None
         if not isinstance(text, str) or not text.strip():
             return HttpReply(400, {"error": "text: must be a non-empty string"})
-        msg_id, result = self.send_user_message(text.strip())
+        try:
+            origin = Origin.from_request(data)
+        except ValueError as exc:
+            return HttpReply(400, {"error": str(exc)})
+        try:
+            # an emulator written before origins (a plugin's) still gets plain sends
+            msg_id, result = (
+                self.send_user_message(text.strip())
+                if origin == Origin()
+                else self.send_user_message(text.strip(), origin=origin)
+            )
+        except ValueError as exc:  # the platform has no such chat (e.g. no groups)
+            return HttpReply(400, {"error": str(exc)})
         return HttpReply(200, {"msgId": msg_id, "status": result.status, "body": result.body})
 
     def _control_action(self, card_id: str, data: Any) -> HttpReply:

@@ -35,10 +35,21 @@ from typing import Any
 from urllib.parse import urlencode
 
 from channelkit.platforms.slack.ingress import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from channelkit.playground.emulator import CallbackDelivery, Deliver, EmulatorBase, HttpReply
+from channelkit.playground.emulator import (
+    CallbackDelivery,
+    Deliver,
+    EmulatorBase,
+    HttpReply,
+    Origin,
+)
 from channelkit.playground.slack_gateway import SlackSocketGateway
 
-__all__ = ["SlackEmulator", "slack_view"]
+__all__ = ["BOT_USER_ID", "GROUP_CHANNEL", "SlackEmulator", "slack_view"]
+
+#: the app's bot user (a mention of it is ``<@U0BOT>``)
+BOT_USER_ID = "U0BOT"
+#: the channel a person writes in with ``{"group": true}`` and no ``chatId``
+GROUP_CHANNEL = "C0PLAYGROUND"
 
 BOT_METHODS = frozenset(
     {
@@ -351,9 +362,20 @@ class SlackEmulator(EmulatorBase):
 
     # -- the person -> the app --------------------------------------------------------------
     def send_user_message(
-        self, text: str, *, user_id: str | None = None
+        self, text: str, *, user_id: str | None = None, origin: Origin | None = None
     ) -> tuple[str, CallbackDelivery]:
-        """The person (or ``user_id``) types ``text`` in the direct message."""
+        """The person (or ``user_id``) types ``text`` in the direct message.
+
+        ``origin`` (`Origin`): another person, a channel (`GROUP_CHANNEL` unless one is
+        named), a mention of the bot (``<@U0BOT>`` before the text, delivered as the
+        ``app_mention`` event Slack sends), a thread (``thread_ts``).
+        """
+        origin = origin or Origin()
+        user = origin.user_id or user_id or self.user_id
+        channel = origin.chat_id or (GROUP_CHANNEL if origin.group else self.channel)
+        in_channel = not channel.startswith("D")
+        if origin.mentions_bot:
+            text = f"<@{BOT_USER_ID}> {text}"
         with self._lock:
             ts = self._new_ts()
             self._events += 1
@@ -362,15 +384,17 @@ class SlackEmulator(EmulatorBase):
                 {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": ts}
             )
         event = {
-            "type": "message",
-            "channel_type": "im",
-            "user": user_id or self.user_id,
+            "type": "app_mention" if origin.mentions_bot and in_channel else "message",
+            "channel_type": "channel" if in_channel else "im",
+            "user": user,
             "text": text,
-            "channel": self.channel,
+            "channel": channel,
             "ts": ts,
             "event_ts": ts,
             "team": self.team,
         }
+        if origin.thread_id is not None:
+            event["thread_ts"] = origin.thread_id
         payload = {
             "type": "event_callback",
             "team_id": self.team,

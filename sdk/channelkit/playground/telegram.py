@@ -46,6 +46,7 @@ from channelkit.playground.emulator import (
     Deliver,
     EmulatorBase,
     HttpReply,
+    Origin,
     parse_json_body,
 )
 from channelkit.playground.telegram_drafts import DraftChat
@@ -173,6 +174,18 @@ def telegram_message_view(card: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: the supergroup a person writes in with ``{"group": true}`` and no ``chatId``
+GROUP_CHAT_ID = -1001234567890
+
+
+def _numeric(value: str | None, field: str) -> int:
+    """A Telegram id from an `Origin` field (Telegram ids are integers)."""
+    try:
+        return int(str(value))
+    except ValueError:
+        raise ValueError(f"{field}: Telegram ids are integers, got {value!r}") from None
+
+
 class TelegramEmulator(DraftChat, EmulatorBase):
     """The emulated Bot API for one bot and one person in a private chat.
 
@@ -205,6 +218,8 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         self.bot_username = bot_username
         self._next_message_id = 0
         self._next_update_id = 100_000
+        #: chats other than the private one a person wrote in (the bot may answer there)
+        self._other_chats: OrderedDict[int, bool] = OrderedDict()
         self._user_messages: OrderedDict[int, dict[str, Any]] = OrderedDict()
         self._queries: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._webhook: dict[str, Any] | None = None
@@ -273,9 +288,17 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         chat_id = params.get("chat_id")
         if chat_id is None or chat_id == "":
             return _bad("chat_id is empty")
-        if str(chat_id) != str(self.chat_id):
+        if str(chat_id) != str(self.chat_id) and not self._known_chat(chat_id):
             return _bad("chat not found")
         return None
+
+    def _known_chat(self, chat_id: Any) -> bool:
+        try:
+            number = int(chat_id)
+        except (TypeError, ValueError):
+            return False
+        with self._lock:
+            return number in self._other_chats
 
     def _message_id(self, params: Mapping[str, Any]) -> int | None:
         raw = params.get("message_id")
@@ -697,19 +720,53 @@ class TelegramEmulator(DraftChat, EmulatorBase):
             self._next_update_id += 1
             return self._next_update_id
 
-    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
-        """The person types ``text``: an ``Update`` with a ``message`` goes to the webhook."""
+    def send_user_message(
+        self, text: str, *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person types ``text``: an ``Update`` with a ``message`` goes to the webhook.
+
+        ``origin`` (`Origin`): another person (``from.id``, numeric), a group (a
+        ``supergroup``, `GROUP_CHAT_ID` unless a numeric chat is named; the bot may
+        then write there), a mention (``@<bot_username>`` before the text, with its
+        ``mention`` entity), a forum topic (``message_thread_id``, ``is_topic_message``).
+        """
+        origin = origin or Origin()
+        sender = self._user()
+        if origin.user_id is not None:
+            sender = {"id": _numeric(origin.user_id, "userId"), "is_bot": False}
+            sender["first_name"] = origin.user_id
+        chat = self._chat()
+        if origin.user_id is not None and not origin.group and origin.chat_id is None:
+            chat = {"id": sender["id"], "type": "private", "first_name": origin.user_id}
+        elif origin.group or origin.chat_id is not None:
+            chat_id = _numeric(origin.chat_id, "chatId") if origin.chat_id else GROUP_CHAT_ID
+            chat = {"id": chat_id, "type": "supergroup" if origin.group else "private"}
+            if origin.group:
+                chat["title"] = "playground group"
+                if origin.thread_id is not None:
+                    chat["is_forum"] = True
+        body = f"@{self.bot_username} {text}" if origin.mentions_bot else text
         with self._lock:
+            if chat["id"] != self.chat_id:
+                self._other_chats[chat["id"]] = True
+                while len(self._other_chats) > MAX_CARDS:
+                    self._other_chats.popitem(last=False)
             self._next_message_id += 1
             message_id = self._next_message_id
             message: dict[str, Any] = {
                 "message_id": message_id,
-                "from": self._user(),
-                "chat": self._chat(),
+                "from": sender,
+                "chat": chat,
                 "date": int(time.time()),
-                "text": text,
+                "text": body,
             }
-            if text.startswith("/"):
+            if origin.thread_id is not None:
+                message["message_thread_id"] = _numeric(origin.thread_id, "threadId")
+                message["is_topic_message"] = True
+            if origin.mentions_bot:
+                name = len(self.bot_username) + 1
+                message["entities"] = [{"type": "mention", "offset": 0, "length": name}]
+            elif text.startswith("/"):
                 command = text.split(maxsplit=1)[0]
                 message["entities"] = [{"type": "bot_command", "offset": 0, "length": len(command)}]
             self._user_messages[message_id] = message

@@ -57,6 +57,7 @@ from channelkit.playground.emulator import (
     Deliver,
     EmulatorBase,
     HttpReply,
+    Origin,
 )
 
 __all__ = [
@@ -386,23 +387,36 @@ class WeixinEmulator(EmulatorBase):
         return _ok()
 
     # -- the person -----------------------------------------------------------------------
-    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
+    def send_user_message(
+        self, text: str, *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
         """The person types ``text``: a ``WeixinMessage`` waits for ``getupdates``.
 
+        ``origin`` (`Origin`): another person (``from_user_id``; their direct chat).
+        iLink bots have direct chats only: a group, a mention, a thread or a chat other
+        than the person's own are refused (``ValueError``).
         Returns the message id and ``200 queued for getupdates``; a waiting long poll
         answers at once.
         """
+        origin = origin or Origin()
+        user = origin.user_id or self.user_id
+        if origin.group or origin.mentions_bot:
+            raise ValueError("group: iLink bots have direct chats only (no groups, no mentions)")
+        if origin.thread_id is not None:
+            raise ValueError("threadId: iLink chats have no threads")
+        if origin.chat_id is not None and origin.chat_id != user:
+            raise ValueError("chatId: an iLink direct chat is the person's own id (userId)")
         with self._lock:
             self._next_message_id += 1
             message_id = self._next_message_id
             token = "ctx-" + secrets.token_hex(12)
-            self._context_tokens[token] = self.user_id
+            self._context_tokens[token] = user
             while len(self._context_tokens) > MAX_TOKENS:
                 self._context_tokens.popitem(last=False)
             message: dict[str, Any] = {
                 "seq": len(self._user_messages) + 1,
                 "message_id": message_id,
-                "from_user_id": self.user_id,
+                "from_user_id": user,
                 "to_user_id": self.bot_id,
                 "client_id": str(uuid.uuid4()),
                 "create_time_ms": int(time.time() * 1000),

@@ -455,6 +455,7 @@ class DingtalkChannel(ChannelBase):
                     message_id=message.msg_id,
                     is_group=message.is_group,
                     sender_name=message.sender_nick,
+                    mentions_bot=message.mentions_bot,
                 ),
             )
             if outcome != "accepted":

@@ -206,6 +206,8 @@ class RobotMessage:
     session_webhook_expires_ms: int | None = None
     robot_code: str | None = None
     conversation_title: str | None = None
+    #: group messages: the robot itself is in ``atUsers`` (`mentions_robot`)
+    mentions_bot: bool | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -269,6 +271,22 @@ def trusted_session_webhook(value: Any) -> str | None:
     return text
 
 
+def mentions_robot(payload: Mapping[str, Any]) -> bool | None:
+    """Whether a group message @-mentions the robot itself (None: the body cannot tell).
+
+    The structured ``atUsers`` list decides: the robot is addressed when its
+    ``chatbotUserId`` is one of the ``dingtalkId`` values (``@all`` lists nobody, so it
+    never counts). Without a ``chatbotUserId`` and ``atUsers`` to compare,
+    ``isInAtList`` decides; the text is never searched for an ``@`` name.
+    """
+    robot = _str(payload.get("chatbotUserId"))
+    at_users = payload.get("atUsers")
+    if robot is not None and isinstance(at_users, list):
+        return any(_is_map(u) and _str(u.get("dingtalkId")) == robot for u in at_users)
+    flag = payload.get("isInAtList")
+    return flag if isinstance(flag, bool) else None
+
+
 def parse_robot_message(payload: Any) -> RobotMessage | None:
     """Parse a robot message body (already JSON-decoded); None when it is not usable."""
     if not isinstance(payload, Mapping):
@@ -284,7 +302,7 @@ def parse_robot_message(payload: Any) -> RobotMessage | None:
     return RobotMessage(
         msg_id=msg_id,
         conversation_id=conversation_id,
-        is_group=str(payload.get("conversationType", "1")) == "2",
+        is_group=(group := str(payload.get("conversationType", "1")) == "2"),
         owner_key=owner_key,
         text=_message_text(payload),
         sender_id=sender_id,
@@ -295,6 +313,7 @@ def parse_robot_message(payload: Any) -> RobotMessage | None:
         session_webhook_expires_ms=expires if isinstance(expires, int) else None,
         robot_code=_str(payload.get("robotCode")),
         conversation_title=_str(payload.get("conversationTitle")),
+        mentions_bot=mentions_robot(payload) if group else None,
         raw=payload,
     )
 

@@ -650,8 +650,6 @@ class FeishuChannel(ChannelBase):
         message = parse_message_event(payload)
         if message is None or message.sender_type != "user" or not message.text.strip():
             return Decision.ignored()
-        if message.is_group and not message.mentions:
-            return Decision.ignored()  # in groups the bot answers only when mentioned
         inbound = InboundMessage(
             channel_name=self.name,
             chat_id=message.chat_id,
@@ -660,6 +658,10 @@ class FeishuChannel(ChannelBase):
             message_id=message.message_id,
             thread_id=message.thread_id,
             is_group=message.is_group,
+            # in groups the core answers only when addressed (access.requireMention)
+            mentions_bot=message.mentions_bot(self.feishu.bot_open_id)
+            if message.is_group
+            else None,
         )
         try:
             return decide_inbound(self, inbound)[1]

@@ -94,6 +94,9 @@ class FeishuConfig:
     ingress: Literal["http", "websocket"] = "http"
     #: Without a state store: the file recording the runs in progress (see above).
     run_journal: str | None = None
+    #: The bot's own ``open_id``: in groups only a structured mention of it addresses the
+    #: bot. ``None``: any mention of a person or bot (never ``@_all``) does.
+    bot_open_id: str | None = None
 
     def __post_init__(self) -> None:
         register_secrets(self.app_secret, self.verification_token, self.encrypt_key)
@@ -177,6 +180,8 @@ def _validate(cfg: FeishuConfig, path: str) -> None:
         _require_str(cfg.encrypt_key, f"{path}.encrypt_key")
     if cfg.run_journal is not None:
         _require_str(cfg.run_journal, f"{path}.run_journal")
+    if cfg.bot_open_id is not None:
+        _require_str(cfg.bot_open_id, f"{path}.bot_open_id")
     if cfg.language not in LANGUAGES:
         raise ConfigurationError(f"must be one of {', '.join(LANGUAGES)}", f"{path}.language")
     if not isinstance(cfg.forms, FeishuFormsConfig):

@@ -264,10 +264,20 @@ class FeishuMessage:
     thread_id: str | None = None
     sender_type: str = "user"
     mentions: tuple[str, ...] = ()
+    #: the ``open_id`` of every structured mention but ``@_all`` ("" when it has none)
+    mention_open_ids: tuple[str, ...] = ()
 
     @property
     def is_group(self) -> bool:
         return self.chat_type != "p2p"
+
+    def mentions_bot(self, bot_open_id: str | None) -> bool:
+        """Whether the message mentions the bot: its ``open_id`` among the structured
+        mentions, or (``bot_open_id`` unknown) any structured mention of somebody;
+        ``@_all`` never counts and the text is never searched for names."""
+        if bot_open_id is not None:
+            return bot_open_id in self.mention_open_ids
+        return bool(self.mention_open_ids)
 
 
 @dataclass(frozen=True)
@@ -343,6 +353,7 @@ def parse_message_event(payload: Mapping[str, Any]) -> FeishuMessage | None:
     else:
         return None
     mention_names: list[str] = []
+    mention_ids: list[str] = []
     mentions = message.get("mentions")
     if isinstance(mentions, list):
         for mention in mentions:
@@ -353,6 +364,10 @@ def parse_message_event(payload: Mapping[str, Any]) -> FeishuMessage | None:
                 name = mention.get("name")
                 if isinstance(name, str):
                     mention_names.append(name)
+                ids = mention.get("id")
+                if key != "@_all":  # @all names everybody, never the bot
+                    mentioned = _str(ids.get("open_id")) if isinstance(ids, Mapping) else None
+                    mention_ids.append(mentioned or "")
     return FeishuMessage(
         message_id=message_id,
         chat_id=chat_id,
@@ -363,6 +378,7 @@ def parse_message_event(payload: Mapping[str, Any]) -> FeishuMessage | None:
         thread_id=_str(message.get("thread_id")),
         sender_type=str(sender.get("sender_type") or "user"),
         mentions=tuple(mention_names),
+        mention_open_ids=tuple(mention_ids),
     )
 
 

@@ -311,6 +311,9 @@ class SlackChannel(ChannelBase):
             message_id=message.ts,
             thread_id=thread,
             is_group=not dm,
+            # outside DMs only ``app_mention`` events get here: Slack's structured
+            # mention of the bot (``<!here>``, ``<!channel>``, ``<!everyone>`` are none)
+            mentions_bot=None if dm else message.mention,
         )
         return decide_inbound(self, msg)[1]
 

@@ -484,9 +484,19 @@ class TelegramChannel(ChannelBase):
             thread_id=str(thread) if thread is not None else None,
             is_group=message.chat.type != "private",
             sender_name=sender.first_name or sender.username,
+            # None (counts as addressed): a tapped button addresses the bot by itself,
+            # and group_policy "open" admitted every group message already
+            mentions_bot=None
+            if tapped or message.chat.type == "private" or self.groups.policy == "open"
+            else self.groups.addressed(message),
         )
         outcome, decision = decide_inbound(self, msg)
-        if outcome == "accepted" and msg.message_id is not None and parse_command(text) is None:
+        if (
+            outcome == "accepted"
+            and msg.message_id is not None
+            and parse_command(text) is None
+            and self.access.admits(msg)
+        ):
             self._record_run(msg)
         return decision
 

@@ -101,6 +101,22 @@ class GroupGate:
         logger.debug("telegram group message in %s dropped: bot not mentioned", message.chat.id)
         return None
 
+    def addressed(self, message: TgMessage) -> bool:
+        """Whether a group message addresses the bot: a reply to one of its messages, a
+        command ``/cmd@<bot_username>``, or a mention of ``@<bot_username>`` (a whole
+        word; ``@all``-style words name nobody on Telegram)."""
+        text = message.text or ""
+        if message.reply_to_from_id == self.bot_id:
+            return True
+        with self._lock:
+            username, mention = self._username, self._mention
+        if username is None or mention is None:
+            return False
+        if text.startswith("/"):
+            _, at, target = text.split(maxsplit=1)[0].partition("@")
+            return bool(at) and target.lower() == username.lower()
+        return mention.search(text) is not None
+
     def _admit_command(self, message: TgMessage, text: str, username: str | None) -> str | None:
         head = text.split(maxsplit=1)[0]
         _, at, target = head.partition("@")

@@ -49,7 +49,6 @@ from channelkit.core import (
     OutputSegmentContext,
     RunHandle,
     SegmentEndReason,
-    parse_command,
 )
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressRoute
@@ -269,7 +268,7 @@ class WeixinChannel(ChannelBase):
         if (
             outcome == "accepted"
             and message_id
-            and parse_command(text) is None
+            and isinstance(handle, RunHandle)  # not a command, not refused by access
             and self.run_journal.enabled
         ):
             record = {"chat": sender, "token": token, "at": self.clock.time()}

@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from channelkit.playground.emulator import CallbackDelivery
+from channelkit.playground.emulator import CallbackDelivery, Origin
 from channelkit.playground.feishu import crypto
 from channelkit.playground.feishu.chat import (
     FeishuChat,
@@ -31,7 +31,12 @@ from channelkit.playground.feishu.chat import (
     walk,
 )
 
-__all__ = ["FeishuCallbacks"]
+__all__ = ["BOT_OPEN_ID", "GROUP_CHAT_ID", "FeishuCallbacks"]
+
+#: the playground bot's ``open_id`` (a mention of it carries this id)
+BOT_OPEN_ID = "ou_channelkit_playground_bot"
+#: the group a person writes in with ``{"group": true}`` and no ``chatId``
+GROUP_CHAT_ID = "oc_playground_group"
 
 _BUTTON_ACTIONS = {"stop": "ck_stop", "submit": "ck_submit", "cancel": "ck_cancel"}
 
@@ -67,16 +72,31 @@ class FeishuCallbacks(FeishuChat):
             "tenant_key": self.tenant_key,
         }
 
-    def send_user_message(self, text: str) -> tuple[str, CallbackDelivery]:
-        """The person types ``text``: an ``im.message.receive_v1`` event goes to the SDK."""
+    def send_user_message(
+        self, text: str, *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person types ``text``: an ``im.message.receive_v1`` event goes to the SDK.
+
+        ``origin`` (`Origin`): another person (``open_id``), a group (``chat_type``
+        ``group``, `GROUP_CHAT_ID` unless a chat is named), a mention of the bot (a
+        ``mentions`` entry with `BOT_OPEN_ID`, its ``@_user_1`` key before the text), a
+        thread (``thread_id``, and ``root_id`` the thread's first message).
+        """
+        origin = origin or Origin()
+        open_id = origin.user_id or self.user_open_id
+        chat_id = origin.chat_id or (GROUP_CHAT_ID if origin.group else self.chat_id)
+        for met in (chat_id, open_id):
+            if met not in (self.chat_id, self.user_open_id):
+                self.met(met)
         msg_id = "om_" + uuid.uuid4().hex
         now_ms = str(int(time.time() * 1000))
-        content = json.dumps({"text": text}, ensure_ascii=False)
+        body = f"@_user_1 {text}" if origin.mentions_bot else text
+        content = json.dumps({"text": body}, ensure_ascii=False)
         with self._lock:
             self._remember_message(
                 {
                     "message_id": msg_id,
-                    "chat_id": self.chat_id,
+                    "chat_id": chat_id,
                     "msg_type": "text",
                     "content": content,
                     "create_time": now_ms,
@@ -86,25 +106,38 @@ class FeishuCallbacks(FeishuChat):
             self._add_timeline(
                 {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": msg_id}
             )
+        message: dict[str, Any] = {
+            "message_id": msg_id,
+            "create_time": now_ms,
+            "update_time": now_ms,
+            "chat_id": chat_id,
+            "chat_type": "group" if origin.group else "p2p",
+            "message_type": "text",
+            "content": content,
+        }
+        if origin.mentions_bot:
+            message["mentions"] = [
+                {
+                    "key": "@_user_1",
+                    "id": {"open_id": BOT_OPEN_ID, "union_id": "on_bot", "user_id": ""},
+                    "name": "channelkit",
+                    "tenant_key": self.tenant_key,
+                }
+            ]
+        if origin.thread_id is not None:
+            message["thread_id"] = origin.thread_id
+            message["root_id"] = "om_root_" + origin.thread_id
         event = {
             "sender": {
                 "sender_id": {
-                    "open_id": self.user_open_id,
-                    "user_id": "u_" + self.user_open_id[-8:],
-                    "union_id": "on_" + self.user_open_id[-8:],
+                    "open_id": open_id,
+                    "user_id": "u_" + open_id[-8:],
+                    "union_id": "on_" + open_id[-8:],
                 },
                 "sender_type": "user",
                 "tenant_key": self.tenant_key,
             },
-            "message": {
-                "message_id": msg_id,
-                "create_time": now_ms,
-                "update_time": now_ms,
-                "chat_id": self.chat_id,
-                "chat_type": "p2p",
-                "message_type": "text",
-                "content": content,
-            },
+            "message": message,
         }
         envelope = self._envelope("im.message.receive_v1", event)
         return msg_id, self._deliver_callback("event", self.events_url, envelope)

@@ -340,6 +340,22 @@ class FeishuChat(EmulatorBase):
         self._message_card: dict[str, str] = {}  # message id -> card key
         self._reactions: dict[str, list[dict[str, Any]]] = {}
         self._pins: dict[str, dict[str, Any]] = {}
+        #: chats and people besides the emulated ones who wrote to the bot (bounded):
+        #: the bot may answer there
+        self._other_chats: OrderedDict[str, bool] = OrderedDict()
+
+    def met(self, chat_or_open_id: str) -> None:
+        """Remember a chat (or person) who wrote to the bot: it may answer there."""
+        with self._lock:
+            self._other_chats[chat_or_open_id] = True
+            self._other_chats.move_to_end(chat_or_open_id)
+            while len(self._other_chats) > MAX_CARDS:
+                self._other_chats.popitem(last=False)
+
+    def knows(self, chat_or_open_id: str) -> bool:
+        """Whether the bot may write to ``chat_or_open_id``."""
+        with self._lock:
+            return chat_or_open_id in self._other_chats
 
     def _message_data(self, message: Mapping[str, Any]) -> dict[str, Any]:
         out = {

@@ -251,9 +251,10 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
         known = (id_type == "chat_id" and receive_id == self.chat_id) or (
             id_type == "open_id" and receive_id == self.user_open_id
         )
-        if not known:
+        if not known and not self.knows(receive_id):  # a group / person who wrote
             return error(400, 230002, "The bot is not in the chat or the user is unknown.")
-        return self._post_message(self.chat_id, data.get("msg_type"), data.get("content"), None)
+        chat = receive_id if not known and id_type == "chat_id" else self.chat_id
+        return self._post_message(chat, data.get("msg_type"), data.get("content"), None)
 
     def _reply(self, query: Mapping[str, str], data: Mapping[str, Any], msg_id: str) -> HttpReply:
         with self._lock:
