@@ -28,7 +28,7 @@ from __future__ import annotations
 from channelkit.markdown.nodes import Document
 from channelkit.markdown.parse import close_open_markdown, parse
 from channelkit.markdown.render import TABLE_POLICIES, Dialect, TablePolicy, renderer_for
-from channelkit.markdown.split import MIN_LIMIT, split_document
+from channelkit.markdown.split import MIN_LIMIT, split_document, split_rendered
 from channelkit.markdown.text import display_width, is_boundary, safe_cut
 
 __all__ = [
@@ -77,7 +77,7 @@ def render(
         return []
     if limit is None:
         return [renderer.document(document)]
-    return [renderer.document(part) for part in split_document(document, renderer, limit)]
+    return split_rendered(document, renderer, limit)
 
 
 def split(

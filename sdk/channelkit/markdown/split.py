@@ -35,7 +35,7 @@ from channelkit.markdown.nodes import (
 from channelkit.markdown.render import Renderer
 from channelkit.markdown.text import safe_cut
 
-__all__ = ["MIN_LIMIT", "split_document"]
+__all__ = ["MIN_LIMIT", "split_document", "split_rendered"]
 
 #: The smallest limit a document can be split to.
 MIN_LIMIT = 64
@@ -47,21 +47,35 @@ _PLAIN = Renderer()
 def split_document(document: Document, renderer: Renderer, limit: int) -> list[Document]:
     """``document`` as parts whose rendering by ``renderer`` is at most ``limit``
     characters each, in order; ``[]`` for an empty document."""
+    return [Document(tuple(b for b, _ in part)) for part in _parts(document, renderer, limit)]
+
+
+def split_rendered(document: Document, renderer: Renderer, limit: int) -> list[str]:
+    """The rendering of each part of `split_document()` (each block rendered once)."""
+    return ["\n\n".join(text for _, text in part) for part in _parts(document, renderer, limit)]
+
+
+def _parts(document: Document, renderer: Renderer, limit: int) -> list[list[tuple[Block, str]]]:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < MIN_LIMIT:
         raise ValueError(f"limit: expected an int of at least {MIN_LIMIT}, got {limit!r}")
-    parts: list[Document] = []
-    current: list[Block] = []
+    parts: list[list[tuple[Block, str]]] = []
+    current: list[tuple[Block, str]] = []
     size = 0
     for block in document.blocks:
-        for piece in _fit(renderer, block, limit):
-            length = len(renderer.block(piece))
-            if current and size + _SEPARATOR + length > limit:
-                parts.append(Document(tuple(current)))
+        rendered = renderer.block(block)
+        pieces = (
+            [(block, rendered)]
+            if len(rendered) <= limit
+            else [(piece, renderer.block(piece)) for piece in _fit(renderer, block, limit)]
+        )
+        for piece, text in pieces:
+            if current and size + _SEPARATOR + len(text) > limit:
+                parts.append(current)
                 current, size = [], 0
-            size += length + (_SEPARATOR if current else 0)
-            current.append(piece)
+            size += len(text) + (_SEPARATOR if current else 0)
+            current.append((piece, text))
     if current:
-        parts.append(Document(tuple(current)))
+        parts.append(current)
     return parts
 
 

@@ -1,0 +1,73 @@
+"""Markdown rendering time per KB, per dialect, beside the old regular-expression converter.
+
+Usage::
+
+    python benchmarks/bench_markdown.py [--rounds 30]
+
+The input is the 30 golden agent answers (``tests/markdown/golden/*/input.md``)
+joined into one document (tables, nested lists, code, links, CJK and emoji). It times
+the parse (markdown-it-py into the intermediate form, shared by every dialect), then for
+each dialect the rendering of the parsed form, the whole `channelkit.markdown.render()`
+(parse and render) and the same with splitting at 4,096 characters; beside it, in the
+same run, the removed regular-expression Telegram converter
+(``legacy_telegram_markdown.to_html``). Each figure is the best of ``--rounds`` rounds,
+in microseconds per KB of Markdown (UTF-8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "sdk"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from channelkit.markdown import Dialect, parse, render, render_document  # noqa: E402
+from legacy_telegram_markdown import to_html  # noqa: E402
+
+GOLDEN = ROOT / "tests" / "markdown" / "golden"
+
+
+def corpus() -> str:
+    """The golden answers joined, each a section of its own."""
+    texts = [p.read_text(encoding="utf-8") for p in sorted(GOLDEN.glob("*/input.md"))]
+    return "\n\n".join(t.rstrip("\n") for t in texts) + "\n"
+
+
+def best_us_per_kb(fn: Callable[[], object], kb: float, rounds: int) -> float:
+    """The fastest of ``rounds`` calls of ``fn``, in microseconds per KB."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best * 1e6 / kb
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30, help="rounds per figure (best kept)")
+    args = parser.parse_args(argv)
+    text = corpus()
+    kb = len(text.encode("utf-8")) / 1024
+    print(f"input: {len(text):,} characters, {kb:.1f} KB, best of {args.rounds} rounds")
+    document = parse(text)
+    parsing = best_us_per_kb(lambda: parse(text), kb, args.rounds)
+    print(f"parse (markdown-it-py -> intermediate form): {parsing:.1f} us/KB")
+    print(f"{'us/KB':<20} {'render parsed':>14} {'parse+render':>13} {'+ split 4096':>13}")
+    for dialect in Dialect:
+        alone = best_us_per_kb(lambda d=dialect: render_document(document, d), kb, args.rounds)
+        whole = best_us_per_kb(lambda d=dialect: render(text, d), kb, args.rounds)
+        split = best_us_per_kb(lambda d=dialect: render(text, d, limit=4096), kb, args.rounds)
+        print(f"{dialect.value:<20} {alone:>14.1f} {whole:>13.1f} {split:>13.1f}")
+    legacy = best_us_per_kb(lambda: to_html(text), kb, args.rounds)
+    print(f"{'regex telegram (old)':<20} {'-':>14} {legacy:>13.1f} {'-':>13}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
