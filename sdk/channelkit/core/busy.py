@@ -151,7 +151,8 @@ class BusyChat:
 
     @property
     def waiting_messages(self) -> int:
-        """Messages collected into turns that have not started yet."""
+        """Messages in the collected turns still taking more (one turn per
+        conversation at most: a full turn waits for its start without being counted)."""
         with self._lock:
             batches = list(self._batches.values())
         return sum(batch.count for batch in batches if _open_for_joining(batch.run))
