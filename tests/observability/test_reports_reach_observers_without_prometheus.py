@@ -5,6 +5,9 @@
   ``channelkit_deliveries_total``);
 * the generated clients' base reports each API call attempt with the platform, the
   operation id and the HTTP status (``timeout`` when no answer came);
+* the ingress claims report a copy they refuse as ``replay`` under the platform (the
+  shared dedup: a copy this instance saw, or one another instance claimed first); a
+  guard without a scope (signature replays) reports nothing;
 * a failing observer never breaks the work that reported;
 * without prometheus_client, ``GET /metrics`` answers 503 naming what to install.
 """
@@ -33,6 +36,7 @@ class Recorder(Observer):
         self.lock = threading.Lock()
         self.deliveries: list[tuple[str, str]] = []
         self.calls: list[tuple[str, str, str]] = []
+        self.ingresses: list[tuple[str, str]] = []
         self.changed = threading.Condition(self.lock)
 
     def delivery(self, channel: str, outcome: str) -> None:
@@ -43,6 +47,10 @@ class Recorder(Observer):
     def api_call(self, platform: str, operation: str, status: str, seconds: float) -> None:
         with self.lock:
             self.calls.append((platform, operation, status))
+
+    def ingress(self, platform: str, outcome: str) -> None:
+        with self.lock:
+            self.ingresses.append((platform, outcome))
 
 
 class Exploding(Observer):
@@ -162,3 +170,21 @@ def test_metrics_without_prometheus_client_answer_503_naming_the_extra(
     assert response.status == 503
     assert response.body.decode() == MISSING_MESSAGE
     assert "channelkit[metrics]" in MISSING_MESSAGE
+
+
+def test_a_refused_copy_is_reported_as_a_replay_of_its_platform(recorder: Recorder) -> None:
+    from channelkit.platforms.common.replay import ReplayGuard
+    from channelkit.platforms.common.shared_dedup import SharedDedup
+    from channelkit.state import MemoryStore
+
+    clock = FakeClock()
+    store = MemoryStore(clock=clock)
+    here = SharedDedup(clock.time, ttl=60.0, scope="telegram-update", store=store)
+    there = SharedDedup(clock.time, ttl=60.0, scope="telegram-update", store=store)
+    assert here.first(1) is True
+    assert here.first(1) is False  # the same copy again, here
+    assert there.first(1) is False  # another instance claimed it first
+    signatures = ReplayGuard(clock.time)
+    assert signatures.first("sig") is True and signatures.first("sig") is False
+    with recorder.lock:
+        assert recorder.ingresses == [("telegram", "replay"), ("telegram", "replay")]

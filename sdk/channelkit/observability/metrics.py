@@ -128,8 +128,8 @@ class PrometheusObserver(Observer):
         )
         self.ingress_total = Counter(
             "channelkit_ingress_total",
-            "Inbound requests and messages by outcome (accepted, replay, bad_signature, "
-            "busy, closed, refused).",
+            "Inbound requests and messages by outcome (accepted, busy, closed, "
+            "bad_signature, replay, store_unavailable).",
             ["platform", "outcome"],
         )
         self.connections_gauge = Gauge(

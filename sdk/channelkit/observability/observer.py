@@ -121,8 +121,8 @@ class Observer:
         command took it."""
 
     def ingress(self, platform: str, outcome: str) -> None:
-        """An inbound request or frame was judged: ``accepted``, ``replay``,
-        ``bad_signature``, ``busy``, ``closed`` or ``refused``."""
+        """An inbound request or frame was judged: ``accepted``, ``busy``, ``closed``,
+        ``bad_signature``, ``replay`` or ``store_unavailable``."""
 
     def run_started(self, report: RunReport) -> None:
         """A run started (its lifecycle ``started`` hook ran)."""

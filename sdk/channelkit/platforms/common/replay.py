@@ -42,6 +42,8 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from channelkit.observability import hub
+
 __all__ = [
     "DEFAULT_REPLAY_ENTRIES",
     "MAX_REPLAY_ENTRIES",
@@ -94,6 +96,11 @@ class ReplayGuard:
     admission whose request was refused for another reason and may be retried.
     ``ordered=True`` (integer keys that the platform issues in increasing order) refuses
     every key at or below the highest key the guard forgot (`high_water`).
+
+    ``scope`` (e.g. ``"slack-event"``, its first word the platform) makes every refused
+    key count as a ``replay`` in ``channelkit_ingress_total`` (set it on the guard that
+    claims a platform's deliveries, not on signature guards: a refused signature is
+    counted as ``bad_signature`` by the web layer).
     """
 
     def __init__(
@@ -103,6 +110,7 @@ class ReplayGuard:
         ttl: float = 3600.0,
         maxsize: int = DEFAULT_REPLAY_ENTRIES,
         ordered: bool = False,
+        scope: str = "",
     ) -> None:
         if not MIN_REPLAY_ENTRIES <= maxsize <= MAX_REPLAY_ENTRIES:
             raise ValueError(
@@ -112,6 +120,7 @@ class ReplayGuard:
             raise ValueError("ttl: must be > 0")
         self._time = time
         self.ttl = ttl
+        self.scope = scope
         self.maxsize = maxsize
         self._lock = threading.Lock()
         self._entries: dict[Hashable, tuple[float, int]] = {}
@@ -137,6 +146,12 @@ class ReplayGuard:
 
     def admit(self, key: Hashable, expires_at: float) -> bool:
         """True (and remember ``key`` until ``expires_at``) if ``key`` is unused and fresh."""
+        admitted = self._admit(key, expires_at)
+        if not admitted and self.scope:
+            hub.ingress(self.scope.split("-", 1)[0], "replay")
+        return admitted
+
+    def _admit(self, key: Hashable, expires_at: float) -> bool:
         if self.ordered and (not isinstance(key, int) or isinstance(key, bool)):
             raise TypeError(f"key: an ordered guard takes integer ids, got {key!r}")
         with self._lock:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 from channelkit.errors import StateStoreUnavailable
+from channelkit.observability import hub
 from channelkit.platforms.common.replay import DEFAULT_REPLAY_ENTRIES, ReplayGuard
 
 if TYPE_CHECKING:
@@ -62,7 +63,10 @@ class SharedDedup:
         ordered: bool = False,
         maxsize: int = DEFAULT_REPLAY_ENTRIES,
     ) -> None:
-        self.local = ReplayGuard(time, ttl=ttl, ordered=ordered, maxsize=maxsize)
+        # a copy this instance saw counts as a replay there; one another instance
+        # claimed first counts below
+        self.local = ReplayGuard(time, ttl=ttl, ordered=ordered, maxsize=maxsize, scope=scope)
+        self._platform = scope.split("-", 1)[0]
         self.store = store
         self.ttl = ttl
         self.scope = scope
@@ -97,8 +101,11 @@ class SharedDedup:
         except StateStoreUnavailable as exc:
             self.local.forget(key)  # once the store answers, a redelivery may be served
             self._outage(exc)
+            hub.ingress(self._platform, "store_unavailable")
             return False
         self._recovered()
+        if not won:
+            hub.ingress(self._platform, "replay")
         return won
 
     def forget(self, key: Hashable) -> None:
