@@ -193,7 +193,7 @@ class SlackChannel(ChannelBase):
             config.bot_token, base_url=config.api_base_url, timeout_s=config.request_timeout_s
         )
         #: event_ids already handled: a retried (or replayed) delivery is ignored
-        self._seen_events = ReplayGuard(self.clock.time, ttl=EVENT_DEDUP_TTL)
+        self._seen_events = ReplayGuard(self.clock.time, ttl=EVENT_DEDUP_TTL, scope="slack-event")
         self._teams: dict[str, str] = {}  # chat id -> team id (recipient of streams)
         self.streams = SegmentStreams(
             self.api,
