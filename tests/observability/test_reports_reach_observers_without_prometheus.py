@@ -8,6 +8,8 @@
 * the ingress claims report a copy they refuse as ``replay`` under the platform (the
   shared dedup: a copy this instance saw, or one another instance claimed first); a
   guard without a scope (signature replays) reports nothing;
+* the shared inbound hand-off reports each message ``accepted``, ``busy`` or
+  ``refused`` (the access policy) with a hashed chat, never the chat id;
 * a failing observer never breaks the work that reported;
 * without prometheus_client, ``GET /metrics`` answers 503 naming what to install.
 """
@@ -37,6 +39,7 @@ class Recorder(Observer):
         self.deliveries: list[tuple[str, str]] = []
         self.calls: list[tuple[str, str, str]] = []
         self.ingresses: list[tuple[str, str]] = []
+        self.inbounds: list[tuple[str, str, str, str, str]] = []
         self.changed = threading.Condition(self.lock)
 
     def delivery(self, channel: str, outcome: str) -> None:
@@ -47,6 +50,10 @@ class Recorder(Observer):
     def api_call(self, platform: str, operation: str, status: str, seconds: float) -> None:
         with self.lock:
             self.calls.append((platform, operation, status))
+
+    def inbound(self, platform: str, channel: str, chat: str, outcome: str, run_id: str) -> None:
+        with self.lock:
+            self.inbounds.append((platform, channel, chat, outcome, run_id))
 
     def ingress(self, platform: str, outcome: str) -> None:
         with self.lock:
@@ -188,3 +195,44 @@ def test_a_refused_copy_is_reported_as_a_replay_of_its_platform(recorder: Record
     assert signatures.first("sig") is True and signatures.first("sig") is False
     with recorder.lock:
         assert recorder.ingresses == [("telegram", "replay"), ("telegram", "replay")]
+
+
+def test_the_inbound_hand_off_reports_accepted_busy_and_refused(recorder: Recorder) -> None:
+    from concurrent.futures import Future
+
+    from channelkit.core import CommandHandle, InboundMessage, RunHandle
+    from channelkit.core.access import ACCESS_COMMAND
+    from channelkit.core.handles import CommandResult, RunResult
+    from channelkit.platforms.common.inbound import hand_inbound
+
+    class Stub:
+        name = "obs-stub"
+
+        def __init__(self, handle: Any) -> None:
+            self.handle = handle
+
+        def handle_inbound(self, message: Any, *, defer: Any = None) -> Any:
+            return self.handle
+
+    running: Future[RunResult] = Future()
+    rejected: Future[RunResult] = Future()
+    rejected.set_result(RunResult("r2", "s", "rejected"))
+    notice: Future[CommandResult] = Future()
+    notice.set_result(CommandResult(ACCESS_COMMAND, "", False))
+    message = InboundMessage("obs-stub", "chat-8812", "user-7734", "hi")
+    for handle in (
+        RunHandle("r1", "s", running),
+        RunHandle("r2", "s", rejected),
+        CommandHandle(ACCESS_COMMAND, None, notice),
+    ):
+        assert hand_inbound(Stub(handle), message)[0] == "accepted"  # type: ignore[arg-type]
+    with recorder.lock:
+        seen = list(recorder.inbounds)
+    assert [(o, r) for _, _, _, o, r in seen] == [
+        ("accepted", "r1"),
+        ("busy", "r2"),
+        ("refused", ""),
+    ]
+    assert {chat for _, _, chat, _, _ in seen} != {"chat-8812"}
+    assert all("8812" not in chat and "7734" not in chat for _, _, chat, _, _ in seen)
+    assert len({chat for _, _, chat, _, _ in seen}) == 1  # one chat, one hash

@@ -128,7 +128,7 @@ class PrometheusObserver(Observer):
         )
         self.ingress_total = Counter(
             "channelkit_ingress_total",
-            "Inbound requests and messages by outcome (accepted, busy, closed, "
+            "Inbound requests and messages by outcome (accepted, busy, refused, closed, "
             "bad_signature, replay, store_unavailable).",
             ["platform", "outcome"],
         )

@@ -116,13 +116,13 @@ class Observer:
         """A channel named ``channel`` of ``platform`` was built."""
 
     def inbound(self, platform: str, channel: str, chat: str, outcome: str, run_id: str) -> None:
-        """A person's message reached the channel: ``outcome`` is ``accepted``, ``busy``
-        or ``closed``; ``chat`` a `chat_hash()`; ``run_id`` empty unless a run or
-        command took it."""
+        """A person's message reached the channel: ``outcome`` is ``accepted``, ``busy``,
+        ``refused`` (the access policy) or ``closed``; ``chat`` a `chat_hash()`;
+        ``run_id`` empty unless a run or command took it."""
 
     def ingress(self, platform: str, outcome: str) -> None:
-        """An inbound request or frame was judged: ``accepted``, ``busy``, ``closed``,
-        ``bad_signature``, ``replay`` or ``store_unavailable``."""
+        """An inbound request or frame was judged: ``accepted``, ``busy``, ``refused``,
+        ``closed``, ``bad_signature``, ``replay`` or ``store_unavailable``."""
 
     def run_started(self, report: RunReport) -> None:
         """A run started (its lifecycle ``started`` hook ran)."""

@@ -25,6 +25,7 @@ from channelkit.core import (
     InboundMessage,
     RunHandle,
 )
+from channelkit.core.access import ACCESS_COMMAND
 from channelkit.observability import hub
 from channelkit.observability.observer import chat_hash, platform_of
 
@@ -74,19 +75,20 @@ def hand_inbound(
     rejected = (
         isinstance(handle, RunHandle) and handle.done() and handle.result(0).status == "rejected"
     )
-    _observe(channel, message, "busy" if rejected else "accepted", handle)
+    refused = isinstance(handle, CommandHandle) and handle.command == ACCESS_COMMAND
+    _observe(channel, message, "busy" if rejected else "refused" if refused else "accepted", handle)
     return "accepted", handle
 
 
 def _observe(
     channel: ChannelBase,
     message: InboundMessage,
-    outcome: InboundOutcome,
+    outcome: str,
     handle: RunHandle | CommandHandle | None,
 ) -> None:
     """Report the message to `channelkit.observability` (its log line and metrics):
     ``busy`` also for a run the full queue refused (the person was told; the platform
-    gets its ACK)."""
+    gets its ACK), ``refused`` for a message the access policy refused."""
     try:
         run_id = getattr(handle, "run_id", None)
         name = str(channel.name)
