@@ -77,6 +77,7 @@ from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
+from channelkit.markdown import Dialect, render
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
@@ -509,10 +510,15 @@ class SlackChannel(ChannelBase):
         self.delivery.deliver(self._parts(chat_id, text, self._anchor(segment)), target)
 
     def _parts(self, chat_id: str, text: str, anchor: str | None) -> list[list[DeliveryPath]]:
+        """The answer's Markdown as Slack mrkdwn (`channelkit.markdown`: ``&<>`` escaped,
+        so no mass mention; links ``<url|text>``), split at block boundaries within
+        `MAX_POST_CHARS`, one ``chat.postMessage`` per part."""
+
         def path(part: str) -> list[DeliveryPath]:
             return [DeliveryPath("post", lambda: self.api.post(chat_id, part, anchor))]
 
-        return [path(part) for part in split_text(text, MAX_POST_CHARS)]
+        parts = render(text, Dialect.SLACK, limit=MAX_POST_CHARS)
+        return [path(part) for part in parts or split_text(text, MAX_POST_CHARS)]
 
     def on_response_complete(
         self,

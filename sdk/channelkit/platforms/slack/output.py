@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
 from channelkit.errors import ApiError
+from channelkit.markdown import Dialect, render
 from channelkit.platforms.common import SnapshotWriter, StreamedText, first_notice
 from channelkit.platforms.common.text import MAX_VISIBLE_CHARS, TRUNCATION_MARKER
 from channelkit.platforms.slack.api import SlackApi
@@ -307,14 +308,18 @@ class SegmentStreams:
             logger.warning("slack Stop button could not be posted: %s", type(exc).__name__)
 
     def _write_update(self, live: LiveSegment, snapshot: str, *, final: bool) -> None:
+        """Show ``snapshot``'s Markdown as mrkdwn (`channelkit.markdown`; a preview with
+        open constructs closed until ``final``; its last `MAX_TEXT` part when longer)."""
         text = escape_mass_mentions(snapshot)[-MAX_TEXT:] or " "
+        parts = render(snapshot, Dialect.SLACK, limit=MAX_TEXT, preview=not final)
+        shown = parts[-1] if parts and (not final or len(parts) == 1) else text
         blocks = [] if final else stop_blocks(live.segment.segment_id, None)
-        body_blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}, *blocks]
+        body_blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": shown}}, *blocks]
         if live.ts is None:
-            live.ts = self._api.post(live.channel, text, live.anchor, body_blocks)
+            live.ts = self._api.post(live.channel, shown, live.anchor, body_blocks)
         else:
-            self._api.update(live.channel, live.ts, text, body_blocks)
-        live.sent = text
+            self._api.update(live.channel, live.ts, shown, body_blocks)
+        live.sent = text  # what the message holds of the segment's text
 
     # -- termination --------------------------------------------------------------------
     def close_segment(self, segment: OutputSegmentContext, reason: str) -> None:
