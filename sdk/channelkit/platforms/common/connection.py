@@ -11,6 +11,14 @@ waits on the connection thread: handlers ACK first and hand work on.
 Its `ConnectionState` (connecting, connected, reconnecting with the attempt
 count and the last error, stopped) is what ``/healthz`` reports.
 
+A failure that is the platform refusing the credentials (an `AuthError`: a token
+revoked while running) is not a network hiccup: the state's ``last_error`` says
+"credentials refused by the platform" (``/healthz`` answers 503 with it), the next
+attempts back off by `REFUSED_BACKOFF` (the first wait 30-60 s, doubling up to 5 min;
+never the 0.5 s of a dropped connection), and the log says so once at ERROR, then at
+most every `REFUSED_LOG_INTERVAL_S` while it lasts, and once at INFO when a connection
+succeeds again.
+
 A channel that owns connections exposes them as ``channel.connections`` (see
 `connections_of()`); `start_connections()` starts them and the channel's close
 stops them within its grace period.
@@ -25,10 +33,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from channelkit.errors import AuthError
 from channelkit.observability import hub
 from channelkit.runtime.clock import Clock, SystemClock
 
 __all__ = [
+    "REFUSED_BACKOFF",
+    "REFUSED_LOG_INTERVAL_S",
     "Backoff",
     "ConnectionState",
     "LongConnection",
@@ -40,6 +51,11 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 Status = Literal["idle", "connecting", "connected", "reconnecting", "stopped"]
+
+#: (base, cap) seconds of the backoff after the platform refused the credentials
+REFUSED_BACKOFF = (60.0, 300.0)
+#: while the credentials stay refused, the ERROR line repeats at most this often
+REFUSED_LOG_INTERVAL_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -92,6 +108,8 @@ class LongConnection:
     ``wait(stop_event, seconds) -> bool`` waits out a backoff and returns True when the
     connection was stopped meanwhile; the default is ``stop_event.wait(seconds)``. Tests
     inject one that records the delay and returns at once (they never sleep for real).
+    ``refused_backoff`` replaces the backoff used while the platform refuses the
+    credentials (default `Backoff(*REFUSED_BACKOFF)`).
     """
 
     def __init__(
@@ -101,10 +119,14 @@ class LongConnection:
         clock: Clock | None = None,
         backoff: Backoff | None = None,
         wait: Callable[[threading.Event, float], bool] | None = None,
+        refused_backoff: Backoff | None = None,
     ) -> None:
         self.name = name
         self._clock = clock if clock is not None else SystemClock()
         self.backoff = backoff if backoff is not None else Backoff()
+        #: the backoff while the platform refuses the credentials (see the module doc)
+        self.refused_backoff = refused_backoff or Backoff(*REFUSED_BACKOFF)
+        self._refused_logged_at: float | None = None  # loop thread only
         self._wait = wait if wait is not None else (lambda event, seconds: event.wait(seconds))
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -131,6 +153,10 @@ class LongConnection:
     def connected(self) -> None:
         """Mark the connection up (resets the backoff)."""
         self.backoff.reset()
+        self.refused_backoff.reset()
+        if self._refused_logged_at is not None:
+            self._refused_logged_at = None
+            logger.info("%s: the platform accepts the credentials again; connected", self.name)
         self._set("connected", attempt=0, last_error=None)
 
     # -- lifecycle --------------------------------------------------------------------
@@ -187,21 +213,47 @@ class LongConnection:
                     break
                 reason = f"{type(exc).__name__}: {str(exc)[:200]}"
                 attempt = self.state().attempt + 1
-                delay = self.backoff.next()
-                self._set("reconnecting", attempt=attempt, last_error=reason)
-                logger.warning(
-                    "%s: connection failed (%s); reconnecting in %.1f s (attempt %d)",
-                    self.name,
-                    type(exc).__name__,
-                    delay,
-                    attempt,
-                )
+                if isinstance(exc, AuthError):
+                    delay = self.refused_backoff.next()
+                    reason = f"credentials refused by the platform: {reason}"
+                    self._set("reconnecting", attempt=attempt, last_error=reason)
+                    self._log_refused(exc, delay, attempt)
+                else:
+                    delay = self.backoff.next()
+                    self._set("reconnecting", attempt=attempt, last_error=reason)
+                    logger.warning(
+                        "%s: connection failed (%s); reconnecting in %.1f s (attempt %d)",
+                        self.name,
+                        type(exc).__name__,
+                        delay,
+                        attempt,
+                    )
                 if self._wait(self._stop, delay):
                     break
                 continue
             if not self._stop.is_set():
                 self._set("reconnecting")  # a clean end: the peer asked for a reconnect
         self._set("stopped")
+
+    def _log_refused(self, exc: AuthError, delay: float, attempt: int) -> None:
+        """ERROR once, then at most every `REFUSED_LOG_INTERVAL_S` (DEBUG between)."""
+        now = self._clock.now()
+        last = self._refused_logged_at
+        if last is not None and now - last < REFUSED_LOG_INTERVAL_S:
+            logger.debug("%s: credentials still refused (attempt %d)", self.name, attempt)
+            return
+        self._refused_logged_at = now
+        logger.error(
+            "%s: the platform refused the credentials (%s: HTTP %s); /healthz answers 503 "
+            "until it accepts them; trying again in %.0f s (attempt %d; repeated here at "
+            "most every %.0f s)",
+            self.name,
+            type(exc).__name__,
+            exc.status,
+            delay,
+            attempt,
+            REFUSED_LOG_INTERVAL_S,
+        )
 
 
 def connections_of(channel: object) -> Sequence[LongConnection]:
