@@ -155,13 +155,6 @@ def test_steer_refused_by_the_agent_queues_the_message(
     _second_message_is_queued(channel, agent)
 
 
-def wait_for(predicate: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + BOUND_S
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
-
-
 def _running_turn(agent_fn: Callable[[Turn], str | None], **kwargs: Any) -> Any:
     """Start one turn of ``agent_fn`` on a thread; returns (agent, thread)."""
     agent = FunctionAgent(agent_fn, **kwargs)
@@ -213,18 +206,19 @@ def test_a_function_agent_that_is_not_steerable_refuses() -> None:
 
 def test_wait_steered_returns_a_text_and_wakes_on_cancel() -> None:
     got: list[list[str]] = []
-    entered = threading.Event()
+    entered, first_read = threading.Event(), threading.Event()
 
     def fn(turn: Turn) -> str:
         entered.set()
         got.append(turn.wait_steered(BOUND_S))
+        first_read.set()
         got.append(turn.wait_steered(BOUND_S))  # woken by the cancel, not the timeout
         return ""
 
     agent, thread = _running_turn(fn, steerable=True)
     assert entered.wait(BOUND_S)
     assert agent.steer("s", "more")
-    wait_for(lambda: len(got) == 1)
+    assert first_read.wait(BOUND_S)
     started = time.monotonic()
     assert agent.cancel_session("s")
     thread.join(BOUND_S)
