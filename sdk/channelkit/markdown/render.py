@@ -379,7 +379,7 @@ class SlackRenderer(Renderer):
         return self.code_block("\n".join(lines), "")
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_~\[\]|])")
+_MD_SPECIAL = re.compile(r"([\\`*_~]|\](?=\())")
 _MD_LINE_START = re.compile(r"(^|\n)([ \t]*)(>|(?:#+|[+-]|\d+[.)])(?=\s|$))", re.MULTILINE)
 
 
@@ -445,7 +445,8 @@ class MarkdownRenderer(Renderer):
 
     def native_table(self, table: Table) -> str:
         def row(cells: Sequence[Cell]) -> str:
-            return "| " + " | ".join(self.inlines(c).replace("\n", " ") for c in cells) + " |"
+            inner = (self.inlines(c).replace("\n", " ").replace("|", "\\|") for c in cells)
+            return "| " + " | ".join(inner) + " |"
 
         marks = {"left": ":--", "right": "--:", "center": ":-:", "": "---"}
         rule = "| " + " | ".join(marks[a] for a in table.align) + " |"
