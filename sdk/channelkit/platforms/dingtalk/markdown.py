@@ -1,5 +1,6 @@
-"""Small text helpers for DingTalk cards and Markdown messages: image markers, literal
-Markdown, and the bounded summary of submitted answers a question card shows."""
+"""Small text helpers for DingTalk cards and Markdown messages: the agent's Markdown as
+DingTalk Markdown (`card_markdown()`), image markers, literal Markdown, and the bounded
+summary of submitted answers a question card shows."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from channelkit.markdown import Dialect, render
+
 __all__ = [
     "IMAGE_PENDING",
     "MAX_SHOWN_ANSWERS_CHARS",
     "MAX_SHOWN_ANSWER_CHARS",
     "answers_summary",
+    "card_markdown",
     "cut_text",
     "delivery_failure_text",
     "escape_markdown",
@@ -40,6 +44,16 @@ def sanitize_image_markers(text: str) -> str:
     if "[IMAGE:" not in text:
         return text
     return _PARTIAL.sub(IMAGE_PENDING, _COMPLETE.sub(IMAGE_PENDING, text))
+
+
+def card_markdown(text: str, *, preview: bool = False) -> str:
+    """The agent's Markdown ``text`` as DingTalk Markdown (`channelkit.markdown`,
+    ``Dialect.DINGTALK``: no strikethrough, tables by the table policy), image markers
+    replaced first; ``preview``: the text so far, its open constructs closed. A text the
+    rendering would not change (no Markdown) comes back as written."""
+    text = sanitize_image_markers(text)
+    rendered = "\n\n".join(render(text, Dialect.DINGTALK, preview=preview))
+    return text if rendered == text.strip() else rendered
 
 
 _MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~>")

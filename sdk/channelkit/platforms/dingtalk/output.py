@@ -75,7 +75,7 @@ from channelkit.platforms.dingtalk.api import (
     log_card_error,
 )
 from channelkit.platforms.dingtalk.ingress import CardCallback, card_interaction
-from channelkit.platforms.dingtalk.markdown import sanitize_image_markers
+from channelkit.platforms.dingtalk.markdown import card_markdown
 from channelkit.platforms.dingtalk.questions import (
     ForbiddenNotice,
     InputRequestLike,
@@ -340,7 +340,7 @@ class StatusCardController:
                 logger.debug("could not mark status card %s unavailable", record.out_track_id)
 
     def _write_snapshot(self, record: StatusRecord, snapshot: str) -> None:
-        shown = sanitize_image_markers(snapshot)
+        shown = bound_text(card_markdown(snapshot, preview=True))
         self._api.stream(record.out_track_id, "content", shown, finalize=False)
         if self._on_flushed is not None:
             try:  # the card's visible text, for a survivor that finalizes it
@@ -391,7 +391,7 @@ class StatusCardController:
         text as Markdown.
         """
         streamed = record.writer.finalize(timeout=self._write_timeout)
-        final_text = bound_text(sanitize_image_markers(streamed if content is None else content))
+        final_text = bound_text(card_markdown(streamed if content is None else content))
         line = status_line(state, self._model, self._clock.now() - record.started_at)
         ok = False
         if record.phase.state == "live":
