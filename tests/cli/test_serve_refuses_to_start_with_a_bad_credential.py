@@ -253,3 +253,27 @@ def test_serve_with_good_credentials_and_agent_starts_after_the_checks(
         assert serve.wait(timeout=30) == 0, (serve.stdout, serve.stderr)
     finally:
         serve.kill()
+
+
+def test_serve_with_workers_checks_once_in_the_parent_before_any_worker_starts(
+    tmp_path: Path, emulators: dict[str, EmulatorServer], redis_server: Any
+) -> None:
+    pytest.importorskip("waitress")
+    doc = {
+        "channels": [_channel("telegram", emulators["telegram"].url, botToken=f"123456:{WRONG}")],
+        "agent": {"type": "demo"},
+        "state": {"redis": {"url": redis_server.url, "namespace": f"failfast-{WRONG}"}},
+        "server": {"host": "127.0.0.1", "port": 0},
+    }
+    path = tmp_path / "channelkit.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    elapsed, status, out, err = _refused(["serve", "--config", str(path), "--workers", "2"])
+    assert status == 4, (out, err)
+    assert elapsed < LIMIT_S, elapsed
+    assert err == [
+        "channelkit serve: channel 'telegram' (telegram): credentials.botToken was refused by "
+        "Telegram (HTTP 401: Unauthorized)"
+    ]
+    assert "workers on" not in out  # no worker was started
+    getme = [c for c in emulators["telegram"].emulator.calls() if c["path"].endswith("/getMe")]
+    assert len(getme) == 1  # the parent's check only
