@@ -81,18 +81,21 @@ class Capabilities:
 
 def wait_for(
     predicate: Callable[[], Any],
-    what: str,
+    what: str | Callable[[], str],
     timeout: float = BOUND_S,
     tick: Callable[[], None] | None = None,
 ) -> Any:
-    """Poll ``predicate`` until truthy (bounded); ``tick`` runs between polls."""
+    """Poll ``predicate`` until truthy (bounded); ``tick`` runs between polls. ``what``
+    names the awaited thing in the timeout's message; a callable is read only then (the
+    chat as it is at the timeout, and no emulator state fetched for a wait that ends)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {said}")
         if tick is not None:
             tick()
         time.sleep(0.01)
@@ -295,7 +298,7 @@ class Driver:
 
         return wait_for(
             find,
-            f"a {state} segment with {containing!r} (now: {self.segments()})",
+            lambda: f"a {state} segment with {containing!r} (now: {self.segments()})",
             tick=self.tick,
         )
 
@@ -306,7 +309,9 @@ class Driver:
             seg = self.segment(containing)
             return seg if seg is not None and seg.state == "running" and seg.stop_id else None
 
-        return wait_for(find, f"a Stop button on {containing!r}: {self.segments()}", tick=self.tick)
+        return wait_for(
+            find, lambda: f"a Stop button on {containing!r}: {self.segments()}", tick=self.tick
+        )
 
     def failures(self) -> int:
         """How many times the chat tells that a run failed (failed segments + notices)."""
@@ -351,7 +356,7 @@ class Driver:
             p = self.prompt(containing)
             return p if p is not None and p.state == state else None
 
-        return wait_for(find, f"a {state} question with {containing!r}: {self.prompts()}")
+        return wait_for(find, lambda: f"a {state} question with {containing!r}: {self.prompts()}")
 
     def inputs(self, prompt: Prompt) -> list[str]:
         """What the person can still press on ``prompt`` (buttons / form actions)."""
