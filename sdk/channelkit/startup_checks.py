@@ -25,7 +25,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from channelkit.agents.acp import AcpBridge
 from channelkit.config import ChannelSpec, DeploymentConfig
@@ -125,27 +124,21 @@ def _channel_check(channel: ChannelSpec, bound: float) -> Callable[[], CheckResu
     return run
 
 
-def _agent_environment(agent: Mapping[str, Any]) -> dict[str, str]:
-    env = dict(os.environ)
-    extra = agent.get("env")
-    if isinstance(extra, Mapping):
-        env.update({str(k): str(v) for k, v in extra.items()})
-    return env
-
-
-def _missing_program(program: str, agent: Mapping[str, Any], path: str) -> str | None:
-    """Why `program` cannot be started (None when it can): not on `PATH`, no such
-    file, not executable. A path with a separator is taken relative to the agent's cwd."""
+def _missing_program(bridge: AcpBridge, path: str) -> str | None:
+    """Why the bridge's program cannot be started (None when it can): not on the `PATH`
+    it will be started with (the agent's `env` applied), no such file, not executable.
+    A path with a separator is taken relative to the agent's working directory, as the
+    process will be started there."""
+    program = bridge.command[0]
     if os.sep in program or (os.altsep and os.altsep in program):
-        cwd = agent.get("cwd")
-        full = program if os.path.isabs(program) else os.path.join(str(cwd or "."), program)
+        full = os.path.join(bridge.cwd, program)  # an absolute program stays as it is
         if not os.path.isfile(full):
             return f"{path}: program {program!r} does not exist"
         if not os.access(full, os.X_OK):
             return f"{path}: program {program!r} is not executable"
         return None
-    search = _agent_environment(agent).get("PATH", os.defpath)
-    if shutil.which(program, path=search) is None:
+    env = {**os.environ, **(bridge.env or {})}
+    if shutil.which(program, path=env.get("PATH", os.defpath)) is None:
         return f"{path}: program {program!r} was not found on PATH"
     return None
 
@@ -158,7 +151,7 @@ def _agent_check(
     program = bridge.command[0]
 
     def run() -> CheckResult:
-        missing = _missing_program(program, agent, path)
+        missing = _missing_program(bridge, path)
         if missing is not None:
             return CheckResult(None, FAILED, missing)
         try:

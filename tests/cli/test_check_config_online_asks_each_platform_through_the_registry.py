@@ -199,3 +199,19 @@ def test_every_builtin_chat_platform_with_an_api_check_names_it_in_the_registry(
     for name in checked:
         assert PLATFORMS[name].is_chat
         assert callable(PLATFORMS[name].check_credentials.load())  # type: ignore[union-attr]
+
+
+def test_an_agent_program_given_as_a_path_must_exist_and_be_executable(
+    gate: PlatformSpec, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "agent.sh").write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")  # mode 644
+    channel = {"platform": "gate", "credentials": {"token": "open"}}
+    for command, reason in (
+        ("./no-such-agent.sh --acp", "program './no-such-agent.sh' does not exist"),
+        ("./agent.sh --acp", "program './agent.sh' is not executable"),
+    ):
+        document = _document(channel)
+        document["agent"] = {"type": "acp", "command": command, "cwd": str(tmp_path)}
+        assert cli.main(["check-config", _write(tmp_path, document), "--online"]) == 4
+        err = capsys.readouterr().err
+        assert err.splitlines() == [f"channelkit check-config: agent.command: {reason}"]
