@@ -5,11 +5,9 @@ mid-stream leaves open, for previews."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
-from typing import Literal, cast
-
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+from typing import TYPE_CHECKING, Literal, cast
 
 from channelkit.markdown.nodes import (
     Block,
@@ -32,9 +30,29 @@ from channelkit.markdown.nodes import (
     Text,
 )
 
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+
 __all__ = ["close_open_markdown", "parse"]
 
-_MD = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+_parser: MarkdownIt | None = None
+_parser_lock = threading.Lock()
+
+
+def _markdown_it() -> MarkdownIt:
+    """The shared parser, built on first use (importing markdown-it-py costs tens of
+    milliseconds; a process that never renders Markdown never pays it)."""
+    global _parser
+    with _parser_lock:
+        if _parser is None:
+            from markdown_it import MarkdownIt
+
+            md = MarkdownIt("commonmark", {"html": False})
+            _parser = md.enable(["table", "strikethrough"])
+        return _parser
+
+
 _SAFE_SCHEMES = ("http://", "https://", "mailto:")
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _TRAILING_DELIMITERS = re.compile(r"[*_~`]+$")
@@ -52,7 +70,7 @@ def parse(text: str, *, preview: bool = False) -> Document:
         raise TypeError(f"text: expected str, got {type(text).__name__}")
     if preview:
         text = close_open_markdown(text)
-    tokens = _MD.parse(text.replace("\x00", "\ufffd"))
+    tokens = _markdown_it().parse(text.replace("\x00", "\ufffd"))
     blocks, _ = _blocks(tokens, 0, None)
     return Document(tuple(blocks))
 
