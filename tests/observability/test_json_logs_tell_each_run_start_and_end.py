@@ -6,7 +6,8 @@ one parseable line per record, among them the inbound message, ``run_start`` and
 the outcome and the durations; neither the person's text nor the answer is in any
 line, and a registered secret in a record's fields is scrubbed. As a command:
 ``channelkit playground --log-format json`` writes only JSON lines on stderr, the demo's
-failing run among them with its start and its end (``failed``).
+failing run among them with its start and its end (``failed``). The service's
+shutdown writes one summary line, its counts as a JSON field too.
 """
 
 from __future__ import annotations
@@ -160,3 +161,21 @@ def test_playground_log_format_json_writes_only_json_lines_with_the_run() -> Non
         except queue.Empty:
             break
         json.loads(rest)
+
+
+def test_serve_shutdown_writes_one_summary_line(caplog: Any) -> None:
+    from channelkit.observability import hub
+    from channelkit.web.service import ChannelService
+
+    hub.inbound("telegram", "obs-summary", "0" * 12, "accepted", "r")  # one more to count
+    caplog.set_level(logging.INFO, logger="channelkit.observability")
+    assert ChannelService([]).shutdown(1.0) is True
+    summaries = [r for r in caplog.records if getattr(r, "event", None) == "summary"]
+    assert len(summaries) == 1
+    (summary,) = summaries
+    counts = summary.counts  # type: ignore[attr-defined]
+    assert counts["inbound"]["accepted"] >= 1
+    assert summary.getMessage().startswith("summary: ")
+    assert "inbound accepted=" in summary.getMessage()
+    document = json.loads(JsonFormatter().format(summary))
+    assert document["event"] == "summary" and document["counts"] == counts
