@@ -310,7 +310,8 @@ class BusyChat:
 
     def _start_window(self, batch: _Batch) -> None:
         try:
-            timer = self._scheduler.call_later(self.collect_window, self._window_over, batch)
+            due = self._clock.now() + self.collect_window  # the channel's (scheduler's) clock
+            timer = self._scheduler.call_at(due, self._window_over, batch)
         except Exception as exc:  # the scheduler stopped (closing)
             logger.info("[%s] busy=collect: window not started: %s", self.channel_name, exc)
             self._window_over(batch)
