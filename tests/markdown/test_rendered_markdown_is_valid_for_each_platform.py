@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from channelkit.markdown import Dialect, render
+from channelkit.markdown import Dialect, looks_plain, render
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -164,3 +164,13 @@ def test_a_bad_argument_is_named(argument: str, value: dict[str, object], messag
     dialect = kwargs.pop("dialect")
     with pytest.raises(ValueError, match=message):
         render("**x**", dialect, **kwargs)  # type: ignore[arg-type]
+
+
+@_SETTINGS
+@given(text=st.text(alphabet="ab 1.-+*_#>|[]<&=\n\t:()😀中", max_size=40))
+def test_a_text_that_looks_plain_renders_as_itself_in_every_dialect(text: str) -> None:
+    if not looks_plain(text):
+        return
+    for dialect in Dialect:
+        shown = "\n".join(render(text, dialect))
+        assert shown.split() == text.split(), dialect  # (only whitespace may differ)

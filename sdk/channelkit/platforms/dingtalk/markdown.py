@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from channelkit.markdown import Dialect, render
+from channelkit.markdown import Dialect, looks_plain, render
 
 __all__ = [
     "IMAGE_PENDING",
@@ -52,6 +52,8 @@ def card_markdown(text: str, *, preview: bool = False) -> str:
     replaced first; ``preview``: the text so far, its open constructs closed. A text the
     rendering would not change (no Markdown) comes back as written."""
     text = sanitize_image_markers(text)
+    if looks_plain(text):
+        return text
     rendered = "\n\n".join(render(text, Dialect.DINGTALK, preview=preview))
     return text if rendered == text.strip() else rendered
 

@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
 from channelkit.errors import ApiError, RateLimited
-from channelkit.markdown import Dialect, parse, render_document, safe_cut, split
+from channelkit.markdown import Dialect, looks_plain, parse, render_document, safe_cut, split
 from channelkit.platforms.common import (
     MAX_VISIBLE_CHARS,
     SnapshotWriter,
@@ -141,6 +141,8 @@ def formatted_parts(
     open constructs are closed. A text without any Markdown that fits one message is
     sent exactly as written.
     """
+    if len(text) <= limit and text.strip() and looks_plain(text):
+        return [(text, text)]  # nothing to render (the common short reply)
     pairs: list[tuple[str, str]] = []
     for part in split(parse(text, preview=preview), Dialect.TELEGRAM, limit):
         html = render_document(part, Dialect.TELEGRAM)
