@@ -172,6 +172,9 @@ def _cmd_playground(args: argparse.Namespace) -> int:
         text_format="%(levelname)s %(name)s: %(message)s",
     )
     try:
+        from channelkit.playground.overrides import channel_options, parse_settings
+
+        settings = channel_options(parse_settings(args.settings))
         playground = Playground(
             platform=args.platform,
             agent=args.agent,
@@ -184,6 +187,7 @@ def _cmd_playground(args: argparse.Namespace) -> int:
             question_expiry=args.question_expiry,
             cwd=args.cwd,
             stream_port=args.stream_port,
+            channel_options=settings or None,
             **_feishu_options(args),
         )
     except ConfigurationError as exc:
@@ -875,6 +879,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long a question stays answerable before it expires, seconds > 0 "
         "(default: the platform's, 270)",
+    )
+    play.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a setting of the emulated channel by its path in the configuration "
+        "file, repeatable; VALUE is JSON when it parses, else a string (e.g. --set "
+        "access.dm=allowlist --set 'access.allowUsers=[\"alice\"]')",
     )
     play.add_argument(
         "--stream-port",
