@@ -532,7 +532,7 @@ def _check_timeout(text: str) -> float:
 
 
 def _check_timeout_option(parser: argparse.ArgumentParser) -> None:
-    from channelkit.startup_checks import AGENT_START_TIMEOUT_S, CREDENTIAL_CHECK_TIMEOUT_S
+    from channelkit.startup_checks import CREDENTIAL_CHECK_TIMEOUT_S
 
     parser.add_argument(
         "--check-timeout",
@@ -541,7 +541,7 @@ def _check_timeout_option(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="bound of each start-up check (default: "
         f"{CREDENTIAL_CHECK_TIMEOUT_S:g} for a platform's credential check, "
-        f"{AGENT_START_TIMEOUT_S:g} for the agent's start)",
+        "agent.requestTimeoutSeconds, else 60, for the agent's start)",
     )
 
 

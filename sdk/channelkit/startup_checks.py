@@ -40,7 +40,6 @@ from channelkit.http.redact import redact_text
 from channelkit.platforms import get_platform
 
 __all__ = [
-    "AGENT_START_TIMEOUT_S",
     "CREDENTIAL_CHECK_TIMEOUT_S",
     "CheckResult",
     "StartupReport",
@@ -49,8 +48,6 @@ __all__ = [
 
 #: Bound of each platform's credential check (one call, no retry), seconds.
 CREDENTIAL_CHECK_TIMEOUT_S = 5.0
-#: Bound of the agent's start: spawn plus its answer to ACP `initialize`, seconds.
-AGENT_START_TIMEOUT_S = 30.0
 #: What the runner waits beyond the longest bound before it stops waiting for a check
 #: that overran its own bound.
 _MARGIN_S = 1.0
@@ -189,8 +186,15 @@ def _checks(
     config: DeploymentConfig,
     bridge: object | None,
     credential_timeout: float,
-    agent_timeout: float,
+    timeout: float | None,
 ) -> list[_Check]:
+    # the agent's start is bounded like its first run's would be: its request timeout
+    if timeout is not None:
+        agent_timeout = timeout
+    elif isinstance(bridge, AcpBridge):
+        agent_timeout = bridge.request_timeout
+    else:
+        agent_timeout = credential_timeout  # no agent to check
     waited = f"{max(credential_timeout, agent_timeout) + _MARGIN_S:g} s"
     checks = [
         _Check(
@@ -239,7 +243,9 @@ def run_startup_checks(
     agent starts, all at once; return what was found.
 
     `timeout` bounds each check (default: `CREDENTIAL_CHECK_TIMEOUT_S` for a
-    platform's call, `AGENT_START_TIMEOUT_S` for the agent's start). The call itself
+    platform's call; for the agent's start the bridge's `request_timeout`, the bound its
+    first run's `initialize` would have: `agent.requestTimeoutSeconds`, 60 s unless
+    set). The call itself
     returns after the longest bound plus a second at the latest: a check still running
     then is reported failed (no verdict in time). With `stop_at_first_failure` it returns
     as soon as one check failed (`serve` does: fail fast), with that failure only. A
@@ -248,8 +254,7 @@ def run_startup_checks(
     if timeout is not None and not timeout > 0:
         raise ConfigurationError(f"must be > 0 (got {timeout!r})", "timeout")
     credential_timeout = timeout if timeout is not None else CREDENTIAL_CHECK_TIMEOUT_S
-    agent_timeout = timeout if timeout is not None else AGENT_START_TIMEOUT_S
-    checks = _checks(config, bridge, credential_timeout, agent_timeout)
+    checks = _checks(config, bridge, credential_timeout, timeout)
     secrets = _secrets(config)
     done = threading.Condition()
     results: dict[int, CheckResult] = {}
