@@ -4,7 +4,7 @@ prefix of each golden answer renders for Telegram without ``**`` or a fence."""
 from __future__ import annotations
 
 import pytest
-from channelkit.markdown import Dialect, close_open_markdown, render
+from channelkit.markdown import Dialect, close_open_markdown, parse, render
 
 from tests.markdown.golden_vectors import GOLDEN, cases
 from tests.markdown.markdown_checks import telegram_errors
@@ -44,3 +44,13 @@ def test_no_prefix_of_an_answer_shows_raw_bold_or_fence_markers(case: str) -> No
             assert telegram_errors(part) == [], (prefix, part)
             for marker in markers:  # (a marker the final message shows is content)
                 assert marker not in part, (prefix, part)
+
+
+def test_a_long_streams_preview_parses_as_a_whole_preview_would() -> None:
+    # the settled head of a long stream is parsed once and kept: the result is the same
+    texts = [(GOLDEN / c / "input.md").read_text(encoding="utf-8") for c in cases()]
+    corpus = "\n\n".join(t.rstrip("\n") for t in texts) * 3
+    assert len(corpus) > 5_000
+    for end in range(1, len(corpus) + 1, 37):
+        prefix = corpus[:end]
+        assert parse(prefix, preview=True) == parse(close_open_markdown(prefix)), prefix[-60:]

@@ -9,6 +9,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, cast
 
+from cachetools import LRUCache
+
 from channelkit.markdown.nodes import (
     Block,
     Bold,
@@ -70,17 +72,72 @@ def looks_plain(text: str) -> bool:
     return _MAYBE_MARKUP.search(text) is None
 
 
+#: A preview's settled head shorter than this is parsed again each time (cheap enough).
+MIN_CACHED_HEAD = 1_024
+#: Settled heads of previews whose blocks are kept (the newest).
+MAX_CACHED_HEADS = 64
+_heads: LRUCache[str, tuple[Block, ...]] = LRUCache(maxsize=MAX_CACHED_HEADS)
+_heads_lock = threading.Lock()
+_OPENS_INDEPENDENT = re.compile(r"[^\s\-+*>\d]|\d+[^\d.)]|\d+$")
+
+
+def _settled_head(text: str) -> int:
+    """Where the last independent section of ``text`` starts (0: none): after a blank
+    line outside a code fence, followed by a line that cannot continue what came before
+    (not indented, not a list item or quote). The blocks before it never change as the
+    text grows, so a preview parses them once."""
+    fence: str | None = None
+    blank = False
+    offset = head = 0
+    for line in text.split("\n"):
+        match = _FENCE_LINE.match(line)
+        if fence is None:
+            if blank and line and _OPENS_INDEPENDENT.match(line):
+                head = offset
+            if match and not (match.group(1)[0] == "`" and "`" in match.group(2)):
+                fence = match.group(1)
+        elif match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+            if not match.group(2).strip():
+                fence = None
+        blank = fence is None and not line.strip()
+        offset += len(line) + 1
+    return head
+
+
+def _head_blocks(head: str) -> tuple[Block, ...]:
+    """The blocks of a settled head: from the cache, else the longest cached head it
+    starts with (a settled boundary stays settled as the text grows) plus the parsed
+    rest."""
+    with _heads_lock:
+        blocks = _heads.get(head)
+        if blocks is not None:
+            return blocks
+        known = max((k for k in _heads if head.startswith(k)), key=len, default="")
+        start = _heads[known] if known else ()
+    rest = _blocks(_markdown_it().parse(head[len(known) :].replace("\x00", "\ufffd")), 0, None)
+    blocks = start + tuple(rest[0])
+    with _heads_lock:
+        _heads[head] = blocks
+    return blocks
+
+
 def parse(text: str, *, preview: bool = False) -> Document:
     """Parse the agent's Markdown ``text`` once into the intermediate `Document`.
 
     ``preview=True`` reads ``text`` as a stream cut anywhere: an open code fence, an
     open ``**``, ``*``, ``_``, ``~~`` or code span, and a link whose target is still
     being written are closed first (`close_open_markdown()`), so a preview shows
-    formatting instead of raw markers.
+    formatting instead of raw markers. A long stream's settled head (the blocks before
+    its last blank line that nothing later can change) is parsed once and kept (the
+    newest `MAX_CACHED_HEADS`), so each preview parses only the growing tail.
     """
     if not isinstance(text, str):
         raise TypeError(f"text: expected str, got {type(text).__name__}")
     if preview:
+        cut = _settled_head(text)
+        if cut >= MIN_CACHED_HEAD:  # a long stream: its settled head is parsed once
+            tail = parse(close_open_markdown(text[cut:]))
+            return Document(_head_blocks(text[:cut]) + tail.blocks)
         text = close_open_markdown(text)
     tokens = _markdown_it().parse(text.replace("\x00", "\ufffd"))
     blocks, _ = _blocks(tokens, 0, None)
