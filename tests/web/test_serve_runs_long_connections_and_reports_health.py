@@ -20,6 +20,9 @@ from channelkit.testing import wait_until
 from channelkit.web import create_wsgi_app
 from channelkit.web.service import ChannelService
 
+#: fake channels with made-up credentials: the start-up checks would ask the real platform
+NO_CHECKS = ("--skip-startup-checks",)
+
 
 class FakeConnection(LongConnection):
     """Connects at once and reads until stopped; or fails every attempt (``fail``)."""
@@ -94,7 +97,7 @@ def test_serve_with_only_long_connection_channels_serves_the_health_endpoint_alo
         seen["health"] = _get(app)
 
     monkeypatch.setattr(cli, "run_server", fake_run)
-    assert cli.main(["serve", "--config", _config(tmp_path)]) == 0
+    assert cli.main(["serve", "--config", _config(tmp_path), *NO_CHECKS]) == 0
     assert seen["routes"] == ["/healthz", "/metrics"]  # no ingress route of a channel
     status, report = seen["health"]
     assert status.startswith("200") and report["ok"] is True
@@ -160,7 +163,7 @@ def test_a_channel_that_outlives_the_grace_period_makes_serve_exit_1(
     monkeypatch.setattr(cli, "_pick_engine", lambda preferred: "waitress")
     monkeypatch.setattr(cli, "run_server", lambda *args: None)
     try:
-        code = cli.main(["serve", "--config", _config(tmp_path), "--grace", "0.3"])
+        code = cli.main(["serve", "--config", _config(tmp_path), "--grace", "0.3", *NO_CHECKS])
         assert code == 1
         assert "still running after the 0.3 s grace period: stuck" in caplog.text
     finally:
@@ -175,6 +178,6 @@ def test_the_grace_period_comes_from_the_configuration(
     monkeypatch.setattr("channelkit.config.build_channels", lambda config, bridge: [channel])
     monkeypatch.setattr(cli, "_pick_engine", lambda preferred: "waitress")
     monkeypatch.setattr(cli, "run_server", lambda *args: None)
-    assert cli.main(["serve", "--config", _config(tmp_path, shutdownGraceS=2.5)]) == 0
+    assert cli.main(["serve", "--config", _config(tmp_path, shutdownGraceS=2.5), *NO_CHECKS]) == 0
     assert 0 < channel.close_timeouts[0] <= 2.5
     assert channel.close_timeouts[0] > 1.0
