@@ -1001,6 +1001,10 @@ def build_parser() -> argparse.ArgumentParser:
     _check_timeout_option(check)
     check.set_defaults(func=_cmd_check_config)
 
+    from channelkit.pairing_cli import add_pairing_parser
+
+    add_pairing_parser(sub)
+
     schema = sub.add_parser("config-schema", help="print the configuration JSON Schema")
     schema.set_defaults(func=_cmd_config_schema)
     _add_message_commands(sub)

@@ -23,7 +23,6 @@ without a reply.
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
@@ -32,6 +31,12 @@ from enum import Enum
 from typing import Any
 
 from channelkit.core.handles import CommandHandle, CommandResult
+from channelkit.core.pairing import (
+    MAX_PAIRING_CODES,
+    PAIRING_CODE_TTL_S,
+    PairingBook,
+    PairingCode,
+)
 from channelkit.core.text import (
     MSG_ACCESS_DM_CLOSED,
     MSG_ACCESS_NOT_ALLOWED,
@@ -42,6 +47,7 @@ from channelkit.core.types import InboundMessage
 from channelkit.errors import ConfigurationError
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.runtime.maps import BoundedMap
+from channelkit.state.memory import MemoryStore
 
 __all__ = [
     "ACCESS_COMMAND",
@@ -68,12 +74,8 @@ ACCESS_COMMAND = "access"
 NOTICE_INTERVAL_S = 3600.0
 #: Refusal notices remembered at once (oldest forgotten first).
 MAX_NOTICES = 1000
-#: A pairing code is valid this long (seconds).
-PAIRING_CODE_TTL_S = 3600.0
-#: Pairing codes waiting for an operator at once (oldest forgotten first).
-MAX_PAIRING_CODES = 1000
-#: People paired at run time (beyond ``allowUsers``); oldest forgotten first.
-MAX_PAIRED_USERS = 10000
+#: Keys of the in-process store pairing uses when the channel has none of its own.
+_OWN_STORE_KEYS = 3 * MAX_PAIRING_CODES + 10_000
 #: Commands only ``admins`` may use (when admins are configured).
 OPERATOR_COMMANDS = ("status", "stop")
 
@@ -271,22 +273,14 @@ class AccessDecision:
 _ADMITTED = AccessDecision(True, "admitted")
 
 
-@dataclass(frozen=True)
-class PairingCode:
-    """A pending pairing request: who asked, in which chat, when (wall clock)."""
-
-    code: str
-    user_id: str
-    chat_id: str
-    created_at: float
-
-
 class AccessGate:
     """Applies an `AccessConfig` to inbound messages; thread-safe.
 
     `check()` decides one message (and rations the refusal notices); the pairing
     methods (`pairing_codes()`, `approve()`, `deny()`, `revoke()`) change who is
-    admitted in ``pairing`` mode while the channel runs.
+    admitted in ``pairing`` mode while the channel runs. ``store()`` returns the
+    channel's `StateStore` (pairings shared by every process using it), or None: an
+    in-process store of the gate's own is used.
     """
 
     def __init__(
@@ -295,6 +289,8 @@ class AccessGate:
         *,
         clock: Clock | None = None,
         notice_interval: float = NOTICE_INTERVAL_S,
+        channel_name: str = "channel",
+        store: Callable[[], Any] | None = None,
     ) -> None:
         self.config = config
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -303,14 +299,10 @@ class AccessGate:
         self._noticed: BoundedMap[tuple[str, str], object] = BoundedMap(
             MAX_NOTICES, ttl=notice_interval, clock=self._clock
         )
-        #: pairing code -> request; user -> their live code
-        self._codes: BoundedMap[str, PairingCode] = BoundedMap(
-            MAX_PAIRING_CODES, ttl=PAIRING_CODE_TTL_S, clock=self._clock
-        )
-        self._code_of: BoundedMap[str, str] = BoundedMap(
-            MAX_PAIRING_CODES, ttl=PAIRING_CODE_TTL_S, clock=self._clock
-        )
-        self._paired: BoundedMap[str, bool] = BoundedMap(MAX_PAIRED_USERS, clock=self._clock)
+        self._channel_name = channel_name
+        self._store = store
+        #: the pairing records when the channel has no state store of its own
+        self._own_store: MemoryStore | None = None
 
     def update(self, config: AccessConfig) -> None:
         """Apply ``config`` from now on (a running bot's new allowlist); the people paired
@@ -324,7 +316,9 @@ class AccessGate:
     def allowed_user(self, user_id: str) -> bool:
         """``user_id`` is in ``allowUsers`` or ``admins``, or was paired."""
         cfg = self.config
-        return user_id in cfg.allow_users or user_id in cfg.admins or user_id in self._paired
+        if user_id in cfg.allow_users or user_id in cfg.admins:
+            return True
+        return cfg.dm is DmPolicy.PAIRING and self.pairing.is_paired(user_id)
 
     def is_admin(self, user_id: str) -> bool:
         """``user_id`` may use the operator commands (everyone when no admins are set)."""
@@ -391,56 +385,41 @@ class AccessGate:
         return stored is mine
 
     # -- pairing -------------------------------------------------------------------------
+    @property
+    def pairing(self) -> PairingBook:
+        """The channel's pairing records (`PairingBook`) in its state store."""
+        store = self._store() if self._store is not None else None
+        if store is None:
+            with self._lock:
+                if self._own_store is None:
+                    self._own_store = MemoryStore(clock=self._clock, maxsize=_OWN_STORE_KEYS)
+                store = self._own_store
+        return PairingBook(self._channel_name, store, clock=self._clock)
+
     def _pairing_code(self, msg: InboundMessage) -> str | None:
         """A new code for the person, or None when they hold a live one (told already)."""
-        with self._lock:
-            if self._code_of.get(msg.sender_id) is not None:
-                return None
-            code = _new_code()
-            while code in self._codes:
-                code = _new_code()
-            self._codes[code] = PairingCode(code, msg.sender_id, msg.chat_id, self._clock.time())
-            self._code_of[msg.sender_id] = code
-            return code
+        return self.pairing.request(msg.sender_id, msg.chat_id)
 
     def pairing_codes(self) -> list[PairingCode]:
         """The pairing requests waiting for an operator, oldest first."""
-        return self._codes.values()
+        return self.pairing.codes()
 
     def approve(self, code: str) -> PairingCode | None:
-        """Admit the person who holds ``code`` (a code works once); None when unknown or
-        expired."""
-        with self._lock:
-            request = self._codes.pop(code.strip().upper())
-            if request is None:
-                return None
-            self._code_of.pop(request.user_id)
-            self._paired[request.user_id] = True
-            return request
+        """Admit the person who holds ``code`` (a code works once); None when unknown,
+        expired or answered."""
+        return self.pairing.approve(code)
 
     def deny(self, code: str) -> PairingCode | None:
-        """Drop the request holding ``code``; None when unknown or expired."""
-        with self._lock:
-            request = self._codes.pop(code.strip().upper())
-            if request is not None:
-                self._code_of.pop(request.user_id)
-            return request
+        """Drop the request holding ``code``; None when unknown, expired or answered."""
+        return self.pairing.deny(code)
 
     def revoke(self, user_id: str) -> bool:
         """Take a paired person's access away again; False when they were not paired."""
-        with self._lock:
-            return self._paired.pop(user_id) is not None
+        return self.pairing.revoke(user_id)
 
     def paired_users(self) -> list[str]:
-        """The people paired while the channel runs."""
-        return self._paired.keys()
-
-
-_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I
-
-
-def _new_code() -> str:
-    return "".join(secrets.choice(_CODE_ALPHABET) for _ in range(8))
+        """The people paired through pairing codes."""
+        return self.pairing.paired()
 
 
 def _command_name(text: str) -> str | None:

@@ -229,7 +229,12 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         )
         #: who may talk to the bot, and where (`AccessConfig`); checked first in
         #: `handle_inbound`; its pairing methods change who is admitted at run time
-        self.access = AccessGate(config.access_policy, clock=clock)
+        self.access = AccessGate(
+            config.access_policy,
+            clock=clock,
+            channel_name=config.name,
+            store=lambda: getattr(self, "state_store", None),  # pairings: the shared store
+        )
         self._worker_state = threading.local()  # run threads: the run handed to them next
 
     # =================================================================================
