@@ -229,5 +229,6 @@ def test_parse_and_flatten() -> None:
     with pytest.raises(ValueError, match=r"item_list\[0\]\.text_item\.text"):
         parse_weixin_message({"from_user_id": "u", "item_list": [{"type": 1, "text_item": {}}]})
     assert (
-        flatten_markdown("# Title\n```py\ncode\n```\n[a](http://x)") == "Title\ncode\na (http://x)"
+        flatten_markdown("# Title\n```py\ncode\n```\n[a](http://x)")
+        == "Title\n\ncode\n\na (http://x)"
     )

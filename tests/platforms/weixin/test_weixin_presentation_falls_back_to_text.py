@@ -61,7 +61,7 @@ def test_send_presentation_sends_the_text_fallback(rt, mock) -> None:  # type: i
     try:
         assert channel.send_presentation(USER, CARD) is None
         assert _texts(mock) == [
-            "Deploy finished\n\nAll 3 services are up.\n\n- Dashboard: https://ex.test/d"
+            "Deploy finished\n\nAll 3 services are up.\n\n• Dashboard: https://ex.test/d"
         ]
         with pytest.raises(DeliveryPinError):
             channel.send_presentation(

@@ -2,12 +2,12 @@
 
 Capabilities: Weixin supports *neither* streaming
 output *nor* native input, so it inherits `ChannelBase`'s text
-behaviour end to end: the final response is one plain-text message (Markdown is
-flattened, since Weixin shows it verbatim; sent through the delivery chain of
-`channelkit.platforms.common.delivery`, which retries 429 / 5xx / connect failures
-with backoff on the scheduler), structured questions and tool permissions
-arrive as the text permission prompt, and ``/approve``, ``/approve-always``, ``/deny``
-and ``/cancel`` answer them.
+behaviour end to end: the final response is plain text (the agent's Markdown rendered
+as plain text by `channelkit.markdown`, since Weixin shows Markdown verbatim; sent
+through the delivery chain of `channelkit.platforms.common.delivery`, which retries
+429 / 5xx / connect failures with backoff on the scheduler), structured questions and
+tool permissions arrive as the text permission prompt, and ``/approve``,
+``/approve-always``, ``/deny`` and ``/cancel`` answer them.
 
 Lifecycle mapping (adapter-local): ``started`` -> typing on,
 ``completed`` / ``cancelled`` / ``failed`` -> typing off, ``text_chunk`` / ``tool_call``
@@ -32,7 +32,6 @@ and forgotten at the run's end).
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Mapping
 from functools import partial
@@ -52,6 +51,7 @@ from channelkit.core import (
 )
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressRoute
+from channelkit.markdown import Dialect, looks_plain, render
 from channelkit.platforms.common.connection import LongConnection, stop_connections
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import hand_inbound
@@ -76,6 +76,7 @@ __all__ = [
     "WeixinChannel",
     "flatten_markdown",
     "parse_weixin_message",
+    "plain_parts",
 ]
 
 logger = logging.getLogger(__name__)
@@ -99,20 +100,22 @@ TEXT_FAILED = "Failed, please retry."
 _USER_MESSAGE = 1
 _TEXT_ITEM = 1
 
-_FENCE = re.compile(r"^```[^\n]*\n?", re.MULTILINE)
-_HEADING = re.compile(r"^#{1,6}\s+", re.MULTILINE)
-_BOLD = re.compile(r"(\*\*|__)(.+?)\1", re.DOTALL)
-_CODE = re.compile(r"`([^`\n]+)`")
-_LINK = re.compile(r"\[([^\]\n]+)\]\((\S+?)\)")
+
+def plain_parts(text: str, limit: int = MAX_TEXT_CHARS) -> list[str]:
+    """The agent's Markdown as plain text (`channelkit.markdown`, ``Dialect.PLAIN``:
+    headings and emphasis as their text, links as ``text (url)``, code as written, tables
+    aligned), split at block boundaries within ``limit``; a text without Markdown as
+    written; ``[" "]`` when nothing shows."""
+    if looks_plain(text):
+        return [text[start : start + limit] for start in range(0, len(text), limit)] or [" "]
+    return render(text, Dialect.PLAIN, limit=limit) or [" "]
 
 
 def flatten_markdown(text: str) -> str:
-    """Flatten common Markdown for a client that shows it verbatim."""
-    text = _FENCE.sub("", text)
-    text = _HEADING.sub("", text)
-    text = _BOLD.sub(r"\2", text)
-    text = _CODE.sub(r"\1", text)
-    return _LINK.sub(r"\1 (\2)", text)
+    """The agent's Markdown as one plain text (`plain_parts()` without a limit)."""
+    if looks_plain(text):
+        return text
+    return "\n\n".join(render(text, Dialect.PLAIN))
 
 
 def parse_weixin_message(message: Mapping[str, Any]) -> tuple[str, str, str | None, str | None]:
@@ -295,11 +298,11 @@ class WeixinChannel(ChannelBase):
 
     # -- hooks ---------------------------------------------------------------------------
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
-        """Plain text via ``sendmessage`` (Markdown flattened, split at 4,000 chars)."""
-        flat = flatten_markdown(text) or " "
+        """Plain text via ``sendmessage`` (Markdown rendered as plain text, split at block
+        boundaries within 4,000 chars, `plain_parts()`)."""
         token = self._context_tokens.get(chat_id)
-        for start in range(0, len(flat), MAX_TEXT_CHARS):
-            self.api.send_text(chat_id, flat[start : start + MAX_TEXT_CHARS], token)
+        for part in plain_parts(text):
+            self.api.send_text(chat_id, part, token)
 
     def on_response_complete(
         self,
@@ -308,21 +311,17 @@ class WeixinChannel(ChannelBase):
         session_id: str,
         segment: OutputSegmentContext | None = None,
     ) -> None:
-        """The final answer, flattened and split like `send_message()`, through the
+        """The final answer, rendered and split like `send_message()`, through the
         delivery chain; only a definite refusal raises (the run fails in delivery).
 
         ``sendmessage`` carries a fresh ``client_id`` per call, which iLink does not
         document as a de-duplication key: a read timeout after sending is not retried.
         """
-        flat = flatten_markdown(text) or " "
 
         def send(part: str) -> None:
             self.api.send_text(chat_id, part, self._context_tokens.get(chat_id))
 
-        parts = [
-            (DeliveryPath("sendmessage", partial(send, flat[start : start + MAX_TEXT_CHARS])),)
-            for start in range(0, len(flat), MAX_TEXT_CHARS)
-        ]
+        parts = [(DeliveryPath("sendmessage", partial(send, part)),) for part in plain_parts(text)]
         if segment is not None:
             target = DeliveryTarget(self.name, chat_id, segment.run_id, segment.owner.id)
         else:
