@@ -46,6 +46,10 @@ The modules that raise these errors re-export them, so
           │    ├── BodyTooLarge                       larger than the limit (413)
           │    └── BadContentLength                   Content-Length is not plain digits (400)
           │         └── UnreadableBody                the body stream failed while read (400)
+          ├── AttachmentError                         a file could not be fetched or sent
+          │    ├── AttachmentTooLarge                 over the per-file or per-message cap
+          │    ├── AttachmentRefused                  off-list redirect, path outside the root
+          │    └── AttachmentFailed                   the transfer failed (HTTP error, timeout)
           ├── DecryptionError (+ ValueError)          a Feishu encrypted body is malformed
           ├── InvalidForm (+ ValueError)              a Feishu form does not answer the questions
           └── UpdateParseError (+ ValueError)         a Telegram Update has an unexpected shape
@@ -64,6 +68,10 @@ __all__ = [
     "AcpTimeoutError",
     "AgentProcessError",
     "ApiError",
+    "AttachmentError",
+    "AttachmentFailed",
+    "AttachmentRefused",
+    "AttachmentTooLarge",
     "AuthError",
     "BadContentLength",
     "BadRequest",
@@ -369,6 +377,57 @@ class BadContentLength(RequestBodyRejected):
 
 class UnreadableBody(BadContentLength):
     """The body stream failed while it was read (answer 400, like a bad framing)."""
+
+
+class AttachmentError(ChannelKitError):
+    """An attachment could not be fetched, stored or sent; ``name`` names the file."""
+
+    def __init__(self, message: str, *, name: str) -> None:
+        self.name = name
+        super().__init__(message)
+
+
+class AttachmentTooLarge(AttachmentError):
+    """The file (or the message's files together) exceeds a cap.
+
+    ``limit`` is the cap in bytes, ``which`` says which one (``per_file`` or
+    ``per_message``), ``size`` the declared or counted size that crossed it (at most
+    one byte past the cap when counted while streaming).
+    """
+
+    def __init__(self, *, name: str, limit: int, size: int, which: str = "per_file") -> None:
+        self.limit = limit
+        self.size = size
+        self.which = which
+        scope = "per message" if which == "per_message" else "per file"
+        super().__init__(
+            f"{name}: larger than the limit of {limit} bytes {scope} (at least {size} bytes)",
+            name=name,
+        )
+
+
+class AttachmentRefused(AttachmentError):
+    """Refused before any byte was read or written: a redirect to a host outside the
+    allow-list, an outbound path outside the allowed root, or an unusable name.
+    ``reason`` completes the sentence after the name."""
+
+    def __init__(self, *, name: str, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"{name}: {reason}", name=name)
+
+
+class AttachmentFailed(AttachmentError):
+    """The transfer itself failed (an HTTP error status, a timeout, a reset connection);
+    ``status`` is the HTTP status when one arrived, ``retryable`` whether a retry may
+    succeed (timeouts, resets, 429 and 5xx)."""
+
+    def __init__(
+        self, *, name: str, reason: str, status: int | None = None, retryable: bool = False
+    ) -> None:
+        self.reason = reason
+        self.status = status
+        self.retryable = retryable
+        super().__init__(f"{name}: {reason}", name=name)
 
 
 class IngressRejected(ChannelKitError):
