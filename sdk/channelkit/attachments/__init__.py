@@ -15,6 +15,7 @@ from channelkit.attachments.fetch import DownloadLimits, MessageBudget, download
 from channelkit.attachments.model import Attachment, AttachmentKind, ReceivedFile
 from channelkit.attachments.names import sanitize_name, unique_path
 from channelkit.attachments.sniff import sniff_content_type
+from channelkit.attachments.workspace import Workspace, Workspaces
 
 __all__ = [
     "Attachment",
@@ -22,6 +23,8 @@ __all__ = [
     "DownloadLimits",
     "MessageBudget",
     "ReceivedFile",
+    "Workspace",
+    "Workspaces",
     "download",
     "sanitize_name",
     "sniff_content_type",
