@@ -14,6 +14,7 @@ from __future__ import annotations
 from channelkit.attachments.fetch import DownloadLimits, MessageBudget, download
 from channelkit.attachments.model import Attachment, AttachmentKind, ReceivedFile
 from channelkit.attachments.names import sanitize_name, unique_path
+from channelkit.attachments.outbound import OutboundFile, confine
 from channelkit.attachments.sniff import sniff_content_type
 from channelkit.attachments.workspace import Workspace, Workspaces
 
@@ -22,9 +23,11 @@ __all__ = [
     "AttachmentKind",
     "DownloadLimits",
     "MessageBudget",
+    "OutboundFile",
     "ReceivedFile",
     "Workspace",
     "Workspaces",
+    "confine",
     "download",
     "sanitize_name",
     "sniff_content_type",
