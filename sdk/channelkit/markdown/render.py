@@ -379,7 +379,8 @@ class SlackRenderer(Renderer):
         return self.code_block("\n".join(lines), "")
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_~]|\](?=\())")
+# "_" between two letters or digits never emphasizes (snake_case stays as written)
+_MD_SPECIAL = re.compile(r"([\\`*~]|(?<![^\W_])_|_(?![^\W_])|\](?=\())")
 _MD_LINE_START = re.compile(r"(^|\n)([ \t]*)(>|(?:#+|[+-]|\d+[.)])(?=\s|$))", re.MULTILINE)
 
 
@@ -453,7 +454,7 @@ class MarkdownRenderer(Renderer):
         return "\n".join([row(table.header), rule, *(row(r) for r in table.rows)])
 
 
-_FEISHU_SPECIAL = re.compile(r"[\\`*_~\[\]|#&<>]")
+_FEISHU_SPECIAL = re.compile(r"[\\`*~\[\]|#&<>]|(?<![^\W_])_|_(?![^\W_])")
 _FEISHU_LINE_START = re.compile(r"(^|\n)([ \t]*)([+-]|\d+(?=[.)]))(?=[.)]?(?:\s|$))", re.MULTILINE)
 
 
