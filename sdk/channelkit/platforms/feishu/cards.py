@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from channelkit.markdown import Dialect, looks_plain, render
+
 __all__ = [
     "CANCEL_ACTION",
     "CONTENT_ELEMENT_ID",
@@ -36,6 +38,7 @@ __all__ = [
     "SUBMIT_ACTION",
     "OutputState",
     "QuestionState",
+    "card_markdown",
     "escape_markdown",
     "form_card",
     "form_terminal_card",
@@ -198,13 +201,26 @@ def queue_notice_card(text: str) -> dict[str, Any]:
     }
 
 
+def card_markdown(text: str, *, preview: bool = False) -> str:
+    """The agent's Markdown ``text`` as Feishu card Markdown (`channelkit.markdown`,
+    ``Dialect.FEISHU``: native tables, literal Markdown characters as character
+    references); ``preview``: the text so far, its open constructs closed. A text without
+    Markdown comes back as written."""
+    if looks_plain(text):
+        return text
+    rendered = "\n\n".join(render(text, Dialect.FEISHU, preview=preview))
+    return text if rendered == text.strip() else rendered
+
+
 def output_elements(
     text: str, state: OutputState, language: str, *, stop_value: Mapping[str, Any] | None
 ) -> list[dict[str, Any]]:
-    """The body elements of an output card (content, status, optional Stop button)."""
+    """The body elements of an output card (content - the agent's Markdown rendered by
+    `card_markdown()`, a preview while running -, status, optional Stop button)."""
     s = strings(language)
+    content = card_markdown(text, preview=state == "running")
     elements: list[dict[str, Any]] = [
-        {"tag": "markdown", "element_id": CONTENT_ELEMENT_ID, "content": text},
+        {"tag": "markdown", "element_id": CONTENT_ELEMENT_ID, "content": content},
         {"tag": "markdown", "element_id": STATUS_ELEMENT_ID, "content": f"*{s[state]}*"},
     ]
     if state == "running" and stop_value is not None:

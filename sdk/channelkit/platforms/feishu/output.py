@@ -289,8 +289,9 @@ class OutputCardPresenter:
         if card.state.state != "running":
             return
         if card.mode == "cardkit" and card.card_id is not None:
+            shown = cards.card_markdown(text, preview=True)
             self._api.stream_text(
-                card.card_id, cards.CONTENT_ELEMENT_ID, text, card.next_sequence()
+                card.card_id, cards.CONTENT_ELEMENT_ID, shown, card.next_sequence()
             )
         elif card.mode == "patch" and card.message_id is not None:
             if not self._limiter.try_acquire(card.message_id):
