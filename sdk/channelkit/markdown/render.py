@@ -455,7 +455,7 @@ class MarkdownRenderer(Renderer):
 
 
 _FEISHU_SPECIAL = re.compile(r"[\\`*~\[\]|#&<>]|(?<![^\W_])_|_(?![^\W_])")
-_FEISHU_LINE_START = re.compile(r"(^|\n)([ \t]*)([+-]|\d+(?=[.)]))(?=[.)]?(?:\s|$))", re.MULTILINE)
+_FEISHU_LINE_START = re.compile(r"(^|\n)([ \t]*)([+-](?=\s|$)|\d+(?=[.)](?:\s|$)))", re.MULTILINE)
 
 
 class FeishuRenderer(MarkdownRenderer):
