@@ -120,7 +120,7 @@ def test_the_message_budget_caps_files_together_and_returns_refused_bytes(
     third = download(
         session, file_server.url("/c"), tmp_path, name="c", limits=limits, budget=budget
     )
-    assert _files_in(tmp_path) == sorted([first.name, third.name])
+    assert _files_in(tmp_path) == sorted([first.path.name, third.path.name])
 
 
 def test_a_redirect_to_another_host_is_refused(
@@ -209,8 +209,10 @@ def test_names_are_sanitized_and_made_unique(
     file_server.routes["/f"] = Route(body=b"hello")
     first = download(session, file_server.url("/f"), tmp_path, name="../../etc/.passwd")
     second = download(session, file_server.url("/f"), tmp_path, name="passwd")
-    assert first.name == "passwd" and first.path.parent == tmp_path
-    assert second.name != first.name and second.name.startswith("passwd-")
+    assert first.name == second.name == "passwd"
+    assert first.path == tmp_path / "passwd"
+    assert second.path.parent == tmp_path and second.path.name.startswith("passwd-")
+    assert first.path.read_bytes() == second.path.read_bytes() == b"hello"
 
 
 def test_a_stalled_server_times_out_on_the_read(

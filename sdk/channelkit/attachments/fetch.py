@@ -125,8 +125,9 @@ def download(
 
     An HTTP error status, a timeout or a broken connection raises `AttachmentFailed`
     (`retryable` for timeouts, resets, 429 and 5xx). The content type is sniffed from
-    the first bytes; the server's `Content-Type` is ignored. The file name is
-    `sanitize_name(name)`, made unique in `directory`.
+    the first bytes; the server's `Content-Type` is ignored. `ReceivedFile.name` is
+    `sanitize_name(name)`; the file on disk has that name, with a unique suffix when
+    another file of the message already took it.
     """
     limits = limits or DownloadLimits()
     safe_name = sanitize_name(name)
@@ -277,7 +278,7 @@ def _stream(
                 budget.give_back(taken)
     return ReceivedFile(
         path=path,
-        name=path.name,
+        name=name,
         content_type=sniff_content_type(head),
         size=size,
         sha256=digest.hexdigest(),

@@ -59,7 +59,8 @@ class Attachment:
 class ReceivedFile:
     """A downloaded attachment in a run's workspace.
 
-    `content_type` was sniffed from the file's first bytes; `size` is the number of
+    `name` is the sanitized name the person sent (the file in `path` may carry a unique
+    suffix); `content_type` was sniffed from the file's first bytes; `size` is the number of
     bytes written and `sha256` their hex digest, both counted while streaming.
     """
 
