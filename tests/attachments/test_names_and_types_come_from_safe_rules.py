@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import unicodedata
+from pathlib import Path, PurePosixPath
 
 import pytest
 from channelkit.attachments import (
@@ -13,6 +14,8 @@ from channelkit.attachments import (
     unique_path,
 )
 from channelkit.attachments.names import MAX_NAME_LENGTH
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(
@@ -75,3 +78,13 @@ def test_an_unknown_kind_is_a_file_and_bad_sizes_are_refused() -> None:
         Attachment(kind=AttachmentKind.FILE, name="a", reference="r", size=-1)
     voice = Attachment(kind=AttachmentKind.AUDIO, name="v.ogg", reference="r", duration=3.5)
     assert voice.duration == 3.5
+
+
+@given(st.text(max_size=400))
+def test_any_name_becomes_one_plain_component(raw: str) -> None:
+    name = sanitize_name(raw)
+    assert name and len(name) <= MAX_NAME_LENGTH
+    assert "/" not in name and "\\" not in name and not name.startswith(".")
+    assert all(unicodedata.category(ch)[0] != "C" for ch in name)
+    base = PurePosixPath("/work/run")
+    assert (base / name).parent == base

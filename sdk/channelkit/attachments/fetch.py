@@ -141,14 +141,16 @@ def download(
         declared = _content_length(response)
         if declared is not None and declared > cap:
             raise AttachmentTooLarge(
-                name=safe_name, limit=_limit(limits, which), size=declared, which=which
+                name=safe_name, limit=_limit(limits, budget, which), size=declared, which=which
             )
         path = unique_path(directory, safe_name)
         return _stream(response, path, safe_name, cap, which, limits, budget)
 
 
-def _limit(limits: DownloadLimits, which: str) -> int:
-    return limits.per_message if which == "per_message" else limits.per_file
+def _limit(limits: DownloadLimits, budget: MessageBudget | None, which: str) -> int:
+    if which != "per_message":
+        return limits.per_file
+    return budget.limit if budget is not None else limits.per_message
 
 
 def _open(
@@ -248,7 +250,7 @@ def _stream(
                     continue
                 if size + len(chunk) > cap:
                     raise AttachmentTooLarge(
-                        name=name, limit=_limit(limits, which), size=cap + 1, which=which
+                        name=name, limit=_limit(limits, budget, which), size=cap + 1, which=which
                     )
                 if budget is not None:
                     if not budget.take(len(chunk)):
