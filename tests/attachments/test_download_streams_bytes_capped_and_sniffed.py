@@ -225,3 +225,30 @@ def test_a_stalled_server_times_out_on_the_read(
         download(session, file_server.url("/stall"), tmp_path, name="slow.txt", limits=limits)
     assert caught.value.retryable
     assert _files_in(tmp_path) == []
+
+
+def test_a_redirect_loop_or_another_scheme_is_refused(
+    file_server: FileServer, session: requests.Session, tmp_path: Path
+) -> None:
+    file_server.routes["/loop"] = Route(redirect="/loop")
+    file_server.routes["/ftp"] = Route(redirect="ftp://127.0.0.1/x")
+    limits = DownloadLimits(max_redirects=2)
+    with pytest.raises(AttachmentRefused, match="more than 2 redirects"):
+        download(
+            session,
+            file_server.url("/loop"),
+            tmp_path,
+            name="x",
+            allowed_redirect_hosts=["127.0.0.1"],
+            limits=limits,
+        )
+    assert len(file_server.requests) == 3
+    with pytest.raises(AttachmentRefused, match="ftp"):
+        download(
+            session,
+            file_server.url("/ftp"),
+            tmp_path,
+            name="x",
+            allowed_redirect_hosts=["127.0.0.1"],
+        )
+    assert _files_in(tmp_path) == []
