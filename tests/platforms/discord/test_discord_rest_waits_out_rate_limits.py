@@ -276,3 +276,42 @@ def test_a_real_http_429_is_honoured(rt: Runtime) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_thousand_edits_all_arrive_at_the_buckets_pace(rt: Runtime) -> None:
+    limiter = DiscordRateLimiter(rt.scheduler, rt.pool)
+    bucket = Bucket(rt.clock, limit=5, window=5.0)  # Discord's edit budget, roughly
+    futures = [
+        limiter.submit("PATCH", f"/channels/100000/messages/{300000 + i % 7}", bucket.send)
+        for i in range(1000)
+    ]
+    rt.settle()
+    windows = 0
+    while limiter.waiting():
+        rt.advance(5.0)
+        windows += 1
+        assert windows <= 200
+    assert windows == 199  # 5 a window: the first window's 5, then 199 more
+    assert bucket.ok == 1000 and bucket.throttled == 0
+    assert all(f.result(timeout=1).status_code == 200 for f in futures)
+
+
+def test_close_fails_what_waits_and_a_cancelled_request_is_never_sent(rt: Runtime) -> None:
+    from channelkit.errors import ChannelKitError
+
+    limiter = DiscordRateLimiter(rt.scheduler, rt.pool)
+    bucket = Bucket(rt.clock, limit=1, window=10.0)
+    sent = limiter.submit("POST", "/channels/424242/messages", bucket.send)
+    rt.settle()
+    cancelled = limiter.submit("POST", "/channels/424242/messages", bucket.send)
+    waiting = limiter.submit("POST", "/channels/424242/messages", bucket.send)
+    assert cancelled.cancel()
+    rt.advance(10.0)  # the cancelled one is skipped, the next one goes
+    assert bucket.ok == 2 and waiting.result(timeout=1).status_code == 200
+    left = limiter.submit("POST", "/channels/424242/messages", bucket.send)
+    assert limiter.close() == 1
+    with pytest.raises(ChannelKitError, match="closed"):
+        left.result(timeout=1)
+    with pytest.raises(ChannelKitError, match="closed"):
+        limiter.submit("POST", "/channels/424242/messages", bucket.send)
+    assert sent.result(timeout=1).status_code == 200 and limiter.waiting() == 0

@@ -21,7 +21,7 @@ carried the headers), one request of it is in flight at a time. A 429 puts the r
 back at the head of its queue and sends it again after ``retry_after`` (at most
 `MAX_429_RETRIES` times; then its future fails with `RateLimited`); nothing is ever
 dropped silently: a full queue (`MAX_QUEUED` requests) refuses a new one at once with
-`RateLimited`.
+`RateLimited`, and `DiscordRateLimiter.close()` fails whatever still waits.
 
 The maps (route -> bucket id, bucket states) are bounded (`MAX_ROUTES` each) and every
 access holds one lock; time is the injected scheduler's clock, so tests move a
@@ -40,7 +40,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from channelkit.errors import ConfigurationError, RateLimited
+from channelkit.errors import ChannelKitError, ConfigurationError, RateLimited
 from channelkit.runtime.maps import BoundedMap
 from channelkit.runtime.pool import Executor
 from channelkit.runtime.scheduler import Scheduler, TimerHandle
@@ -66,6 +66,7 @@ MAX_QUEUED = 10_000
 #: Routes (and bucket states) remembered at most.
 MAX_ROUTES = 1_000
 
+_CLOSED = "the Discord rate limiter is closed"
 _MAJOR = re.compile(r"^/(channels|guilds|webhooks)/(\d+)(?:/([^/]+))?")
 _ID = re.compile(r"/\d{5,}")
 
@@ -129,6 +130,7 @@ class _Pending:
     send: Callable[[], RestAnswer]
     future: Future[RestAnswer] = field(default_factory=Future)
     throttled: int = 0  # 429 answers so far
+    started: bool = False  # the future was marked running (first send)
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -189,6 +191,7 @@ class DiscordRateLimiter:
         self._queued = 0
         self._sent: deque[float] = deque(maxlen=global_per_second)
         self._global_until = 0.0
+        self._closed = False
         #: answers by outcome (``sent``, ``throttled``, ``global_throttled``, ``failed``)
         self.counts: dict[str, int] = {}
 
@@ -196,10 +199,13 @@ class DiscordRateLimiter:
     def submit(self, method: str, path: str, send: Callable[[], RestAnswer]) -> Future[RestAnswer]:
         """Queue ``send`` (one HTTP request to ``method path``); the future holds its
         answer (a 429 is sent again, see the module docstring) or the error it raised.
+        Cancelling the future before its turn withdraws the request (it uses no slot).
         Raises `RateLimited` at once when `MAX_QUEUED` requests are waiting."""
         key = route_key(method, path)
         pending = _Pending(send)
         with self._lock:
+            if self._closed:
+                raise ChannelKitError(_CLOSED)
             if self._queued >= self._max_queued:
                 raise RateLimited(
                     f"{self._queued} Discord requests are already waiting", status=429
@@ -216,6 +222,25 @@ class DiscordRateLimiter:
         ``TimeoutError`` after; the request stays queued and is still sent). Never call it
         on the executor the limiter sends on."""
         return self.submit(method, path, send).result(timeout=timeout)
+
+    def close(self) -> int:
+        """Stop: every request still waiting fails with `ChannelKitError` (none is left
+        pending silently), later `submit()` calls raise it; requests in flight finish.
+        Returns how many waiting requests were failed."""
+        with self._lock:
+            self._closed = True
+            waiting = [p for queue in self._queues.values() for p in queue]
+            for queue in self._queues.values():
+                queue.clear()
+            self._queued -= len(waiting)
+            timers = list(self._timers.values())
+            self._timers.clear()
+        for timer in timers:
+            timer.cancel()
+        for pending in waiting:
+            if pending.future.set_running_or_notify_cancel():
+                pending.future.set_exception(ChannelKitError(_CLOSED))
+        return len(waiting)
 
     def waiting(self) -> int:
         """Requests queued and not yet answered (in flight included)."""
@@ -262,6 +287,10 @@ class DiscordRateLimiter:
             queue = self._queues.get(key)
             now = self._clock.now()
             while queue:
+                if queue[0].future.cancelled():  # the caller gave it up: no slot spent
+                    queue.popleft()
+                    self._queued -= 1
+                    continue
                 delay = self._delay_locked(key, now)
                 if delay is None:
                     break
@@ -290,6 +319,11 @@ class DiscordRateLimiter:
                 timer.cancel()
 
     def _send(self, key: str, pending: _Pending) -> None:
+        if not pending.started:
+            pending.started = True
+            if not pending.future.set_running_or_notify_cancel():
+                self._finish(key, pending)  # the caller cancelled it while it waited
+                return
         try:
             answer = pending.send()
         except BaseException as exc:
@@ -309,8 +343,13 @@ class DiscordRateLimiter:
             self._finish(key, pending, error=error)
             return
         with self._lock:  # back to the head of its queue, sent again after the pause
-            self._in_flight[key] = max(0, self._in_flight.get(key, 0) - 1)
-            self._queues.setdefault(key, deque()).appendleft(pending)
+            closed = self._closed
+            if not closed:
+                self._in_flight[key] = max(0, self._in_flight.get(key, 0) - 1)
+                self._queues.setdefault(key, deque()).appendleft(pending)
+        if closed:
+            self._finish(key, pending, error=ChannelKitError(_CLOSED))
+            return
         self._pump(key)
 
     def _finish(
@@ -324,11 +363,13 @@ class DiscordRateLimiter:
         with self._lock:
             self._queued -= 1
             self._in_flight[key] = max(0, self._in_flight.get(key, 0) - 1)
-            self._count_locked("failed" if error is not None else "sent")
-        if error is not None:
+            if answer is not None or error is not None:
+                self._count_locked("failed" if error is not None else "sent")
+        if pending.future.cancelled():
+            pass
+        elif error is not None:
             pending.future.set_exception(error)
-        else:
-            assert answer is not None
+        elif answer is not None:
             pending.future.set_result(answer)
         self._pump(key)
 
