@@ -255,3 +255,26 @@ def test_refused_intents_and_token_say_what_to_fix(rig: Rig) -> None:
             assert "test-token" not in " ".join(e or "" for e in errors)
         finally:
             assert gateway.stop(5.0)
+
+
+def test_a_peer_that_never_says_hello_is_left_and_connected_again(rig: Rig) -> None:
+    def chatty(peer: Peer, ws: ServerConnection) -> None:
+        for _ in range(8):
+            ws.send(json.dumps({"op": 11}))  # anything but HELLO
+        peer.hold(ws)
+
+    def proper(peer: Peer, ws: ServerConnection) -> None:
+        peer.hello(ws)
+        peer.expect(ws, 2)
+        peer.ready(ws, 1)
+        peer.hold(ws)
+
+    with running([chatty, proper]) as peer:
+        gateway = rig.gateway(peer)
+        gateway.start()
+        try:
+            until(lambda: gateway.session_id == "sess-1")
+            assert "no HELLO" in (rig.errors[0] or "")
+            assert gateway.counts["identifies"] == 1
+        finally:
+            assert gateway.stop(5.0)

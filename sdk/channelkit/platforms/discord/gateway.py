@@ -108,6 +108,7 @@ _FATAL_CLOSES = {
     4011: "Discord requires sharding for this bot",
     4012: "Discord refused the gateway version",
 }
+_MAX_FRAMES_BEFORE_HELLO = 8
 _ZOMBIE_CLOSE = 4000  # a close that keeps the session resumable
 
 OP_DISPATCH, OP_HEARTBEAT, OP_IDENTIFY, OP_RESUME = 0, 1, 2, 6
@@ -243,10 +244,12 @@ class DiscordGateway(WebSocketConnection):
 
     def _hello(self, socket: Any, generation: int) -> None:
         """Read HELLO, identify or resume, start the heartbeat."""
-        while True:
+        for _ in range(_MAX_FRAMES_BEFORE_HELLO):
             frame = self._parse(socket.recv(timeout=self._hello_timeout))
             if frame is not None and frame["op"] == OP_HELLO:
                 break
+        else:
+            raise TransportError("the Discord gateway sent no HELLO first")
         data = frame.get("d")
         interval_ms = data.get("heartbeat_interval") if isinstance(data, Mapping) else None
         if not isinstance(interval_ms, int | float) or isinstance(interval_ms, bool):
