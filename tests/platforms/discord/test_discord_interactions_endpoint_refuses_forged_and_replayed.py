@@ -126,3 +126,12 @@ def test_without_cryptography_the_error_names_the_extra(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.asymmetric.ed25519", None)
     with pytest.raises(ConfigurationError, match=r"channelkit\[discord\]"):
         DiscordVerifier("ab" * 32, FakeClock().time)
+
+
+def test_header_names_are_case_insensitive_for_a_plain_dict() -> None:
+    app = App()
+    request = app.request(component())
+    plain = {k.lower(): v for k, v in request.headers.items()}
+    verifier = DiscordVerifier(app.public_hex, app.clock.time)
+    assert verifier.verify(plain, request.body) is None
+    assert verifier.verify(plain, request.body) == "signature already used"

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from channelkit.errors import ConfigurationError
-from channelkit.ingress import IngressRequest, IngressResponse, loads_json
+from channelkit.ingress import Headers, IngressRequest, IngressResponse, loads_json
 from channelkit.platforms.common.replay import ReplayGuard
 
 if TYPE_CHECKING:
@@ -145,6 +145,8 @@ class DiscordVerifier:
         """None when the request is authentic, fresh and first; else why it is not."""
         from cryptography.exceptions import InvalidSignature
 
+        if not isinstance(headers, Headers):
+            headers = Headers(headers)  # names are case-insensitive
         timestamp = headers.get(TIMESTAMP_HEADER, "")
         signature = headers.get(SIGNATURE_HEADER, "")
         if not timestamp or not signature:
