@@ -360,6 +360,9 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
     ) -> RunHandle | CommandHandle:
         """Entry point for a real human message; returns at once.
 
+        The channel's access policy (`AccessGate`, ``config.access``) decides first: a
+        refused message reaches no agent and shows no indicator; its handle is a
+        ``CommandHandle`` named ``"access"`` (``reply``: the notice sent, or None).
         /approve, /approve-always and /deny [request-id] are answered in memory here
         (the reply is sent on the pool); /cancel is authorized here and executed on the
         pool; any other text schedules an agent run owned by the sender.
