@@ -252,3 +252,12 @@ def test_a_redirect_loop_or_another_scheme_is_refused(
             allowed_redirect_hosts=["127.0.0.1"],
         )
     assert _files_in(tmp_path) == []
+
+
+def test_a_file_that_cannot_be_written_fails_visibly(
+    file_server: FileServer, session: requests.Session, tmp_path: Path
+) -> None:
+    file_server.routes["/f"] = Route(body=b"hello")
+    with pytest.raises(AttachmentFailed, match="could not be written") as caught:
+        download(session, file_server.url("/f"), tmp_path / "gone", name="note.txt")
+    assert caught.value.name == "note.txt" and not caught.value.retryable

@@ -123,8 +123,9 @@ def download(
     `AttachmentRefused`. Credentials (`Authorization`, `Cookie`) in `headers` are sent
     to the first host only.
 
-    An HTTP error status, a timeout or a broken connection raises `AttachmentFailed`
-    (`retryable` for timeouts, resets, 429 and 5xx). The content type is sniffed from
+    An HTTP error status, a timeout, a broken connection or a failed write (a full
+    disk, a missing directory) raises `AttachmentFailed` (`retryable` for timeouts,
+    resets, 429 and 5xx). The content type is sniffed from
     the first bytes; the server's `Content-Type` is ignored. `ReceivedFile.name` is
     `sanitize_name(name)`; the file on disk has that name, with a unique suffix when
     another file of the message already took it.
@@ -143,7 +144,12 @@ def download(
             raise AttachmentTooLarge(
                 name=safe_name, limit=_limit(limits, budget, which), size=declared, which=which
             )
-        path = unique_path(directory, safe_name)
+        try:
+            path = unique_path(directory, safe_name)
+        except OSError as exc:
+            raise AttachmentFailed(
+                name=safe_name, reason=f"could not be written ({exc.strerror or exc})"
+            ) from exc
         return _stream(response, path, safe_name, cap, which, limits, budget)
 
 
@@ -272,6 +278,10 @@ def _stream(
         reason = "timed out" if _is_timeout(exc) else "the transfer broke off"
         raise AttachmentFailed(
             name=name, reason=f"{reason} after {size} bytes", retryable=True
+        ) from exc
+    except OSError as exc:
+        raise AttachmentFailed(
+            name=name, reason=f"could not be written after {size} bytes ({exc.strerror or exc})"
         ) from exc
     finally:
         if not kept:
