@@ -31,6 +31,10 @@ REDIS_REQUIRES = ["redis>=5"]
 #: may export its own metrics.
 METRICS_REQUIRES = ["prometheus_client>=0.20"]
 
+#: Discord's HTTP interactions endpoint verifies each request's Ed25519 signature
+#: (cryptography: maintained, wheels everywhere, rejects non-canonical signatures).
+DISCORD_REQUIRES = ["cryptography>=41"]
+
 #: Every optional feature the README and ``channelkit playground --help`` offer, in one
 #: extra: serve, Flask, Django, the Feishu long connection and the Redis store.
 ALL_REQUIRES = sorted(
@@ -39,6 +43,7 @@ ALL_REQUIRES = sorted(
         *FEISHU_WS_REQUIRES,
         *REDIS_REQUIRES,
         *METRICS_REQUIRES,
+        *DISCORD_REQUIRES,
         "flask>=2.3",
         "django>=4.2",
     }
@@ -100,6 +105,7 @@ setup(
         "feishu-ws": FEISHU_WS_REQUIRES,
         "redis": REDIS_REQUIRES,
         "metrics": METRICS_REQUIRES,
+        "discord": DISCORD_REQUIRES,
         "all": ALL_REQUIRES,
         "test": TEST_REQUIRES
         + FEISHU_WS_REQUIRES
