@@ -341,8 +341,11 @@ class StateStoreUnavailable(ChannelKitError):
 
     Every `RedisStore` method raises it instead of a raw
     redis-py exception; the message never carries the URL's password. The store
-    reconnects by itself once the server answers again.
+    reconnects by itself once the server answers again. ``cause_class`` names the
+    backend's failure (e.g. ``ConnectionError``, ``TimeoutError``) when known.
     """
+
+    cause_class: str = ""
 
 
 class CredentialCheckFailed(ChannelKitError):

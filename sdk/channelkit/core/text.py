@@ -33,6 +33,7 @@ __all__ = [
     "MSG_NOT_PENDING",
     "MSG_NO_ALWAYS",
     "MSG_NO_APPROVABLE",
+    "MSG_STORE_UNAVAILABLE",
     "MSG_SUBMIT_VIA_CARD",
     "MSG_UNAUTHORIZED",
     "format_ambiguous",
@@ -175,3 +176,11 @@ def format_ambiguous(decision: str, entries: list[tuple[str, str]]) -> str:
 def format_queued(ahead: int) -> str:
     """The queue notice for a run with ``ahead`` queued runs before it."""
     return MSG_QUEUED_AHEAD.format(ahead=ahead) if ahead > 0 else MSG_QUEUED_NEXT
+
+
+#: Told once per person per outage when the shared state store (Redis) cannot be reached
+#: and their message, Stop or form submit could not be handled.
+MSG_STORE_UNAVAILABLE = (
+    "The bot is temporarily unavailable and could not handle that. Please try again in a "
+    "few minutes."
+)

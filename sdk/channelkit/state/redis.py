@@ -120,13 +120,17 @@ class RedisStore:
         try:
             return fn()
         except (_redis.ConnectionError, _redis.TimeoutError, OSError) as exc:
-            raise StateStoreUnavailable(
+            error = StateStoreUnavailable(
                 f"state store unreachable ({what}): Redis at {self.url}: {_reason(exc)}"
-            ) from None
+            )
+            error.cause_class = type(exc).__name__
+            raise error from None
         except _redis.RedisError as exc:
-            raise StateStoreUnavailable(
+            error = StateStoreUnavailable(
                 f"state store failed ({what}): Redis at {self.url}: {_reason(exc)}"
-            ) from None
+            )
+            error.cause_class = type(exc).__name__
+            raise error from None
 
     def _key(self, key: str) -> str:
         return self._keys + check_key(key)

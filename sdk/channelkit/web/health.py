@@ -16,6 +16,13 @@ A channel is ok when it is not closed and every long connection it owns
 ``connected``; ``delivery`` holds the channel's final-answer delivery counters
 (``channel.delivery_health``) where it has them. The document is ok when every channel
 is; `health_response()` answers it with 200 when ok and 503 otherwise.
+
+Channels sharing a state store (``state.redis``) add ``state``: per channel, the
+store's ping (`channelkit.platforms.common.store_watch.StoreWatch.health()`), e.g.
+``{"dingtalk": {"ok": false, "store": "redis", "url": "redis://:***@host:6379/0",
+"error": "StateStoreUnavailable (ConnectionError)"}}``; a store that does not answer
+makes the document not ok (503) until it answers again. Each store is pinged once per
+probe, bounded by its socket timeout.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from typing import Any
 from channelkit.ingress import IngressRequest, IngressResponse
 from channelkit.platforms.common.connection import connections_of
 
-__all__ = ["channel_health", "health_report", "health_response"]
+__all__ = ["channel_health", "health_report", "health_response", "store_health"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +65,31 @@ def channel_health(channel: object) -> dict[str, Any]:
 
 def health_report(channels: Iterable[object]) -> dict[str, Any]:
     """The ``/healthz`` document of ``channels`` (see the module docstring)."""
+    channels = list(channels)
     entries = {_name(channel): channel_health(channel) for channel in channels}
-    return {"ok": all(e["ok"] for e in entries.values()), "channels": entries}
+    document: dict[str, Any] = {"ok": all(e["ok"] for e in entries.values()), "channels": entries}
+    state = store_health(channels)
+    if state:
+        document["state"] = state
+        document["ok"] = document["ok"] and all(e["ok"] for e in state.values())
+    return document
+
+
+def store_health(channels: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Per channel with a ``state_store``: its store's health (each store pinged once)."""
+    from channelkit.platforms.common.store_watch import watch_of
+
+    seen: dict[int, dict[str, Any]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for channel in channels:
+        store = getattr(channel, "state_store", None)
+        if store is None or not callable(getattr(store, "ping", None)):
+            continue
+        entry = seen.get(id(store))
+        if entry is None:
+            entry = seen[id(store)] = watch_of(store).health()
+        out[_name(channel)] = entry
+    return out
 
 
 def health_response(

@@ -33,6 +33,11 @@ class DownStore:
             raise StateStoreUnavailable("redis://127.0.0.1:1 unreachable")
         return self.inner.delete(key)
 
+    def get(self, key: str) -> Any:
+        if self.down:
+            raise StateStoreUnavailable("redis://127.0.0.1:1 unreachable")
+        return self.inner.get(key)
+
 
 def test_two_instances_sharing_a_store_admit_an_id_once() -> None:
     clock = FakeClock()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from cluster_helpers import Bot
 from dingtalk_helpers import ScriptBridge
 
@@ -50,5 +51,7 @@ def test_a_store_outage_acknowledges_a_robot_message_without_a_run(bot, caplog) 
     one = b.instance()
     b.store.down = True
     response = one.robot_request(one.robot_payload("hello", msg_id="msg-outage-1"))
-    assert response.status == 200 and not response.after
+    assert response.status == 200  # the ACK; its only work is the unavailable notice
+    one.settle()
+    assert b.api.texts() == [MSG_STORE_UNAVAILABLE]  # and no run: no echo
     assert any("dedup" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")

@@ -24,7 +24,14 @@ starts nothing) and the outage is logged once as an error, its end once as a war
 Starting a run the store could not vouch for risks two runs of one message (two answers
 in the chat, two agent sessions doing the work); dropping one message during an outage
 is what the person sees as "no answer", and they send it again. ``outage_drops`` counts
-the messages so dropped.
+the messages so dropped. `SharedDedup.claim()` tells such a drop (``"unavailable"``)
+from a replay (``"seen"``), so the channel can tell the person once per outage that the
+bot is temporarily unavailable (`channelkit.platforms.common.store_watch`).
+
+A store that comes back empty (restarted without persistence, flushed) lost every claim:
+the store's epoch (`StoreWatch`) shows it, and for the redelivery window (``ttl``, or
+``state.resetFailClosedSeconds``) a delivery sent before the wipe was noticed is refused
+as a possible replay, so a redelivered message does not run twice.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from typing import TYPE_CHECKING
 from channelkit.errors import StateStoreUnavailable
 from channelkit.observability import hub
 from channelkit.platforms.common.replay import DEFAULT_REPLAY_ENTRIES, ReplayGuard
+from channelkit.platforms.common.store_watch import StoreWatch, watch_of
 
 if TYPE_CHECKING:
     from channelkit.state.base import StateStore
@@ -75,6 +83,8 @@ class SharedDedup:
         self._down = False
         #: first deliveries dropped because the store could not be reached
         self.outage_drops = 0
+        #: the store's outage and wipe tracking (None without a store)
+        self.watch: StoreWatch | None = None if store is None else watch_of(store, time)
 
     def _key(self, key: Hashable) -> str:
         return f"dedup:{self.scope}:{key}"
@@ -86,13 +96,23 @@ class SharedDedup:
         the key is remembered until ``at + ttl`` and a copy arriving after that is
         refused (see `ReplayGuard.first()`).
         """
+        return self.claim(key, at) == "first"
+
+    def claim(self, key: Hashable, at: float | None = None) -> str:
+        """`first()` with the reason: ``"first"`` (run it), ``"seen"`` (a replay here or
+        on another instance, or sent before a wipe of the store: drop it) or
+        ``"unavailable"`` (the store could not be reached: drop it, tell the person)."""
         if not self.local.first(key, at):
-            return False
-        if self.store is None:
-            return True
+            return "seen"
+        if self.store is None or self.watch is None:
+            return "first"
         now = self._time()
         remaining = (now if at is None else at) + self.ttl - now
         try:
+            self.watch.check_epoch()
+            if self.watch.fail_closed(at, self.ttl):
+                hub.ingress(self._platform, "replay")
+                return "seen"
             won = self.store.add(
                 self._key(key),
                 {"at": now, "by": self.store.instance_id},
@@ -100,13 +120,16 @@ class SharedDedup:
             )
         except StateStoreUnavailable as exc:
             self.local.forget(key)  # once the store answers, a redelivery may be served
+            self.watch.failed(exc)
             self._outage(exc)
             hub.ingress(self._platform, "store_unavailable")
-            return False
+            return "unavailable"
+        self.watch.answered()
         self._recovered()
         if not won:
             hub.ingress(self._platform, "replay")
-        return won
+            return "seen"
+        return "first"
 
     def forget(self, key: Hashable) -> None:
         """Undo ``first(key)``: the delivery was refused (closed) and may come again."""

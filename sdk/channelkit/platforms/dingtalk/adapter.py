@@ -65,6 +65,7 @@ from channelkit.core import (
 )
 from channelkit.core.commands import parse_command
 from channelkit.core.queue_notices import QueueNotices
+from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import TokenProvider
@@ -442,7 +443,10 @@ class DingtalkChannel(ChannelBase):
             if message is None:
                 return IngressResponse.json(200, {"success": True})
             sent_at = sent_at_seconds(message.raw.get("createAt"))
-            if not self._seen.first(message.msg_id, sent_at):  # racing copies run once
+            claim = self._seen.claim(message.msg_id, sent_at)  # racing copies run once
+            if claim == "unavailable":  # the store is down: tell the person once
+                return self._store_unavailable_response(message)
+            if claim != "first":
                 return IngressResponse.json(200, {"success": True})  # redelivery / replay
             self.record_inbound(message)
             outcome, decision = decide_inbound(
@@ -467,6 +471,29 @@ class DingtalkChannel(ChannelBase):
         except Exception:
             logger.exception("[%s] robot message failed", self.name)
             return IngressResponse.json(500, {"success": False})
+
+    def _store_unavailable_response(self, message: Any) -> IngressResponse:
+        """The ACK of a message the state store could not vouch for: nothing runs; the
+        first time this sender is met during the outage, ``MSG_STORE_UNAVAILABLE`` goes
+        to the chat after the ACK (on the pool, through `send_message()`)."""
+        ack = IngressResponse.json(200, {"success": True})
+        watch = self._seen.watch
+        if watch is None or not watch.notify_once(f"{self.name}:{message.owner_key}"):
+            return ack
+        self.record_inbound(message)  # the chat's route and session webhook
+        self._owners.pop(message.msg_id)  # no run will consume it
+        chat = message.conversation_id
+
+        def tell() -> None:
+            try:
+                self.send_message(chat, MSG_STORE_UNAVAILABLE)
+            except (ChannelKitError, OSError) as exc:
+                logger.warning("[%s] the store-unavailable notice failed: %s", self.name, exc)
+
+        return ack.with_after(lambda: self._post_notice(tell))
+
+    def _post_notice(self, work: Callable[[], None]) -> None:
+        self.pool.post(work)
 
     def record_inbound(self, message: Any) -> None:
         """Remember a real inbound message: its owner (for run binding) and chat route."""

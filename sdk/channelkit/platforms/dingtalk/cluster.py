@@ -43,11 +43,14 @@ import logging
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common.cluster import Cluster
 from channelkit.platforms.common.contract import Decision
+from channelkit.platforms.common.store_watch import watch_of
 from channelkit.platforms.common.text import bound_text
 from channelkit.platforms.dingtalk.api import CardTarget
 from channelkit.platforms.dingtalk.ingress import CardCallback
@@ -301,8 +304,14 @@ class DingtalkCluster:
             won = self.store.add(claim, {"by": c.instance_id}, ttl_s=c.options.claim_ttl_s)
         except Exception as exc:
             c.unavailable("card action claim", exc)  # fail closed: ACK, change nothing
+            watch = watch_of(self.store)
+            watch.failed(exc)
+            if actor and watch.notify_once(f"{c.channel}:{actor}"):  # once per outage
+                tell = partial(self._notify, actor, actor, False, MSG_STORE_UNAVAILABLE)
+                return Decision.ignored().then(tell)  # a direct message, after the ACK
             return Decision.ignored()
         c.reachable()
+        watch_of(self.store).answered()
         if not won:
             return Decision.ignored()
         owner = str(card["instance"])
