@@ -62,6 +62,14 @@ LEASE_SCHEMA: dict[str, Any] = {
         "description": "an instance silent this long is presumed dead: the others "
         "finalize its cards (default 30; more than leaseRenewSeconds)",
     },
+    "resetFailClosedSeconds": {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "maximum": 86400,
+        "description": "after the store comes back empty (restarted or flushed), how long "
+        "a delivery sent before that is refused as a possible replay (default: each "
+        "platform's redelivery window)",
+    },
     "instanceName": {
         "type": "string",
         "pattern": "^[A-Za-z0-9_.-]{1,64}$",
@@ -121,9 +129,14 @@ def build_state_store(config: Any, *, clock: Any = None) -> Any:
     """The `StateStore` of a `DeploymentConfig`'s ``state``
     section: a RedisStore when ``state.redis`` is set, else a MemoryStore. The namespace
     is ``state.redis.namespace``, else the first channel's name (the bot's name)."""
+    from channelkit.platforms.common.store_watch import watch_of
     from channelkit.state import open_store
 
-    return open_store(config.state, namespace=config.channels[0].name, clock=clock)
+    store = open_store(config.state, namespace=config.channels[0].name, clock=clock)
+    window = _state(config).get("resetFailClosedSeconds")
+    if isinstance(window, int | float) and not isinstance(window, bool):
+        watch_of(store, clock.time if clock is not None else None).fail_closed_s = float(window)
+    return store
 
 
 def cluster_kwargs(config: Any, platform: str) -> dict[str, Any]:
