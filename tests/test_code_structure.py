@@ -60,10 +60,10 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "feishu": frozenset({"approvals.py", "crypto.py", "cards.py", "longconn.py"}),
     # the Socket Mode connection (WebSocket envelopes); approval buttons for tool permissions
     "slack": frozenset({"approvals.py", "socket_mode.py"}),
-    # + Markdown -> HTML; getUpdates long polling; approval buttons for tool permissions
-    "telegram": frozenset(
-        {"approvals.py", "groups.py", "indicators.py", "markdown.py", "polling.py"}
-    ),
+    # getUpdates long polling; approval buttons for tool permissions
+    "telegram": frozenset({"approvals.py", "groups.py", "indicators.py", "polling.py"}),
+    # the Gateway (WebSocket) connection; REST rate-limit buckets
+    "discord": frozenset({"gateway.py", "ratelimit.py"}),
     "weixin": frozenset({"indicators.py", "polling.py"}),  # + getupdates long polling
 }
 

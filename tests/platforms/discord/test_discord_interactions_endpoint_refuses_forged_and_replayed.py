@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import Headers, IngressRequest, IngressResponse
-from channelkit.platforms.discord.interactions import (
+from channelkit.platforms.discord.ingress import (
     RESPONSE_DEFERRED_UPDATE_MESSAGE,
     SIGNATURE_WINDOW_S,
     DiscordInteractions,
