@@ -384,7 +384,21 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(f"ok: {_summary(config)}")
         return 0
     if args.workers > 1:
+        if args.admin_port is not None:
+            print(
+                "channelkit serve: --admin-port serves one process: use state.redis and "
+                "channelkit pairing with --workers",
+                file=sys.stderr,
+            )
+            return 2
         return _serve_workers(args, config)
+    admin_token = os.environ.get("CHANNELKIT_ADMIN_TOKEN", "")
+    if args.admin_port is not None and len(admin_token) < 16:
+        print(
+            "channelkit serve: --admin-port needs CHANNELKIT_ADMIN_TOKEN (16 characters or more)",
+            file=sys.stderr,
+        )
+        return 2
     preferred = args.engine or str(config.server.get("engine", "auto"))
     engine = _pick_engine(preferred)
     if engine is None:
@@ -403,6 +417,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     port = args.port if args.port is not None else int(config.server.get("port", 8000))
     threads = int(config.server.get("threads", 8))
     service: ChannelService | None = None
+    admin: Any = None
     status = 0
     with _StopSignals() as signals:
         try:
@@ -431,6 +446,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             paths = ", ".join(path for path, _ in app.dispatcher.routes())
             print(f"channelkit serve: {_summary(config)}; routes: {paths}", flush=True)
             service.start()
+            if args.admin_port is not None:  # pairing answers on 127.0.0.1 (web/admin.py)
+                from channelkit.web.admin import AdminEndpoint
+
+                admin = AdminEndpoint(service.channels, admin_token, port=args.admin_port)
+                print(f"channelkit serve: admin endpoint on {admin.url}", flush=True)
             run_server(engine, app, host, port, threads)
         except KeyboardInterrupt:
             pass
@@ -439,6 +459,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             status = 2
         finally:
             signals.stopping = True
+            if admin is not None:
+                admin.stop()
             if service is not None and not service.shutdown(grace):
                 status = status or 1
     return status
@@ -971,6 +993,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(offline: check-config --online makes the start-up checks too)",
     )
     _check_timeout_option(serve)
+    serve.add_argument(
+        "--admin-port",
+        type=_port,
+        default=None,
+        metavar="N",
+        help="also serve the local admin endpoint (answer pairing codes with channelkit "
+        "pairing --admin-port N) on 127.0.0.1:N; its token is read from "
+        "CHANNELKIT_ADMIN_TOKEN",
+    )
     serve.add_argument(
         "--skip-startup-checks",
         action="store_true",

@@ -4,8 +4,9 @@ Answers the pairing requests of a bot whose channels use ``access.dm = "pairing"
 (`channelkit.core.pairing`). The records live in the bot's state store: with
 ``state.redis`` in the configuration this command reads and changes them in Redis
 directly, and every process serving the bot sees the change at once. With the in-memory
-store they live inside the serving process only; the command then refuses (use
-``channel.access.approve(code)`` in that process).
+store they live inside the serving process: ``--admin-port N`` reaches that process's
+local admin endpoint (`channelkit.web.admin`, ``serve --admin-port N``) on 127.0.0.1
+with the token in ``CHANNELKIT_ADMIN_TOKEN``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ def add_pairing_parser(sub: Any) -> None:
         "--channel",
         default=None,
         help="the channel's name (default: the only channel whose access.dm is 'pairing')",
+    )
+    pairing.add_argument(
+        "--admin-port",
+        type=int,
+        default=None,
+        metavar="N",
+        help="without state.redis: the port of the bot's local admin endpoint on 127.0.0.1 "
+        "(serve --admin-port N); the token is read from CHANNELKIT_ADMIN_TOKEN",
     )
     pairing.add_argument("action", choices=("list", "approve", "deny", "revoke"), help="what to do")
     pairing.add_argument(
@@ -86,11 +95,13 @@ def _cmd_pairing(args: argparse.Namespace) -> int:
     except ConfigurationError as exc:
         return _fail(f"invalid configuration: {exc}", 2)
     if "redis" not in config.state:
-        return _fail(
-            "needs state.redis in the configuration: with the in-memory store the pairing "
-            "codes live inside the serving process only",
-            2,
-        )
+        if args.admin_port is None:
+            return _fail(
+                "needs state.redis in the configuration, or --admin-port N to reach the "
+                "serving process (the in-memory store's codes live there)",
+                2,
+            )
+        return _over_http(args.admin_port, name, args.action, args.target)
     store = build_state_store(config)
     try:
         book = PairingBook(name, store)
@@ -99,6 +110,51 @@ def _cmd_pairing(args: argparse.Namespace) -> int:
         return _fail(f"the store could not be reached: {exc}", 3)
     finally:
         store.close()
+
+
+def _over_http(port: int, channel: str, action: str, target: str | None) -> int:
+    """The same actions through the serving process's admin endpoint."""
+    import os
+
+    import requests
+
+    from channelkit.web.admin import ADMIN_HOST, ADMIN_TOKEN_ENV
+
+    token = os.environ.get(ADMIN_TOKEN_ENV, "")
+    if not token:
+        return _fail(f"--admin-port needs the admin token in {ADMIN_TOKEN_ENV}", 2)
+    url = f"http://{ADMIN_HOST}:{port}/pairing/{channel}"
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        if action == "list":
+            response = requests.get(url, headers=headers, timeout=10)
+        else:
+            field = "user" if action == "revoke" else "code"
+            body = {field: target}
+            response = requests.post(f"{url}/{action}", json=body, headers=headers, timeout=10)
+    except requests.RequestException as exc:
+        return _fail(f"the admin endpoint on port {port} could not be reached: {exc}", 3)
+    try:
+        data = response.json()
+    except ValueError:
+        data = {}
+    if response.status_code == 401:
+        return _fail(f"the admin endpoint refused the token in {ADMIN_TOKEN_ENV}", 2)
+    if response.status_code != 200:
+        return _fail(f"{action}: {data.get('error', response.status_code)}", 1)
+    if action == "list":
+        if not data.get("codes"):
+            _out("no pairing requests waiting")
+        now = time.time()
+        for item in data.get("codes", []):
+            age = max(0, int(now - float(item["at"])))
+            _out(f"{item['code']}  user={item['user']}  chat={item['chat']}  {age}s ago")
+    elif action == "revoke":
+        _out(f"revoked: {target} is no longer paired")
+    else:
+        verb = "approved" if action == "approve" else "denied"
+        _out(f"{verb} {data.get('code')}: user {data.get('user')}")
+    return 0
 
 
 def _act(book: Any, action: str, target: str | None) -> int:
