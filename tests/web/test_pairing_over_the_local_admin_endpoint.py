@@ -1,6 +1,7 @@
 """Pairing with the in-memory store: the serving process's local admin endpoint (127.0.0.1,
 a bearer token) lets ``channelkit pairing --admin-port N`` list and answer the codes; a
-wrong token is refused; ``serve --admin-port N`` starts it."""
+wrong token is refused; ``serve --admin-port N`` starts it, and a stranger's message to
+the running serve gets a code the command approves once."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from channelkit.web.admin import ADMIN_TOKEN_ENV, AdminEndpoint
 from serve_process import CommandProcess
 
 TOKEN = "admin-token-for-tests-0123456789"
+WEBHOOK_SECRET = "webhook-secret-for-tests"
 
 
 def _config(tmp_path: Path) -> str:
@@ -27,7 +29,11 @@ def _config(tmp_path: Path) -> str:
             {
                 "platform": "telegram",
                 "credentials": {"botToken": "123456:ABC"},
-                "options": {"ingress": "webhook", "apiBaseUrl": "http://127.0.0.1:9"},
+                "options": {
+                    "ingress": "webhook",
+                    "apiBaseUrl": "http://127.0.0.1:9",
+                    "webhookSecret": WEBHOOK_SECRET,
+                },
                 "access": {"dm": "pairing"},
             }
         ]
@@ -85,7 +91,7 @@ def test_serve_starts_the_admin_endpoint_with_its_token(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = _config(tmp_path)
-    admin_port = _free_port()
+    admin_port, web_port = _free_port(), _free_port()
     monkeypatch.setenv(ADMIN_TOKEN_ENV, TOKEN)
     serve = CommandProcess(
         [
@@ -95,7 +101,7 @@ def test_serve_starts_the_admin_endpoint_with_its_token(
             "--host",
             "127.0.0.1",
             "--port",
-            str(_free_port()),
+            str(web_port),
             "--skip-startup-checks",
             "--admin-port",
             str(admin_port),
@@ -103,11 +109,39 @@ def test_serve_starts_the_admin_endpoint_with_its_token(
     )
     try:
         serve.wait_for_line(rf"admin endpoint on http://127\.0\.0\.1:{admin_port}", timeout=60)
-        argv = ["pairing", "--config", config, "--admin-port", str(admin_port), "list"]
-        assert main(argv) == 0
+        argv = ["pairing", "--config", config, "--admin-port", str(admin_port)]
+        assert main([*argv, "list"]) == 0
         assert "no pairing requests waiting" in capsys.readouterr().out
         refused = requests.get(f"http://127.0.0.1:{admin_port}/pairing/telegram", timeout=5)
         assert refused.status_code == 401
+        # a stranger writes to the running bot (a Telegram webhook update): a code waits
+        update = {
+            "update_id": 1,
+            "message": {
+                "message_id": 1,
+                "from": {"id": 777, "is_bot": False, "first_name": "Stranger"},
+                "chat": {"id": 777, "type": "private"},
+                "date": int(time.time()),
+                "text": "hello?",
+            },
+        }
+        answer = requests.post(
+            f"http://127.0.0.1:{web_port}/telegram/webhook",
+            json=update,
+            headers={"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET},
+            timeout=10,
+        )
+        assert answer.status_code == 200
+
+        def listed() -> str:
+            main([*argv, "list"])
+            out = capsys.readouterr().out
+            return out if "user=777" in out else ""
+
+        code = _wait(listed, "the stranger's pairing code").split()[0]
+        assert main([*argv, "approve", code]) == 0
+        assert f"approved {code}: user 777" in capsys.readouterr().out
+        assert main([*argv, "approve", code]) == 1  # a used code cannot be reused
     finally:
         serve.proc.terminate()
         serve.proc.wait(30)
