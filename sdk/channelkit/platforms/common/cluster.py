@@ -18,7 +18,16 @@ its bot. `Cluster` is the platform-neutral machinery an adapter uses for that:
   instance pops its inbox and hands every message to ``apply`` (which must not wait on
   a run: it posts the work to the pool);
 * **outages**: every store error goes through `Cluster.unavailable()`, which logs
-  one error per outage; the first success afterwards logs that the store is back.
+  one error per outage; the first success afterwards logs that the store is back;
+* **fencing**: a survivor taking over a dead instance's records first writes
+  ``<channel>:fenced:<instance_id>`` (`Cluster.fence()`). An instance trusts its lease
+  until ``lease_expiry_s - lease_renew_s`` after its last successful renewal began
+  (always before the store expires the lease key, so before any survivor can take
+  over); past that, `Cluster.holds_lease()` renews synchronously first. A renewal that
+  finds this instance fenced marks it `Cluster.fenced` for good: it logs that once as an
+  error, calls ``on_fenced`` (the adapter stops its runs) and never writes to a card or
+  settles a card action again. While the store cannot be reached the lease is trusted
+  (nobody can take over without the store); the first renewal after the outage decides.
 """
 
 from __future__ import annotations
@@ -102,6 +111,11 @@ class Cluster:
         self._thread: threading.Thread | None = None
         #: store errors seen (diagnostics, tests)
         self.outages = 0
+        #: True once a survivor took over this instance's records (never reset)
+        self.fenced = False
+        #: called once (on the pool) when this instance finds itself fenced
+        self.on_fenced: Callable[[], None] | None = None
+        self._lease_until = float("-inf")
 
     # -- keys ---------------------------------------------------------------------------
     def key(self, *parts: str) -> str:
@@ -158,17 +172,72 @@ class Cluster:
             return True
         return self.store.get(self.lease_key(instance_id)) is not None
 
+    def fence_key(self, instance_id: str) -> str:
+        return self.key("fenced", instance_id)
+
+    def fence(self, instance_id: str) -> None:
+        """Mark ``instance_id`` as taken over (before finalizing what it left): if it
+        comes back it finds the mark and writes nothing more. Raises when the store is
+        down."""
+        self.store.put(
+            self.fence_key(instance_id),
+            {"by": self.instance_id, "at": self._clock.time()},
+            ttl_s=self.options.claim_ttl_s,
+        )
+
     def renew(self) -> bool:
-        """Write this instance's lease; False when the store is down."""
-        value = {"instance": self.instance_id, "name": self.name or "", "at": self._clock.time()}
+        """Write this instance's lease, then check it was not fenced; False when the
+        store is down or this instance is fenced."""
+        if self.fenced:
+            return False
+        started = self._clock.time()
+        value = {"instance": self.instance_id, "name": self.name or "", "at": started}
         ttl = self.options.lease_expiry_s
         key = self.lease_key(self.instance_id)
+        fence = self.fence_key(self.instance_id)
 
-        def put() -> bool:
+        def put() -> str:
             self.store.put(key, value, ttl_s=ttl)
-            return True
+            return "fenced" if self.store.get(fence) is not None else "ok"
 
-        return self.call("lease", put) is True
+        outcome = self.call("lease", put)
+        if outcome == "fenced":
+            self._fenced()
+            return False
+        if outcome != "ok":
+            return False
+        margin = min(self.options.lease_renew_s, ttl / 2)
+        self._lease_until = max(self._lease_until, started + ttl - margin)
+        return True
+
+    def holds_lease(self) -> bool:
+        """True while this instance may write to its cards and settle its questions:
+        not fenced, and its lease either fresh or renewed now (a store that cannot be
+        reached leaves the lease trusted: nobody can take over without it)."""
+        if self.fenced:
+            return False
+        if self._clock.time() < self._lease_until:
+            return True
+        self.renew()
+        return not self.fenced
+
+    def _fenced(self) -> None:
+        with self._down_lock:
+            first, self.fenced = not self.fenced, True
+        if not first:
+            return
+        logger.error(
+            "[%s] this instance lost its lease (instance %s): another instance took over "
+            "its cards; its runs are stopped and it writes to no card again",
+            self.channel,
+            self.instance_id,
+        )
+        callback = self.on_fenced
+        if callback is not None:
+            try:
+                self._submit(callback)
+            except RuntimeError:  # the pool stopped: the channel is closing
+                pass
 
     def start(self) -> None:
         """Take the lease, recover what a previous incarnation left, start the inbox

@@ -48,7 +48,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from channelkit.agents.base import AgentBridge
 from channelkit.core import (
@@ -66,7 +66,7 @@ from channelkit.core import (
 from channelkit.core.commands import parse_command
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
-from channelkit.core.types import RunQueuedEvent, SessionTarget
+from channelkit.core.types import CancellationReason, RunQueuedEvent, SessionTarget
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import TokenProvider
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
@@ -87,7 +87,11 @@ from channelkit.platforms.dingtalk.api import (
     log_card_error,
 )
 from channelkit.platforms.dingtalk.approvals import ApprovalCards
-from channelkit.platforms.dingtalk.cluster import DingtalkCluster, queue_card_params
+from channelkit.platforms.dingtalk.cluster import (
+    DingtalkCluster,
+    FencedCardApi,
+    queue_card_params,
+)
 from channelkit.platforms.dingtalk.config import DingtalkConfig
 from channelkit.platforms.dingtalk.ingress import (
     card_interaction,
@@ -285,9 +289,13 @@ class DingtalkChannel(ChannelBase):
         #: delivered / retried / failed / uncertain final answers
         self.delivery_health = self.delivery.health
         self.presenter: DingtalkPresenter | None = None
+        card_api = api
+        if self.cluster is not None:  # a fenced instance writes to no card again
+            card_api = cast(CardApi, FencedCardApi(api, self.cluster.cluster.holds_lease))
+            self.cluster.cluster.on_fenced = self._stop_runs_after_fencing
         if config.status_cards_enabled or config.question_cards_enabled:
             self.presenter = DingtalkPresenter(
-                api,
+                card_api,
                 clock=self.clock,
                 scheduler=self.scheduler,
                 submit=self.pool.post,
@@ -305,7 +313,7 @@ class DingtalkChannel(ChannelBase):
         self.approvals: ApprovalCards | None = None
         if self.presenter is not None and self.presenter.questions is not None:
             self.approvals = ApprovalCards(
-                api,
+                card_api,
                 presenter=self.presenter,
                 registry=self.presenter.questions.registry,
                 clock=self.clock,
@@ -471,6 +479,18 @@ class DingtalkChannel(ChannelBase):
         except Exception:
             logger.exception("[%s] robot message failed", self.name)
             return IngressResponse.json(500, {"success": False})
+
+    def _stop_runs_after_fencing(self) -> None:
+        """A survivor took over this instance's cards: cancel the runs they show (on
+        the pool; the cards themselves are no longer written)."""
+        cluster = self.cluster
+        if cluster is None:
+            return
+        for session_id, run_id in cluster.live_runs():
+            try:
+                self.cancel_run(session_id, run_id, CancellationReason.SHUTDOWN)
+            except Exception:
+                logger.exception("[%s] stopping run %s after fencing failed", self.name, run_id)
 
     def _store_unavailable_response(self, message: Any) -> IngressResponse:
         """The ACK of a message the state store could not vouch for: nothing runs; the

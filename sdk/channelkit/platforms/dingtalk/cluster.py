@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -280,12 +280,20 @@ class DingtalkCluster:
         self.store.put(c.key("tomb", track), {"state": state}, ttl_s=ttl)
         self.store.delete(c.key("card", track))
 
+    def live_runs(self) -> list[tuple[str, str]]:
+        """``(session_id, run_id)`` of the runs whose status cards this instance shows."""
+        with self._lock:
+            records = list(self._records.values())
+        return [(str(r["session"]), str(r["run"])) for r in records]
+
     # -- callbacks (web thread) -----------------------------------------------------------
     def route(self, callback: CardCallback) -> Decision:
         """Correlate, authorize and claim ``callback`` from the store (see module doc)."""
         presenter = self.presenter
         assert presenter is not None
         c = self.cluster
+        if not c.holds_lease():  # fenced: a survivor owns these cards now
+            return Decision.ignored()
         track, actor = callback.out_track_id, callback.actor_id
         try:
             card = self.store.get(c.key("card", track))
@@ -365,7 +373,7 @@ class DingtalkCluster:
 
     def apply(self, message: dict[str, Any]) -> None:
         """A forwarded, already claimed action (the inbox consumer): handed to the pool."""
-        if message.get("type") != "card_action":
+        if message.get("type") != "card_action" or not self.cluster.holds_lease():
             return
         callback = CardCallback(
             out_track_id=str(message["track"]),
@@ -394,6 +402,8 @@ class DingtalkCluster:
                 return True
             if instance not in dead:
                 dead[instance] = not c.alive(instance)
+                if dead[instance]:
+                    c.fence(instance)  # if it comes back, it writes nothing more
             return dead[instance]
 
         for key in self.store.scan(c.key("card", "")):
@@ -447,3 +457,49 @@ class DingtalkCluster:
             )
         except Exception:
             logger.exception("interrupted-run notice failed")
+
+
+class FencedCardApi:
+    """The card calls of ``api`` (create, stream, update) made only while
+    ``holds_lease()``: an instance a survivor fenced never writes to a card again (the
+    call is skipped and logged at debug level; the fencing itself is logged once by
+    `Cluster`). Every other attribute is ``api``'s."""
+
+    def __init__(self, api: Any, holds_lease: Callable[[], bool]) -> None:
+        self._api = api
+        self._holds_lease = holds_lease
+
+    def _allowed(self, what: str, track: str) -> bool:
+        if self._holds_lease():
+            return True
+        logger.debug("card %s of %s skipped: this instance lost its lease", what, track)
+        return False
+
+    def create_and_deliver(
+        self,
+        template_id: str,
+        out_track_id: str,
+        target: CardTarget,
+        card_param_map: Mapping[str, Any],
+    ) -> None:
+        if self._allowed("create", out_track_id):
+            self._api.create_and_deliver(template_id, out_track_id, target, card_param_map)
+
+    def stream(
+        self,
+        out_track_id: str,
+        key: str,
+        content: str,
+        *,
+        finalize: bool = False,
+        is_error: bool = False,
+    ) -> None:
+        if self._allowed("stream", out_track_id):
+            self._api.stream(out_track_id, key, content, finalize=finalize, is_error=is_error)
+
+    def update_instance(self, out_track_id: str, card_param_map: Mapping[str, Any]) -> None:
+        if self._allowed("update", out_track_id):
+            self._api.update_instance(out_track_id, card_param_map)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._api, name)
