@@ -16,12 +16,12 @@ from channelkit.testing import ScriptedBridge, final
 from tests.platforms.telegram.tg_env import BASE, CHAT, OWNER, SECRET, TOKEN
 
 
-def _update(update_id: int, text: str) -> dict[str, Any]:
+def _update(update_id: int, text: str, date: int = 0) -> dict[str, Any]:
     return {
         "update_id": update_id,
         "message": {
             "message_id": update_id,
-            "date": 0,
+            "date": date,
             "chat": {"id": CHAT, "type": "private"},
             "from": {"id": OWNER, "is_bot": False, "first_name": "o"},
             "text": text,
@@ -74,5 +74,43 @@ def test_an_update_reaching_two_instances_through_redis_starts_one_run(  # type:
         one, two, afters = _deliver_to_both(rt, store)
         assert afters[1] == 0
         assert [text for _, text in one.prompts + two.prompts] == ["hello"]
+    finally:
+        store.close()
+
+
+def test_a_redis_outage_tells_each_person_once_and_a_wiped_redis_replays_nothing(  # type: ignore[no-untyped-def]
+    rt, mock, redis_server
+) -> None:
+    """Redis stopped: the updates are acknowledged, nothing runs, the sender is told
+    MSG_STORE_UNAVAILABLE once (not per update). Redis restarted empty: the update sent
+    before does not run on the other instance; a new one runs."""
+    from channelkit.core.text import MSG_STORE_UNAVAILABLE
+    from channelkit.state import RedisStore
+
+    store = RedisStore(redis_server.url, namespace=f"tg-{uuid.uuid4().hex[:8]}")
+    one, two = ScriptedBridge([final("ok")]), ScriptedBridge([final("ok")])
+    a, b = _instance(rt, one, store), _instance(rt, two, store)
+    try:
+        before = _update(601, "before", date=int(a.clock.time()) - 5)
+        a.receive_update(before).run_after()
+        assert one.wait_prompt(1)
+        redis_server.stop()
+        try:
+            for n in range(3):
+                response = a.receive_update(_update(610 + n, f"lost {n}"))
+                assert response.status == 200
+                response.run_after()
+            rt.settle()
+            history = mock.request_history
+            sent = [r.json()["text"] for r in history if r.path.endswith("/sendmessage")]
+            assert sent.count(MSG_STORE_UNAVAILABLE) == 1
+        finally:
+            redis_server.start()  # empty
+        b.receive_update(before).run_after()  # redelivered to the other instance
+        rt.settle()
+        assert two.prompts == []
+        b.receive_update(_update(620, "after", date=int(b.clock.time()) + 1)).run_after()
+        assert two.wait_prompt(1)  # new work resumes without a restart
+        assert [text for _, text in two.prompts] == ["after"]
     finally:
         store.close()

@@ -98,10 +98,16 @@ class SharedDedup:
         """
         return self.claim(key, at) == "first"
 
-    def claim(self, key: Hashable, at: float | None = None) -> str:
+    def claim(self, key: Hashable, at: float | None = None, *, sent_at: float | None = None) -> str:
         """`first()` with the reason: ``"first"`` (run it), ``"seen"`` (a replay here or
         on another instance, or sent before a wipe of the store: drop it) or
-        ``"unavailable"`` (the store could not be reached: drop it, tell the person)."""
+        ``"unavailable"`` (the store could not be reached: drop it, tell the person).
+
+        ``sent_at`` (default ``at``): the platform's send time, used only to tell a
+        delivery sent before a wipe from one sent after it; unknown (None), a delivery
+        is refused for the whole window after a wipe."""
+        if sent_at is None:
+            sent_at = at
         if not self.local.first(key, at):
             return "seen"
         if self.store is None or self.watch is None:
@@ -110,7 +116,7 @@ class SharedDedup:
         remaining = (now if at is None else at) + self.ttl - now
         try:
             self.watch.check_epoch()
-            if self.watch.fail_closed(at, self.ttl):
+            if self.watch.fail_closed(sent_at, self.ttl):
                 hub.ingress(self._platform, "replay")
                 return "seen"
             won = self.store.add(

@@ -64,8 +64,9 @@ from channelkit.core import (
 )
 from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.queue_notices import QueueNotices
+from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import RunQueuedEvent, SessionTarget
-from channelkit.errors import ApiError, ConfigurationError
+from channelkit.errors import ApiError, ChannelKitError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection, stop_connections
 from channelkit.platforms.common.contract import Decision, Interaction
@@ -400,7 +401,13 @@ class TelegramChannel(ChannelBase):
 
     def _dispatch(self, update: TgUpdate | Mapping[str, Any]) -> Decision:
         parsed = update if isinstance(update, TgUpdate) else parse_update(update)
-        if not self._seen_updates.first(parsed.update_id):
+        sent = parsed.message.date if parsed.message is not None else 0
+        # a tap carries no time of its own: taken as sent now (never refused after a wipe)
+        sent_at = float(sent) if sent else self.clock.time()
+        claim = self._seen_updates.claim(parsed.update_id, sent_at=sent_at)
+        if claim == "unavailable":  # the shared store is down: tell the person once
+            return self._store_unavailable(parsed)
+        if claim != "first":
             logger.info("telegram update %s already handled; ignored", parsed.update_id)
             return Decision.ignored()
         decision = Decision.ignored()
@@ -411,6 +418,32 @@ class TelegramChannel(ChannelBase):
         if decision.status == CLOSED_STATUS:
             self._seen_updates.forget(parsed.update_id)  # a redelivery may be served
         return decision
+
+    def _store_unavailable(self, parsed: TgUpdate) -> Decision:
+        """The ACK of an update the state store could not vouch for: nothing runs; the
+        first time its sender is met during the outage, ``MSG_STORE_UNAVAILABLE`` goes to
+        the chat after the ACK (on the pool, through `send_message()`)."""
+        query = parsed.callback_query
+        message, user = parsed.message, None
+        if message is not None:
+            user = message.from_user
+        elif query is not None:
+            message, user = query.message, query.from_user
+        watch = self._seen_updates.watch
+        if message is None or user is None or watch is None:
+            return Decision.ignored()
+        if not watch.notify_once(f"{self.name}:{user.id}"):
+            return Decision.ignored()
+        chat = str(message.chat.id)
+        thread = str(message.message_thread_id) if message.message_thread_id else None
+
+        def tell() -> None:
+            try:
+                self.send_message(chat, MSG_STORE_UNAVAILABLE, thread_id=thread)
+            except (ChannelKitError, OSError) as exc:
+                logger.warning("[%s] the store-unavailable notice failed: %s", self.name, exc)
+
+        return Decision.ignored().then(lambda: self.pool.post(tell))
 
     def process_update(self, update: TgUpdate | Mapping[str, Any]) -> None:
         """Handle one ``Update`` you fetched yourself (no ACK to wait for).
