@@ -102,12 +102,16 @@ def replay_after_other_messages(
     first_keys: dict[int, list[Any]] = {id(g): [] for g in gates}
     for gate in gates:  # note the id each dedup object is asked about
         gate.first = _recording(gate.first, first_keys[id(gate)])
+        if isinstance(gate, SharedDedup):  # adapters ask claim() for the reason
+            gate.claim = _recording_claim(gate.claim, first_keys[id(gate)])
     d.send(f"first {token}")
     d.wait_segment(f"once {token}", "completed")
     assert channel.wait_idle(BOUND_S)
     assert runs == [f"first {token}"]
     for gate in gates:
         del gate.first  # the class's method again
+        if isinstance(gate, SharedDedup):
+            del gate.claim
         assert first_keys[id(gate)], f"{d.platform}: {type(gate).__name__} never asked"
 
     if measure:
@@ -139,6 +143,14 @@ def _recording(first: Any, keys: list[Any]) -> Any:
     def record(key: Any, *args: Any) -> bool:
         keys.append(key)
         return bool(first(key, *args))
+
+    return record
+
+
+def _recording_claim(claim: Any, keys: list[Any]) -> Any:
+    def record(key: Any, *args: Any, **kwargs: Any) -> str:
+        keys.append(key)
+        return str(claim(key, *args, **kwargs))
 
     return record
 

@@ -83,8 +83,13 @@ class SharedDedup:
         self._down = False
         #: first deliveries dropped because the store could not be reached
         self.outage_drops = 0
-        #: the store's outage and wipe tracking (None without a store)
-        self.watch: StoreWatch | None = None if store is None else watch_of(store, time)
+        if store is not None:
+            watch_of(store, time)  # made with this clock unless the store has one already
+
+    @property
+    def watch(self) -> StoreWatch | None:
+        """The store's outage and wipe tracking (`watch_of()`); None without a store."""
+        return None if self.store is None else watch_of(self.store, self._time)
 
     def _key(self, key: Hashable) -> str:
         return f"dedup:{self.scope}:{key}"
@@ -110,13 +115,14 @@ class SharedDedup:
             sent_at = at
         if not self.local.first(key, at):
             return "seen"
-        if self.store is None or self.watch is None:
+        watch = self.watch
+        if self.store is None or watch is None:
             return "first"
         now = self._time()
         remaining = (now if at is None else at) + self.ttl - now
         try:
-            self.watch.check_epoch()
-            if self.watch.fail_closed(sent_at, self.ttl):
+            watch.check_epoch()
+            if watch.fail_closed(sent_at, self.ttl):
                 hub.ingress(self._platform, "replay")
                 return "seen"
             won = self.store.add(
@@ -126,11 +132,11 @@ class SharedDedup:
             )
         except StateStoreUnavailable as exc:
             self.local.forget(key)  # once the store answers, a redelivery may be served
-            self.watch.failed(exc)
+            watch.failed(exc)
             self._outage(exc)
             hub.ingress(self._platform, "store_unavailable")
             return "unavailable"
-        self.watch.answered()
+        watch.answered()
         self._recovered()
         if not won:
             hub.ingress(self._platform, "replay")
