@@ -119,21 +119,26 @@ def _fit(renderer: Renderer, block: Block, limit: int) -> list[Block]:
 
 
 def _grouped_items(renderer: Renderer, pieces: list[Block], limit: int) -> list[Block]:
-    """Consecutive one-item lists merged back while they fit (fewer, fuller parts)."""
+    """Consecutive one-item lists merged back while they fit (fewer, fuller parts). A
+    list renders as its items' renderings joined by line breaks (each item numbered on
+    its own), so the merged length is the sum: no list is rendered twice."""
     out: list[Block] = []
+    sizes: list[int] = []
     for piece in pieces:
+        size = len(renderer.block(piece))
         previous = out[-1] if out else None
         if (
             isinstance(previous, ListBlock)
             and isinstance(piece, ListBlock)
             and previous.ordered == piece.ordered
             and previous.start + len(previous.items) == piece.start
+            and sizes[-1] + 1 + size <= limit
         ):
-            merged = ListBlock(previous.ordered, previous.start, previous.items + piece.items)
-            if len(renderer.block(merged)) <= limit:
-                out[-1] = merged
-                continue
+            out[-1] = ListBlock(previous.ordered, previous.start, previous.items + piece.items)
+            sizes[-1] += 1 + size
+            continue
         out.append(piece)
+        sizes.append(size)
     return out
 
 
