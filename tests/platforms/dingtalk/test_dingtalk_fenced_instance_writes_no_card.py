@@ -72,3 +72,18 @@ def test_a_live_instance_is_never_fenced(bot) -> None:
     b.advance(10.0)  # renewals keep both leases
     assert not a.channel.cluster.cluster.fenced and not other.channel.cluster.cluster.fenced
     assert b.memory.scan("dingtalk:fenced:") == []
+
+
+def test_while_the_store_is_down_the_lease_is_trusted_without_a_store_call_per_write(bot) -> None:
+    b = bot(flaky=True)
+    a = b.instance()
+    cluster = a.channel.cluster.cluster
+    a.crash()  # no timer renewals: only holds_lease() renews
+    b.store.down = True
+    b.clock.advance(10.0)  # past the lease's local deadline
+    before = cluster.outages
+    assert cluster.holds_lease() is True  # nobody can take over without the store
+    assert cluster.outages == before + 1  # one renewal was tried
+    assert cluster.holds_lease() is True
+    assert cluster.outages == before + 1  # and not again before the next renewal's time
+    assert cluster.fenced is False

@@ -204,7 +204,10 @@ class Cluster:
         if outcome == "fenced":
             self._fenced()
             return False
-        if outcome != "ok":
+        if outcome != "ok":  # the store is down: trusted until the next renewal's time,
+            # so card writes do not each wait for a store that does not answer
+            until = self._clock.time() + self.options.lease_renew_s
+            self._lease_until = max(self._lease_until, until)
             return False
         margin = min(self.options.lease_renew_s, ttl / 2)
         self._lease_until = max(self._lease_until, started + ttl - margin)
