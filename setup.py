@@ -92,10 +92,9 @@ setup(
         # DingTalk Stream mode (the default ingress): the client connection, and the
         # playground emulator's gateway (synchronous API, websockets.sync.*).
         "websockets>=13",
-        # Agent answers are Markdown: parsed once (CommonMark + GFM tables and
-        # strikethrough) and rendered in each platform's own dialect.
+        # Agent answers are Markdown: parsed once (CommonMark with markdown-it-py's own
+        # GFM table and strikethrough rules) and rendered in each platform's dialect.
         "markdown-it-py>=3.0",
-        "mdit-py-plugins>=0.4",
     ],
     extras_require={
         "flask": ["flask>=2.3"],
