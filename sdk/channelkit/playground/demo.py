@@ -5,6 +5,9 @@
 * ``present``: a rich presentation (title, tone, text, context, divider, buttons)
   between two pieces of text, rendered by the platform's renderer; its "Say hello"
   button comes back as the message ``hello from a button``, "Help" as ``/help``;
+* ``markdown``: streams a fixed Markdown sample (`DEMO_MARKDOWN`: a heading, bold,
+  italic, a link, a bullet list, a fenced code block, a 3x4 table and a long paragraph)
+  so a person can see how each platform renders it, while streaming and at the end;
 * ``long``: streams for up to a minute so there is time to press Stop;
 * ``fail``: fails after a little text (the card ends as Failed).
 """
@@ -16,7 +19,7 @@ from collections.abc import Iterator
 
 from channelkit.agents.function import FunctionAgent, Question, QuestionError, Turn
 
-__all__ = ["DEMO_PRESENTATION", "DEMO_QUESTIONS", "DemoAgent", "demo_agent"]
+__all__ = ["DEMO_MARKDOWN", "DEMO_PRESENTATION", "DEMO_QUESTIONS", "DemoAgent", "demo_agent"]
 
 #: What ``present`` shows (the JSON form ``Turn.present`` accepts).
 DEMO_PRESENTATION = {
@@ -36,6 +39,33 @@ DEMO_PRESENTATION = {
         },
     ],
 }
+
+#: What ``markdown`` answers: one of each construct the platforms render differently.
+DEMO_MARKDOWN = """## Release notes
+
+This build is **ready** and *mostly* quiet. Details are on the
+[status page](https://example.com/channelkit/status).
+
+- Parser: one pass for every platform
+- Tables: native, aligned or one line per cell
+- Previews: open constructs closed while streaming
+
+```python
+def greet(name: str) -> str:
+    return f"Hello, {name}!"
+```
+
+| Service | Region | Status | Latency |
+|---|---|---|---|
+| api | eu-west | up | 42 ms |
+| worker | us-east | up | 57 ms |
+| search | ap-south | degraded | 310 ms |
+
+A long paragraph closes the sample, so a platform that splits long answers has \
+something to split: every platform gets the same parsed text, rendered in its own \
+dialect, with the table following that platform's policy and each part of a split \
+answer valid on its own, never cut inside a code block, a link or a character.
+"""
 
 DEMO_QUESTIONS = (
     Question(
@@ -96,6 +126,9 @@ class DemoAgent:
                 return None
             turn.present(DEMO_PRESENTATION)
             self._stream(turn, "And the text goes on in a new segment after it.")
+            return None
+        if command == "markdown":
+            self._stream(turn, DEMO_MARKDOWN)
             return None
         if command == "fail":
             self._stream(turn, "Starting something that will fail...")
