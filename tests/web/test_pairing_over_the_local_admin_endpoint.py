@@ -109,6 +109,8 @@ def test_serve_starts_the_admin_endpoint_with_its_token(
     )
     try:
         serve.wait_for_line(rf"admin endpoint on http://127\.0\.0\.1:{admin_port}", timeout=60)
+        # the admin endpoint starts before the web server binds: wait for both
+        serve.wait_for_line(rf"listening on http://127\.0\.0\.1:{web_port}", timeout=60)
         argv = ["pairing", "--config", config, "--admin-port", str(admin_port)]
         assert main([*argv, "list"]) == 0
         assert "no pairing requests waiting" in capsys.readouterr().out
