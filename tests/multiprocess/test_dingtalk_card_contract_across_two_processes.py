@@ -40,13 +40,17 @@ class Pair:
     def view(self, card_id: str) -> dict[str, Any]:
         return dict(self.emulator.state()["views"][card_id])
 
-    def new_card(self, kind: str, state: str, seen: set[str]) -> dict[str, Any]:
-        """The first ``kind`` card in ``state`` not in ``seen`` (waits for it)."""
+    def new_card(
+        self, kind: str, state: str, seen: set[str], containing: str = ""
+    ) -> dict[str, Any]:
+        """The first ``kind`` card in ``state`` not in ``seen`` whose content has
+        ``containing`` (waits for it)."""
 
         def fresh() -> dict[str, Any] | None:
             return next(
                 (v for v in views(self.emulator, kind)
-                 if v["state"] == state and v["id"] not in seen),
+                 if v["state"] == state and v["id"] not in seen
+                 and containing in str(v.get("content", ""))),
                 None,
             )  # fmt: skip
 
@@ -168,13 +172,14 @@ def test_a_stop_on_an_old_runs_card_never_cancels_a_newer_run(pair: Pair) -> Non
     wait_until(lambda: pair.view(old["id"])["state"] == "stopped", LONG)
     seen = pair.card_ids()
     pair.owner.message("hold", "cid-exact")  # the same conversation: the same session
-    new = pair.new_card("status", "running", seen)
+    # the newer run's own card (a queue notice may come first while the old run ends)
+    new = pair.new_card("status", "running", seen, containing="Working on it")
     assert pair.other.card(old["id"], "btn_stop") == 200
     assert pair.owner.card(old["id"], "btn_stop") == 200
     # the newer run keeps streaming: give a wrongly routed cancel time to land
     with pytest.raises(AssertionError):
         wait_until(lambda: pair.view(new["id"])["state"] != "running", 1.5)
-    assert pair.view(new["id"])["state"] == "running"
+    assert pair.view(new["id"])["state"] == "running", pair.view(new["id"])
     assert pair.other.card(new["id"], "btn_stop") == 200  # its own card stops it
     wait_until(lambda: pair.view(new["id"])["state"] == "stopped", LONG)
 
