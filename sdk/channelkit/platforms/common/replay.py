@@ -38,6 +38,7 @@ the scale signed timestamps use).
 from __future__ import annotations
 
 import heapq
+import re
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -82,6 +83,29 @@ def sent_at_seconds(value: Any) -> float | None:
     if number > 10**11:  # milliseconds
         return number / 1000.0
     return float(number)
+
+
+#: The longest timestamp header a signed request may carry (seconds since the epoch).
+MAX_TIMESTAMP_DIGITS = 15
+
+
+def signed_headers_problem(
+    timestamp: str, signature: str, *, pattern: re.Pattern[str], now: float, window: float
+) -> str | None:
+    """Why a timestamped signature's headers are refused before the signature itself is
+    checked, or None when they may be checked: both present, the timestamp ASCII digits
+    (a non-ASCII or oversized value is a refusal, never an exception later), the
+    signature of the platform's shape (``pattern``) and the timestamp within ``window``
+    seconds of ``now``."""
+    if not timestamp or not signature:
+        return "missing signature"
+    if len(timestamp) > MAX_TIMESTAMP_DIGITS or not (timestamp.isascii() and timestamp.isdigit()):
+        return "malformed timestamp"
+    if not pattern.fullmatch(signature):
+        return "malformed signature"
+    if abs(now - int(timestamp)) > window:
+        return "stale timestamp"
+    return None
 
 
 class ReplayGuard:

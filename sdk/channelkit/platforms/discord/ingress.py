@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import Headers, IngressRequest, IngressResponse, loads_json
-from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.replay import ReplayGuard, signed_headers_problem
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -95,7 +95,6 @@ RESPONSE_MODAL = 9
 
 _SIGNATURE = re.compile(r"[0-9a-fA-F]{128}", re.ASCII)
 _PUBLIC_KEY = re.compile(r"[0-9a-fA-F]{64}", re.ASCII)
-_MAX_TIMESTAMP_DIGITS = 15
 
 InteractionHandler = Callable[[Mapping[str, Any]], IngressResponse]
 
@@ -149,24 +148,17 @@ class DiscordVerifier:
             headers = Headers(headers)  # names are case-insensitive
         timestamp = headers.get(TIMESTAMP_HEADER, "")
         signature = headers.get(SIGNATURE_HEADER, "")
-        if not timestamp or not signature:
-            return "missing signature"
-        # checked as ASCII before any use: a malformed value is a refusal, not an exception
-        if len(timestamp) > _MAX_TIMESTAMP_DIGITS or not (
-            timestamp.isascii() and timestamp.isdigit()
-        ):
-            return "malformed timestamp"
-        if not _SIGNATURE.fullmatch(signature):
-            return "malformed signature"
-        signed_at = int(timestamp)
-        if abs(self._time() - signed_at) > self._window:
-            return "stale timestamp"
+        problem = signed_headers_problem(
+            timestamp, signature, pattern=_SIGNATURE, now=self._time(), window=self._window
+        )
+        if problem is not None:
+            return problem
         message = timestamp.encode("ascii") + body
         try:
             self._key.verify(bytes.fromhex(signature), message)
         except InvalidSignature:
             return "bad signature"
-        if not self._seen.admit(hashlib.sha256(message).digest(), signed_at + self._window):
+        if not self._seen.admit(hashlib.sha256(message).digest(), int(timestamp) + self._window):
             return "signature already used"
         return None
 
