@@ -90,8 +90,13 @@ def test_card_offers_one_button_per_agent_option(rt: Any, api: FeishuApi, fake: 
         assert "Write notes" in text and "/approve" in text
         buttons = run.buttons()
         assert list(buttons) == ["Allow", "Always allow", "Reject"]  # the agent's order
+        # Each button carries only the action, the card's opaque token and the option's
+        # index: never the agent's request or option ids.
+        assert [v["option"] for v in buttons.values()] == [0, 1, 2]
         for value in buttons.values():
-            assert value["action"] == APPROVAL_ACTION and "p-" not in json.dumps(value)
+            assert set(value) == {"action", "token", "option"}
+            assert value["action"] == APPROVAL_ACTION
+            assert "proceed" not in json.dumps(value)
         assert not any("Permission required" in json.dumps(c.body) for c in fake.ops("send"))
     finally:
         run.close()
