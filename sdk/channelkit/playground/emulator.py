@@ -162,6 +162,8 @@ class HttpReply:
     payload: Any = None
     content_type: str = "application/json"
     raw: bytes | None = None
+    #: further response headers (e.g. Discord's ``X-RateLimit-*``)
+    headers: tuple[tuple[str, str], ...] = ()
 
     def encode(self) -> bytes:
         if self.raw is not None:
@@ -625,6 +627,7 @@ class EmulatorBase:
                 ("Content-Type", content_type),
                 ("Content-Length", str(len(data))),
                 ("Cache-Control", "no-store"),
+                *reply.headers,
             ],
         )
         return [data]
