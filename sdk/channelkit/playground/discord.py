@@ -259,7 +259,10 @@ def discord_view(message: Mapping[str, Any]) -> dict[str, Any]:
         actions.append("select")
     if message.get("modal"):
         actions.append("modal")
-    if message.get("thinking"):
+    if message.get("deleted"):
+        state, text, actions = "deleted", "", []
+        found["keyboard"], found["selects"] = [], []
+    elif message.get("thinking"):
         state = "thinking"
     elif message.get("edits"):
         state = "edited"
@@ -682,7 +685,7 @@ class DiscordEmulator(EmulatorBase):
         self, method: str, channel_id: str, message_id: str, body: Mapping[str, Any]
     ) -> HttpReply:
         with self._lock:
-            message = self._cards.get(message_id)
+            message = self._live(message_id)
             if message is None or message["channel_id"] != channel_id or message["ephemeral"]:
                 return _error(404, 10008, "Unknown Message")
             if method == "GET":
@@ -695,15 +698,23 @@ class DiscordEmulator(EmulatorBase):
             return _no_content()
 
     def _delete(self, message_id: str) -> None:  # lock held
-        self._cards.pop(message_id, None)
+        message = self._cards.get(message_id)
+        if message is not None:  # the page shows where it was
+            message["deleted"] = True
+            message["pinned"] = False
         for pins in self._pins.values():
             if message_id in pins:
                 pins.remove(message_id)
         self._touch()
 
+    def _live(self, message_id: str) -> dict[str, Any] | None:  # lock held
+        """The message, unless unknown or deleted."""
+        message = self._cards.get(message_id)
+        return None if message is None or message.get("deleted") else message
+
     def _list_pins(self, channel_id: str) -> HttpReply:
         with self._lock:
-            held = [m for m in self._pins.get(channel_id, []) if m in self._cards]
+            held = [m for m in self._pins.get(channel_id, []) if self._live(m) is not None]
             items = [
                 {"pinned_at": self._cards[m].get("pinned_at"), "message": _public(self._cards[m])}
                 for m in reversed(held)
@@ -712,7 +723,7 @@ class DiscordEmulator(EmulatorBase):
 
     def _pin(self, method: str, channel_id: str, message_id: str) -> HttpReply:
         with self._lock:
-            message = self._cards.get(message_id)
+            message = self._live(message_id)
             if message is None or message["channel_id"] != channel_id or message["ephemeral"]:
                 return _error(404, 10008, "Unknown Message")
             pins = self._pins.setdefault(channel_id, [])
@@ -768,7 +779,7 @@ class DiscordEmulator(EmulatorBase):
         target = params[2]
         with self._lock:
             message_id = interaction.get("original") if target == "@original" else target
-            message = self._cards.get(str(message_id)) if message_id else None
+            message = self._live(str(message_id)) if message_id else None
             if message is None or message["channel_id"] != interaction["channel_id"]:
                 return _error(404, 10008, "Unknown Message")
             if name == "wh_get":
@@ -791,7 +802,7 @@ class DiscordEmulator(EmulatorBase):
                 interaction["late"] = True
                 self._touch()
                 return _error(404, 10062, "Unknown interaction")
-            source = self._cards.get(str(interaction.get("message_id")))
+            source = self._live(str(interaction.get("message_id")))
             if kind not in (4, 5, 6, 7, 9) or (kind in (6, 7) and source is None):
                 return _form_error(
                     "type", "INTERACTION_RESPONSE_TYPE_INVALID", "Invalid interaction response."
@@ -879,7 +890,8 @@ class DiscordEmulator(EmulatorBase):
         }
 
     def view(self, message_id: str) -> dict[str, Any] | None:
-        """The page's view of one bot message (None when unknown or deleted)."""
+        """The page's view of one bot message (None when unknown; state ``deleted`` once
+        deleted)."""
         with self._lock:
             message = self._cards.get(message_id)
             return discord_view(message) if message is not None else None
@@ -890,7 +902,7 @@ class DiscordEmulator(EmulatorBase):
             return [
                 {"id": m["id"], "user": m["ephemeral"], "text": discord_view(m)["text"]}
                 for m in self._cards.values()
-                if m.get("ephemeral")
+                if m.get("ephemeral") and not m.get("deleted")
             ]
 
     # -- the person -> the bot -------------------------------------------------------------
@@ -976,7 +988,7 @@ class DiscordEmulator(EmulatorBase):
         user = user_id or self.user_id
         form = form or {}
         with self._lock:
-            message = self._cards.get(str(card_id))
+            message = self._live(str(card_id))
             if message is None:
                 raise KeyError(card_id)
             view = discord_view(message)
@@ -1198,7 +1210,7 @@ class DiscordEmulator(EmulatorBase):
 
 def _public(message: Mapping[str, Any]) -> dict[str, Any]:
     """A message as Discord answers it (without the emulator's bookkeeping)."""
-    hidden = {"edits", "ephemeral", "thinking", "modal", "toast", "pinned_at"}
+    hidden = {"edits", "ephemeral", "thinking", "modal", "toast", "pinned_at", "deleted"}
     out = {k: v for k, v in message.items() if k not in hidden}
     if message.get("thinking"):
         out["flags"] = int(out.get("flags") or 0) | 128  # LOADING
