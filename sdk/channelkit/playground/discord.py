@@ -105,6 +105,8 @@ TYPING_SECONDS = 10.0
 #: Interactions, channels, forced 429s remembered (oldest dropped).
 MAX_KEPT = 1_000
 
+#: Channel types of threads (announcement, public, private).
+THREAD_TYPES = frozenset({10, 11, 12})
 EPHEMERAL = 1 << 6
 IS_COMPONENTS_V2 = 1 << 15
 MAX_CONTENT = 2_000
@@ -167,7 +169,7 @@ def _user(user_id: str) -> dict[str, Any]:
         "username": name,
         "global_name": name.capitalize(),
         "discriminator": "0",
-        "avatar": None,
+        "avatar": hashlib.md5(user_id.encode(), usedforsecurity=False).hexdigest(),
         "bot": user_id == BOT_USER_ID,
     }
 
@@ -437,6 +439,7 @@ class DiscordEmulator(EmulatorBase):
         self._channels: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._interactions: OrderedDict[str, dict[str, Any]] = OrderedDict()  # by token
         self._pins: dict[str, list[str]] = {}  # channel -> message ids, latest pin last
+        self._sent: OrderedDict[str, dict[str, Any]] = OrderedDict()  # the person's, by id
         self._channel(DM_CHANNEL, kind=1, recipient=user_id)
         self._channel(GROUP_CHANNEL, kind=0)
 
@@ -655,11 +658,12 @@ class DiscordEmulator(EmulatorBase):
                 "type": interaction["type"],
                 "user": _user(interaction["user"]),
             }
+        entry = {"kind": "card", "from": "bot", "card": message_id, "msgId": message_id}
+        if channel["type"] in THREAD_TYPES:
+            entry["threadId"] = channel_id
         with self._lock:
             self._put_card(message_id, message)
-            self._add_timeline(
-                {"kind": "card", "from": "bot", "card": message_id, "msgId": message_id}
-            )
+            self._add_timeline(entry)
             return HttpReply(200, _public(message))
 
     def _edit(self, message: dict[str, Any], body: Mapping[str, Any]) -> HttpReply:  # lock held
@@ -950,19 +954,29 @@ class DiscordEmulator(EmulatorBase):
         if in_guild:
             event["guild_id"] = GUILD_ID
             event["member"] = {"roles": [], "joined_at": event["timestamp"], "nick": None}
+        entry = {
+            "kind": "message",
+            "from": "user",
+            "format": "text",
+            "text": text,
+            "msgId": message_id,
+            "user": user,
+            "channelId": channel_id,
+        }
+        if origin.thread_id is not None:
+            entry["threadId"] = origin.thread_id
         with self._lock:
-            self._add_timeline(
-                {
-                    "kind": "message",
-                    "from": "user",
-                    "format": "text",
-                    "text": text,
-                    "msgId": message_id,
-                    "user": user,
-                    "channelId": channel_id,
-                }
-            )
+            self._add_timeline(entry)
+            _put(self._sent, message_id, event)
         return message_id, self._dispatch("message", "MESSAGE_CREATE", event)
+
+    def redeliver(self, message_id: str) -> CallbackDelivery:
+        """Dispatch a person's message again (the same ``MESSAGE_CREATE``, a new sequence
+        number), as a platform retrying a delivery it thinks was lost; ``KeyError`` when
+        the emulator no longer holds it."""
+        with self._lock:
+            event = self._sent[message_id]
+        return self._dispatch("message", "MESSAGE_CREATE", event)
 
     def _dispatch(self, kind: str, event: str, data: Mapping[str, Any]) -> CallbackDelivery:
         seq = self.gateway.dispatch(event, data)
@@ -1154,6 +1168,12 @@ class DiscordEmulator(EmulatorBase):
         if method == "POST" and path == "/_emulator/ping":
             result = self.ping()
             return HttpReply(200, {"status": result.status, "body": result.body})
+        if method == "POST" and path == "/_emulator/redeliver":
+            try:
+                result = self.redeliver(str(body.get("msgId")))
+            except KeyError:
+                return HttpReply(404, {"error": "msgId: no such message of the person"})
+            return HttpReply(200, {"status": result.status, "body": result.body})
         if method == "GET" and path == "/_emulator/interactions":
             return HttpReply(200, {"interactions": self.interactions()})
         if method == "POST" and path.startswith("/_emulator/gateway/"):
@@ -1201,6 +1221,7 @@ class DiscordEmulator(EmulatorBase):
         with self._lock:
             self._pins.clear()
             self._interactions.clear()
+            self._sent.clear()
         self.buckets.reset()
         super().reset()
 
