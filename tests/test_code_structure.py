@@ -62,8 +62,9 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "slack": frozenset({"approvals.py", "socket_mode.py"}),
     # getUpdates long polling; approval buttons for tool permissions
     "telegram": frozenset({"approvals.py", "groups.py", "indicators.py", "polling.py"}),
-    # the Gateway (WebSocket) connection; REST rate-limit buckets
-    "discord": frozenset({"gateway.py", "ratelimit.py"}),
+    # the Gateway (WebSocket) connection; REST rate-limit buckets; approval buttons for
+    # tool permissions; the typing keep-alive
+    "discord": frozenset({"approvals.py", "gateway.py", "indicators.py", "ratelimit.py"}),
     "weixin": frozenset({"indicators.py", "polling.py"}),  # + getupdates long polling
 }
 

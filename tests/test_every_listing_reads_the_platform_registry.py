@@ -128,8 +128,8 @@ def test_emulator_server_serves_each_registered_emulator(name: str) -> None:
 
 def test_emulator_server_names_the_choices_for_a_platform_without_an_emulator() -> None:
     with pytest.raises(ValueError, match="platform: must be one of dingtalk, feishu") as info:
-        EmulatorServer(platform="discord")
-    assert "'discord'" in str(info.value)
+        EmulatorServer(platform="msteams")
+    assert "'msteams'" in str(info.value)
 
 
 def test_the_configuration_schema_lists_the_chat_platforms() -> None:

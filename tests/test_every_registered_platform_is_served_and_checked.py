@@ -73,7 +73,7 @@ def test_the_schema_lists_every_registered_chat_platform_with_its_credentials(
     assert slack["required"] == ["botToken"]
     assert branches["weixin"]["properties"]["credentials"]["required"] == ["botToken"]
     # presentation-only platforms are not channels serve can run
-    assert "discord" not in entry["properties"]["platform"]["enum"]
+    assert "msteams" not in entry["properties"]["platform"]["enum"]
 
 
 @pytest.mark.parametrize("name", CHAT_PLATFORMS)

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from channelkit.config import load_config
     from channelkit.core import ChannelBase, InboundMessage, SessionTarget
     from channelkit.platforms.dingtalk import DingtalkChannel, DingtalkConfig
+    from channelkit.platforms.discord import DiscordChannel, DiscordConfig
     from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
     from channelkit.platforms.slack import SlackChannel, SlackConfig
     from channelkit.platforms.telegram import TelegramChannel, TelegramConfig
@@ -85,6 +86,8 @@ __all__ = [
     "DeserializationError",
     "DingtalkChannel",
     "DingtalkConfig",
+    "DiscordChannel",
+    "DiscordConfig",
     "FeishuChannel",
     "FeishuConfig",
     "FunctionAgent",

@@ -256,12 +256,38 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
     PlatformSpec(
         name="discord",
         display_name="Discord",
-        kind=PRESENTATION_ONLY,
+        kind=CHAT,
         docs="platforms/discord.md",
-        capabilities=frozenset({"pins", "presentation"}),
+        config_class=Ref(f"{_P}.discord:DiscordConfig"),
+        channel_class=Ref(f"{_P}.discord:DiscordChannel"),
+        # publicKey: required by the config with "ingress": "interactions"
+        credentials_schema=secret_credentials("botToken", "applicationId", optional=("publicKey",)),
+        ingress=("gateway", "interactions"),
+        name_setting="channelName",
+        check_credentials=_check("discord"),
+        capabilities=frozenset(
+            {
+                "streaming",
+                "stop_button",
+                "forms",
+                "approval_buttons",
+                "pins",
+                "typing",
+                "presentation",
+            }
+        ),
         renderer=_renderer("discord"),
         sender=_sender("discord", "DiscordSender"),
-        chat_id_help="a channel id",
+        chat_id_help="a channel id (a thread's id for a thread; a DM channel's id)",
+        playground=PlaygroundDefaults(
+            emulator=Ref(f"{_EMU}.discord:DiscordEmulator"),
+            credentials={
+                "botToken": "playground-discord-bot-token",
+                "applicationId": "1100000000000000001",
+                "publicKey": "0" * 64,  # the emulator's own key replaces it
+            },
+            emulator_credentials={"bot_token": "botToken"},
+        ),
     ),
     PlatformSpec(
         name="msteams",

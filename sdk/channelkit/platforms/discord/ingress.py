@@ -31,7 +31,8 @@ import hashlib
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from channelkit.errors import ConfigurationError
@@ -56,9 +57,19 @@ __all__ = [
     "RESPONSE_UPDATE_MESSAGE",
     "SIGNATURE_HEADER",
     "SIGNATURE_WINDOW_S",
+    "THREAD_TYPES",
     "TIMESTAMP_HEADER",
+    "ComponentClick",
     "DiscordInteractions",
+    "DiscordMessage",
     "DiscordVerifier",
+    "deferred_update",
+    "ephemeral",
+    "modal",
+    "modal_values",
+    "parse_component",
+    "parse_message",
+    "strip_mentions",
 ]
 
 logger = logging.getLogger(__name__)
@@ -213,3 +224,192 @@ class DiscordInteractions:
     def _count(self, outcome: str) -> None:
         with self._counts_lock:
             self.counts[outcome] = self.counts.get(outcome, 0) + 1
+
+
+# -- the payloads the channel acts on (no network, never raises) ---------------------------
+#: Channel types of threads (announcement, public and private threads).
+THREAD_TYPES = frozenset({10, 11, 12})
+#: Message types a person writes (default, reply).
+_PERSON_MESSAGE_TYPES = frozenset({0, 19})
+_MENTION = re.compile(r"<@!?(\d+)>")
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _user_of(payload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The acting user: `member.user` in a guild, `user` in a DM (or `author`)."""
+    member = payload.get("member")
+    if isinstance(member, Mapping) and isinstance(member.get("user"), Mapping):
+        user: Mapping[str, Any] = member["user"]
+        return user
+    for key in ("user", "author"):
+        value = payload.get(key)
+        if isinstance(value, Mapping):
+            return value
+    return {}
+
+
+@dataclass(frozen=True)
+class DiscordMessage:
+    """A person's message: where, who, the text, and whether it mentions the bot."""
+
+    message_id: str
+    channel_id: str
+    guild_id: str | None
+    author_id: str
+    author_name: str | None
+    text: str
+    mention: bool
+
+
+def strip_mentions(text: str, bot_id: str) -> str:
+    """`text` without the bot's mention tokens (`<@id>`, `<@!id>`), trimmed."""
+    return _MENTION.sub(lambda m: "" if m.group(1) == bot_id else m.group(0), text).strip()
+
+
+def parse_message(data: Mapping[str, Any], bot_id: str) -> DiscordMessage | None:
+    """A person's `MESSAGE_CREATE`, else None (bots, webhooks, system messages, the
+    bot's own messages, messages without text)."""
+    message_id = _text(data.get("id"))
+    channel_id = _text(data.get("channel_id"))
+    author = data.get("author")
+    kind = data.get("type", 0)
+    if message_id is None or channel_id is None or not isinstance(author, Mapping):
+        return None
+    if kind not in _PERSON_MESSAGE_TYPES or data.get("webhook_id") is not None:
+        return None
+    author_id = _text(author.get("id"))
+    if author_id is None or author.get("bot") is True or author_id == bot_id:
+        return None
+    content = data.get("content")
+    if not isinstance(content, str):
+        return None
+    mentioned = any(
+        isinstance(user, Mapping) and user.get("id") == bot_id
+        for user in data.get("mentions") or ()
+    ) or any(m == bot_id for m in _MENTION.findall(content))
+    text = strip_mentions(content, bot_id) if mentioned else content.strip()
+    if not text:
+        return None
+    name = _text(author.get("global_name")) or _text(author.get("username"))
+    return DiscordMessage(
+        message_id=message_id,
+        channel_id=channel_id,
+        guild_id=_text(data.get("guild_id")),
+        author_id=author_id,
+        author_name=name,
+        text=text,
+        mention=mentioned,
+    )
+
+
+@dataclass(frozen=True)
+class ComponentClick:
+    """A message component interaction (type 3) or a modal submit (type 5)."""
+
+    interaction_id: str
+    token: str
+    kind: int
+    custom_id: str
+    user_id: str
+    user_name: str | None
+    channel_id: str | None
+    guild_id: str | None
+    message_id: str | None
+    values: tuple[str, ...] = ()
+    channel_type: int | None = None
+    parent_id: str | None = None
+    fields: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_modal(self) -> bool:
+        """True for a modal submit."""
+        return self.kind == 5
+
+
+def modal_values(components: object) -> dict[str, str]:
+    """The text inputs of a modal submit: `custom_id -> value` (action rows and labels)."""
+    found: dict[str, str] = {}
+    stack = list(components) if isinstance(components, list) else []
+    while stack:
+        item = stack.pop(0)
+        if not isinstance(item, Mapping):
+            continue
+        if isinstance(item.get("custom_id"), str) and isinstance(item.get("value"), str):
+            found[item["custom_id"]] = item["value"]
+        for key in ("components", "component"):
+            inner = item.get(key)
+            if isinstance(inner, list):
+                stack.extend(inner)
+            elif isinstance(inner, Mapping):
+                stack.append(inner)
+    return found
+
+
+def parse_component(payload: Mapping[str, Any]) -> ComponentClick | None:
+    """A component click or modal submit, else None."""
+    kind = payload.get("type")
+    data = payload.get("data")
+    interaction_id = _text(payload.get("id"))
+    token = _text(payload.get("token"))
+    if kind not in (3, 5) or not isinstance(data, Mapping):
+        return None
+    custom_id = _text(data.get("custom_id"))
+    user = _user_of(payload)
+    user_id = _text(user.get("id"))
+    if interaction_id is None or token is None or custom_id is None or user_id is None:
+        return None
+    message = payload.get("message")
+    channel = payload.get("channel")
+    channel_id = _text(payload.get("channel_id"))
+    channel_type: int | None = None
+    parent_id: str | None = None
+    if isinstance(channel, Mapping):
+        channel_id = channel_id or _text(channel.get("id"))
+        raw_type = channel.get("type")
+        channel_type = raw_type if isinstance(raw_type, int) else None
+        parent_id = _text(channel.get("parent_id"))
+    values = data.get("values")
+    return ComponentClick(
+        interaction_id=interaction_id,
+        token=token,
+        kind=int(kind),
+        custom_id=custom_id,
+        user_id=user_id,
+        user_name=_text(user.get("global_name")) or _text(user.get("username")),
+        channel_id=channel_id,
+        guild_id=_text(payload.get("guild_id")),
+        message_id=_text(message.get("id")) if isinstance(message, Mapping) else None,
+        values=tuple(v for v in values if isinstance(v, str)) if isinstance(values, list) else (),
+        channel_type=channel_type,
+        parent_id=parent_id,
+        fields=modal_values(data.get("components")) if kind == 5 else {},
+    )
+
+
+# -- interaction response bodies (the HTTP answer, or the Gateway interaction's callback) --
+_EPHEMERAL = 1 << 6
+
+
+def deferred_update() -> dict[str, Any]:
+    """ACK a component click now; the message is edited afterwards (type 6)."""
+    return {"type": RESPONSE_DEFERRED_UPDATE_MESSAGE}
+
+
+def ephemeral(text: str) -> dict[str, Any]:
+    """Answer with a notice only the person who acted sees (type 4, flags 64)."""
+    return {
+        "type": RESPONSE_CHANNEL_MESSAGE,
+        "data": {"content": text, "flags": _EPHEMERAL, "allowed_mentions": {"parse": []}},
+    }
+
+
+def modal(custom_id: str, title: str, inputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Open a modal (type 9) with one action row per text input."""
+    rows = [{"type": 1, "components": [dict(item)]} for item in inputs]
+    return {
+        "type": RESPONSE_MODAL,
+        "data": {"custom_id": custom_id, "title": title[:45], "components": rows},
+    }
