@@ -38,6 +38,7 @@ from channelkit.cluster_config import (
     check_lease_options,
     cluster_kwargs,
 )
+from channelkit.core.catalog import check_locale
 from channelkit.errors import ConfigurationError
 from channelkit.platforms.registry import SECRET_SCHEMA, chat_platforms, get_platform
 
@@ -82,6 +83,7 @@ _SECRET: dict[str, Any] = _plain(SECRET_SCHEMA)
 _CORE_CHANNEL_OPTIONS: dict[str, str] = {
     "busy": "busy",
     "collectWindowSeconds": "collect_window",
+    "locale": "locale",
 }
 
 
@@ -100,6 +102,11 @@ def _core_options_schema() -> dict[str, Any]:
             "maximum": MAX_COLLECT_WINDOW,
             "description": "busy=collect: how long the first message waits for more; "
             "default 1.5",
+        },
+        "locale": {
+            "type": "string",
+            "description": "language of the texts the SDK shows people: en (default), "
+            "zh-CN or de (or a tag of their language, e.g. zh, de-AT); see docs/language.md",
         },
     }
 
@@ -382,6 +389,8 @@ def parse_config(
         access = dict(entry.get("access") or {})
         _check_access(access, index)
         options = dict(entry.get("options", {}))
+        if "locale" in options:
+            check_locale(options["locale"], f"channels[{index}].options.locale")
         specs.append(ChannelSpec(index, platform, name, credentials, options, access))
     agent = dict(document.get("agent") or {"type": "demo"})
     if "env" in agent:

@@ -45,11 +45,13 @@ from channelkit.core.admission import RunAdmission, Ticket
 from channelkit.core.approvals import PermissionHooks
 from channelkit.core.busy import BusyChat, BusyMode
 from channelkit.core.cancellation import RunCancellation
+from channelkit.core.catalog import Messages
 from channelkit.core.commands import COMMANDS, ChatCommands, parse_command
 from channelkit.core.config import ChannelConfig
 from channelkit.core.context import UserInputRequestContext
 from channelkit.core.handles import CommandHandle, RunHandle, RunResult
 from channelkit.core.last_answers import DeliveryOutcome, LastAnswers
+from channelkit.core.locales import PersonLocales
 from channelkit.core.pending import CANCELLED_RESPONSE
 from channelkit.core.permission_requests import PendingRequests
 from channelkit.core.presenting import ChannelPresentations
@@ -131,6 +133,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         self.config = config
         self.name = config.name
         self._bridge = bridge
+        #: the channel's ``locale`` and the languages people's platforms told
+        self.locales = PersonLocales(config.locale)
         if clock is None:
             clock = scheduler.clock if scheduler is not None else SystemClock()
         elif scheduler is not None and scheduler.clock is not clock:
@@ -314,12 +318,15 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         current with `QueueNotices`. The run's
         ``started`` event follows on the same lane."""
         if event.first:
-            self.send_message(event.chat_id, format_queued(event.ahead), thread_id=event.thread_id)
+            texts = self.messages_for(event.owner.id if event.owner else None)
+            notice = format_queued(event.ahead, texts)
+            self.send_message(event.chat_id, notice, thread_id=event.thread_id)
 
     def on_run_rejected(self, target: SessionTarget, reason: str) -> None:
         """A person's message could not be queued (``reason`` names the bound that was
         reached). The default sends the busy notice as text; nothing else changes."""
-        self.send_message(target.chat_id, MSG_BUSY, thread_id=target.thread_id)
+        busy = self.messages_for(target.sender_id).text(MSG_BUSY)
+        self.send_message(target.chat_id, busy, thread_id=target.thread_id)
 
     # =================================================================================
     # Entry points
@@ -355,6 +362,13 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         """True once `close()` started."""
         return self._runs.closed
 
+    def messages_for(self, person: str | None = None) -> Messages:
+        """The catalog texts ``person`` (a sender id; None: nobody in particular) reads:
+        the language their platform told (`InboundMessage.language`), else the
+        channel's ``locale``, else English. Adapters render every text they show a
+        person through it (see `channelkit.core.catalog`)."""
+        return self.locales.messages_for(person)
+
     def handle_inbound(
         self, msg: InboundMessage, *, defer: list[Callable[[], None]] | None = None
     ) -> RunHandle | CommandHandle:
@@ -378,6 +392,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         """
         self._validate_inbound(msg)
         self._check_open()
+        if msg.language is not None:
+            self.locales.note(msg.sender_id, msg.language)
         target = SessionTarget(
             channel_name=self.name,
             sender_id=msg.sender_id,
@@ -833,7 +849,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         if not self.last_answers.take_hint(session_id):
             return
         try:
-            self.send_message(target.chat_id, MSG_LAST_UNCERTAIN, thread_id=target.thread_id)
+            hint = self.messages_for(target.sender_id).text(MSG_LAST_UNCERTAIN)
+            self.send_message(target.chat_id, hint, thread_id=target.thread_id)
         except Exception as exc:
             logger.warning("[%s] the /last hint was not sent: %s", self.name, exc)
 

@@ -160,6 +160,8 @@ class ChatCommands:
         return submit() if defer is None else later(defer, submit)
 
     def deliver_reply(self, target: SessionTarget, command: str, reply: str) -> CommandResult:
+        # a catalog message (``MSG_*``) is shown in the language of the person it answers
+        reply = self._hooks.messages_for(target.sender_id).text(reply)
         try:
             self._hooks.send_message(target.chat_id, reply, thread_id=target.thread_id)
         except Exception as exc:

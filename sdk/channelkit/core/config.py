@@ -9,6 +9,7 @@ from typing import Any
 
 from channelkit.core.access import AccessConfig
 from channelkit.core.busy import BUSY_MODES, MAX_COLLECT_WINDOW, BusyMode
+from channelkit.core.catalog import check_locale
 from channelkit.core.types import SessionScope
 from channelkit.errors import ConfigurationError
 
@@ -51,6 +52,11 @@ class ChannelConfig:
       `channelkit.core.busy`.
     * ``access`` - who may talk to the bot, and where (`AccessConfig`, or its
       camelCase mapping as in the configuration file); default: anyone, anywhere.
+    * ``locale`` - the language of the texts the SDK shows people (``"en"``,
+      ``"zh-CN"``, ``"de"``, or a tag of their language such as ``"zh"``/``"de-AT"``;
+      stored resolved). None (default): English, except Feishu, which keeps its
+      ``language`` setting. A person whose platform tells their language sees theirs
+      (see `channelkit.core.catalog` and ``docs/language.md``).
     """
 
     name: str
@@ -71,6 +77,7 @@ class ChannelConfig:
     busy: BusyMode | str = BusyMode.QUEUE
     collect_window: float = 1.5
     access: AccessConfig | Mapping[str, Any] = field(default_factory=AccessConfig)
+    locale: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -146,6 +153,8 @@ class ChannelConfig:
                 raise ConfigurationError("must be a collection of sender ids", "authorized_senders")
             self.authorized_senders = frozenset(str(s) for s in senders)
         self.access = AccessConfig.from_mapping(self.access)
+        if self.locale is not None:
+            self.locale = check_locale(self.locale, "locale")
 
     @property
     def access_policy(self) -> AccessConfig:

@@ -23,6 +23,7 @@ from channelkit.core.types import (
 
 if TYPE_CHECKING:
     from channelkit.core.approvals import PermissionRequestContext
+    from channelkit.core.catalog import Messages
     from channelkit.core.context import UserInputRequestContext
     from channelkit.presentation.model import MessagePresentation, ReplyPayload
 
@@ -44,6 +45,10 @@ class ChannelHooks(Protocol):
 
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
         """Send plain text to a chat (thread)."""
+        ...
+
+    def messages_for(self, person: str | None = None) -> Messages:
+        """The catalog texts ``person`` reads (their language, else the channel's)."""
         ...
 
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:

@@ -22,6 +22,9 @@ Every write for a run happens on that run's lane (the hook calls are there alrea
 the timer posts its write there), so the final "Starting now." is never overtaken by a
 position update. A failed write is logged and never fails the run. Platforms that
 cannot edit (Weixin) keep the default single notice.
+
+A notice speaks the language of its run's owner: the host's ``messages_for(owner)``
+(`ChannelBase.messages_for()`) picks the catalog texts when the notice is first shown.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ import logging
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.core.text import format_queued
 from channelkit.core.types import RunQueuedEvent
 from channelkit.runtime.clock import Clock
@@ -47,7 +51,7 @@ __all__ = ["MSG_STARTING", "UPDATE_INTERVAL", "NoticeHost", "QueueNotices"]
 logger = logging.getLogger(__name__)
 
 #: What a queue notice says once its run has started.
-MSG_STARTING = "Starting now."
+MSG_STARTING = en("queue.starting")
 #: Seconds between two position updates of one notice (at most).
 UPDATE_INTERVAL = 1.0
 
@@ -85,6 +89,7 @@ class _Notice(Generic[H]):
     want: int  # the newest position known
     written_at: float  # clock time of the last write (the show counts)
     timer: TimerHandle | None = None
+    texts: Messages = field(default_factory=messages)  # the language of the run's owner
 
 
 class QueueNotices(Generic[H]):
@@ -175,10 +180,11 @@ class QueueNotices(Generic[H]):
     # -- internals ----------------------------------------------------------------------
 
     def _show_first(self, event: RunQueuedEvent, ahead: int) -> None:
-        handle = self._show(event, format_queued(ahead))
+        texts = self._texts_for(event.owner.id if event.owner else None)
+        handle = self._show(event, format_queued(ahead, texts))
         if handle is None:
             return
-        notice = _Notice(handle, ahead, ahead, self._ch.clock.now())
+        notice = _Notice(handle, ahead, ahead, self._ch.clock.now(), texts=texts)
         with self._lock:
             if self._closed or len(self._notices) >= self.max_notices:
                 return
@@ -221,7 +227,7 @@ class QueueNotices(Generic[H]):
                 return
             notice.shown = notice.want
             notice.written_at = self._ch.clock.now()
-            text = format_queued(notice.want)
+            text = format_queued(notice.want, notice.texts)
         self._write(notice, text, final=False)
 
     def _drop(self, run_id: str) -> _Notice[H] | None:
@@ -232,7 +238,15 @@ class QueueNotices(Generic[H]):
             notice.timer.cancel()
         return notice
 
+    def _texts_for(self, person: str | None) -> Messages:
+        """The owner's language: the host's ``messages_for`` (a ``ChannelBase`` has
+        one), else English."""
+        texts_for = getattr(self._ch, "messages_for", None)
+        texts = texts_for(person) if callable(texts_for) else None
+        return texts if isinstance(texts, Messages) else messages()
+
     def _write(self, notice: _Notice[H], text: str, *, final: bool) -> None:
+        text = notice.texts.text(text)  # a catalog message in the owner's language
         try:
             self._edit(notice.handle, text, final)
         except Exception as exc:  # a notice never fails the run

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from channelkit.agents.base import PermissionRequest
+from channelkit.core.catalog import LOCALES, Messages, en, messages
 from channelkit.core.questions import always_option_id, approval_option_id, is_reject_option
 
 __all__ = [
@@ -44,42 +45,33 @@ __all__ = [
     "sanitize_text",
 ]
 
-MSG_UNAUTHORIZED = "Only authorized members can answer permission requests in this shared session."
-MSG_NOT_FOUND_ID = "No pending permission request with that id for this chat."
-MSG_NONE = "No pending permission request for this chat."
-MSG_SUBMIT_VIA_CARD = (
-    "Submit this question through its interactive card, or use /deny [request-id] to cancel it."
-)
-MSG_NO_APPROVABLE = "This permission request has no approvable option."
-MSG_NO_ALWAYS = "This permission request has no always-allow option."
-MSG_FAILED = "Failed to answer the permission request."
-MSG_APPROVED = "Permission approved."
-MSG_APPROVED_ALWAYS = "Permission approved always."
-MSG_DENIED = "Permission denied."
-MSG_NOT_PENDING = "Permission request is no longer pending."
-MSG_CANCEL_UNAUTHORIZED = "Only authorized members can cancel requests in this shared session."
-MSG_NOTHING_RUNNING = "No request is currently running."
-MSG_CANCELLED = "Cancelled current request."
-MSG_CANCEL_FAILED = "Failed to cancel current request."
-MSG_LAST_UNCERTAIN = "Your previous answer may not have arrived: send /last to see it again."
-MSG_NO_LAST_ANSWER = "There is no recent answer to send again."
+MSG_UNAUTHORIZED = en("command.unauthorized")
+MSG_NOT_FOUND_ID = en("command.not_found_id")
+MSG_NONE = en("command.none")
+MSG_SUBMIT_VIA_CARD = en("command.submit_via_card")
+MSG_NO_APPROVABLE = en("command.no_approvable")
+MSG_NO_ALWAYS = en("command.no_always")
+MSG_FAILED = en("command.failed")
+MSG_APPROVED = en("command.approved")
+MSG_APPROVED_ALWAYS = en("command.approved_always")
+MSG_DENIED = en("command.denied")
+MSG_NOT_PENDING = en("command.not_pending")
+MSG_CANCEL_UNAUTHORIZED = en("command.cancel_unauthorized")
+MSG_NOTHING_RUNNING = en("command.nothing_running")
+MSG_CANCELLED = en("command.cancelled")
+MSG_CANCEL_FAILED = en("command.cancel_failed")
+MSG_LAST_UNCERTAIN = en("notice.last_uncertain")
+MSG_NO_LAST_ANSWER = en("command.no_last_answer")
 #: Opens the commands block that ends a text permission prompt.
-REPLY_WITH = "Reply with:"
-MSG_ACCESS_NOT_ALLOWED = (
-    "Sorry, you are not on this bot's list of people it answers. Ask its operator to add you."
-)
-MSG_ACCESS_DM_CLOSED = "This bot does not answer direct messages."
-MSG_ACCESS_PAIRING = (
-    "You are not paired with this bot yet. Your pairing code is {code}: ask the bot's "
-    "operator to approve it (it expires in an hour)."
-)
-MSG_ADMIN_ONLY = "Only the bot's admins may use /{command}."
-MSG_BUSY = "Busy right now: too many requests are waiting. Please try again in a minute."
-MSG_QUEUED_NEXT = "Queued: your request starts as soon as a slot is free."
-MSG_QUEUED_AHEAD = "Queued, {ahead} ahead: your request starts automatically."
-MSG_AMBIGUOUS = (
-    "Multiple permission requests are pending for this chat. Reply with /{decision} <request-id>."
-)
+REPLY_WITH = en("prompt.reply_with")
+MSG_ACCESS_NOT_ALLOWED = en("access.not_allowed")
+MSG_ACCESS_DM_CLOSED = en("access.dm_closed")
+MSG_ACCESS_PAIRING = en("access.pairing")
+MSG_ADMIN_ONLY = en("access.admin_only")
+MSG_BUSY = en("notice.busy")
+MSG_QUEUED_NEXT = en("queue.next")
+MSG_QUEUED_AHEAD = en("queue.ahead")
+MSG_AMBIGUOUS = en("command.ambiguous")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -129,58 +121,69 @@ def parameter_summary(raw_input: object) -> str | None:
     return ", ".join(parts) if parts else "unknown"
 
 
-def format_permission_request(request: PermissionRequest) -> str:
-    """The text permission prompt (never includes raw parameter values)."""
+def format_permission_request(request: PermissionRequest, texts: Messages | None = None) -> str:
+    """The text permission prompt (never includes raw parameter values), in the locale
+    of ``texts`` (default English)."""
+    m = texts or messages()
     tool_call: Mapping[str, Any] = request.tool_call
     meta = tool_call.get("_meta")
     meta = meta if isinstance(meta, Mapping) else {}
-    tool = label_or(meta.get("toolName"), "") or label_or(tool_call.get("kind"), "unknown", 40)
+    tool = label_or(meta.get("toolName"), "") or label_or(
+        tool_call.get("kind"), m.get("prompt.unknown_tool"), 40
+    )
     lines = [
-        "Permission required to run a tool",
+        m.get("prompt.title"),
         "",
-        f"Tool: {tool}",
-        f"Action: {label_or(tool_call.get('title'), 'Tool use')}",
+        m.get("prompt.tool", tool=tool),
+        m.get("prompt.action", action=label_or(tool_call.get("title"), m.get("prompt.tool_use"))),
     ]
     params = parameter_summary(tool_call.get("rawInput"))
     if params:
-        lines.append(f"Parameters: {params}")
+        lines.append(m.get("prompt.parameters", params=params))
     options = list(request.options)
     approve_id = approval_option_id(options)
     approve = next((o for o in options if o.option_id == approve_id), None)
     always_id = always_option_id(options)
     always = next((o for o in options if o.option_id == always_id), None)
     reject = next((o for o in options if is_reject_option(o)), None)
-    lines += ["", REPLY_WITH]
-    lines.append(f"/approve        {label_or(approve.name if approve else None, 'allow once')}")
+    lines += ["", m.text(REPLY_WITH)]
+    approve_label = label_or(approve.name if approve else None, m.get("prompt.allow_once"))
+    lines.append(f"/approve        {approve_label}")
     if always is not None:
-        lines.append(f"/approve-always {label_or(always.name, 'always allow')}")
-    lines.append(f"/deny           {label_or(reject.name if reject else None, 'deny')}")
+        lines.append(f"/approve-always {label_or(always.name, m.get('prompt.always_allow'))}")
+    lines.append(
+        f"/deny           {label_or(reject.name if reject else None, m.get('prompt.deny'))}"
+    )
     return "\n".join(lines)
 
 
 def without_reply_commands(prompt: str) -> str:
-    """``prompt`` (a `format_permission_request()` text) without its closing
-    "Reply with:" block of commands: what a settled prompt keeps of the request."""
-    cut = prompt.rfind("\n\n" + REPLY_WITH)
+    """``prompt`` (a `format_permission_request()` text, in any catalog locale) without
+    its closing "Reply with:" block of commands: what a settled prompt keeps of the
+    request."""
+    cut = max(prompt.rfind("\n\n" + messages(locale).text(REPLY_WITH)) for locale in LOCALES)
     return prompt[:cut] if cut >= 0 else prompt
 
 
-def format_ambiguous(decision: str, entries: list[tuple[str, str]]) -> str:
-    """The reply listing request ids when a command matches several pending requests."""
-    lines = [MSG_AMBIGUOUS.format(decision=decision)]
+def format_ambiguous(
+    decision: str, entries: list[tuple[str, str]], texts: Messages | None = None
+) -> str:
+    """The reply listing request ids when a command matches several pending requests
+    (in the locale of ``texts``, default English)."""
+    m = texts or messages()
+    lines = [m.text(MSG_AMBIGUOUS, decision=decision)]
     for request_id, title in entries[:6]:
-        lines.append(f"- {request_id}: {label_or(title, 'Tool use')}")
+        lines.append(f"- {request_id}: {label_or(title, m.get('prompt.tool_use'))}")
     return "\n".join(lines)
 
 
-def format_queued(ahead: int) -> str:
-    """The queue notice for a run with ``ahead`` queued runs before it."""
-    return MSG_QUEUED_AHEAD.format(ahead=ahead) if ahead > 0 else MSG_QUEUED_NEXT
+def format_queued(ahead: int, texts: Messages | None = None) -> str:
+    """The queue notice for a run with ``ahead`` queued runs before it (in the locale
+    of ``texts``, default English)."""
+    m = texts or messages()
+    return m.text(MSG_QUEUED_AHEAD, ahead=ahead) if ahead > 0 else m.text(MSG_QUEUED_NEXT)
 
 
 #: Told once per person per outage when the shared state store (Redis) cannot be reached
 #: and their message, Stop or form submit could not be handled.
-MSG_STORE_UNAVAILABLE = (
-    "The bot is temporarily unavailable and could not handle that. Please try again in a "
-    "few minutes."
-)
+MSG_STORE_UNAVAILABLE = en("notice.store_unavailable")

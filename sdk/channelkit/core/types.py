@@ -138,6 +138,11 @@ class InboundMessage:
     structured mention of the bot, a reply to one of its messages, a command addressed
     to it), False when it does not (``@all`` / ``@everyone`` / ``@here`` never count),
     None when the ingress cannot tell (then the message counts as addressed).
+
+    ``language`` (optional): the sender's language as their platform tells it (a tag
+    such as ``"de"`` or ``"zh-hans"``, e.g. Telegram's ``language_code``); the texts
+    the SDK shows this person are then in that language when the catalog has it
+    (`ChannelBase.messages_for()`).
     """
 
     channel_name: str
@@ -149,6 +154,7 @@ class InboundMessage:
     is_group: bool = False
     sender_name: str | None = None
     mentions_bot: bool | None = None
+    language: str | None = None
 
 
 @dataclass(frozen=True)

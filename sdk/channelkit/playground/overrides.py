@@ -2,7 +2,8 @@
 
 Each ``KEY`` is a dotted path into the channel's entry of the configuration file
 (``access.dm``, ``access.allowUsers``, ``access.groupRules.<chat>.requireMention``,
-``options.busy``, ``options.collectWindowSeconds``); ``VALUE`` is read as JSON when it
+``options.busy``, ``options.collectWindowSeconds``, ``options.locale``; ``locale`` is
+short for ``options.locale``); ``VALUE`` is read as JSON when it
 parses as JSON, else as a string (``--set access.dm=allowlist --set
 'access.allowUsers=["alice"]'``). `parse_settings()` builds the nested settings;
 `channel_options()` validates them with the same schema and parsers ``check-config`` uses
@@ -21,9 +22,9 @@ from channelkit.errors import ConfigurationError
 __all__ = ["SETTABLE", "channel_options", "parse_settings"]
 
 #: ``options`` keys of a channel entry the playground can set -> the ChannelConfig field
-_OPTION_FIELDS = {"busy": "busy", "collectWindowSeconds": "collect_window"}
+_OPTION_FIELDS = {"busy": "busy", "collectWindowSeconds": "collect_window", "locale": "locale"}
 #: What ``--set`` can reach (named in its errors).
-SETTABLE = ("access.*", *(f"options.{key}" for key in _OPTION_FIELDS))
+SETTABLE = ("access.*", *(f"options.{key}" for key in _OPTION_FIELDS), "locale")
 
 
 def _value(raw: str) -> Any:
@@ -81,7 +82,16 @@ def channel_options(settings: Mapping[str, Any]) -> dict[str, Any]:
     import jsonschema
 
     from channelkit.core.access import AccessConfig
+    from channelkit.core.catalog import check_locale
 
+    if "locale" in settings:  # ``--set locale=zh-CN``: short for ``options.locale``
+        settings = dict(settings)
+        locale = settings.pop("locale")
+        options = settings.get("options")
+        settings["options"] = {
+            **(options if isinstance(options, Mapping) else {}),
+            "locale": locale,
+        }
     for key in settings:
         if key not in ("access", "options"):
             raise ConfigurationError(
@@ -111,5 +121,7 @@ def channel_options(settings: Mapping[str, Any]) -> dict[str, Any]:
                 message = message[len(exc.path) + 2 :]
             raise ConfigurationError(message, path=f"--set {exc.path}") from None
     for key, value in (settings.get("options") or {}).items():
+        if key == "locale":
+            value = check_locale(value, "--set locale")
         out[_OPTION_FIELDS[key]] = value
     return out
