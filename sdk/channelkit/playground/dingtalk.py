@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from channelkit.core.catalog import CATALOG, LOCALES
 from channelkit.playground.emulator import (
     CallbackDelivery,
     Deliver,
@@ -639,6 +640,14 @@ _TERMINAL_WORDS = {
     "cancelled": "cancelled",
     "unavailable": "failed",
 }
+# the same status words in every language of the catalog (a status line is localized)
+_TERMINAL_WORDS.update(
+    {
+        CATALOG[locale][f"status.{word}"].lower(): state
+        for locale in LOCALES
+        for word, state in _TERMINAL_WORDS.items()
+    }
+)
 
 
 def _form_questions(raw: Any) -> list[dict[str, Any]]:
@@ -701,6 +710,8 @@ def card_view(card: Mapping[str, Any]) -> dict[str, Any]:
         )
         if params.get("stop_action") == "true" and state == "running":
             view["actions"] = ["stop"]
+            # a template binds its Stop button's label to ``stop_text`` (default "Stop")
+            view["stopLabel"] = str(params.get("stop_text") or "Stop")
     elif card.get("kind") == "question":
         state = str(params.get("card_status", "pending"))
         view.update(

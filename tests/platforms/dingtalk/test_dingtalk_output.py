@@ -35,6 +35,7 @@ def test_no_card_on_started_created_on_first_text(harness):
         "statusLine": "Running · qwen3.7-max · 0s",
         "hasAction": "true",
         "stop_action": "true",
+        "stop_text": "Stop",  # the Stop button's label, in the owner's language
     }
     assert create["target"].chat_id == "cid-1" and create["target"].is_group
     # open streaming with an empty full update

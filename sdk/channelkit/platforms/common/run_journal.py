@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from channelkit.core.catalog import en
 from channelkit.core.types import LifecycleEvent, LifecycleType
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ logger = logging.getLogger(__name__)
 #: Runs recorded at once (the oldest record is dropped beyond it).
 MAX_RECORDS = 1_000
 #: What a restarted process tells the person whose run the previous one's crash cut off.
-TEXT_INTERRUPTED = "Interrupted, please retry."
+TEXT_INTERRUPTED = en("notice.interrupted")
 #: Seconds a stored record lives at most (a run longer than a day is not told).
 RECORD_TTL_S = 86_400.0
 

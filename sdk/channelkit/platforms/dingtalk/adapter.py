@@ -63,6 +63,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
+from channelkit.core.catalog import en
 from channelkit.core.commands import parse_command
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
@@ -126,11 +127,11 @@ MESSAGE_REDELIVERY_WINDOW_S = 3600.0
 
 ROBOT_PATH = "/dingtalk/robot"
 CARD_PATH = "/dingtalk/card"
-FORBIDDEN_TITLE = "Card interaction"
-FORBIDDEN_GROUP_TEXT = "Only the task owner can operate this card. This action had no effect."
-FORBIDDEN_DIRECT_TEXT = "You cannot operate this card. Only the task owner can submit or stop it."
+FORBIDDEN_TITLE = en("owner.card_title")
+FORBIDDEN_GROUP_TEXT = en("owner.card_group")
+FORBIDDEN_DIRECT_TEXT = en("owner.card_direct")
 #: The Markdown a person sees when their run fails without a Failed status card.
-FAILED_TEXT = "Failed, please retry."
+FAILED_TEXT = en("notice.failed")
 #: DingTalk Markdown messages are split at this many characters.
 MARKDOWN_CHUNK = 3_800
 # Constant ACK bodies (no JSON encoding on the web thread).
@@ -308,6 +309,7 @@ class DingtalkChannel(ChannelBase):
                 registry=self.registry,
                 notify_forbidden=self._send_forbidden_notice,
                 on_card_text=self.cluster.card_text if self.cluster is not None else None,
+                texts_for=self.messages_for,
             )
         #: approval cards for tool permissions with 2-4 options (question cards on)
         self.approvals: ApprovalCards | None = None
@@ -371,6 +373,7 @@ class DingtalkChannel(ChannelBase):
         return holder[0]
 
     def _notify_owner(self, chat_id: str, owner: str, is_group: bool, text: str) -> None:
+        text = self.messages_for(owner).text(text)  # a catalog message in their language
         if is_group:
             self.api.send_group_markdown(chat_id, _title(text), text)
         else:
@@ -640,11 +643,15 @@ class DingtalkChannel(ChannelBase):
         return self.presenter.router.route(interaction)
 
     def _send_forbidden_notice(self, target: CardTarget, actor_id: str) -> None:
+        texts = self.messages_for(actor_id)  # the language of the person who pressed
+        title = texts.text(FORBIDDEN_TITLE)
         try:
             if target.is_group:
-                self.api.send_group_markdown(target.chat_id, FORBIDDEN_TITLE, FORBIDDEN_GROUP_TEXT)
+                text = texts.text(FORBIDDEN_GROUP_TEXT)
+                self.api.send_group_markdown(target.chat_id, title, text)
             else:
-                self.api.send_direct_markdown([actor_id], FORBIDDEN_TITLE, FORBIDDEN_DIRECT_TEXT)
+                text = texts.text(FORBIDDEN_DIRECT_TEXT)
+                self.api.send_direct_markdown([actor_id], title, text)
         except ChannelKitError as exc:
             logger.warning("[%s] card interaction notice failed: %s", self.name, exc)
 
@@ -790,7 +797,8 @@ class DingtalkChannel(ChannelBase):
             if isinstance(user, str) and user:
                 self._notify_owner(chat_id, user, group is True, TEXT_INTERRUPTED)
             else:
-                self.api.send_group_markdown(chat_id, _title(TEXT_INTERRUPTED), TEXT_INTERRUPTED)
+                text = self.messages_for().text(TEXT_INTERRUPTED)
+                self.api.send_group_markdown(chat_id, _title(text), text)
         except Exception as exc:
             logger.warning("dingtalk notice not sent: %s", type(exc).__name__)
 
@@ -841,7 +849,8 @@ class DingtalkChannel(ChannelBase):
             self.presenter.terminalize_run(event.run_id, str(event.type), str(detail or "") or None)
         if event.type is LifecycleType.FAILED and event.owner is not None and not failure_shown:
             # no Failed status card shows it (none was opened, or cards are off)
-            self._send_fallback(event.chat_id, FAILED_TEXT, event.session_id)
+            failed = self.messages_for(event.owner.id).text(FAILED_TEXT)
+            self._send_fallback(event.chat_id, failed, event.session_id)
         reaction = self._reactions.pop(event.run_id)
         if reaction is not None:
             owner = _InboundOwner("", reaction[1], True, reaction[0])

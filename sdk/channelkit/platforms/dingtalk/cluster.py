@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from channelkit.core.catalog import en
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common.cluster import Cluster
@@ -83,8 +84,8 @@ logger = logging.getLogger(__name__)
 
 #: A status card of a run whose instance died ends Failed with this text; the owner is
 #: told the same once.
-INTERRUPTED_TEXT = "Interrupted, please retry."
-INTERRUPTED_TITLE = "Interrupted"
+INTERRUPTED_TEXT = en("notice.interrupted")
+INTERRUPTED_TITLE = en("status.interrupted")
 
 _RUNS = "dingtalk-runs"
 _STATUS = "dingtalk-status"

@@ -46,6 +46,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common import (
     OneShotClaim,
@@ -99,6 +100,17 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: The status words of a card's status line -> their catalog keys.
+_STATUS_KEYS = {
+    "Running": "status.running",
+    "Completed": "status.completed",
+    "Failed": "status.failed",
+    "Stopped": "status.stopped",
+    "Cancelled": "status.cancelled",
+    "Unavailable": "status.unavailable",
+    "Interrupted": "status.interrupted",
+}
 
 #: Live status cards kept at most (a further segment falls back to Markdown).
 MAX_LIVE_STATUS_CARDS = 1_000
@@ -188,9 +200,12 @@ class StatusCardController:
         registry: CardRegistry[StatusRecord, StatusTombstone] | None = None,
         segments: CardRegistry[StatusRecord, str] | None = None,
         on_flushed: Callable[[str, str], None] | None = None,
+        texts_for: Callable[[str | None], Messages] | None = None,
     ) -> None:
         self._api = api
         self._on_flushed = on_flushed
+        #: the catalog texts of a card's owner (status line words, the Stop button)
+        self.texts_for: Callable[[str | None], Messages] = texts_for or (lambda _: messages())
         self._clock = clock
         self._scheduler = scheduler
         self._model = model.strip() if model and model.strip() else None
@@ -300,9 +315,10 @@ class StatusCardController:
                 {
                     "content": "",
                     "flowStatus": 2,
-                    "statusLine": status_line("Running", self._model, 0),
+                    "statusLine": status_line(self._word(record, "Running"), self._model, 0),
                     "hasAction": "true",
                     "stop_action": "true",
+                    "stop_text": self.texts_for(record.owner_key).get("button.stop"),
                 },
             )
         except ChannelKitError as exc:
@@ -316,6 +332,12 @@ class StatusCardController:
         if record.phase.compare_and_set("creating", "live"):
             record.writer.start()
         record.created.set()
+
+    def _word(self, record: StatusRecord, state: str) -> str:
+        """The status word ``state`` (``"Running"``, ``"Failed"``...) in the language of
+        the card's owner (another word is shown as it is)."""
+        key = _STATUS_KEYS.get(state)
+        return self.texts_for(record.owner_key).get(key) if key else state
 
     def _creation_failed(self, record: StatusRecord, exc: BaseException, delivered: bool) -> None:
         log_card_error("status card creation", exc, STATUS_CARD_TEMPLATE_ID, record.out_track_id)
@@ -331,7 +353,7 @@ class StatusCardController:
                     record.out_track_id,
                     {
                         "flowStatus": 3,
-                        "statusLine": "Unavailable",
+                        "statusLine": self._word(record, "Unavailable"),
                         "hasAction": "false",
                         "stop_action": "false",
                     },
@@ -353,7 +375,7 @@ class StatusCardController:
             try:
                 self._api.update_instance(
                     record.out_track_id,
-                    {"statusLine": status_line("Running", self._model, second)},
+                    {"statusLine": status_line(self._word(record, "Running"), self._model, second)},
                 )
             except ChannelKitError as exc:
                 log_card_error(
@@ -392,7 +414,8 @@ class StatusCardController:
         """
         streamed = record.writer.finalize(timeout=self._write_timeout)
         final_text = bound_text(card_markdown(streamed if content is None else content))
-        line = status_line(state, self._model, self._clock.now() - record.started_at)
+        word = self._word(record, state)
+        line = status_line(word, self._model, self._clock.now() - record.started_at)
         ok = False
         if record.phase.state == "live":
             try:
@@ -442,7 +465,7 @@ class StatusCardController:
 
 
 #: A status card's final content when its answer went out as Markdown instead.
-ANSWER_SENT_BELOW = "(The answer was sent below as a message.)"
+ANSWER_SENT_BELOW = en("status.answer_sent_below")
 
 #: The action id of the status card's Stop button.
 STOP_ACTION_ID = "btn_stop"
@@ -500,6 +523,7 @@ class DingtalkPresenter:
         registry: StateRegistry | None = None,
         notify_forbidden: ForbiddenNotice | None = None,
         on_card_text: Callable[[str, str], None] | None = None,
+        texts_for: Callable[[str | None], Messages] | None = None,
     ) -> None:
         self._submit = submit
         #: the notice to a person who pressed a card that is not theirs (None: no notice)
@@ -530,6 +554,7 @@ class DingtalkPresenter:
                 registry=state.cards("dingtalk-status"),
                 segments=state.cards("dingtalk-status-segments"),
                 on_flushed=on_card_text,
+                texts_for=texts_for,
             )
         if question_cards:
             self.questions = QuestionCardController(
@@ -690,7 +715,8 @@ class DingtalkPresenter:
                 if not ok and text:
                     self._send_fallback(record.chat_id, text, record.session_id)
             else:
-                status.finalize(record, state, is_error=is_error, content=ANSWER_SENT_BELOW)
+                below = status.texts_for(record.owner_key).text(ANSWER_SENT_BELOW)
+                status.finalize(record, state, is_error=is_error, content=below)
             return True
 
         if not wait:

@@ -38,7 +38,7 @@ import logging
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
@@ -71,7 +71,7 @@ from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.approvals import APPROVAL_ACTION, FeishuApprovalPresenter
 from channelkit.platforms.feishu.cards import OutputState, queue_notice_card
-from channelkit.platforms.feishu.config import FeishuConfig
+from channelkit.platforms.feishu.config import FeishuConfig, card_language
 from channelkit.platforms.feishu.ingress import (
     CardAction,
     FeishuIngressVerifier,
@@ -158,6 +158,8 @@ class FeishuChannel(ChannelBase):
             scheduler=scheduler,
             clock=clock,
         )
+        # the channel's ``locale`` (when set) picks the card language; else ``language``
+        config = replace(config, language=card_language(config.language, self.config.locale))
         self.feishu = config
         #: every piece of cross-callback state (cards, claims, tombstones, redeliveries)
         self.registry: StateRegistry = (

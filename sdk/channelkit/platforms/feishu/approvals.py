@@ -28,11 +28,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
+from channelkit.core.catalog import CATALOG
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.contract import Decision, DecisionOutcome
 from channelkit.platforms.common.registry import CardRegistry
 from channelkit.platforms.feishu.api import FeishuApi
-from channelkit.platforms.feishu.cards import escape_markdown
+from channelkit.platforms.feishu.cards import CARD_LOCALES, escape_markdown
 from channelkit.platforms.feishu.ingress import CardAction
 
 __all__ = [
@@ -48,25 +49,15 @@ logger = logging.getLogger(__name__)
 APPROVAL_ACTION = "ck_perm"
 MAX_BUTTONS = 10
 
+#: The approval card texts per card language: the catalog's ``approval.*`` entries
+#: (`channelkit.core.catalog`), e.g. ``TEXTS["zh"]["title"] == "需要授权"``.
 TEXTS = {
-    "zh": {
-        "title": "需要授权",
-        "hint": "点击按钮作答，或回复 /approve、/approve-always、/deny。",
-        "not_owner": "只有发起任务的人可以作答。",
-        "stale": "该请求已失效。",
-        "busy": "该请求正在处理中。",
-        "sent": "已提交。",
-        "unknown": "无法识别该按钮。",
-    },
-    "en": {
-        "title": "Permission required",
-        "hint": "Tap a button, or reply /approve, /approve-always or /deny.",
-        "not_owner": "Only the person who started this task can answer.",
-        "stale": "This request is no longer active.",
-        "busy": "This request is already being answered.",
-        "sent": "Answer sent.",
-        "unknown": "This button is not recognised.",
-    },
+    language: {
+        key.removeprefix("approval."): text
+        for key, text in CATALOG[locale].items()
+        if key.startswith("approval.")
+    }
+    for language, locale in CARD_LOCALES.items()
 }
 
 

@@ -1,7 +1,8 @@
 """Feishu card JSON (schema 2.0) for the streaming output card and the question form.
 
 Pure functions: they build dicts and never call the network. The strings come from
-`STRINGS` in three languages (``zh`` default, ``en``, ``de``).
+`STRINGS` in three languages (``zh`` default, ``en``, ``de``), the ``card.*`` entries of
+the message catalog (`channelkit.core.catalog`).
 
 Output card layout (element ids are stable so CardKit can stream into them)::
 
@@ -25,10 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from channelkit.core.catalog import CATALOG
 from channelkit.markdown import Dialect, looks_plain, render
 
 __all__ = [
     "CANCEL_ACTION",
+    "CARD_LOCALES",
     "CONTENT_ELEMENT_ID",
     "MAX_SHOWN_ANSWERS_CHARS",
     "MAX_SHOWN_ANSWER_CHARS",
@@ -65,97 +68,17 @@ MAX_SHOWN_ANSWER_CHARS = 200
 #: Characters of all submitted answers shown on one terminal form card.
 MAX_SHOWN_ANSWERS_CHARS = 1_000
 
+#: Feishu card language -> the catalog locale of its texts
+CARD_LOCALES = {"zh": "zh-CN", "en": "en", "de": "de"}
+#: The card texts per card language: the catalog's ``card.*`` entries
+#: (`channelkit.core.catalog`), e.g. ``STRINGS["zh"]["failed"] == "已失败，请重试"``.
 STRINGS: dict[str, dict[str, str]] = {
-    "zh": {
-        "running": "运行中...",
-        "completed": "已完成",
-        "cancelled": "已取消",
-        "failed": "已失败，请重试",
-        "stopped": "已停止生成",
-        "stop": "停止",
-        "title": "助手",
-        "truncated": "内容过长，已截断",
-        "form_title": "请回答以下问题",
-        "submit": "提交",
-        "cancel": "取消",
-        "select": "请选择",
-        "other": "其他（可选）",
-        "q_processing": "正在处理...",
-        "q_submitted": "已提交",
-        "q_cancelled": "已取消",
-        "q_expired": "已过期",
-        "toast_stale": "该问题已过期或已处理。",
-        "toast_already_answered": "该问题已被回答。",
-        "already_answered": "该问题已被回答，卡片上的答案未被采用。",
-        "toast_invalid": "请完整选择有效答案。",
-        "toast_submitted": "已收到答案，正在处理。",
-        "toast_cancelled": "正在取消。",
-        "toast_stopped": "已停止",
-        "toast_not_owner": "只有任务发起人可以操作此卡片。",
-        "toast_stop_failed": "停止失败，请重试",
-        "delivery_failed": "互动问题卡片投递失败，该请求已取消，请重试。",
-    },
-    "en": {
-        "running": "Running...",
-        "completed": "Completed",
-        "cancelled": "Cancelled",
-        "failed": "Failed, please retry",
-        "stopped": "Stopped",
-        "stop": "Stop",
-        "title": "Assistant",
-        "truncated": "Content too long, truncated",
-        "form_title": "Please answer",
-        "submit": "Submit",
-        "cancel": "Cancel",
-        "select": "Choose",
-        "other": "Other (optional)",
-        "q_processing": "Processing...",
-        "q_submitted": "Submitted",
-        "q_cancelled": "Cancelled",
-        "q_expired": "Expired",
-        "toast_stale": "This question has expired or was already answered.",
-        "toast_already_answered": "This question was already answered.",
-        "already_answered": "This question was already answered; the card's answer was not used.",
-        "toast_invalid": "Please choose a valid answer for every question.",
-        "toast_submitted": "Answer received, processing.",
-        "toast_cancelled": "Cancelling.",
-        "toast_stopped": "Stopped",
-        "toast_not_owner": "Only the task owner can use this card.",
-        "toast_stop_failed": "Stop failed, please retry",
-        "delivery_failed": "The question card could not be delivered; the request was "
-        "cancelled. Please retry.",
-    },
-    "de": {
-        "running": "Läuft...",
-        "completed": "Abgeschlossen",
-        "cancelled": "Abgebrochen",
-        "failed": "Fehlgeschlagen, bitte erneut versuchen",
-        "stopped": "Gestoppt",
-        "stop": "Stopp",
-        "title": "Assistent",
-        "truncated": "Inhalt zu lang, gekürzt",
-        "form_title": "Bitte beantworten",
-        "submit": "Absenden",
-        "cancel": "Abbrechen",
-        "select": "Auswählen",
-        "other": "Andere (optional)",
-        "q_processing": "Wird verarbeitet...",
-        "q_submitted": "Übermittelt",
-        "q_cancelled": "Abgebrochen",
-        "q_expired": "Abgelaufen",
-        "toast_stale": "Diese Frage ist abgelaufen oder wurde bereits beantwortet.",
-        "toast_already_answered": "Diese Frage wurde bereits beantwortet.",
-        "already_answered": "Diese Frage wurde bereits beantwortet; die Antwort der Karte "
-        "wurde nicht verwendet.",
-        "toast_invalid": "Bitte wählen Sie für jede Frage eine gültige Antwort.",
-        "toast_submitted": "Antwort erhalten, wird verarbeitet.",
-        "toast_cancelled": "Wird abgebrochen.",
-        "toast_stopped": "Gestoppt",
-        "toast_not_owner": "Nur der Auftraggeber kann diese Karte bedienen.",
-        "toast_stop_failed": "Stoppen fehlgeschlagen, bitte erneut versuchen",
-        "delivery_failed": "Die Fragekarte konnte nicht zugestellt werden; die Anfrage wurde "
-        "abgebrochen. Bitte erneut versuchen.",
-    },
+    language: {
+        key.removeprefix("card."): text
+        for key, text in CATALOG[locale].items()
+        if key.startswith("card.")
+    }
+    for language, locale in CARD_LOCALES.items()
 }
 
 _TEMPLATES: dict[str, str] = {

@@ -27,10 +27,29 @@ from channelkit.platforms.common.config import (
     settings_kwargs,
 )
 
-__all__ = ["INGRESS_MODES", "LANGUAGES", "FeishuConfig", "FeishuFormsConfig", "Language"]
+__all__ = [
+    "INGRESS_MODES",
+    "LANGUAGES",
+    "FeishuConfig",
+    "FeishuFormsConfig",
+    "Language",
+    "card_language",
+]
 
 Language = Literal["zh", "en", "de"]
 LANGUAGES: tuple[str, ...] = ("zh", "en", "de")
+#: catalog locale -> the Feishu card language showing its texts
+_CARD_LANGUAGES: dict[str, Language] = {"zh-CN": "zh", "en": "en", "de": "de"}
+
+
+def card_language(language: Language, locale: str | None) -> Language:
+    """The language of Feishu's cards: the channel's ``locale`` when it is set (``zh-CN``
+    -> ``zh``), else ``feishu.language`` as configured (default ``zh``)."""
+    if locale is None:
+        return language
+    return _CARD_LANGUAGES.get(locale, language)
+
+
 #: How Feishu reaches the bot (``ingress``); the first is the default.
 INGRESS_MODES: tuple[str, ...] = ("http", "websocket")
 

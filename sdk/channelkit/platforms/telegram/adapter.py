@@ -63,6 +63,7 @@ from channelkit.core import (
     parse_command,
 )
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.catalog import en
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import RunQueuedEvent, SessionTarget
@@ -87,6 +88,7 @@ from channelkit.platforms.telegram.ingress import (
     TgCallbackQuery,
     TgMessage,
     TgUpdate,
+    TgUser,
     parse_update,
     presentation_tap,
     tap_interaction,
@@ -136,10 +138,10 @@ UPDATE_DEDUP_TTL = 3600.0
 
 #: What the person sees when their run fails (the agent could not start, failed before
 #: any output, or died mid-run).
-TEXT_FAILED = "Failed, please retry."
+TEXT_FAILED = en("notice.failed")
 #: What the person is told by a restarted process when their run was cut off by the
 #: previous one's crash (``kill -9``): the run was recorded, it never ended.
-TEXT_INTERRUPTED = "Interrupted, please retry."
+TEXT_INTERRUPTED = en("notice.interrupted")
 
 HELP_TEXT = (
     "Send a message to talk to the agent.\n\n"
@@ -162,6 +164,11 @@ BOT_COMMANDS: tuple[tuple[str, str], ...] = (
 )
 
 _LOCAL_COMMANDS = ("start", "help")
+
+
+def _language_code(user: TgUser) -> str | None:
+    """The language the person's Telegram client uses (``language_code``), if told."""
+    return user.language_code or None
 
 
 def _thread_int(thread_id: str | None) -> int | None:
@@ -245,6 +252,7 @@ class TelegramChannel(ChannelBase):
             registry=self.registry.cards("telegram-approvals"),
             prompt=lambda context: self.format_permission_request(context.request),
         )
+        self.questions.texts_for = self.approvals.texts_for = self.messages_for
         #: button taps, in order: questions, approval buttons, presentation buttons;
         #: any other tap is still answered (the client's spinner stops)
         self.tap_router = InteractionRouter(
@@ -412,6 +420,8 @@ class TelegramChannel(ChannelBase):
             return Decision.ignored()
         decision = Decision.ignored()
         if parsed.callback_query is not None:
+            tapper = parsed.callback_query.from_user  # their language answers the tap
+            self.locales.note(str(tapper.id), _language_code(tapper))
             decision = self.tap_router.route(tap_interaction(parsed.callback_query))
         elif parsed.message is not None:
             decision = self._handle_message(parsed.message)
@@ -517,6 +527,7 @@ class TelegramChannel(ChannelBase):
             thread_id=str(thread) if thread is not None else None,
             is_group=message.chat.type != "private",
             sender_name=sender.first_name or sender.username,
+            language=_language_code(sender),
             # None (counts as addressed): a tapped button addresses the bot by itself,
             # and group_policy "open" admitted every group message already
             mentions_bot=None
@@ -557,7 +568,7 @@ class TelegramChannel(ChannelBase):
             self.pool.post(
                 self._send_quietly,
                 chat,
-                TEXT_INTERRUPTED,
+                self.messages_for().text(TEXT_INTERRUPTED),
                 _thread_int(thread if isinstance(thread, str) else None),
             )
 
@@ -624,7 +635,8 @@ class TelegramChannel(ChannelBase):
             self.typing.stop(event.chat_id, event.run_id, thread)
             self.output.discard(event.run_id)
             if event.type is LifecycleType.FAILED and event.owner is not None:
-                self._send_quietly(event.chat_id, TEXT_FAILED, thread)
+                failed = self.messages_for(event.owner.id).text(TEXT_FAILED)
+                self._send_quietly(event.chat_id, failed, thread)
 
     def on_run_queued(self, event: RunQueuedEvent) -> None:
         """The queue notice is one message, edited (``editMessageText``) as the run

@@ -31,6 +31,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.contract import Decision, DecisionOutcome
 from channelkit.platforms.common.registry import CardRegistry
@@ -52,12 +53,12 @@ MAX_BUTTONS = 10
 _CALLBACK_RE = re.compile(r"^ca:([A-Za-z0-9_-]{11}):(\d)$")
 MAX_MESSAGE_CHARS = 4096
 
-TEXT_NOT_OWNER = "Only the person who started this task can answer."
-TEXT_STALE = "This request is no longer active."
-TEXT_UNKNOWN = "This button is not recognised."
-TEXT_WRONG_MESSAGE = "This button does not belong to this request."
-TEXT_BUSY = "This request is already being answered."
-TEXT_SENT = "Answer sent."
+TEXT_NOT_OWNER = en("owner.answer")
+TEXT_STALE = en("request.stale")
+TEXT_UNKNOWN = en("button.unknown")
+TEXT_WRONG_MESSAGE = en("request.wrong_message")
+TEXT_BUSY = en("request.busy")
+TEXT_SENT = en("request.sent")
 
 
 def approval_keyboard(token: str, ctx: PermissionRequestContext) -> dict[str, Any]:
@@ -111,6 +112,8 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
     ) -> None:
         super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
+        #: the catalog texts a person reads (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
         self._prompt = prompt
 
     def present(
@@ -182,7 +185,8 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
                         reply = TEXT_STALE
                 else:
                     reply, respond = self._claim(record, index, query)
-        answer = partial(self._submit, f"cq:{query.id}", partial(self._answer, query.id, reply))
+        shown = self.texts_for(str(query.from_user.id)).text(reply)  # the tapper's language
+        answer = partial(self._submit, f"cq:{query.id}", partial(self._answer, query.id, shown))
         if respond is not None:
             return Decision.ack().then(answer, respond)
         outcome: DecisionOutcome = "forbidden" if reply == TEXT_NOT_OWNER else "ignored"

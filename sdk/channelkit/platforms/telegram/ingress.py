@@ -63,6 +63,8 @@ class TgUser:
     is_bot: bool = False
     first_name: str = ""
     username: str | None = None
+    #: the IETF language tag of the user's client (``"de"``, ``"zh-hans"``), if told
+    language_code: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ def _user(value: Any, path: str) -> TgUser:
         is_bot=obj.get("is_bot") is True,
         first_name=_str(obj, "first_name", path) or "",
         username=_str(obj, "username", path),
+        language_code=_str(obj, "language_code", path),
     )
 
 

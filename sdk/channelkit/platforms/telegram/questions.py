@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.platforms.common import question_deadline
 from channelkit.platforms.common.contract import Decision, DecisionOutcome
 from channelkit.platforms.common.native_input import (
@@ -105,23 +106,23 @@ MAX_CALLBACK_BYTES = 64
 MAX_MESSAGE_CHARS = 4096
 MAX_ANSWER_TEXT = 200
 
-TEXT_NOT_OWNER = "Only the person who started this task can answer."
-TEXT_STALE = "This question is no longer active."
-TEXT_UNKNOWN = "This button is not recognised."
-TEXT_WRONG_MESSAGE = "This button does not belong to this question."
-TEXT_BUSY = "This question is already being processed."
-TEXT_PICK_ONE = "Select at least one option first."
-TEXT_SUBMITTED = "Answer submitted."
-TEXT_CANCELLED = "Cancelled."
-TEXT_SELECTED = "Selected."
-TEXT_UNSELECTED = "Removed."
-TEXT_RECORDED = "Answer recorded."
+TEXT_NOT_OWNER = en("owner.answer")
+TEXT_STALE = en("question.stale")
+TEXT_UNKNOWN = en("button.unknown")
+TEXT_WRONG_MESSAGE = en("question.wrong_message")
+TEXT_BUSY = en("question.busy")
+TEXT_PICK_ONE = en("question.pick_one")
+TEXT_SUBMITTED = en("question.submitted")
+TEXT_CANCELLED = en("question.cancelled")
+TEXT_SELECTED = en("question.selected")
+TEXT_UNSELECTED = en("question.unselected")
+TEXT_RECORDED = en("question.recorded")
 #: Sent once to the chat when a claimed keyboard answer lost to another surface.
-TEXT_ALREADY_ANSWERED = "This question was already answered; the keyboard's answer was not used."
+TEXT_ALREADY_ANSWERED = en("question.already_answered_keyboard")
 
-LABEL_SUBMITTED = "✅ Submitted"
-LABEL_CANCELLED = "✖️ Cancelled"
-LABEL_EXPIRED = "⌛ Expired"
+LABEL_SUBMITTED = en("label.submitted")
+LABEL_CANCELLED = en("label.cancelled")
+LABEL_EXPIRED = en("label.expired")
 
 TERMINAL_LABELS = {
     "submitted": LABEL_SUBMITTED,
@@ -326,6 +327,8 @@ class TelegramQuestionPresenter:
         registry: CardRegistry[_Record, tuple[str, str]] | None = None,
     ) -> None:
         self._api = api
+        #: the catalog texts a person reads (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
         self._submit = submit
         self._scheduler = scheduler
         self._clock = clock
@@ -474,8 +477,10 @@ class TelegramQuestionPresenter:
         if action is None:
             if not (query.data or "").startswith(CALLBACK_PREFIX + ":"):
                 return None
-            answer = self._answer_job(query.id, TEXT_UNKNOWN, key=f"cq:{query.id}")
+            texts = self.texts_for(str(query.from_user.id))
+            answer = self._answer_job(query.id, texts.text(TEXT_UNKNOWN), key=f"cq:{query.id}")
             return Decision.ignored().then(answer)
+        texts = self.texts_for(str(query.from_user.id))  # the tapper's language
         response: list[Callable[[], None]] = []
         with self._lock:
             record = self.registry.get(action.token)
@@ -484,7 +489,7 @@ class TelegramQuestionPresenter:
             else:
                 reply = self._apply(record, action, query, response)
         if record is None:
-            text = TEXT_STALE if stale else TEXT_UNKNOWN
+            text = texts.text(TEXT_STALE if stale else TEXT_UNKNOWN)
             answer = self._answer_job(query.id, text, key=f"cq:{query.id}")
             return Decision.ignored().then(answer)
         token = record.token
@@ -494,7 +499,7 @@ class TelegramQuestionPresenter:
         elif reply in (TEXT_WRONG_MESSAGE, TEXT_BUSY, TEXT_STALE, TEXT_UNKNOWN):
             outcome = "ignored"
         return Decision.ack(outcome=outcome).then(
-            self._answer_job(query.id, reply, key=token),
+            self._answer_job(query.id, texts.text(reply), key=token),
             *(partial(self._submit, token, job) for job in response),
         )
 

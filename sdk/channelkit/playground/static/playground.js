@@ -295,7 +295,8 @@
       body.appendChild(el("div", "card-content"));
       card.appendChild(body);
       var actions = el("div", "card-actions");
-      var stop = el("button", "stop-btn danger", "Stop");
+      // the card's own label when the status card carries one (its locale)
+      var stop = el("button", "stop-btn danger", view.stopLabel || "Stop");
       stop.type = "button";
       stop.addEventListener("click", function () { action(view.id, "stop"); });
       actions.appendChild(stop);
@@ -462,6 +463,7 @@
     var meta = [];
     if (view.edited) meta.push("edited");
     if (view.pinned) meta.push("pinned");
+    if (platform === "discord" && view.ephemeral) meta.push("only you can see this");
     card.querySelector(".msg-meta").textContent = meta.join(" · ");
   }
 
