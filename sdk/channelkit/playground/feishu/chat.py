@@ -212,8 +212,10 @@ def feishu_card_view(card: Mapping[str, Any]) -> dict[str, Any]:
         ).strip("*")
         state = _label_state(label, _OUTPUT_LABELS) or _TEMPLATE_STATES.get(template, "running")
         view.update({"state": state, "statusLine": label, "content": content})
-        if state == "running" and any(v.get("action") == "ck_stop" for _, v in buttons):
+        stop = next((e for e, v in buttons if v.get("action") == "ck_stop"), None)
+        if state == "running" and stop is not None:
             view["actions"] = ["stop"]
+            view["stopLabel"] = text_of(stop.get("text")) or "Stop"  # the card's language
         return view
     if kind == "question":
         form = next((e for e in elements if e.get("tag") == "form"), None)
