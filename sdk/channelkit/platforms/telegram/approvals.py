@@ -174,7 +174,7 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
         if not data.startswith(APPROVAL_PREFIX + ":"):
             return None
         parsed = parse_approval_callback(data)
-        reply = TEXT_UNKNOWN
+        reply: str = TEXT_UNKNOWN
         respond: Callable[[], None] | None = None
         if parsed is not None:
             token, index = parsed
