@@ -3,12 +3,13 @@ every one through the REST rate limiter.
 
 The generated `DiscordClient` is given a `requests.Session` whose `request` hands each
 HTTP request to a `DiscordRateLimiter` (`channelkit.platforms.discord.ratelimit`): the
-request waits its turn per route bucket and under the global limit (on the scheduler,
-never in a sleeping thread), a 429 is sent again after its `retry_after`, and the
-caller waits for the answer at most `request_timeout_s` times `WAIT_FACTOR` (a request
-that long in the queue raises a read timeout; it is still sent). The limiter sends on
-its own small pool, which never waits on anything but Discord, so a caller on the
-channel's hook pool never waits on a task of its own pool. The client itself never
+request waits its turn per route bucket and under the global limit, a 429 is sent again
+after its `retry_after`, and the caller waits for the answer at most `request_timeout_s`
+times `WAIT_FACTOR` (a request that long in the queue raises a read timeout; it is still
+sent). The limiter sends on its own small pool, which never waits on anything but
+Discord, and a blocked caller starts its own request when its turn comes
+(`DiscordRateLimiter.call`), so a caller on the channel's hook pool never waits for a
+worker of its own pool (the scheduler's timer callbacks run there). The client itself never
 retries (the limiter already honours 429s; an edit is replaced by the next one anyway).
 
 Each method makes one call and raises the `channelkit.errors` error when Discord

@@ -34,9 +34,11 @@ import json
 import logging
 import re
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +48,7 @@ from channelkit.runtime.pool import Executor
 from channelkit.runtime.scheduler import Scheduler, TimerHandle
 
 __all__ = [
+    "ASSIST_INTERVAL",
     "GLOBAL_PER_SECOND",
     "MAX_429_RETRIES",
     "MAX_QUEUED",
@@ -65,6 +68,8 @@ MAX_429_RETRIES = 5
 MAX_QUEUED = 10_000
 #: Routes (and bucket states) remembered at most.
 MAX_ROUTES = 1_000
+#: Real seconds between two looks of a blocked `DiscordRateLimiter.call()` at its route.
+ASSIST_INTERVAL = 0.25
 
 _CLOSED = "the Discord rate limiter is closed"
 _MAJOR = re.compile(r"^/(channels|guilds|webhooks)/(\d+)(?:/([^/]+))?")
@@ -220,8 +225,23 @@ class DiscordRateLimiter:
     ) -> RestAnswer:
         """`submit()` and wait at most ``timeout`` seconds for the answer (raises
         ``TimeoutError`` after; the request stays queued and is still sent). Never call it
-        on the executor the limiter sends on."""
-        return self.submit(method, path, send).result(timeout=timeout)
+        on the executor the limiter sends on.
+
+        While it waits, the caller looks at its route every `ASSIST_INTERVAL` seconds and
+        starts whatever the limits allow by then: a request whose turn came never waits
+        for the scheduler's timer callback, which needs a worker of the scheduler's pool
+        (the pool the caller may be blocking a worker of)."""
+        future = self.submit(method, path, send)
+        key = route_key(method, path)
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no answer from Discord within {timeout:g} s ({key})")
+            try:
+                return future.result(timeout=min(remaining, ASSIST_INTERVAL))
+            except FutureTimeout:
+                self._pump(key)
 
     def close(self) -> int:
         """Stop: every request still waiting fails with `ChannelKitError` (none is left
