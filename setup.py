@@ -31,6 +31,14 @@ REDIS_REQUIRES = ["redis>=5"]
 #: may export its own metrics.
 METRICS_REQUIRES = ["prometheus_client>=0.20"]
 
+#: OpenTelemetry traces (one span per inbound message, run, agent turn, platform API
+#: call and delivery): the API only; the application installs and configures the SDK
+#: and its exporter. An extra: without it tracing costs nothing.
+OTEL_REQUIRES = ["opentelemetry-api>=1.20"]
+
+#: The tests read the spans back through the SDK's in-memory exporter.
+OTEL_TEST_REQUIRES = [*OTEL_REQUIRES, "opentelemetry-sdk>=1.20"]
+
 #: Discord's HTTP interactions endpoint verifies each request's Ed25519 signature
 #: (cryptography: maintained, wheels everywhere, rejects non-canonical signatures).
 DISCORD_REQUIRES = ["cryptography>=41"]
@@ -43,6 +51,7 @@ ALL_REQUIRES = sorted(
         *FEISHU_WS_REQUIRES,
         *REDIS_REQUIRES,
         *METRICS_REQUIRES,
+        *OTEL_REQUIRES,
         *DISCORD_REQUIRES,
         "flask>=2.3",
         "django>=4.2",
@@ -104,17 +113,20 @@ setup(
         "feishu-ws": FEISHU_WS_REQUIRES,
         "redis": REDIS_REQUIRES,
         "metrics": METRICS_REQUIRES,
+        "otel": OTEL_REQUIRES,
         "discord": DISCORD_REQUIRES,
         "all": ALL_REQUIRES,
         "test": TEST_REQUIRES
         + FEISHU_WS_REQUIRES
         + REDIS_REQUIRES
         + METRICS_REQUIRES
+        + OTEL_TEST_REQUIRES
         + ["flask>=2.3", "django>=4.2"],
         "dev": TEST_REQUIRES
         + FEISHU_WS_REQUIRES
         + REDIS_REQUIRES
         + METRICS_REQUIRES
+        + OTEL_TEST_REQUIRES
         + [
             "flask>=2.3",
             "django>=4.2",

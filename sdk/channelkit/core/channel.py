@@ -80,6 +80,7 @@ from channelkit.core.types import (
     UserInputPresentationResult,
 )
 from channelkit.errors import ChannelBusy, ChannelClosed, ConfigurationError
+from channelkit.observability import tracing
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.runtime.pool import WorkerPool
 from channelkit.runtime.scheduler import Scheduler
@@ -709,7 +710,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         nxt: Run | None = run
         while nxt is not None:
             self._worker_state.next = None
-            self._execute(nxt, nxt.future)
+            with tracing.run_span(self._events.platform, self.name, nxt):
+                self._execute(nxt, nxt.future)
             nxt = self._worker_state.next
             self._worker_state.next = None
 
@@ -741,7 +743,10 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 run.prompting = True
             sink = RunSink(self._events, self._requests, run)
             try:
-                raw = "" if skip else bridge.prompt(run.session_id, run.text, sink)
+                platform, run_id = self._events.platform, run.run_id
+                turn = {"channelkit.platform": platform, "channelkit.run_id": run_id}
+                with tracing.span(tracing.SPAN_AGENT_TURN, turn):  # the agent call
+                    raw = "" if skip else bridge.prompt(run.session_id, run.text, sink)
             finally:
                 self._requests.await_answers(run, self.config.respond_timeout)
             response = raw if isinstance(raw, str) else ("" if raw is None else str(raw))

@@ -25,7 +25,7 @@ from channelkit.core.admission import Ticket
 from channelkit.core.handles import RunResult
 from channelkit.core.types import ChannelPromptOwner, OutputSegmentContext, SessionTarget
 from channelkit.errors import ChannelClosed
-from channelkit.observability import hub
+from channelkit.observability import hub, tracing
 
 __all__ = ["CancelAttempt", "Run", "RunKind", "RunTable", "new_id"]
 
@@ -82,6 +82,7 @@ class Run:
         "terminal",
         "text",
         "ticket",
+        "trace",
         "waiting",
     )
 
@@ -116,6 +117,8 @@ class Run:
         self.terminal = False
         self.done = False
         self.future: Future[RunResult] = Future()
+        # the trace context it was created in (the inbound message's span), or None
+        self.trace: object = tracing.current()
         self.ticket: Ticket | None = None  # its place in the channel's RunAdmission
         self.waiting = 0
         self.break_pending = False  # a non-text event came after the last text

@@ -3,11 +3,13 @@
 The reporting places call the functions here: the core's run events (runs started and
 ended, the first reaction, queued runs, pending questions), the shared inbound hand-off
 and the WSGI dispatcher (ingress), the delivery chain (deliveries), the generated
-clients' base (platform API calls) and the long connections (their state). Each
+clients' base (platform API calls), the long connections (their state) and the state
+stores (each operation's latency). Each
 function hands the report to every installed observer and never raises.
 
-The log observer (`channelkit.observability.logs.LogObserver`) is installed from the
-start; `add_observer()` installs more (``install_metrics()`` installs the Prometheus
+The log observer (`channelkit.observability.logs.LogObserver`) and the tracing observer
+(`TracingObserver`: a span per platform API call, when tracing is on) are installed from
+the start; `add_observer()` installs more (``install_metrics()`` installs the Prometheus
 one). The channel -> platform map (`platform_for()`) lets reports that know only a
 channel's name (deliveries, queue and question gauges) carry the platform label; it
 holds at most 1,000 channels.
@@ -19,10 +21,13 @@ import logging
 import threading
 from collections import OrderedDict
 
+from channelkit.observability import tracing
 from channelkit.observability.logs import LogObserver
 from channelkit.observability.observer import Observer, RunReport, platform_of
+from channelkit.state.base import set_operation_listener
 
 __all__ = [
+    "TracingObserver",
     "add_observer",
     "api_call",
     "channel_opened",
@@ -39,6 +44,7 @@ __all__ = [
     "run_started",
     "runs_queued",
     "shutdown",
+    "store_operation",
 ]
 
 logger = logging.getLogger(__name__)
@@ -46,7 +52,17 @@ logger = logging.getLogger(__name__)
 _MAX_CHANNELS = 1000
 
 _lock = threading.Lock()
-_observers: tuple[Observer, ...] = (LogObserver(),)
+
+
+class TracingObserver(Observer):
+    """Turns each platform API call attempt into a span (`channelkit.observability.tracing`;
+    nothing when tracing is off). Installed from the start."""
+
+    def api_call(self, platform: str, operation: str, status: str, seconds: float) -> None:
+        tracing.record_api_call(platform, operation, status, seconds)
+
+
+_observers: tuple[Observer, ...] = (LogObserver(), TracingObserver())
 _channels: OrderedDict[str, str] = OrderedDict()
 
 
@@ -99,6 +115,7 @@ def channel_opened(channel: object) -> str:
     """Record a channel (its ``name`` and `platform_of()` it); its platform label."""
     name = str(getattr(channel, "name", "") or type(channel).__name__)
     platform = platform_of(channel)
+    tracing.tracing_enabled()  # import opentelemetry (when installed) now, not on an ACK
     with _lock:
         _channels[name] = platform
         _channels.move_to_end(name)
@@ -161,6 +178,14 @@ def connection_state(connection: str, old: str, new: str) -> None:
     """See `Observer.connection_state` (nothing when the status did not change)."""
     if old != new:
         _each("connection_state", connection, old, new)
+
+
+def store_operation(store: str, operation: str, seconds: float) -> None:
+    """See `Observer.store_operation`."""
+    _each("store_operation", store, operation, max(0.0, seconds))
+
+
+set_operation_listener(store_operation)  # the stores' latency reaches the observers
 
 
 def shutdown() -> None:

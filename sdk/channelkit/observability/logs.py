@@ -29,6 +29,7 @@ from typing import Any
 
 from channelkit.errors import ConfigurationError
 from channelkit.observability.observer import Observer, RunReport
+from channelkit.observability.tracing import log_ids
 
 __all__ = ["LOG_FORMATS", "JsonFormatter", "LogObserver", "configure_logging"]
 
@@ -189,7 +190,9 @@ def _scrubbed(value: Any) -> Any:
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: ``time`` (UTC, ISO 8601 with milliseconds), ``level``,
     ``logger``, ``message``, ``thread``, the record's extra fields (``event``,
-    ``run_id``, ``platform``, ...) and ``exception`` when there is one. Strings pass
+    ``run_id``, ``platform``, ...), ``trace_id`` and ``span_id`` (hex) when an
+    OpenTelemetry span is current on the logging thread
+    (`channelkit.observability.tracing`), and ``exception`` when there is one. Strings pass
     through the process-wide redaction filter (`channelkit.http.redact.REDACTOR`), so
     registered secrets never reach the output, whatever field they hide in."""
 
@@ -205,6 +208,10 @@ class JsonFormatter(logging.Formatter):
         for key, value in vars(record).items():
             if key not in _STANDARD and key not in document and not key.startswith("_"):
                 document[key] = _scrubbed(value)
+        if "trace_id" not in document:
+            ids = log_ids()
+            if ids is not None:
+                document["trace_id"], document["span_id"] = ids
         if record.exc_info and record.exc_info[1] is not None:
             text = record.exc_text or self.formatException(record.exc_info)
             document["exception"] = _scrubbed(text)

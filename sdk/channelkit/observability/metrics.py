@@ -17,10 +17,13 @@ the SDK works as before; ``/metrics`` then answers 503 saying what to install.
 | ``channelkit_platform_api_calls_total`` | counter | platform, operation, status |
 | ``channelkit_ingress_total`` | counter | platform, outcome |
 | ``channelkit_connections`` | gauge | connection, status |
+| ``channelkit_store_operation_seconds`` | histogram | store, operation |
 
 docs/operations.md explains each. No label carries a user id, a chat id or text: the
 label values are platform names, operation ids of the OpenAPI documents, HTTP
-statuses, connection names and the fixed outcome words.
+statuses, connection names, the store kinds (``memory``, ``redis``), the store
+operations (`channelkit.state.base.STORE_OPERATIONS`; never a key) and the
+fixed outcome words.
 
 Several processes (``serve --workers N``): when ``PROMETHEUS_MULTIPROC_DIR`` is set
 (``serve`` sets it for its workers), prometheus_client keeps each process's values in
@@ -67,6 +70,23 @@ MISSING_MESSAGE = (
 FIRST_REACTION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 30.0)
 #: Seconds a run takes: 100 ms to 30 min.
 RUN_DURATION_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 1800.0)
+#: Seconds a state-store operation takes: 50 microseconds (memory) to 2.5 s (Redis).
+STORE_OPERATION_BUCKETS = (
+    0.00005,
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    1.0,
+    2.5,
+)
 
 
 def metrics_available() -> bool:
@@ -139,6 +159,14 @@ class PrometheusObserver(Observer):
             multiprocess_mode="livesum",
         )
 
+        self.store_operation_seconds = Histogram(
+            "channelkit_store_operation_seconds",
+            "Seconds a state-store operation took (failures included), by store (memory, "
+            "redis) and operation (put, get, delete, add, replace, scan, push, ping).",
+            ["store", "operation"],
+            buckets=STORE_OPERATION_BUCKETS,
+        )
+
     def ingress(self, platform: str, outcome: str) -> None:
         self.ingress_total.labels(platform, outcome).inc()
 
@@ -161,6 +189,9 @@ class PrometheusObserver(Observer):
 
     def api_call(self, platform: str, operation: str, status: str, seconds: float) -> None:
         self.api_calls_total.labels(platform, operation, status).inc()
+
+    def store_operation(self, store: str, operation: str, seconds: float) -> None:
+        self.store_operation_seconds.labels(store, operation).observe(seconds)
 
     def connection_state(self, connection: str, old: str, new: str) -> None:
         if old != "idle":  # a connection is counted from its first change on

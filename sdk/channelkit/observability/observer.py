@@ -150,5 +150,11 @@ class Observer:
     def connection_state(self, connection: str, old: str, new: str) -> None:
         """A long connection changed from ``old`` to ``new`` status."""
 
+    def store_operation(self, store: str, operation: str, seconds: float) -> None:
+        """One state-store operation took ``seconds`` (failures included): ``store`` is
+        ``memory`` or ``redis``, ``operation`` one of
+        `channelkit.state.base.STORE_OPERATIONS` (``put``, ``get``, ``delete``, ``add``,
+        ``replace``, ``scan``, ``push``, ``ping``; never a key)."""
+
     def shutdown(self) -> None:
         """The process is shutting down (``serve``): write a summary if you keep one."""

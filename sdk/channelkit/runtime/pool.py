@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
 
 from channelkit.errors import PoolClosed
+from channelkit.observability.tracing import bind
 
 __all__ = ["ConcurrencyLimiter", "Executor", "PoolClosed", "WorkerPool"]
 
@@ -81,12 +82,12 @@ class WorkerPool:
     def submit(self, fn: Callable[..., T], /, *args: Any) -> Future[T]:
         """Run ``fn(*args)`` on a worker; the Future carries its result or exception."""
         future: Future[T] = Future()
-        self._enqueue((future, fn, args))
+        self._enqueue((future, bind(fn), args))  # runs in the trace context of now
         return future
 
     def post(self, fn: Callable[..., Any], /, *args: Any) -> None:
         """Run ``fn(*args)`` on a worker without a Future; an exception is logged."""
-        self._enqueue((None, fn, args))
+        self._enqueue((None, bind(fn), args))
 
     def _enqueue(self, task: _Task) -> None:
         start = False

@@ -39,6 +39,7 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from channelkit.observability.tracing import bind
 from channelkit.runtime.pool import Executor
 
 __all__ = ["KeyedSerialQueue", "LaneFuture", "SerialExecutor", "SerialLane", "Slot"]
@@ -87,7 +88,7 @@ class _Job:
         future: Future[Any] | None,
         ready: bool,
     ) -> None:
-        self.fn = fn
+        self.fn = fn if fn is None else bind(fn)  # runs in the trace context of now
         self.args = args
         self.future = future
         self.ready = ready
@@ -232,7 +233,7 @@ class SerialLane:
         with self._cond:
             if job.ready:
                 return
-            job.fn = fn
+            job.fn = fn if fn is None else bind(fn)
             job.ready = True
             kick = self._should_kick_locked()
             self._cond.notify_all()  # a waiter may take the drain over

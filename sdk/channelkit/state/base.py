@@ -18,14 +18,16 @@ import os
 import re
 import secrets
 import socket
-from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from channelkit.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "STORE_OPERATIONS",
     "StateStore",
     "check_key",
     "check_namespace",
@@ -34,6 +36,8 @@ __all__ = [
     "encode",
     "new_instance_id",
     "redact_url",
+    "set_operation_listener",
+    "timed_store",
 ]
 
 #: The namespace of a store built without one (a single bot).
@@ -109,6 +113,59 @@ class StateStore(Protocol):
     def close(self) -> None:
         """Release connections; idempotent."""
         ...
+
+
+#: The operations `timed_store` times (a bounded set, the metric label values: never a
+#: key). A blocking ``pop`` is left out: its wait for a message is not latency.
+STORE_OPERATIONS = ("put", "get", "delete", "add", "replace", "scan", "push", "ping")
+
+_Listener = Callable[[str, str, float], None]
+_listener: _Listener | None = None
+
+C = TypeVar("C", bound=type)
+
+
+def set_operation_listener(listener: _Listener | None) -> None:
+    """Call ``listener(store, operation, seconds)`` after each timed store operation
+    (failures included); None stops. `channelkit.observability.hub` installs the one
+    that reaches the observers (``channelkit_store_operation_seconds``)."""
+    global _listener
+    _listener = listener
+
+
+def timed_store(store: str) -> Callable[[C], C]:
+    """A class decorator for a store: each of its own methods named in
+    `STORE_OPERATIONS` reports how long it took to the listener of
+    `set_operation_listener()` (``store`` is the label, e.g. ``memory``)."""
+
+    def decorate(cls: C) -> C:
+        for operation in STORE_OPERATIONS:
+            method = cls.__dict__.get(operation)
+            if callable(method):
+                setattr(cls, operation, _timed(store, operation, method))
+        return cls
+
+    return decorate
+
+
+def _timed(store: str, operation: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    def timed(self: object, /, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            listener = _listener
+            if listener is not None:
+                try:
+                    listener(store, operation, time.perf_counter() - started)
+                except Exception:  # reporting never breaks the store
+                    pass
+
+    timed.__name__ = method.__name__
+    timed.__qualname__ = method.__qualname__
+    timed.__doc__ = method.__doc__
+    timed.__wrapped__ = method  # type: ignore[attr-defined]
+    return timed
 
 
 def new_instance_id() -> str:

@@ -25,11 +25,13 @@ from channelkit.state.base import (
     decode,
     encode,
     new_instance_id,
+    timed_store,
 )
 
 __all__ = ["MemoryStore"]
 
 
+@timed_store("memory")  # channelkit_store_operation_seconds
 class MemoryStore:
     """A `StateStore` held in this process's memory."""
 

@@ -30,6 +30,7 @@ from channelkit.state.base import (
     encode,
     new_instance_id,
     redact_url,
+    timed_store,
 )
 
 try:
@@ -69,6 +70,7 @@ def _glob_escape(text: str) -> str:
     return "".join("\\" + ch if ch in _GLOB_SPECIAL else ch for ch in text)
 
 
+@timed_store("redis")  # channelkit_store_operation_seconds
 class RedisStore:
     """A `StateStore` in Redis (redis-py, pooled)."""
 

@@ -81,7 +81,7 @@ from channelkit.errors import (
     TransportError,
 )
 from channelkit.http.retry import RetryPolicy, failed_before_sending
-from channelkit.observability import hub
+from channelkit.observability import hub, tracing
 from channelkit.runtime.scheduler import Scheduler, TimerHandle
 
 __all__ = [
@@ -206,6 +206,7 @@ class DeliveryJob:
         self._handle: TimerHandle | None = None
         self._sync = True  # still on the thread that called deliver()
         self._sync_failure = False
+        self._span: object = None  # its trace span (tracing.SPAN_DELIVERY), ended in _finish
 
     @property
     def latency(self) -> float | None:
@@ -257,7 +258,17 @@ class DeliveryChain:
 
         Never waits for a later attempt (see the module docstring)."""
         job = DeliveryJob(parts, target, self._scheduler.clock.now())
-        self._run(job)
+        if tracing.tracing_enabled():
+            job._span = tracing.start_span(
+                tracing.SPAN_DELIVERY,
+                {
+                    "channelkit.platform": hub.platform_for(target.channel),
+                    "channelkit.channel": target.channel,
+                    "channelkit.run_id": target.run_id,
+                },
+            )
+        with tracing.use_span(job._span):  # its API calls are the delivery's children
+            self._run(job)
         job._sync = False
         return job
 
@@ -277,7 +288,8 @@ class DeliveryChain:
         with self._lock:
             self._pending.discard(job)
         job._handle = None
-        self._run(job)
+        with tracing.use_span(job._span):
+            self._run(job)
 
     def _run(self, job: DeliveryJob) -> None:
         while job._part < len(job.parts):
@@ -410,6 +422,11 @@ class DeliveryChain:
         job.done.set()
         ended = "delivered" if state == "delivered" else "uncertain" if job.uncertain else "lost"
         hub.delivery(job.target.channel, ended)
+        tracing.end_span(
+            job._span,
+            {"channelkit.outcome": ended, "channelkit.attempts": job.attempts},
+            error=None if state == "delivered" else ended,
+        )
         if self._on_outcome is not None:
             outcome: DeliveryOutcome
             if state == "delivered":

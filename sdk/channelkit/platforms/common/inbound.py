@@ -26,7 +26,7 @@ from channelkit.core import (
     RunHandle,
 )
 from channelkit.core.access import ACCESS_COMMAND
-from channelkit.observability import hub
+from channelkit.observability import hub, tracing
 from channelkit.observability.observer import chat_hash, platform_of
 
 __all__ = ["CLOSED_STATUS", "InboundOutcome", "ack_status", "deliver_inbound", "hand_inbound"]
@@ -62,22 +62,37 @@ def hand_inbound(
 ) -> tuple[InboundOutcome, RunHandle | CommandHandle | None]:
     """`deliver_inbound()` that also returns the run's (or command's) handle, for
     ingress without an HTTP answer (long polling); the handle is None unless accepted."""
-    try:
-        handle = channel.handle_inbound(message, defer=defer)
-    except ChannelClosed:
-        logger.warning("[%s] inbound message refused: the channel is closed", channel.name)
-        _observe(channel, message, "closed", None)
-        return "closed", None
-    except ChannelBusy as exc:
-        logger.info("[%s] inbound message not queued: %s", channel.name, exc)
-        _observe(channel, message, "busy", None)
-        return "busy", None
-    rejected = (
-        isinstance(handle, RunHandle) and handle.done() and handle.result(0).status == "rejected"
+    # the inbound span: the run this message starts keeps it as its parent
+    attributes = (
+        {"channelkit.platform": platform_of(channel), "channelkit.channel": channel.name}
+        if tracing.tracing_enabled()
+        else None
     )
-    refused = isinstance(handle, CommandHandle) and handle.command == ACCESS_COMMAND
-    _observe(channel, message, "busy" if rejected else "refused" if refused else "accepted", handle)
-    return "accepted", handle
+    with tracing.span(tracing.SPAN_INBOUND, attributes, kind="consumer") as span:
+        try:
+            handle = channel.handle_inbound(message, defer=defer)
+        except ChannelClosed:
+            logger.warning("[%s] inbound message refused: the channel is closed", channel.name)
+            _observe(channel, message, "closed", None)
+            span.set("channelkit.outcome", "closed")
+            return "closed", None
+        except ChannelBusy as exc:
+            logger.info("[%s] inbound message not queued: %s", channel.name, exc)
+            _observe(channel, message, "busy", None)
+            span.set("channelkit.outcome", "busy")
+            return "busy", None
+        rejected = (
+            isinstance(handle, RunHandle)
+            and handle.done()
+            and handle.result(0).status == "rejected"
+        )
+        refused = isinstance(handle, CommandHandle) and handle.command == ACCESS_COMMAND
+        outcome = "busy" if rejected else "refused" if refused else "accepted"
+        _observe(channel, message, outcome, handle)
+        span.set("channelkit.outcome", outcome)
+        run_id = getattr(handle, "run_id", None)
+        span.set("channelkit.run_id", run_id if isinstance(run_id, str) else None)
+        return "accepted", handle
 
 
 def _observe(
