@@ -264,6 +264,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         credentials_schema=secret_credentials("botToken", "applicationId", optional=("publicKey",)),
         ingress=("gateway", "interactions"),
         name_setting="channelName",
+        shared_store="dedup",  # message id dedup across instances
         check_credentials=_check("discord"),
         capabilities=frozenset(
             {

@@ -40,7 +40,9 @@ class RecordingDiscord(LifecycleLog, DiscordChannel):
 class Env:
     """A channel on a mocked Discord REST API; `calls()` lists what it sent."""
 
-    def __init__(self, rt: Any, mock: rm.Mocker, bridge: Any, **cfg: Any) -> None:
+    def __init__(
+        self, rt: Any, mock: rm.Mocker, bridge: Any, *, store: Any = None, **cfg: Any
+    ) -> None:
         self.rt = rt
         self.mock = mock
         self.bridge = bridge
@@ -61,6 +63,7 @@ class Env:
             run_executor=rt.run_pool,
             scheduler=rt.scheduler,
             clock=rt.clock,
+            store=store,
         )
         self.routes = self.channel.ingress_routes()
 

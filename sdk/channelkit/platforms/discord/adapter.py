@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
 from channelkit.core import (
@@ -62,14 +62,15 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
-from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
+from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.discord.api import DiscordApi
 from channelkit.platforms.discord.approvals import DiscordApprovals
@@ -91,6 +92,9 @@ from channelkit.platforms.discord.questions import DiscordQuestions
 from channelkit.platforms.discord.renderer import decode_custom_id
 from channelkit.presentation.text import split_text
 from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
+
+if TYPE_CHECKING:
+    from channelkit.state.base import StateStore
 
 __all__ = [
     "GATEWAY_EVENTS",
@@ -124,16 +128,26 @@ TEXT_NOT_YOUR_RUN = "Only the person who started this can stop it."
 TEXT_FAILED = "Failed, please retry."
 #: Threads remembered (channel id -> parent id).
 MAX_THREADS = 10_000
+#: Discord's epoch (2015-01-01) in milliseconds: a snowflake's top bits count from it.
+DISCORD_EPOCH_MS = 1_420_070_400_000
+
+
+def snowflake_time(snowflake: str) -> float | None:
+    """When a snowflake id was made (epoch seconds), or None for a non-snowflake."""
+    if not snowflake.isdigit():
+        return None
+    return ((int(snowflake) >> 22) + DISCORD_EPOCH_MS) / 1000.0
 
 
 class DiscordChannel(ChannelBase):
     """A `ChannelBase` for Discord bots; see the module docstring.
 
     `DiscordChannel(config, bridge, *, channel_config=None, api=None, executor=None,
-    run_executor=None, scheduler=None, clock=None, gateway_options=None)`: `config` is
-    the `DiscordConfig`; `api` replaces the REST wrapper (tests, shared clients);
-    `gateway_options` go to the `DiscordGateway` (`backoff`, `wait`, `jitter`,
-    `open_timeout`...).
+    run_executor=None, scheduler=None, clock=None, gateway_options=None, store=None)`:
+    `config` is the `DiscordConfig`; `api` replaces the REST wrapper (tests, shared
+    clients); `gateway_options` go to the `DiscordGateway` (`backoff`, `wait`,
+    `jitter`, `open_timeout`...); `store` is the `StateStore` every instance serving
+    this bot shares (`state.redis`): a message id is then handled by one instance only.
 
     Feeding it without a socket (tests, emulators): `dispatch(name, data)` takes one
     Gateway dispatch (what the connection hands on), `ingress_routes()` holds the
@@ -152,6 +166,7 @@ class DiscordChannel(ChannelBase):
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
         gateway_options: Mapping[str, Any] | None = None,
+        store: StateStore | None = None,
     ) -> None:
         if not isinstance(config, DiscordConfig):
             raise ConfigurationError("must be a DiscordConfig", path="config")
@@ -175,8 +190,12 @@ class DiscordChannel(ChannelBase):
         )
         self._bot_lock = threading.Lock()
         self._bot_id = config.application_id
-        #: message ids already handled
-        self._seen = ReplayGuard(self.clock.time, ttl=MESSAGE_DEDUP_TTL, scope="discord-message")
+        #: the store shared by every instance of this bot (None: this process only)
+        self.state_store = store
+        #: message ids already handled (here or, with `store`, on any instance)
+        self._seen = SharedDedup(
+            self.clock.time, ttl=MESSAGE_DEDUP_TTL, scope="discord-message", store=store
+        )
         #: thread channel id -> parent channel id
         self._threads: BoundedMap[str, str] = BoundedMap(MAX_THREADS, policy="lru")
         self.output = SegmentMessages(
@@ -299,7 +318,13 @@ class DiscordChannel(ChannelBase):
         dm = message.guild_id is None
         if not dm and not message.mention:
             return Decision.ignored()  # in guild channels only mentions are for the bot
-        if not self._seen.first(message.message_id):
+        sent_at = snowflake_time(message.message_id)
+        if sent_at is not None and abs(sent_at - self.clock.time()) > MESSAGE_DEDUP_TTL:
+            sent_at = None  # not a time this clock can compare (tests, emulators)
+        claim = self._seen.claim(message.message_id, sent_at=sent_at)
+        if claim == "unavailable":  # the shared store is down: tell the person once
+            return self._store_unavailable(message.channel_id, message.author_id)
+        if claim != "first":
             logger.info("discord message already handled; ignored")
             return Decision.ignored()
         thread = message.channel_id if self.is_thread(message.channel_id) else None
@@ -319,6 +344,16 @@ class DiscordChannel(ChannelBase):
             self._seen.forget(message.message_id)
         decision.run_after()  # quick hand-offs: the run starts on its own pool
         return decision
+
+    def _store_unavailable(self, channel: str, user: str) -> Decision:
+        """A message the shared store could not vouch for: nothing runs; the first time
+        its sender is met during the outage, `MSG_STORE_UNAVAILABLE` goes to the channel
+        (on the pool)."""
+        watch = self._seen.watch
+        if watch is None or not watch.notify_once(f"{self.name}:{user}"):
+            return Decision.ignored()
+        self.pool.post(self._post_quietly, channel, MSG_STORE_UNAVAILABLE)
+        return Decision.ignored()
 
     def decide_interaction(self, payload: Mapping[str, Any]) -> Decision:
         """Decide a component click or modal submit (no network): its body is the
