@@ -74,6 +74,7 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.catalog import en
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
@@ -129,13 +130,13 @@ INTERACTIVITY_PATH = "/slack/interactivity"
 EVENT_DEDUP_TTL = 3600.0
 #: Characters per posted part of a final answer.
 MAX_POST_CHARS = 4_000
-TEXT_NOT_YOUR_RUN = "Only the person who started this can stop it."
+TEXT_NOT_YOUR_RUN = en("owner.stop")
 #: The one message telling that a person's run failed where no failed segment shows it.
-TEXT_FAILED = "Failed, please retry."
+TEXT_FAILED = en("notice.failed")
 #: ``action_id`` prefixes of a presentation's buttons and selects whose value (or
 #: command) is the clicking person's message (`renderer`; ``ck:link:`` is a link).
 PRESENTATION_ACTIONS = ("ck:button:", "ck:command:", "ck:select:")
-TEXT_THINKING = "is thinking..."
+TEXT_THINKING = en("slack.thinking")
 MAX_TEAMS = 10_000
 
 
@@ -222,6 +223,8 @@ class SlackChannel(ChannelBase):
             clock=self.clock,
             prompt=lambda context: self.format_permission_request(context.request),
         )
+        self.questions.texts_for = self.approvals.texts_for = self.messages_for
+        self.streams.texts_for = self.messages_for
         #: the final answer's retries
         self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         self.delivery_health = self.delivery.health
@@ -402,7 +405,8 @@ class SlackChannel(ChannelBase):
 
     def _ephemeral(self, channel: str, user: str, anchor: str | None) -> None:
         try:
-            self.api.ephemeral(channel, user, TEXT_NOT_YOUR_RUN, anchor)
+            refusal = self.messages_for(user).text(TEXT_NOT_YOUR_RUN)  # the presser's language
+            self.api.ephemeral(channel, user, refusal, anchor)
         except Exception as exc:
             logger.warning("slack chat.postEphemeral failed: %s", type(exc).__name__)
 
@@ -482,7 +486,7 @@ class SlackChannel(ChannelBase):
         if not posted:
             return  # nothing of the segment shows: the failure notice tells it
         if live.control_ts is None:
-            text = TEXT_FINISHED["failed"]
+            text = self.messages_for(live.segment.owner.id).text(TEXT_FINISHED["failed"])
             marker = [{"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}]
             if not self._post_quietly(live.channel, text, anchor, marker):
                 return
@@ -547,7 +551,10 @@ class SlackChannel(ChannelBase):
         when it starts)."""
         self.run_journal.tell_leftovers(
             lambda chat, thread, record: self.pool.post(
-                self._post_quietly, chat, TEXT_INTERRUPTED, _anchor_of(record, thread)
+                self._post_quietly,
+                chat,
+                self.messages_for().text(TEXT_INTERRUPTED),
+                _anchor_of(record, thread),
             )
         )
 
@@ -560,13 +567,15 @@ class SlackChannel(ChannelBase):
             self.streams.discard_run(event.run_id)
             shown = self._failure_shown.pop(event.run_id)
             if event.type is LifecycleType.FAILED and event.owner is not None and not shown:
-                self._post_quietly(event.chat_id, TEXT_FAILED, event.thread_id or event.message_id)
+                failed = self.messages_for(event.owner.id).text(TEXT_FAILED)
+                self._post_quietly(event.chat_id, failed, event.thread_id or event.message_id)
         if not self.slack_config.assistant_status or not event.thread_id:
             return
         if not _is_dm(event.chat_id) or event.owner is None:
             return
         if event.type is LifecycleType.STARTED:
-            self._set_status(event.chat_id, event.thread_id, TEXT_THINKING)
+            thinking = self.messages_for(event.owner.id).text(TEXT_THINKING)
+            self._set_status(event.chat_id, event.thread_id, thinking)
         elif LifecycleType(event.type).terminal:
             self._set_status(event.chat_id, event.thread_id, "")
 

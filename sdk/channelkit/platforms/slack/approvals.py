@@ -32,6 +32,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.claims import first_notice
 from channelkit.platforms.common.contract import Decision
@@ -52,7 +53,7 @@ ACTION_PREFIX = "ck:ap:"
 BLOCK_ID = "ckap_buttons"
 MAX_BUTTONS = 10
 MAX_TEXT = 3000
-TEXT_NOT_OWNER = "Only the person who started this task can answer."
+TEXT_NOT_OWNER = en("owner.answer")
 _VALUE_RE = re.compile(r"^([A-Za-z0-9_-]{16}):(\d)$")
 
 
@@ -124,6 +125,8 @@ class SlackApprovals(ApprovalButtons[_Approval]):
     ) -> None:
         super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
+        #: the catalog texts a person reads (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
         self._prompt = prompt
 
     def present(
@@ -190,7 +193,8 @@ class SlackApprovals(ApprovalButtons[_Approval]):
 
     def _notice(self, record: _Approval, user: str) -> None:
         try:
-            self._api.ephemeral(record.channel, user, TEXT_NOT_OWNER, record.anchor)
+            refusal = self.texts_for(user).text(TEXT_NOT_OWNER)  # in the presser's language
+            self._api.ephemeral(record.channel, user, refusal, record.anchor)
         except Exception as exc:
             logger.warning("slack ephemeral notice failed: %s", type(exc).__name__)
 

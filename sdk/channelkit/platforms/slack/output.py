@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.errors import ApiError
 from channelkit.markdown import Dialect, render
 from channelkit.platforms.common import SnapshotWriter, StreamedText, first_notice
@@ -76,9 +77,13 @@ MIN_STREAM_INTERVAL = 60.0 / APPEND_STREAM_CALLS_PER_MINUTE
 #: Characters of ``text`` per posted / updated message.
 MAX_TEXT = 3_000
 FINALIZE_TIMEOUT = 10.0
-TEXT_WORKING = "Working…"
-TEXT_STOPPED = "_Stopped._"
-TEXT_FINISHED = {"completed": "Done.", "cancelled": "Stopped.", "failed": "Failed."}
+TEXT_WORKING = en("slack.working")
+TEXT_STOPPED = en("slack.stopped")
+TEXT_FINISHED = {
+    "completed": en("slack.done"),
+    "cancelled": en("slack.finished_stopped"),
+    "failed": en("slack.failed"),
+}
 
 Submit = Callable[[Hashable, Callable[[], Any]], object]
 Unseen = Callable[[OutputSegmentContext, str], object]
@@ -139,8 +144,11 @@ class LiveSegment:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def stop_blocks(segment_id: str, text: str | None) -> list[dict[str, Any]]:
-    """A section with ``text`` (when any) and the Stop button."""
+def stop_blocks(
+    segment_id: str, text: str | None, texts: Messages | None = None
+) -> list[dict[str, Any]]:
+    """A section with ``text`` (when any) and the Stop button (labelled in the locale of
+    ``texts``, default English)."""
     blocks: list[dict[str, Any]] = []
     if text:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text}})
@@ -152,7 +160,10 @@ def stop_blocks(segment_id: str, text: str | None) -> list[dict[str, Any]]:
                 {
                     "type": "button",
                     "action_id": STOP_ACTION,
-                    "text": {"type": "plain_text", "text": "Stop"},
+                    "text": {
+                        "type": "plain_text",
+                        "text": (texts or messages()).get("button.stop"),
+                    },
                     "style": "danger",
                     "value": segment_id,
                 }
@@ -180,6 +191,8 @@ class SegmentStreams:
         on_closed: Closed | None = None,
     ) -> None:
         self._api = api
+        #: the catalog texts of a segment's owner (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
         #: the workspace of a channel (a stream outside a DM names its recipient's team)
         self._team_of = team_of
         #: what follows a closed segment (its unseen text, the failed marker)
@@ -302,8 +315,10 @@ class SegmentStreams:
 
     def _post_control(self, live: LiveSegment) -> None:
         try:
-            blocks = stop_blocks(live.segment.segment_id, None)
-            live.control_ts = self._api.post(live.channel, TEXT_WORKING, live.anchor, blocks)
+            texts = self._texts(live)
+            blocks = stop_blocks(live.segment.segment_id, None, texts)
+            working = texts.text(TEXT_WORKING)
+            live.control_ts = self._api.post(live.channel, working, live.anchor, blocks)
         except Exception as exc:
             logger.warning("slack Stop button could not be posted: %s", type(exc).__name__)
 
@@ -313,7 +328,7 @@ class SegmentStreams:
         text = escape_mass_mentions(snapshot)[-MAX_TEXT:] or " "
         parts = render(snapshot, Dialect.SLACK, limit=MAX_TEXT, preview=not final)
         shown = parts[-1] if parts and (not final or len(parts) == 1) else text
-        blocks = [] if final else stop_blocks(live.segment.segment_id, None)
+        blocks = [] if final else stop_blocks(live.segment.segment_id, None, self._texts(live))
         body_blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": shown}}, *blocks]
         if live.ts is None:
             live.ts = self._api.post(live.channel, shown, live.anchor, body_blocks)
@@ -383,7 +398,7 @@ class SegmentStreams:
         if live.ts is None:
             self._close_control(live, state)
             return rest or None
-        suffix = "\n\n" + TEXT_STOPPED if state == "cancelled" else ""
+        suffix = "\n\n" + self._texts(live).text(TEXT_STOPPED) if state == "cancelled" else ""
         pieces = markdown_pieces(rest)
         if suffix and (not pieces or len(pieces[-1][1]) + len(suffix) > MAX_MARKDOWN):
             pieces.append(("", ""))
@@ -460,7 +475,7 @@ class SegmentStreams:
         or None."""
         with live.lock:
             live.ended = True
-        suffix = "\n\n" + TEXT_STOPPED if state == "cancelled" else ""
+        suffix = "\n\n" + self._texts(live).text(TEXT_STOPPED) if state == "cancelled" else ""
         try:
             if live.ts is None:
                 return content or None
@@ -476,11 +491,15 @@ class SegmentStreams:
         finally:
             self._close_control(live, state)
 
+    def _texts(self, live: LiveSegment) -> Messages:
+        """The texts the segment's owner reads."""
+        return self.texts_for(live.segment.owner.id)
+
     def _close_control(self, live: LiveSegment, state: str) -> None:
         if live.control_ts is None:
             return
         try:
-            text = TEXT_FINISHED.get(state, "Done.")
+            text = self._texts(live).text(TEXT_FINISHED.get(state, TEXT_FINISHED["completed"]))
             self._api.update(
                 live.channel,
                 live.control_ts,

@@ -48,6 +48,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core import UserInputRequestContext
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
 from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.native_input import (
@@ -77,11 +78,15 @@ SUBMIT_ACTION = "ck:q:submit"
 CANCEL_ACTION = "ck:q:cancel"
 CHOICE_ACTION = "ck:q:choice"
 OTHER_ACTION = "ck:q:other"
-TEXT_NOT_OWNER = "Only the person who asked can answer this."
-TEXT_ANSWER_ALL = "Answer every question first."
+TEXT_NOT_OWNER = en("owner.answer_asked")
+TEXT_ANSWER_ALL = en("question.answer_all")
 #: Posted once in the conversation when a claimed form answer lost to another answer.
-TEXT_ALREADY_ANSWERED = "This question was already answered; the form's answer was not used."
-TEXT_TERMINAL = {"submitted": "Submitted", "cancelled": "Cancelled", "expired": "Expired"}
+TEXT_ALREADY_ANSWERED = en("question.already_answered_form")
+TEXT_TERMINAL = {
+    "submitted": en("label.submitted_plain"),
+    "cancelled": en("label.cancelled_plain"),
+    "expired": en("label.expired_plain"),
+}
 MAX_LIVE_FORMS = 1_000
 _CLAIMABLE = ("reserved", "pending")
 
@@ -113,8 +118,11 @@ def _plain(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text[:75] or " ", "emoji": True}
 
 
-def form_blocks(context: UserInputRequestContext, token: str) -> list[dict[str, Any]]:
-    """The pending form's blocks."""
+def form_blocks(
+    context: UserInputRequestContext, token: str, texts: Messages | None = None
+) -> list[dict[str, Any]]:
+    """The pending form's blocks (labels in the locale of ``texts``, default English)."""
+    m = texts or messages()
     blocks: list[dict[str, Any]] = []
     for index, question in enumerate(context.questions):
         title = question.question
@@ -140,7 +148,7 @@ def form_blocks(context: UserInputRequestContext, token: str) -> list[dict[str, 
                 "type": "input",
                 "block_id": f"ckq_other_{index}",
                 "optional": True,
-                "label": _plain("Other"),
+                "label": _plain(m.get("button.other")),
                 "element": {"type": "plain_text_input", "action_id": f"{OTHER_ACTION}:{index}"},
             }
         )
@@ -152,14 +160,14 @@ def form_blocks(context: UserInputRequestContext, token: str) -> list[dict[str, 
                 {
                     "type": "button",
                     "action_id": SUBMIT_ACTION,
-                    "text": _plain("Submit"),
+                    "text": _plain(m.get("button.submit")),
                     "style": "primary",
                     "value": token,
                 },
                 {
                     "type": "button",
                     "action_id": CANCEL_ACTION,
-                    "text": _plain("Cancel"),
+                    "text": _plain(m.get("button.cancel")),
                     "value": token,
                 },
             ],
@@ -196,10 +204,14 @@ def read_answers(
 
 
 def terminal_blocks(
-    context: UserInputRequestContext, state: str, answers: Mapping[str, str] | None
+    context: UserInputRequestContext,
+    state: str,
+    answers: Mapping[str, str] | None,
+    texts: Messages | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """The form's terminal text and blocks (no inputs, no buttons)."""
-    label = TEXT_TERMINAL.get(state, state)
+    """The form's terminal text and blocks (no inputs, no buttons); the label in the
+    locale of ``texts`` (default English)."""
+    label = (texts or messages()).text(TEXT_TERMINAL.get(state, state))
     lines = []
     for question in context.questions:
         answer = (answers or {}).get(question.answer_key)
@@ -233,6 +245,8 @@ class SlackQuestions:
         registry: CardRegistry[Form, tuple[str, str]] | None = None,
     ) -> None:
         self._api = api
+        #: the catalog texts a person reads (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
         self._submit = submit
         self._scheduler = scheduler
         self._clock = clock
@@ -287,7 +301,8 @@ class SlackQuestions:
             return "presented"  # settled while subscribing: nothing to show
         text = "; ".join(q.question for q in context.questions)[:3000] or "Question"
         try:
-            ts = self._api.post(form.channel, text, anchor, form_blocks(context, form.token))
+            blocks = form_blocks(context, form.token, self.texts_for(context.owner.id))
+            ts = self._api.post(form.channel, text, anchor, blocks)
         except Exception as exc:
             logger.warning("slack question form could not be posted: %s", type(exc).__name__)
             if self._end(form, "reserved", "expired"):
@@ -333,14 +348,16 @@ class SlackQuestions:
                 notice = first_notice(form.noticed, user)
             if not notice:
                 return Decision.ignored()
-            notify = self._later(form, f"n:{form.token}", self._notice, user, TEXT_NOT_OWNER)
+            refusal = self.texts_for(user).text(TEXT_NOT_OWNER)  # in the presser's language
+            notify = self._later(form, f"n:{form.token}", self._notice, user, refusal)
             return Decision.ack(outcome="forbidden").then(notify)
         answers: dict[str, str] | None = None
         if action_id == SUBMIT_ACTION:
             values = ((payload.get("state") or {}).get("values")) or {}
             answers = read_answers(form.context, values)
             if answers is None:
-                notify = self._later(form, f"n:{form.token}", self._notice, user, TEXT_ANSWER_ALL)
+                hint = self.texts_for(user).text(TEXT_ANSWER_ALL)
+                notify = self._later(form, f"n:{form.token}", self._notice, user, hint)
                 return Decision.ack(outcome="invalid").then(notify)
         if not form.state.compare_and_set(_CLAIMABLE, "claimed"):
             return Decision.ignored()  # a concurrent click or the settlement came first
@@ -454,7 +471,8 @@ class SlackQuestions:
         if ts is None:
             return
         answers = form.answers if state == "submitted" else None
-        text, blocks = terminal_blocks(form.context, state, answers)
+        texts = self.texts_for(form.context.owner.id)
+        text, blocks = terminal_blocks(form.context, state, answers, texts)
         try:
             self._api.update(form.channel, ts, text, blocks)
         except Exception as exc:

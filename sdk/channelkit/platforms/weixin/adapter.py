@@ -49,6 +49,7 @@ from channelkit.core import (
     RunHandle,
     SegmentEndReason,
 )
+from channelkit.core.catalog import en
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressRoute
 from channelkit.markdown import Dialect, looks_plain, render
@@ -84,9 +85,9 @@ logger = logging.getLogger(__name__)
 #: Outbound text is split into parts of at most this many characters.
 MAX_TEXT_CHARS = 4000
 #: What a restarted process tells the person whose run the previous one's crash cut off.
-TEXT_INTERRUPTED = "Interrupted, please retry."
+TEXT_INTERRUPTED = en("notice.interrupted")
 #: Ends the partial text of a run stopped by a shutdown (SIGTERM).
-STOPPED_MARKER = "[stopped]"
+STOPPED_MARKER = en("marker.stopped")
 #: Runs whose visible text is kept at once (for the shutdown notice).
 MAX_TEXT_RUNS = 1_000
 #: Seconds between checks whether a permission request typing paused for was answered.
@@ -95,7 +96,7 @@ WAIT_POLL_S = 1.0
 CONNECTION_STOP_S = 5.0
 #: What the person sees when their run fails (the agent could not start, failed before
 #: any output, or died mid-run).
-TEXT_FAILED = "Failed, please retry."
+TEXT_FAILED = en("notice.failed")
 
 _USER_MESSAGE = 1
 _TEXT_ITEM = 1
@@ -288,7 +289,7 @@ class WeixinChannel(ChannelBase):
             if isinstance(token, str) and token:
                 self.remember_context_token(chat, token)
             logger.warning("[%s] a run of %s was interrupted by a restart", self.name, chat)
-            self.pool.post(self._tell_quietly, chat, TEXT_INTERRUPTED)
+            self.pool.post(self._tell_quietly, chat, self.messages_for().text(TEXT_INTERRUPTED))
 
     def _tell_quietly(self, chat_id: str, text: str) -> None:
         try:
@@ -357,7 +358,8 @@ class WeixinChannel(ChannelBase):
             text = (self._run_text.pop(segment.run_id) or "").strip()
             if text:
                 try:
-                    self.send_message(chat_id, f"{text}\n\n{STOPPED_MARKER}")
+                    stopped = self.messages_for().text(STOPPED_MARKER)
+                    self.send_message(chat_id, f"{text}\n\n{stopped}")
                 except Exception as exc:
                     logger.warning("weixin stopped notice not sent: %s", type(exc).__name__)
         super().on_output_segment_end(chat_id, session_id, segment, reason)
@@ -371,7 +373,9 @@ class WeixinChannel(ChannelBase):
                 self.run_journal.done(f"{event.chat_id}:{event.message_id}")
         if event.type is LifecycleType.FAILED and event.owner is not None:
             try:
-                self.send_message(event.chat_id, TEXT_FAILED)
+                self.send_message(
+                    event.chat_id, self.messages_for(event.owner.id).text(TEXT_FAILED)
+                )
             except Exception as exc:
                 logger.warning("weixin failure notice not sent: %s", type(exc).__name__)
         if not self.weixin_config.typing:

@@ -1,0 +1,188 @@
+"""Every text the SDK shows a person comes from the message catalog, and every locale of
+the catalog is complete (issue 27, "Language").
+
+* each locale holds every key of ``en``, with the same named placeholders, and no key
+  ``en`` lacks;
+* every public ``MSG_*`` / ``TEXT_*`` / label constant of the core and the adapters is
+  the English text of a catalog entry (a new person-facing constant outside the catalog
+  fails here);
+* the Feishu card label tables are the catalog's texts, unchanged in each language;
+* locale resolution, fallback to ``en``, and errors for an unknown key or placeholder.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+
+import pytest
+from channelkit.core import catalog
+from channelkit.core.catalog import (
+    CATALOG,
+    LOCALES,
+    Message,
+    check_locale,
+    messages,
+    placeholders,
+    resolve_locale,
+)
+from channelkit.errors import ConfigurationError
+
+#: modules whose upper-case string constants are person-facing texts
+TEXT_MODULES = (
+    "channelkit.core.text",
+    "channelkit.core.queue_notices",
+    "channelkit.platforms.common.run_journal",
+    "channelkit.platforms.dingtalk.adapter",
+    "channelkit.platforms.dingtalk.cluster",
+    "channelkit.platforms.dingtalk.output",
+    "channelkit.platforms.dingtalk.questions",
+    "channelkit.platforms.telegram.adapter",
+    "channelkit.platforms.telegram.approvals",
+    "channelkit.platforms.telegram.questions",
+    "channelkit.platforms.telegram.output",
+    "channelkit.platforms.slack.adapter",
+    "channelkit.platforms.slack.approvals",
+    "channelkit.platforms.slack.questions",
+    "channelkit.platforms.slack.output",
+    "channelkit.platforms.weixin.adapter",
+)
+#: name prefixes of person-facing constants in those modules
+TEXT_PREFIXES = (
+    "MSG_",
+    "TEXT_",
+    "LABEL_",
+    "FAILED_",
+    "FORBIDDEN_",
+    "INTERRUPTED_",
+    "CANCELLED_",
+    "STOPPED_",
+    "REPLY_WITH",
+)
+#: constants with those prefixes that are no text a person reads
+NOT_SHOWN = {"MSG_KEY"}  # DingTalk's message type name ("sampleMarkdown")
+
+
+def _shown_constants() -> list[tuple[str, str]]:
+    found = []
+    for name in TEXT_MODULES:
+        module = importlib.import_module(name)
+        for attr, value in vars(module).items():
+            if attr in NOT_SHOWN or not attr.startswith(TEXT_PREFIXES):
+                continue
+            if isinstance(value, str):
+                found.append((f"{name}.{attr}", value))
+            elif isinstance(value, dict):
+                found += [(f"{name}.{attr}[{k!r}]", v) for k, v in value.items()]
+    return found
+
+
+def test_every_locale_has_every_key_with_the_same_placeholders() -> None:
+    assert LOCALES[0] == "en" and {"en", "zh-CN", "de"} <= set(LOCALES)
+    english = CATALOG["en"]
+    for locale in LOCALES:
+        table = CATALOG[locale]
+        assert sorted(set(english) - set(table)) == [], f"{locale} misses keys"
+        assert sorted(set(table) - set(english)) == [], f"{locale} has keys en lacks"
+        for key, text in table.items():
+            assert text.strip(), (locale, key)
+            assert placeholders(text) == placeholders(english[key]), (locale, key)
+            # formatting with the English placeholders works in every locale
+            messages(locale).get(key, **{p: "x" for p in placeholders(english[key])})
+
+
+def test_the_other_locales_are_translated_not_copied() -> None:
+    english = CATALOG["en"]
+    for locale in LOCALES[1:]:
+        same = [k for k, v in CATALOG[locale].items() if v == english[k]]
+        # a few words are spelled alike (none today); most must differ
+        assert len(same) <= len(english) // 20, (locale, same)
+
+
+def test_every_shown_constant_is_a_catalog_text() -> None:
+    english = set(CATALOG["en"].values())
+    constants = _shown_constants()
+    assert len(constants) > 40  # the scan sees the modules' texts
+    missing = [(where, text) for where, text in constants if text not in english]
+    assert missing == [], "person-facing constants outside the catalog (core/catalog.py)"
+
+
+def test_the_core_messages_are_catalog_messages_that_localize() -> None:
+    from channelkit.core import text
+
+    names = [n for n in vars(text) if n.startswith("MSG_") or n == "REPLY_WITH"]
+    not_messages = [n for n in names if not isinstance(getattr(text, n), Message)]
+    assert not_messages == [], "MSG_* constants that do not resolve through the catalog"
+    assert messages("zh-CN").text(text.MSG_CANCELLED) == CATALOG["zh-CN"]["command.cancelled"]
+    assert messages("en").text(text.MSG_CANCELLED) == "Cancelled current request."
+    assert text.format_queued(2, messages("de")) == CATALOG["de"]["queue.ahead"].format(ahead=2)
+    assert text.format_queued(0) == text.MSG_QUEUED_NEXT
+
+
+def test_feishu_card_labels_are_the_catalog_texts_unchanged() -> None:
+    from channelkit.platforms.feishu.approvals import TEXTS
+    from channelkit.platforms.feishu.cards import STRINGS
+
+    # the texts Feishu cards showed before the catalog, a sample per table and language
+    assert STRINGS["zh"]["failed"] == "已失败，请重试"
+    assert STRINGS["zh"]["toast_not_owner"] == "只有任务发起人可以操作此卡片。"
+    assert STRINGS["en"]["stop"] == "Stop" and STRINGS["de"]["stop"] == "Stopp"
+    assert TEXTS["zh"]["title"] == "需要授权" and TEXTS["en"]["sent"] == "Answer sent."
+    for language, locale in (("zh", "zh-CN"), ("en", "en"), ("de", "de")):
+        for name, value in STRINGS[language].items():
+            assert value == CATALOG[locale][f"card.{name}"], (language, name)
+    for language, locale in (("zh", "zh-CN"), ("en", "en")):
+        for name, value in TEXTS[language].items():
+            assert value == CATALOG[locale][f"approval.{name}"], (language, name)
+
+
+@pytest.mark.parametrize(
+    ("tag", "locale"),
+    [
+        ("en", "en"),
+        ("en-US", "en"),
+        ("zh-CN", "zh-CN"),
+        ("zh_cn", "zh-CN"),
+        ("zh", "zh-CN"),
+        ("zh-Hans", "zh-CN"),
+        ("de", "de"),
+        ("de-AT", "de"),
+        ("zh-TW", None),
+        ("zh-Hant", None),
+        ("fr", None),
+        ("", None),
+        (None, None),
+        (3, None),
+    ],
+)
+def test_a_language_tag_resolves_to_the_locale_of_its_language(
+    tag: object, locale: str | None
+) -> None:
+    assert resolve_locale(tag) == locale
+
+
+def test_an_unknown_locale_falls_back_to_english() -> None:
+    assert messages("fr").locale == "en"
+    assert messages(None).locale == "en"
+    assert messages("zh-TW").get("button.stop") == "Stop"
+
+
+def test_a_missing_key_or_placeholder_is_an_error() -> None:
+    with pytest.raises(KeyError):
+        messages("en").get("no.such.key")
+    with pytest.raises(KeyError):
+        messages("zh-CN").get("queue.ahead")  # {ahead} not given
+    with pytest.raises(KeyError):
+        catalog.en("no.such.key")
+
+
+def test_a_configured_locale_must_resolve_and_the_error_names_the_field() -> None:
+    assert check_locale("zh", "locale") == "zh-CN"
+    with pytest.raises(ConfigurationError, match=r"^options\.locale: must be one of en"):
+        check_locale("klingon", "options.locale")
+
+
+def test_a_message_survives_pickling_with_its_key() -> None:
+    message = catalog.en("notice.failed")
+    copy = pickle.loads(pickle.dumps(message))
+    assert isinstance(copy, Message) and copy.key == "notice.failed" and copy == message
