@@ -9,6 +9,7 @@
 
     Playground(platform="feishu")     # or "telegram", "slack", "weixin"
     Playground(platform="slack", ingress="socket")  # default: the Events API (signed POSTs)
+    Playground(platform="discord", ingress="interactions")  # default: clicks on the Gateway
     Playground(platform="telegram", ingress="webhook")  # default: getUpdates polling
     Playground(ingress="http")        # DingTalk HTTP callbacks (default: Stream mode)
     Playground(clock=FakeClock(...))  # timers (question expiry, flushes) on a fake clock
@@ -26,6 +27,10 @@ arrive as frames; with ``ingress="http"`` they are signed POSTs to ``/dingtalk/r
 and ``/dingtalk/card``. Slack's channel receives signed Events API POSTs at
 ``/slack/events`` and ``/slack/interactivity`` by default; with ``ingress="socket"`` it
 opens a Socket Mode connection (``apps.connections.open``) to the emulator's gateway.
+Discord's channel connects to the emulator's Gateway (another port on 127.0.0.1) and
+receives messages there; button and menu clicks arrive there too by default, and with
+``ingress="interactions"`` as Ed25519-signed POSTs to ``/discord/interactions`` (the
+emulator's generated public key is in the channel's config).
 """
 
 from __future__ import annotations
@@ -86,6 +91,7 @@ _SLACK_BOT_TOKEN = "xoxb-playground-bot-token"
 _SLACK_APP_TOKEN = "xapp-1-playground-app-token"
 _SLACK_SECRET = "playground-signing-secret"
 _WEIXIN_TOKEN = "playground-weixin-bot-token"
+_DISCORD_TOKEN = "playground-discord-bot-token"
 
 
 #: The card title when the built-in demo agent runs.
@@ -233,6 +239,7 @@ class Playground:
             "telegram",
             "slack",
             "weixin",
+            "discord",
         ):
             raise ConfigurationError(
                 f"the playground cannot set it for {platform}", path="question_expiry"
@@ -276,6 +283,8 @@ class Playground:
             self._build_slack(model)
         elif platform == "weixin":
             self._build_weixin(model)
+        elif platform == "discord":
+            self._build_discord(model)
         elif platform == "dingtalk":
             self._build_dingtalk(model, self.ingress, stream_port or 0)
         else:
@@ -465,6 +474,37 @@ class Playground:
             config,
             self.agent,
             channel_config=self._channel_config(ChannelConfig(name="weixin", model=model)),
+            clock=self.clock,
+        )
+
+    def _build_discord(self, model: str | None) -> None:
+        from channelkit.core import ChannelConfig
+        from channelkit.platforms.discord import DiscordChannel, DiscordConfig
+        from channelkit.platforms.discord.adapter import INTERACTIONS_PATH
+        from channelkit.playground.discord import APPLICATION_ID, DiscordEmulator
+
+        ingress = self.ingress or "gateway"
+        emulator = DiscordEmulator(
+            bot_token=_DISCORD_TOKEN,
+            interactions_url=f"{self.url}{INTERACTIONS_PATH}",
+            ingress=ingress,
+            clock=self.clock,
+        )
+        emulator.base_url = self.url
+        config = DiscordConfig(
+            bot_token=_DISCORD_TOKEN,
+            application_id=APPLICATION_ID,
+            public_key=emulator.public_key,  # the emulator's generated Ed25519 key pair
+            ingress=ingress,
+            api_base_url=f"{self.url}/api/v10",
+            gateway_url=emulator.gateway.url,
+            **self._question_timeout_s(),
+        )
+        self.emulator = emulator
+        self.channel = DiscordChannel(
+            config,
+            self.agent,
+            channel_config=self._channel_config(ChannelConfig(name="discord", model=model)),
             clock=self.clock,
         )
 

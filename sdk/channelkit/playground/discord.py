@@ -163,6 +163,17 @@ def _no_content() -> HttpReply:
 
 
 def _user(user_id: str) -> dict[str, Any]:
+    """A user object: people have a display name and an avatar; the bot has neither
+    (``null``, as Discord sends for a bot without them)."""
+    if user_id == BOT_USER_ID:
+        return {
+            "id": user_id,
+            "username": BOT_NAME,
+            "global_name": None,
+            "discriminator": "0",
+            "avatar": None,
+            "bot": True,
+        }
     name = "player" if user_id == PERSON_ID else f"user{user_id[-4:]}"
     return {
         "id": user_id,
@@ -170,7 +181,7 @@ def _user(user_id: str) -> dict[str, Any]:
         "global_name": name.capitalize(),
         "discriminator": "0",
         "avatar": hashlib.md5(user_id.encode(), usedforsecurity=False).hexdigest(),
-        "bot": user_id == BOT_USER_ID,
+        "bot": False,
     }
 
 
