@@ -13,7 +13,6 @@ import requests_mock as rm
 from channelkit.core import ChannelConfig
 from channelkit.ingress import Headers, IngressRequest, IngressResponse
 from channelkit.platforms.discord import DiscordChannel, DiscordConfig
-from channelkit.platforms.discord.api import DiscordApi
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
@@ -53,12 +52,10 @@ class Env:
         self.ids = itertools.count(5_000_000_000_000_000_001)
         self._lock = threading.Lock()
         self._mock_rest()
-        api = DiscordApi(TOKEN, APP_ID, scheduler=rt.scheduler, base_url=BASE)
         self.channel = RecordingDiscord(
             config,
             bridge,
             channel_config=ChannelConfig(name="discord", max_workers=8),
-            api=api,
             executor=rt.pool,
             run_executor=rt.run_pool,
             scheduler=rt.scheduler,
@@ -206,6 +203,9 @@ class Env:
             }
         )
         route = self.routes[0]
+        before = len(self.mock.request_history)
         response = route.handler(IngressRequest("POST", route.path, headers, body))
+        # the ACK first: nothing went to Discord while the click was decided
+        assert len(self.mock.request_history) == before
         response.run_after()
         return response

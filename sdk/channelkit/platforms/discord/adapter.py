@@ -181,6 +181,8 @@ class DiscordChannel(ChannelBase):
             run_executor=run_executor,
         )
         self.discord_config = config
+        #: the REST wrapper is closed with the channel only when the channel made it
+        self._owns_api = api is None
         self.api: DiscordApi = api or DiscordApi(
             config.bot_token,
             config.application_id,
@@ -519,8 +521,8 @@ class DiscordChannel(ChannelBase):
     ) -> None:
         """End the live segment with the rest of the answer; post what no message showed
         through the delivery chain (a definite refusal fails the run)."""
-        if segment is None:
-            parts, run_id, owner = message_parts(text, final=True), None, None
+        if segment is None:  # loop / webhook runs have no segments: the whole text
+            parts, owner = message_parts(text, final=True), None
             run_id = self.active_run_id(session_id)
         else:
             parts = self.output.finish_run(segment, text)
@@ -593,11 +595,13 @@ class DiscordChannel(ChannelBase):
 
     def on_close(self) -> None:
         """Stop the Gateway and the typing; let the cancelled runs close their segments;
-        expire live questions; fail REST requests still waiting."""
+        expire live questions; fail the REST requests still waiting (when the channel
+        made its `DiscordApi`; a given one is its owner's to close)."""
         self.gateway.stop(timeout=5.0)
         flush_run_lanes(self.lanes, self.output.run_ids(), self.name)
         self.typing.close()
         self.questions.close()
         self.output.close()
         self.delivery.close()
-        self.api.close()
+        if self._owns_api:
+            self.api.close()
