@@ -51,7 +51,12 @@ def test_reply_and_text(mock: requests_mock.Mocker, api: FeishuApi) -> None:
         json={"code": 0, "data": {"message_id": "om_2"}},
     )
     assert api.send_text("oc_1", "hi", reply_to="om_1") == "om_2"
-    assert route.last_request.json() == {"msg_type": "text", "content": '{"text":"hi"}'}
+    # a reply goes into the thread of the message it answers (threaded conversations)
+    assert route.last_request.json() == {
+        "msg_type": "text",
+        "content": '{"text":"hi"}',
+        "reply_in_thread": True,
+    }
 
 
 def test_card_entity_calls(mock: requests_mock.Mocker, api: FeishuApi) -> None:

@@ -180,6 +180,9 @@ class FeishuChannel(ChannelBase):
             time=self.clock.time,
             max_clock_skew_s=config.max_clock_skew_s,
         )
+        #: (chat id, thread id) -> the newest message a person wrote in that thread: what
+        #: the bot replies to (``reply_in_thread``) so a thread's output lands in it
+        self._thread_anchors = self.registry.map("feishu-thread-anchors", policy="lru")
         self.output = OutputCardPresenter(
             self.api,
             clock=self.clock,
@@ -191,6 +194,7 @@ class FeishuChannel(ChannelBase):
             registry=self.registry.cards("feishu-output"),
             delivery=DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery),
             channel_name=self.name,
+            thread_anchor=lambda chat_id, thread_id: self._thread_anchors.get((chat_id, thread_id)),
         )
         #: the final answer's retries and alternate paths (card -> text, with uuids)
         self.delivery = self.output.delivery
@@ -214,6 +218,7 @@ class FeishuChannel(ChannelBase):
             custom_text=config.forms.custom_text,
             send_text=self._send_text_now,
             registry=self.registry.cards("feishu-questions"),
+            thread_anchor=self.output.reply_anchor,
         )
         #: approval buttons for ordinary tool permissions (`approvals`)
         self.approvals = FeishuApprovalPresenter(
@@ -222,6 +227,7 @@ class FeishuChannel(ChannelBase):
             clock=self.clock,
             language=config.language,
             registry=self.registry.cards("feishu-approvals"),
+            thread_anchor=self.output.reply_anchor,
         )
         #: card actions, in order: Stop, question forms, approval buttons, presentation
         #: buttons (anything else is acknowledged with ``{}``)
@@ -272,8 +278,8 @@ class FeishuChannel(ChannelBase):
     def _submit_projection(self, key: Hashable, fn: Any) -> Future[Any]:
         return self.projections.submit(key, fn)
 
-    def _send_text_now(self, chat_id: str, text: str) -> None:
-        self.api.send_text(chat_id, text)
+    def _send_text_now(self, chat_id: str, text: str, reply_to: str | None = None) -> None:
+        self.api.send_text(chat_id, text, reply_to=reply_to)
 
     def await_run_output(self, run_id: str, timeout: float) -> None:
         """A run's presentation follows its cards: wait for the card writes it queued."""
@@ -286,8 +292,9 @@ class FeishuChannel(ChannelBase):
         return FeishuSender(self.api.client)
 
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
-        """Send plain text (command replies, permission prompts, fallbacks)."""
-        self.api.send_text(chat_id, text)
+        """Send plain text (command replies, permission prompts, fallbacks), into
+        ``thread_id`` when the conversation is a thread."""
+        self.api.send_text(chat_id, text, reply_to=self.output.reply_anchor(chat_id, thread_id))
 
     def on_run_queued(self, event: RunQueuedEvent) -> None:
         """The queue notice is one card, PATCHed as the run moves up (at most once a
@@ -295,7 +302,8 @@ class FeishuChannel(ChannelBase):
         self.queue_notices.queued(event)
 
     def _show_queue_notice(self, event: RunQueuedEvent, text: str) -> str:
-        return self.api.send_card(event.chat_id, queue_notice_card(text))
+        into = self.output.reply_anchor(event.chat_id, event.thread_id)
+        return self.api.send_card(event.chat_id, queue_notice_card(text), reply_to=into)
 
     def _edit_queue_notice(self, message_id: str, text: str, final: bool) -> None:
         self.api.patch_card(message_id, queue_notice_card(text))
@@ -665,6 +673,8 @@ class FeishuChannel(ChannelBase):
             if message.is_group
             else None,
         )
+        if message.thread_id:
+            self._thread_anchors[(message.chat_id, message.thread_id)] = message.message_id
         try:
             return decide_inbound(self, inbound)[1]
         except Exception as exc:

@@ -102,7 +102,9 @@ class FeishuApi:
     ) -> str:
         result: MessageResponse
         if reply_to:
-            reply = ReplyMessageRequest(msg_type=msg_type, content=content)
+            # a reply to a message of a thread goes into that thread (Feishu's
+            # ``reply_in_thread``); ``reply_to`` is only given for threaded conversations
+            reply = ReplyMessageRequest(msg_type=msg_type, content=content, reply_in_thread=True)
             if uuid:
                 reply.uuid = uuid
             result = self._client.reply_message(
@@ -129,7 +131,8 @@ class FeishuApi:
         uuid: str | None = None,
     ) -> str:
         """Send a raw card JSON as an interactive message; returns the message id.
-        ``uuid``: Feishu's de-duplication key (the same on every retry of one send)."""
+        ``uuid``: Feishu's de-duplication key (the same on every retry of one send);
+        ``reply_to``: a message of a thread, the card goes into that thread."""
         return self._send(chat_id, "interactive", _dumps(card), reply_to, uuid)
 
     def send_card_entity(self, chat_id: str, card_id: str, *, reply_to: str | None = None) -> str:
@@ -140,8 +143,8 @@ class FeishuApi:
     def send_text(
         self, chat_id: str, text: str, *, reply_to: str | None = None, uuid: str | None = None
     ) -> str:
-        """Send a plain text message; returns the message id (``uuid`` as for
-        `send_card()`)."""
+        """Send a plain text message; returns the message id (``uuid`` and ``reply_to``
+        as for `send_card()`)."""
         return self._send(chat_id, "text", _dumps({"text": text}), reply_to, uuid)
 
     def patch_card(self, message_id: str, card: Mapping[str, Any]) -> None:

@@ -143,9 +143,11 @@ class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
         clock: Any,
         language: str = "zh",
         registry: CardRegistry[Any, Any] | None = None,
+        thread_anchor: Callable[[str, str | None], str | None] | None = None,
     ) -> None:
         super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
+        self._thread_anchor = thread_anchor
         self._language = language
 
     def present(self, ctx: PermissionRequestContext) -> str:
@@ -156,9 +158,14 @@ class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
         record = _Approval(token, ctx, ctx.target.chat_id, str(ctx.owner.id))
         if not self._register(record):
             return "unsupported"
+        into = None  # a thread's request: its card goes into the thread
+        if self._thread_anchor is not None:
+            into = self._thread_anchor(record.chat_id, ctx.target.thread_id)
         return self._deliver(
             record,
-            lambda: self._api.send_card(record.chat_id, approval_card(token, ctx, self._language)),
+            lambda: self._api.send_card(
+                record.chat_id, approval_card(token, ctx, self._language), reply_to=into
+            ),
             "feishu approval card failed",
         )
 

@@ -142,7 +142,9 @@ class OutputCardPresenter:
     fallback when no card could be created (default: ``api.send_text`` with a ``uuid``).
     ``delivery`` is the channel's final-answer chain (one is made on ``scheduler``).
     ``registry`` holds the live cards (key: segment id; index ``message``: message id)
-    and their tombstones (key: segment id).
+    and their tombstones (key: segment id). ``thread_anchor(chat_id, thread_id)`` names
+    a message of a thread to reply to, so a threaded conversation's cards and texts go
+    into its thread (None: the chat).
     """
 
     def __init__(
@@ -160,8 +162,10 @@ class OutputCardPresenter:
         registry: CardRegistry[OutputCard, tuple[str, str]] | None = None,
         delivery: DeliveryChain | None = None,
         channel_name: str = "feishu",
+        thread_anchor: Callable[[str, str], str | None] | None = None,
     ) -> None:
         self._api = api
+        self._thread_anchor = thread_anchor
         self.delivery = delivery if delivery is not None else DeliveryChain(scheduler)
         self._channel_name = channel_name
         self._clock = clock
@@ -177,6 +181,13 @@ class OutputCardPresenter:
         )
         self._lock = self.registry.lock
         self._limiter = PatchRateLimiter(clock)
+
+    def reply_anchor(self, chat_id: str, thread_id: str | None) -> str | None:
+        """The message to reply to so that a send lands in ``thread_id`` (None: no thread,
+        or none of its messages is known, and the send goes to the chat)."""
+        if not thread_id or self._thread_anchor is None:
+            return None
+        return self._thread_anchor(chat_id, thread_id)
 
     # -- lookup -------------------------------------------------------------------------
     def get(self, segment_id: str) -> OutputCard | None:
@@ -228,7 +239,7 @@ class OutputCardPresenter:
                     session_id=segment.session_id,
                     owner_id=segment.owner.id,
                     chat_id=segment.target.chat_id,
-                    reply_to=None,
+                    reply_to=self.reply_anchor(segment.target.chat_id, segment.target.thread_id),
                     state=self.registry.state("running"),
                     stop_claim=self.registry.claim(),
                 )
@@ -352,8 +363,8 @@ class OutputCardPresenter:
                 )
                 paths: list[DeliveryPath] = []
                 if card.mode != "text":
-                    paths.append(self._card_path(card.chat_id, body))
-                paths.append(self._text_path(card.chat_id, self._plain(text, state)))
+                    paths.append(self._card_path(card.chat_id, body, card.reply_to))
+                paths.append(self._text_path(card.chat_id, self._plain(text, state), card.reply_to))
                 self.delivery.deliver([tuple(paths)], target)
                 return
             if card.mode == "cardkit" and card.card_id is not None:
@@ -372,7 +383,7 @@ class OutputCardPresenter:
                 target = DeliveryTarget(
                     self._channel_name, card.chat_id, card.run_id, card.owner_id or None
                 )
-                text_path = self._text_path(card.chat_id, self._plain(text, state))
+                text_path = self._text_path(card.chat_id, self._plain(text, state), card.reply_to)
                 self.delivery.deliver([(text_path,)], target)
         except Exception:
             logger.exception("output card finalization failed (state %s)", state)
@@ -381,28 +392,36 @@ class OutputCardPresenter:
         label = cards.strings(self._language)[state]
         return f"{text}\n\n---\n*{label}*" if text else f"*{label}*"
 
-    def _card_path(self, chat_id: str, body: Any) -> DeliveryPath:
+    def _card_path(self, chat_id: str, body: Any, reply_to: str | None = None) -> DeliveryPath:
         key = uuid.uuid4().hex  # one key per send, the same on every retry of it
-        send = partial(self._api.send_card, chat_id, body, uuid=key)
+        send = partial(self._api.send_card, chat_id, body, uuid=key, reply_to=reply_to)
         return DeliveryPath("card", send, idempotent=True)
 
-    def _text_path(self, chat_id: str, text: str) -> DeliveryPath:
+    def _text_path(self, chat_id: str, text: str, reply_to: str | None = None) -> DeliveryPath:
         if self._send_text is not None:  # the caller's own sender: no key to rely on
-            return DeliveryPath("text", partial(self._send_text, chat_id, text))
-        send = partial(self._api.send_text, chat_id, text, uuid=uuid.uuid4().hex)
+            into = {"reply_to": reply_to} if reply_to else {}
+            return DeliveryPath("text", partial(self._send_text, chat_id, text, **into))
+        send = partial(self._api.send_text, chat_id, text, uuid=uuid.uuid4().hex, reply_to=reply_to)
         return DeliveryPath("text", send, idempotent=True)
 
     def deliver_text(
-        self, chat_id: str, text: str, target: DeliveryTarget, *, as_card: bool = True
+        self,
+        chat_id: str,
+        text: str,
+        target: DeliveryTarget,
+        *,
+        as_card: bool = True,
+        reply_to: str | None = None,
     ) -> DeliveryJob:
         """Deliver a final answer no card showed: a completed card (``as_card``), else
-        plain text, through the delivery chain. Returns once delivered, failed or a
-        retry is booked (`DeliveryJob.raise_if_refused()` re-raises a refusal)."""
+        plain text, through the delivery chain (``reply_to``: a message of the thread it
+        belongs in). Returns once delivered, failed or a retry is booked
+        (`DeliveryJob.raise_if_refused()` re-raises a refusal)."""
         paths: list[DeliveryPath] = []
         if as_card:
             body = cards.output_card(text, "completed", self._language, title=self._title)
-            paths.append(self._card_path(chat_id, body))
-        paths.append(self._text_path(chat_id, text))
+            paths.append(self._card_path(chat_id, body, reply_to))
+        paths.append(self._text_path(chat_id, text, reply_to))
         return self.delivery.deliver([tuple(paths)], target)
 
     def _release(self, card: OutputCard, state: str) -> None:

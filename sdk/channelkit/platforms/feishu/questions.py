@@ -157,6 +157,7 @@ class QuestionRecord:
     deadline: float = 0.0  # absolute expiry on the injected clock
     #: the claimed answer's responder against the request's settlement
     race: AnswerRace = field(default_factory=AnswerRace)
+    reply_to: str | None = None  # a message of the request's thread: the form goes there
 
 
 def _toast(kind: str, content: str) -> dict[str, Any]:
@@ -182,8 +183,10 @@ class QuestionPresenter:
         custom_text: bool = True,
         send_text: Callable[[str, str], Any] | None = None,
         registry: CardRegistry[QuestionRecord, tuple[str, str]] | None = None,
+        thread_anchor: Callable[[str, str | None], str | None] | None = None,
     ) -> None:
         self._api = api
+        self._thread_anchor = thread_anchor
         self._clock = clock
         self._scheduler = scheduler
         self._submit = submit
@@ -228,6 +231,8 @@ class QuestionPresenter:
             deadline=question_deadline(self._clock.now(), self._timeout_s, context),
             cell=self.registry.state("reserved"),
         )
+        if self._thread_anchor is not None:
+            record.reply_to = self._thread_anchor(record.chat_id, context.target.thread_id)
         # a second request of the run while its form is live (or the same request
         # again), or a full registry: the text prompt
         if not reserve_native_input(self.registry, record.request_id, record, input_scope(context)):
@@ -256,7 +261,7 @@ class QuestionPresenter:
             record.request_id, record.questions, self._language, custom_text=self._custom_text
         )
         try:
-            message_id = self._api.send_card(record.chat_id, card)
+            message_id = self._api.send_card(record.chat_id, card, reply_to=record.reply_to)
         except Exception:
             logger.exception("question card delivery failed")
             if not record.cell.compare_and_set("reserved", "terminal"):

@@ -101,6 +101,7 @@ class FeishuCallbacks(FeishuChat):
                     "content": content,
                     "create_time": now_ms,
                     "from": "user",
+                    **({"thread_id": origin.thread_id} if origin.thread_id else {}),
                 }
             )
             self._add_timeline(

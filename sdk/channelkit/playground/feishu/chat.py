@@ -379,6 +379,8 @@ class FeishuChat(EmulatorBase):
         if message.get("parent_id"):
             out["parent_id"] = message["parent_id"]
             out["root_id"] = message.get("root_id") or message["parent_id"]
+        if message.get("thread_id"):
+            out["thread_id"] = message["thread_id"]
         return out
 
     def _remember_message(self, message: dict[str, Any]) -> None:

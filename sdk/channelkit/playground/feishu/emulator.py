@@ -158,7 +158,12 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
 
     # -- messages --------------------------------------------------------------------------
     def _post_message(
-        self, chat_id: str, msg_type: Any, content: Any, parent: str | None
+        self,
+        chat_id: str,
+        msg_type: Any,
+        content: Any,
+        parent: str | None,
+        thread_id: str | None = None,
     ) -> HttpReply:
         if not isinstance(msg_type, str) or not msg_type:
             return error(400, 99992402, "field validation failed: msg_type is required")
@@ -236,6 +241,9 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
                 "from": "bot",
                 "parent_id": parent,
             }
+            if thread_id is not None:
+                message["thread_id"] = thread_id
+                entry["threadId"] = thread_id
             self._remember_message(message)
             self._add_timeline(entry)
             data = self._message_data(message)
@@ -261,8 +269,13 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
             parent = self._messages.get(msg_id)
         if parent is None or parent.get("deleted"):
             return error(400, 230011, "The message was not found or was recalled.")
+        in_thread = data.get("reply_in_thread", False)
+        if not isinstance(in_thread, bool):
+            return error(400, 99992402, "field validation failed: reply_in_thread")
+        # a reply to a message of a thread stays in it; reply_in_thread starts one
+        thread_id = parent.get("thread_id") or ("omt_" + msg_id[3:] if in_thread else None)
         return self._post_message(
-            str(parent["chat_id"]), data.get("msg_type"), data.get("content"), msg_id
+            str(parent["chat_id"]), data.get("msg_type"), data.get("content"), msg_id, thread_id
         )
 
     def _patch_message(
