@@ -830,6 +830,8 @@ class DiscordEmulator(EmulatorBase):
                 if not isinstance(data.get("custom_id"), str) or not data.get("components"):
                     return _form_error("data", "BASE_TYPE_REQUIRED", "custom_id and components.")
                 interaction["responded"] = 9
+                interaction["done"] = True
+                self._touch()
                 if source is not None:
                     source["modal"] = {
                         "customId": data["custom_id"],
@@ -871,6 +873,7 @@ class DiscordEmulator(EmulatorBase):
                 message = _public(source)
         with self._lock:
             interaction["original"] = message["id"]
+            interaction["done"] = True  # the response is visible
             self._touch()
         resource = {"type": kind, "message": message}
         return HttpReply(200, {"interaction": _brief(interaction), "resource": resource})
@@ -1118,7 +1121,21 @@ class DiscordEmulator(EmulatorBase):
         with self._lock:
             _put(self._interactions, token, record)
         if self.ingress == "gateway":
-            return self._dispatch("interaction", "INTERACTION_CREATE", payload)
+            result = self._dispatch("interaction", "INTERACTION_CREATE", payload)
+            if result.status != 200:
+                return result
+            # the bot answers with a REST callback: wait (bounded: Discord's 3 s) until
+            # it shows, so what the click changed is visible when this returns
+            deadline = time.monotonic() + INTERACTION_ACK_SECONDS
+            with self._changed:
+                while not record.get("done"):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._changed.wait(left)
+                answered = record["responded"]
+            body = json.loads(result.body)
+            return CallbackDelivery(200, json.dumps({**body, "responded": answered}))
         result = self._post_interaction(payload)
         if result.status == 200:
             try:
