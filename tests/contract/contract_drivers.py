@@ -77,6 +77,7 @@ class Capabilities:
     presentation_buttons: str | None = None  # a presentation's value button can be pressed
     pins: str | None = None
     groups: str | None = None  # None: people write to the bot in group chats too
+    threads: str | None = None  # None: a group has threads (a thread is a conversation)
 
 
 def wait_for(
@@ -249,6 +250,25 @@ class Driver:
             for c in self.emulator.calls()
             if any(part in c["path"] for part in self.indicator_paths)
         ]
+
+    #: two threads of one group chat (their ids' shape), where the platform has threads
+    thread_ids: ClassVar[tuple[str, str]] = ("thread-a", "thread-b")
+
+    def landed(self) -> list[tuple[str, str | None]]:
+        """``(text, thread)`` of every message and card the bot shows, in order: the
+        thread (the emulator's ``threadId``) it was posted in, None: the chat itself."""
+        current = self.state()
+        out = []
+        for entry in current["timeline"]:
+            if entry.get("from") != "bot":
+                continue
+            if entry["kind"] == "card":
+                view = current["views"].get(entry["card"]) or {}
+                text = str(view.get("text") or view.get("content") or "")
+            else:
+                text = str(entry.get("text", ""))
+            out.append((text, entry.get("threadId")))
+        return out
 
     #: a chat of the platform other than the emulated one (its id's shape)
     other_chat: ClassVar[str] = "other-chat"
@@ -424,6 +444,7 @@ class DingtalkDriver(Driver):
     caps = Capabilities(
         pins="DingTalk robots cannot pin messages",
         presentation_buttons="robot Markdown shows a value button as a text line (links stay)",
+        threads="DingTalk group conversations have no threads: a group is one conversation",
     )
 
     def redeliver_last_message(self) -> int:
@@ -525,6 +546,7 @@ class DingtalkDriver(Driver):
 
 class FeishuDriver(Driver):
     platform = "feishu"
+    thread_ids = ("omt_thread_a", "omt_thread_b")
     other_chat = "oc_other_chat"
     other_group = "oc_other_group"
     everyone_forms = ("@_all", "@所有人", "@all", "@everyone", "@here")
@@ -640,6 +662,7 @@ class FeishuDriver(Driver):
 
 class TelegramDriver(Driver):
     platform = "telegram"
+    thread_ids = ("101", "202")  # forum topics (message_thread_id)
     other_chat = "777001"
     other_group = "-1009876543210"
     indicator_paths = ("sendChatAction", "sendMessageDraft")
@@ -765,6 +788,7 @@ _SLACK_CONTROL = {
 
 class SlackDriver(Driver):
     platform = "slack"
+    thread_ids = ("1700000000.000100", "1700000000.000200")  # the threads' parent ts
     other_chat = "D0OTHERCHAT"
     other_group = "C0OTHERGROUP"
     everyone_forms = ("<!everyone>", "<!here>", "<!channel>", "@everyone", "@here")
@@ -908,6 +932,7 @@ class WeixinDriver(Driver):
         presentation_buttons="iLink shows plain text only",
         pins="iLink has no pins",
         groups="iLink bots have direct chats only",
+        threads="iLink bots have direct chats only, without threads",
     )
     indicator_paths = ("/ilink/bot/sendtyping",)
 

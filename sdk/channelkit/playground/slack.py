@@ -275,7 +275,10 @@ class SlackEmulator(EmulatorBase):
                 "edits": 0,
             }
             self._put_card(ts, message)
-            self._add_timeline({"kind": "card", "from": "bot", "card": ts, "msgId": ts})
+            entry = {"kind": "card", "from": "bot", "card": ts, "msgId": ts}
+            if body.get("thread_ts"):
+                entry["threadId"] = str(body["thread_ts"])  # where the page shows it
+            self._add_timeline(entry)
             if name == "chat.postEphemeral":
                 return _ok(message_ts=ts)
             return _ok(channel=channel, ts=ts)

@@ -491,7 +491,10 @@ class TelegramEmulator(DraftChat, EmulatorBase):
                 "edits": 0,
             }
             self._put_card(key, card)
-            self._add_timeline({"kind": "card", "from": "bot", "card": key, "msgId": key})
+            entry: dict[str, Any] = {"kind": "card", "from": "bot", "card": key, "msgId": key}
+            if params.get("message_thread_id") is not None:  # a forum topic
+                entry["threadId"] = str(params["message_thread_id"])
+            self._add_timeline(entry)
             self._typing_until = 0.0  # a message from the bot clears its chat action
             self._clear_draft_locked()  # ... and replaces its draft
             result = self._message_json(card)
