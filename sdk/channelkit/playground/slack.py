@@ -179,6 +179,9 @@ def slack_view(message: Mapping[str, Any]) -> dict[str, Any]:
         "kind": "message",
         "state": state,
         "text": text,
+        # how Slack reads the text: standard Markdown (a stream's ``markdown_text``) or
+        # mrkdwn (``text`` of chat.postMessage / chat.update); the page draws either
+        "markup": message.get("markup", "mrkdwn"),
         "keyboard": keyboard,
         "edited": bool(message.get("edits")),
         "streaming": bool(message.get("streaming")),
@@ -271,6 +274,7 @@ class SlackEmulator(EmulatorBase):
                 "text": str(text or ""),
                 "blocks": list(body.get("blocks") or []),
                 "streaming": name == "chat.startStream",
+                "markup": "markdown" if name == "chat.startStream" else "mrkdwn",
                 "ephemeral": body.get("user") if name == "chat.postEphemeral" else None,
                 "edits": 0,
             }
@@ -288,6 +292,7 @@ class SlackEmulator(EmulatorBase):
         message = found
         if name == "chat.update":
             message["text"] = str(body.get("text") or "")
+            message["markup"] = "mrkdwn"
             if "blocks" in body:
                 message["blocks"] = list(body.get("blocks") or [])
         elif not message.get("streaming"):

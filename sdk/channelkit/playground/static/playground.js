@@ -77,23 +77,20 @@
     });
   }
 
-  // Slack's message text: **bold**, _italic_ and `code` (the forms Slack's Markdown and
-  // mrkdwn agree on), the rest as text nodes.
-  var SLACK_MARKUP = /(\*\*[^*\n]+\*\*|`[^`\n]+`|(?<![\w_])_[^_\n]+_(?![\w_]))/;
+  // The markup each platform's bot text is written in, drawn by markup.js as the platform
+  // shows it (Slack: mrkdwn, or Markdown where the view says so, as a stream's text is).
+  var PLATFORM_MARKUP = { slack: "slack", dingtalk: "dingtalk", feishu: "feishu" };
 
-  function renderSlackText(node, text) {
-    clear(node);
-    String(text || "").split(SLACK_MARKUP).forEach(function (part, index) {
-      if (index % 2 === 0) {
-        if (part) node.appendChild(document.createTextNode(part));
-      } else if (part.charAt(0) === "*") {
-        node.appendChild(el("b", null, part.slice(2, -2)));
-      } else if (part.charAt(0) === "`") {
-        node.appendChild(el("code", "tg-code", part.slice(1, -1)));
-      } else {
-        node.appendChild(el("i", null, part.slice(1, -1)));
-      }
-    });
+  function markupOf(markup) {
+    if (platform === "slack" && markup === "markdown") return "markdown";
+    return PLATFORM_MARKUP[platform] || null;
+  }
+
+  // A bot's text: in its platform's markup where it has one, else as renderText does.
+  function renderBotText(node, text, markup) {
+    var dialect = markupOf(markup);
+    if (dialect) window.renderMarkup(node, text || "", dialect);
+    else renderText(node, text);
   }
 
   // -- Telegram HTML (parse_mode "HTML") ----------------------------------------------------
@@ -185,11 +182,11 @@
     addText(html.slice(last), true);
   }
 
-  // A message's text in the format it was sent with: Telegram's HTML parse mode; Slack's
-  // Markdown; anything else as plain text.
-  function renderFormatted(node, text, parseMode) {
+  // A message's text in the format it was sent with: Telegram's HTML parse mode; the
+  // platform's markup (markup.js); anything else as plain text.
+  function renderFormatted(node, text, parseMode, markup) {
     if (parseMode && String(parseMode).toUpperCase() === "HTML") renderTelegramHtml(node, text || "");
-    else if (platform === "slack") renderSlackText(node, text);
+    else if (markupOf(markup)) window.renderMarkup(node, text || "", markupOf(markup));
     else node.textContent = text || "";
   }
 
@@ -226,7 +223,8 @@
     row.dataset.seq = entry.seq;
     var bubble = el("div", "bubble");
     bubble.classList.add(entry.from === "user" ? "user-message" : "bot-message");
-    renderText(bubble, entry.text);
+    if (entry.from !== "user" && entry.format === "markdown") renderBotText(bubble, entry.text);
+    else renderText(bubble, entry.text);
     row.appendChild(bubble);
     if (entry.from === "user") {
       var reactions = el("div", "reactions");
@@ -312,7 +310,7 @@
     renderBadge(card, view);
     card.querySelector(".status-line").textContent = view.statusLine || "";
     var content = card.querySelector(".card-content");
-    renderText(content, view.content);
+    renderBotText(content, view.content);
     content.classList.toggle("empty", !view.content);
     var canStop = (view.actions || []).indexOf("stop") >= 0;
     card.querySelectorAll(".stop-btn, .stop-teammate-btn").forEach(function (b) {
@@ -448,11 +446,13 @@
       card.dataset.built = "1";
     }
     var text = card.querySelector(".msg-text");
-    var textKey = JSON.stringify([view.state === "deleted", view.text || "", view.parseMode || ""]);
+    var textKey = JSON.stringify([
+      view.state === "deleted", view.text || "", view.parseMode || "", view.markup || ""
+    ]);
     if (text.dataset.key !== textKey) {
       text.dataset.key = textKey;
       if (view.state === "deleted") text.textContent = "(message deleted)";
-      else renderFormatted(text, view.text, view.parseMode);
+      else renderFormatted(text, view.text, view.parseMode, view.markup);
     }
     var kbKey = JSON.stringify(view.keyboard || []);
     var kb = card.querySelector(".keyboard");
