@@ -40,7 +40,14 @@ class Env:
     """A channel on a mocked Discord REST API; `calls()` lists what it sent."""
 
     def __init__(
-        self, rt: Any, mock: rm.Mocker, bridge: Any, *, store: Any = None, **cfg: Any
+        self,
+        rt: Any,
+        mock: rm.Mocker,
+        bridge: Any,
+        *,
+        store: Any = None,
+        access: Any = None,
+        **cfg: Any,
     ) -> None:
         self.rt = rt
         self.mock = mock
@@ -55,7 +62,9 @@ class Env:
         self.channel = RecordingDiscord(
             config,
             bridge,
-            channel_config=ChannelConfig(name="discord", max_workers=8),
+            channel_config=ChannelConfig(
+                name="discord", max_workers=8, **({"access": access} if access else {})
+            ),
             executor=rt.pool,
             run_executor=rt.run_pool,
             scheduler=rt.scheduler,
@@ -131,6 +140,7 @@ class Env:
         channel: str = DM,
         mention: bool = False,
         message_id: str | None = None,
+        reply_to_bot: bool = False,
     ) -> str:
         """A `MESSAGE_CREATE` dispatch (a guild message when `channel` is not the DM);
         returns the message id."""
@@ -145,6 +155,9 @@ class Env:
         }
         if channel != DM:
             data["guild_id"] = GUILD
+        if reply_to_bot:
+            data["type"] = 19
+            data["referenced_message"] = {"id": self.next_id(), "author": {"id": APP_ID}}
         self.channel.dispatch("MESSAGE_CREATE", data)
         return message_id
 

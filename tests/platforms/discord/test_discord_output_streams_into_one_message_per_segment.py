@@ -70,6 +70,24 @@ def test_a_guild_message_is_answered_only_when_it_mentions_the_bot(rt, mocker) -
     env.channel.close(2.0)
 
 
+def test_a_reply_to_the_bot_addresses_it_and_group_rules_can_drop_the_mention(rt, mocker) -> None:  # type: ignore[no-untyped-def]
+    bridge = ScriptedBridge([chunk("ok")])
+    quiet = "3300000000000000009"
+    access = {"groupRules": {quiet: {"requireMention": False}}}
+    env = Env(rt, mocker, bridge, access=access)
+    env.message("about your answer", channel=GUILD_CHANNEL, reply_to_bot=True)
+    rt.settle()
+    env.message("no mention needed here", channel=quiet)
+    rt.settle()
+    env.message("but here it is", channel=GUILD_CHANNEL)
+    rt.settle()
+    assert [text for _, text in bridge.prompts] == [
+        "about your answer",
+        "no mention needed here",
+    ]
+    env.channel.close(2.0)
+
+
 def test_a_repeated_message_id_starts_no_second_run(rt, mocker) -> None:  # type: ignore[no-untyped-def]
     bridge = ScriptedBridge([chunk("ok")])
     env = Env(rt, mocker, bridge)

@@ -4,8 +4,10 @@ questions and approval buttons.
 Inbound. Messages always come over the Gateway (`DiscordGateway`, listed in
 `connections`, started with `start_connections()`): `MESSAGE_CREATE` of a person
 (bots, webhooks and system messages are ignored). In a DM every message is for the bot;
-in a guild channel only a message that mentions the bot (its mention is removed from the
-text). A message id is handled once (a Gateway resume never repeats a message). A
+in a guild channel a message is addressed to the bot when it mentions the bot (the
+mention is removed from the text) or replies to one of its messages; the core's access
+policy answers only those by default (`access.requireMention`, per channel
+`access.groupRules`). A message id is handled once (a Gateway resume never repeats a message). A
 Discord thread is a channel of its own whose parent is a guild channel: its messages
 carry the thread's id as both `chat_id` and `thread_id`, so each thread is its own
 session (threads are learned from `GUILD_CREATE`, `THREAD_CREATE`, `THREAD_UPDATE`,
@@ -318,8 +320,6 @@ class DiscordChannel(ChannelBase):
         if message is None:
             return Decision.ignored()
         dm = message.guild_id is None
-        if not dm and not message.mention:
-            return Decision.ignored()  # in guild channels only mentions are for the bot
         sent_at = snowflake_time(message.message_id)
         if sent_at is not None and abs(sent_at - self.clock.time()) > MESSAGE_DEDUP_TTL:
             sent_at = None  # not a time this clock can compare (tests, emulators)

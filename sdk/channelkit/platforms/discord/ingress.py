@@ -271,7 +271,8 @@ def strip_mentions(text: str, bot_id: str) -> str:
 
 def parse_message(data: Mapping[str, Any], bot_id: str) -> DiscordMessage | None:
     """A person's `MESSAGE_CREATE`, else None (bots, webhooks, system messages, the
-    bot's own messages, messages without text)."""
+    bot's own messages, messages without text). `mention` is true when the message
+    mentions the bot or replies to one of its messages."""
     message_id = _text(data.get("id"))
     channel_id = _text(data.get("channel_id"))
     author = data.get("author")
@@ -290,6 +291,9 @@ def parse_message(data: Mapping[str, Any], bot_id: str) -> DiscordMessage | None
         isinstance(user, Mapping) and user.get("id") == bot_id
         for user in data.get("mentions") or ()
     ) or any(m == bot_id for m in _MENTION.findall(content))
+    replied = data.get("referenced_message")
+    if isinstance(replied, Mapping) and isinstance(replied.get("author"), Mapping):
+        mentioned = mentioned or replied["author"].get("id") == bot_id  # a reply to the bot
     text = strip_mentions(content, bot_id) if mentioned else content.strip()
     if not text:
         return None
