@@ -141,8 +141,8 @@ def test_only_admins_use_operator_commands(ctx: Context, access: Callable[..., N
     admin, member = person(), person()
     access(admins=[admin])
     reached = reached_agent(ctx, token)
-    d.send_as("/status", user=member)
-    refusal = MSG_ADMIN_ONLY.format(command="status")
+    d.send_as("/stop all", user=member)
+    refusal = MSG_ADMIN_ONLY.format(command="stop all")
     wait_for(lambda: refusal in d.chat_texts(), "the admin-only reply", tick=d.tick)
     quiet_period(d)
     assert reached == []

@@ -15,7 +15,6 @@ from channelkit.core.access import (
 from channelkit.core.text import (
     MSG_ACCESS_DM_CLOSED,
     MSG_ACCESS_NOT_ALLOWED,
-    MSG_ADMIN_ONLY,
 )
 from channelkit.errors import ConfigurationError
 from channelkit.runtime import FakeClock
@@ -99,15 +98,17 @@ def test_groups_closed_and_allowlist_ignore_without_a_reply() -> None:
     assert not refused.admitted and refused.notice is None
 
 
-def test_only_admins_use_operator_commands_once_admins_are_set() -> None:
-    g = gate(admins=["root"])
-    assert g.check(dm("root", "/status")).admitted
+def test_operator_commands_pass_the_gate_like_any_message() -> None:
+    """The gate decides who may talk and where; what /status and /stop all may do for a
+    non-admin is decided by the commands (channelkit.core.operator_commands)."""
+    g = gate(admins=["root"], dm="allowlist", allowUsers=["alice"])
     assert g.check(dm("root", "/stop all")).admitted
-    refused = g.check(dm("alice", "/stop all"))
-    assert not refused.admitted and refused.notice == MSG_ADMIN_ONLY.format(command="stop")
-    assert not g.check(group("alice", text="/status@bot")).admitted
-    assert g.check(dm("alice", "/cancel")).admitted  # a person's own command
-    assert gate().check(dm("alice", "/status")).admitted  # no admins: as before
+    assert g.check(dm("alice", "/status")).admitted  # her own conversation's status
+    assert g.check(dm("alice", "/stop all")).admitted  # refused by the command itself
+    refused = g.check(dm("mallory", "/status"))  # not allowed to talk: no command either
+    assert not refused.admitted and refused.notice == MSG_ACCESS_NOT_ALLOWED
+    assert not g.check(group("alice", mentions=False, text="/status")).admitted  # unaddressed
+    assert g.check(group("alice", text="/status@bot")).admitted
 
 
 def test_pairing_gives_a_code_once_and_approval_admits_the_person() -> None:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from channelkit.agents.function import FunctionAgent
 from channelkit.core import ChannelConfig
 from channelkit.core.queue_notices import MSG_STARTING, QueueNotices
-from channelkit.core.text import format_queued
+from channelkit.core.text import MSG_QUEUE_DROPPED, format_queued
 from channelkit.core.types import RunQueuedEvent
 from channelkit.runtime import FakeClock, KeyedSerialQueue, Scheduler, WorkerPool
 from channelkit.testing import RecordingChannel, inbound, wait_until
@@ -36,7 +36,7 @@ class EditingChannel(RecordingChannel):
         return event.chat_id
 
     def _edit_notice(self, chat_id: str, text: str, final: bool) -> None:
-        assert final == (text == MSG_STARTING)
+        assert final == (text in (MSG_STARTING, MSG_QUEUE_DROPPED))
         with self.notice_lock:
             self.notices[chat_id].append((self.clock.now(), text))
 
@@ -146,7 +146,7 @@ def notices_on_fake_clock():
         return "notice"
 
     def edit(_handle: str, text: str, final: bool) -> None:
-        assert final == (text == MSG_STARTING)
+        assert final == (text in (MSG_STARTING, MSG_QUEUE_DROPPED))
         writes.append((clock.now(), text))
 
     notices: QueueNotices[str] = QueueNotices(channel, show=show, edit=edit)  # type: ignore[arg-type]
@@ -193,10 +193,11 @@ def test_a_move_that_arrives_before_the_first_notice_is_not_lost():
         notices.queued(event("r", 2, first=False))
         notices.queued(event("r", 3, first=True))
         assert [text for _, text in writes] == [format_queued(2)]
-        notices.forget("r")
+        notices.forget("r")  # it ended without starting: the notice says so, once
         clock.advance(2)
         assert pool.wait_idle(WAIT)
-        assert len(writes) == 1 and notices.live == 0
+        assert [text for _, text in writes] == [format_queued(2), MSG_QUEUE_DROPPED]
+        assert notices.live == 0
     finally:
         notices.close()
         pool.shutdown(timeout=5)

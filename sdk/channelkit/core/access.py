@@ -10,8 +10,10 @@
 * ``requireMention`` - in groups, only messages addressed to the bot (mentioned, a
   reply to it, a command addressed to it) reach it (default true); ``groupRules`` maps
   a group's chat id to ``{"requireMention": bool}`` to override it for that group;
-* ``admins`` - the people who may use the operator commands (`OPERATOR_COMMANDS`);
-  without admins they stay open to everyone, as before.
+* ``admins`` - the people who may use the operator commands (`OPERATOR_COMMANDS`:
+  ``/stop all``, and ``/status`` for the whole chat rather than their own conversation);
+  `channelkit.core.operator_commands` applies that rule once the gate admitted the
+  message. Without admins nobody may ``/stop all``.
 
 `AccessGate` applies it once, in the core, to every inbound message before anything
 reaches the agent or shows an indicator. A refused person in a direct message is told
@@ -41,7 +43,6 @@ from channelkit.core.text import (
     MSG_ACCESS_DM_CLOSED,
     MSG_ACCESS_NOT_ALLOWED,
     MSG_ACCESS_PAIRING,
-    MSG_ADMIN_ONLY,
 )
 from channelkit.core.types import InboundMessage
 from channelkit.errors import ConfigurationError
@@ -76,7 +77,8 @@ NOTICE_INTERVAL_S = 3600.0
 MAX_NOTICES = 1000
 #: Keys of the in-process store pairing uses when the channel has none of its own.
 _OWN_STORE_KEYS = 3 * MAX_PAIRING_CODES + 10_000
-#: Commands only ``admins`` may use (when admins are configured).
+#: Commands whose reach depends on ``admins``: ``/stop all`` is theirs alone, ``/status``
+#: shows them the whole chat (others: their own conversation).
 OPERATOR_COMMANDS = ("status", "stop")
 
 
@@ -321,7 +323,8 @@ class AccessGate:
         return cfg.dm is DmPolicy.PAIRING and self.pairing.is_paired(user_id)
 
     def is_admin(self, user_id: str) -> bool:
-        """``user_id`` may use the operator commands (everyone when no admins are set)."""
+        """``user_id`` is an admin, or no admins are set (``/stop all`` wants a listed
+        admin all the same: see `channelkit.core.operator_commands`)."""
         admins = self.config.admins
         return not admins or user_id in admins
 
@@ -336,13 +339,9 @@ class AccessGate:
         return self._decide(msg, tell=True)
 
     def _decide(self, msg: InboundMessage, *, tell: bool) -> AccessDecision:
-        decision = self._group(msg) if msg.is_group else self._direct(msg, tell)
-        if not decision.admitted:
-            return decision
-        command = _command_name(msg.text)
-        if command in OPERATOR_COMMANDS and not self.is_admin(msg.sender_id):
-            return AccessDecision(False, "operator_command", MSG_ADMIN_ONLY.format(command=command))
-        return decision
+        # operator commands are admitted like any message; what they may do there is
+        # decided by channelkit.core.operator_commands (admins only for /stop all)
+        return self._group(msg) if msg.is_group else self._direct(msg, tell)
 
     def _group(self, msg: InboundMessage) -> AccessDecision:
         cfg = self.config
@@ -420,13 +419,6 @@ class AccessGate:
     def paired_users(self) -> list[str]:
         """The people paired through pairing codes."""
         return self.pairing.paired()
-
-
-def _command_name(text: str) -> str | None:
-    stripped = text.strip()
-    if not stripped.startswith("/"):
-        return None
-    return stripped.split(maxsplit=1)[0][1:].split("@", 1)[0].lower()
 
 
 def refused(

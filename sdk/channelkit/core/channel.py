@@ -217,6 +217,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             lanes=self.lanes,
             pool=self.pool,
             answers=self.last_answers,
+            admission=self._admission,
+            admins=lambda: self.access.config.admins,  # read per command: updates count
         )
         self._sink = ChannelSink(self._events, self._requests, self._runs)
         #: what a person's message does while their conversation's run is going

@@ -1,4 +1,5 @@
-"""Chat commands: ``/approve``, ``/approve-always``, ``/deny``, ``/cancel`` and ``/last``.
+"""Chat commands: ``/approve``, ``/approve-always``, ``/deny``, ``/cancel``, ``/last``,
+``/new``, ``/status`` and ``/stop`` (``/stop all``).
 
 `parse_command()` recognizes them; `ChatCommands` answers them with the
 ownership rules of the channel: a permission command answers the one pending request of
@@ -8,7 +9,8 @@ It finds requests through `PendingRequests`,
 runs through the `RunTable`, cancels through
 `RunCancellation` and replies through the channel's
 ``send_message`` hook. ``/last`` sends the scope's last answer again
-(`LastAnswers`).
+(`LastAnswers`). ``/new``, ``/status`` and ``/stop all`` are answered by
+`OperatorCommands` (`channelkit.core.operator_commands`); ``/stop`` alone is ``/cancel``.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from channelkit.core.admission import RunAdmission
 from channelkit.core.cancellation import RunCancellation
 from channelkit.core.config import ChannelConfig
 from channelkit.core.handles import CommandHandle, CommandResult
 from channelkit.core.hooks import ChannelHooks
 from channelkit.core.last_answers import LastAnswers
+from channelkit.core.operator_commands import STOP_ALL_ARG, OperatorCommands
 from channelkit.core.pending import CANCELLED_RESPONSE, Pending
 from channelkit.core.permission_requests import PendingRequests
 from channelkit.core.questions import always_option_id, approval_option_id, reject_option_id
@@ -43,6 +47,7 @@ from channelkit.core.text import (
     MSG_NOT_FOUND_ID,
     MSG_NOT_PENDING,
     MSG_NOTHING_RUNNING,
+    MSG_STOP_USAGE,
     MSG_SUBMIT_VIA_CARD,
     MSG_UNAUTHORIZED,
     format_ambiguous,
@@ -56,7 +61,7 @@ __all__ = ["COMMANDS", "ChatCommands", "later", "parse_command"]
 logger = logging.getLogger(__name__)
 
 #: Commands ChannelBase handles itself (the text after ``/``).
-COMMANDS = ("approve", "approve-always", "deny", "cancel", "last")
+COMMANDS = ("approve", "approve-always", "deny", "cancel", "last", "new", "status", "stop")
 
 _T = TypeVar("_T")
 
@@ -95,6 +100,8 @@ class ChatCommands:
         lanes: KeyedSerialQueue,
         pool: WorkerPool,
         answers: LastAnswers,
+        admission: RunAdmission,
+        admins: Callable[[], frozenset[str]],
     ) -> None:
         self.channel_name = config.name
         self._config = config
@@ -106,6 +113,21 @@ class ChatCommands:
         self._lanes = lanes
         self._pool = pool
         self._answers = answers
+        #: ``/new``, ``/status`` and ``/stop all``
+        self.operator = OperatorCommands(
+            channel_name=config.name,
+            table=table,
+            router=router,
+            admission=admission,
+            cancellation=cancellation,
+            admins=admins,
+            authorized=self.authorized,
+            reply=self.send_reply,
+            deliver=self.deliver_reply,
+            later=later,
+            pool=pool,
+            texts=hooks.messages_for,
+        )
 
     def handle(
         self,
@@ -119,6 +141,17 @@ class ChatCommands:
             return self.cancel_command(msg, target, defer)
         if name == "last":
             return self.last_command(target, defer)
+        if name == "new":
+            return self.operator.new_command(msg, target, defer)
+        if name == "status":
+            return self.operator.status_command(msg, target, defer)
+        if name == "stop":
+            if arg is None:
+                return self.cancel_command(msg, target, defer)  # /stop is /cancel
+            if arg.lower() == STOP_ALL_ARG:
+                return self.operator.stop_all_command(msg, target, defer)
+            usage: str = MSG_STOP_USAGE
+            return CommandHandle("stop", usage, self.send_reply(target, "stop", usage, defer))
         if defer is not None:
             # answered after the ACK: settlement listeners queue card writes
             future = later(

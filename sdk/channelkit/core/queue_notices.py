@@ -16,7 +16,8 @@ notice current with `QueueNotices`:
   higher than the one known is stale and ignored;
 * ``started`` of the run -> `QueueNotices.started()`: at once, the notice is
   finalized as "Starting now." (the timer is cancelled); a terminal event of a run that
-  never started -> `QueueNotices.forget()`.
+  never started -> `QueueNotices.forget()`, which finalizes a notice still shown as
+  "Stopped before it started." (a queued run dropped by ``/stop all``).
 
 Every write for a run happens on that run's lane (the hook calls are there already;
 the timer posts its write there), so the final "Starting now." is never overtaken by a
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from channelkit.core.catalog import Messages, en, messages
-from channelkit.core.text import format_queued
+from channelkit.core.text import MSG_QUEUE_DROPPED, format_queued
 from channelkit.core.types import RunQueuedEvent
 from channelkit.runtime.clock import Clock
 from channelkit.runtime.scheduler import TimerHandle
@@ -163,8 +164,12 @@ class QueueNotices(Generic[H]):
             self._write(notice, self.starting_text, final=True)
 
     def forget(self, run_id: str) -> None:
-        """Call on a terminal event: stop updating the run's notice (if any)."""
-        self._drop(run_id)
+        """Call on a terminal event: stop updating the run's notice. A notice still
+        tracked belongs to a run that ended without starting (``started`` drops it):
+        it is finalized as dropped."""
+        notice = self._drop(run_id)
+        if notice is not None:
+            self._write(notice, MSG_QUEUE_DROPPED, final=True)
 
     def close(self) -> None:
         """Stop every update (channel closing); the notices stay as they are."""

@@ -217,6 +217,16 @@ class RunTable:
         with self.lock:
             return self._active.get(session_id)
 
+    def active_runs(self) -> list[Run]:
+        """A snapshot of every session's live run."""
+        with self.lock:
+            return list(self._active.values())
+
+    def queued_runs(self) -> list[Run]:
+        """A snapshot of the runs admitted and not started yet, oldest first."""
+        with self.lock:
+            return list(self._queued.values())
+
     def close(self) -> list[Run] | None:
         """Mark the table closed and forget the queued runs; the live runs (to cancel),
         or None when it was closed already."""

@@ -187,3 +187,23 @@ def format_queued(ahead: int, texts: Messages | None = None) -> str:
 #: Told once per person per outage when the shared state store (Redis) cannot be reached
 #: and their message, Stop or form submit could not be handled.
 MSG_STORE_UNAVAILABLE = en("notice.store_unavailable")
+
+# -- /new, /status and /stop all (channelkit.core.operator_commands) ---------------------
+MSG_NEW_SESSION = en("operator.new_session")
+MSG_NEW_BUSY = en("operator.new_busy")
+MSG_NEW_UNAUTHORIZED = en("operator.new_unauthorized")
+#: ``/status`` for the caller's own conversation and, for an admin, the whole chat.
+MSG_STATUS_OWN = en("operator.status_own")
+MSG_STATUS_CHAT = en("operator.status_chat")
+MSG_STATUS = en("operator.status")
+MSG_STATUS_IDLE = en("operator.status_idle")
+MSG_STATUS_RUN = en("operator.status_run")
+MSG_STATUS_YOU = en("operator.status_you")
+MSG_STATUS_TASK = en("operator.status_task")
+MSG_STATUS_MORE = en("operator.status_more")
+MSG_STOP_ALL = en("operator.stop_all")
+MSG_STOP_ALL_NOT_STOPPED = en("operator.stop_all_not_stopped")
+MSG_STOP_ALL_NOTHING = en("operator.stop_all_nothing")
+MSG_STOP_USAGE = en("operator.stop_usage")
+#: A queue notice whose request was dropped before it started (``/stop all``).
+MSG_QUEUE_DROPPED = en("queue.dropped")

@@ -83,13 +83,14 @@ def test_a_click_in_a_channel_thread_is_the_clickers_message_in_that_thread(rt, 
     assert bridge.wait_prompt(2)
     env.settle()
     assert bridge.prompts[1] == (first_session, "plan B")  # the owner's conversation
-    command = {"action_id": "ck:command:0:0", "value": "/status"}
+    # not a built-in command (those are answered by the channel): it reaches the agent
+    command = {"action_id": "ck:command:0:0", "value": "/report"}
     click(env, command, channel=CHANNEL, user=STRANGER, thread_ts=thread).run_after()
     assert bridge.wait_prompt(3)
     env.settle()
     session, text = bridge.prompts[2]
     target = env.channel.target_for_session(session)
-    assert text == "/status" and target is not None
+    assert text == "/report" and target is not None
     assert (target.sender_id, target.chat_id, target.thread_id) == (STRANGER, CHANNEL, thread)
     assert target.is_group
     env.channel.close(2.0)
