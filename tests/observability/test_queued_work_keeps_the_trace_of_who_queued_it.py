@@ -144,6 +144,26 @@ def test_a_retried_delivery_attempts_again_inside_its_delivery_span(
     assert all(s.parent is not None and s.parent.span_id == span.context.span_id for s in calls)
 
 
+def test_the_api_without_an_sdk_makes_no_span_and_binds_nothing() -> None:
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        pytest.skip("this process set a global tracer provider")
+    before = tracing._otel
+    assert tracing.install_tracing()  # the global provider: the API's proxy, no SDK
+    try:
+
+        def work() -> None:
+            return None
+
+        assert tracing.tracing_enabled()
+        assert tracing.start_span(tracing.SPAN_RUN) is None
+        with tracing.span(tracing.SPAN_INBOUND) as scope:
+            assert scope.span is None
+            assert tracing.bind(work) is work
+            assert tracing.current() is None
+    finally:
+        tracing._otel = before
+
+
 def test_tracing_off_binds_nothing() -> None:
     before = tracing._otel
     tracing.disable_tracing()

@@ -5,7 +5,9 @@ the first time a channel is built; the application installs and configures the S
 its exporter (``opentelemetry-sdk`` and an OTLP, Jaeger or console exporter), as with
 any instrumented library. Without ``opentelemetry-api``, or with
 ``CHANNELKIT_TRACING=off``, every function here returns at once and nothing is
-allocated: tracing costs nothing.
+allocated: tracing costs nothing. With the API but no SDK configured (the global
+provider is still the API's proxy), no span is made either; a provider the
+application sets later is used within a second.
 
 The spans (names are the constants below):
 
@@ -92,18 +94,35 @@ TRACER_NAME = "channelkit"
 
 _OFF_WORDS = frozenset({"0", "off", "false", "no"})
 
+#: How often (seconds) channelkit looks again whether the application set a global
+#: tracer provider, while it has not.
+_RECHECK_S = 1.0
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _Otel:
     """The resolved OpenTelemetry API: its modules and channelkit's tracer."""
 
-    __slots__ = ("context", "kinds", "status", "trace", "tracer")
+    __slots__ = (
+        "checked_at",
+        "configured",
+        "context",
+        "follows_global",
+        "kinds",
+        "status",
+        "trace",
+        "tracer",
+    )
 
-    def __init__(self, trace: Any, context: Any, tracer: Any) -> None:
+    def __init__(self, trace: Any, context: Any, tracer: Any, follows_global: bool) -> None:
         self.trace = trace
         self.context = context
         self.tracer = tracer
+        #: spans go to the global provider: none is made while no SDK was configured
+        self.follows_global = follows_global
+        self.configured = not follows_global  # a global provider once set stays set
+        self.checked_at: float | None = None  # time.monotonic() of the last look
         self.kinds = {
             "internal": trace.SpanKind.INTERNAL,
             "client": trace.SpanKind.CLIENT,
@@ -133,7 +152,7 @@ def _load(tracer_provider: Any = None) -> _Otel | None:
         tracer = trace.get_tracer(TRACER_NAME, version or None)
     else:
         tracer = tracer_provider.get_tracer(TRACER_NAME, version or None)
-    return _Otel(trace, context, tracer)
+    return _Otel(trace, context, tracer, tracer_provider is None)
 
 
 def _resolve() -> _Otel | None:
@@ -197,16 +216,16 @@ def current() -> Any:
         otel = _resolve_locked()
         if otel is None:
             return None
-    return otel.context.get_current() if _valid(otel) else None
+    if not _configured(otel) or not _valid(otel):
+        return None
+    return otel.context.get_current()
 
 
 def bind(fn: F) -> F:
     """``fn`` run in the context current now (on whatever thread calls it later):
     ``fn`` itself when tracing is off or no span is current."""
     otel = _otel
-    if otel is None or otel is _UNRESOLVED:
-        return fn
-    if not _valid(otel):
+    if otel is None or otel is _UNRESOLVED or not _configured(otel) or not _valid(otel):
         return fn
     captured = otel.context.get_current()
     attach, detach = otel.context.attach, otel.context.detach
@@ -233,6 +252,24 @@ def _clean(attributes: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def _configured(otel: _Otel) -> bool:
+    """True when spans go somewhere: a provider was given, or the application set the
+    global one (the API alone hands out a proxy whose spans are no-ops: making them
+    would only cost time). A provider set later counts within `_RECHECK_S`."""
+    if otel.configured:
+        return True
+    now = time.monotonic()
+    last = otel.checked_at
+    if last is not None and now - last < _RECHECK_S:
+        return False  # looked less than a second ago (a look reads the environment)
+    otel.checked_at = now
+    provider = otel.trace.get_tracer_provider()
+    if isinstance(provider, otel.trace.ProxyTracerProvider):
+        return False
+    otel.configured = True
+    return True
+
+
 def start_span(
     name: str,
     attributes: Mapping[str, Any] | None = None,
@@ -245,7 +282,7 @@ def start_span(
     from `current()`) or else of the current span; None when tracing is off. End it
     with `end_span()`. ``kind``: ``internal``, ``client`` or ``consumer``."""
     otel = _resolve()
-    if otel is None:
+    if otel is None or not _configured(otel):
         return None
     try:
         return otel.tracer.start_span(
@@ -286,13 +323,20 @@ def end_span(
         logger.debug("ending a span failed", exc_info=True)
 
 
+def _is_real(span_: Any) -> bool:
+    try:
+        return bool(span_.get_span_context().is_valid)
+    except Exception:
+        return False
+
+
 @contextmanager
 def use_span(span_: Any) -> Iterator[None]:
     """Make ``span_`` (from `start_span()`; None: nothing) current inside the block,
     without ending it."""
     otel = _otel
-    if span_ is None or otel is None or otel is _UNRESOLVED:
-        yield
+    if span_ is None or otel is None or otel is _UNRESOLVED or not _is_real(span_):
+        yield  # nothing to carry (e.g. the API without an SDK: an invalid no-op span)
         return
     token = otel.context.attach(otel.trace.set_span_in_context(span_))
     try:
@@ -347,9 +391,9 @@ def span(
     the block marks it failed (class name only). Enters to a `SpanScope`. Tracing off:
     a shared no-op context manager."""
     otel = _otel
-    if otel is None:
-        return _NULL_CONTEXT
-    if otel is _UNRESOLVED and _resolve_locked() is None:
+    if otel is _UNRESOLVED:
+        otel = _resolve_locked()
+    if otel is None or not _configured(otel):
         return _NULL_CONTEXT
     return _span(name, attributes, parent, kind)
 
@@ -388,8 +432,8 @@ def run_span(platform: str, channel: str, run: Any) -> Iterator[None]:
     ``run.future`` is settled (its ``outcome`` attribute is the result's status), or
     when the block raises."""
     otel = _otel
-    if otel is None or (otel is _UNRESOLVED and _resolve_locked() is None):
-        yield
+    if otel is None or otel is _UNRESOLVED or not _configured(otel):
+        yield  # tracing off (a channel's construction resolved it: never unresolved here)
         return
     started = start_span(
         SPAN_RUN,
@@ -426,7 +470,7 @@ def record_api_call(platform: str, operation: str, status: str, seconds: float) 
     """A `SPAN_API_CALL` for an attempt that just ended after ``seconds`` (a child of
     the current span; ``status``: the HTTP status, ``timeout`` or ``error``)."""
     otel = _otel
-    if otel is None or otel is _UNRESOLVED:
+    if otel is None or otel is _UNRESOLVED or not _configured(otel):
         return
     end = time.time_ns()
     started = start_span(
