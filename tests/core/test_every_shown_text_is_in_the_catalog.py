@@ -47,7 +47,7 @@ TEXT_MODULES = (
     "channelkit.platforms.slack.output",
     "channelkit.platforms.weixin.adapter",
 )
-#: name prefixes of person-facing constants in those modules
+#: name prefixes of person-facing constants in those modules (and the suffix ``_TEXT``)
 TEXT_PREFIXES = (
     "MSG_",
     "TEXT_",
@@ -68,7 +68,7 @@ def _shown_constants() -> list[tuple[str, str]]:
     for name in TEXT_MODULES:
         module = importlib.import_module(name)
         for attr, value in vars(module).items():
-            if attr in NOT_SHOWN or not attr.startswith(TEXT_PREFIXES):
+            if attr in NOT_SHOWN or not (attr.startswith(TEXT_PREFIXES) or attr.endswith("_TEXT")):
                 continue
             if isinstance(value, str):
                 found.append((f"{name}.{attr}", value))
@@ -186,3 +186,26 @@ def test_a_message_survives_pickling_with_its_key() -> None:
     message = catalog.en("notice.failed")
     copy = pickle.loads(pickle.dumps(message))
     assert isinstance(copy, Message) and copy.key == "notice.failed" and copy == message
+
+
+def test_the_text_permission_prompt_is_in_the_persons_language() -> None:
+    from channelkit.agents.base import PermissionOption, PermissionRequest
+    from channelkit.core.text import format_permission_request, without_reply_commands
+
+    request = PermissionRequest(
+        request_id="r1",
+        session_id="s1",
+        tool_call={"title": "Run ls", "kind": "execute", "rawInput": {"command": "ls"}},
+        options=(
+            PermissionOption(option_id="proceed_once", name="", kind="allow_once"),
+            PermissionOption(option_id="cancel", name="", kind="reject_once"),
+        ),
+    )
+    english = format_permission_request(request)
+    german = format_permission_request(request, messages("de"))
+    assert english.startswith("Permission required to run a tool\n")
+    assert german.startswith(CATALOG["de"]["prompt.title"] + "\n")
+    assert CATALOG["de"]["prompt.allow_once"] in german and "/approve" in german
+    # the settled prompt drops the reply block in any language
+    assert CATALOG["de"]["prompt.reply_with"] not in without_reply_commands(german)
+    assert "/approve" not in without_reply_commands(german)

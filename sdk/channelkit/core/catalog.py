@@ -115,6 +115,8 @@ _EN: dict[str, str] = {
     "question.busy": "This question is already being processed.",
     "question.pick_one": "Select at least one option first.",
     "question.answer_all": "Answer every question first.",
+    "question.hint_many": "Choose one or more options, then tap Submit.",
+    "question.hint_one": "Tap an option to choose it.",
     "question.submitted": "Answer submitted.",
     "question.cancelled": "Cancelled.",
     "question.selected": "Selected.",
@@ -161,6 +163,12 @@ _EN: dict[str, str] = {
     "to stop every request in this chat.",
     "queue.dropped": "Stopped before it started.",
     # -- Slack status texts, Telegram/Weixin markers and terminal labels ----------------
+    "telegram.help": "Send a message to talk to the agent.\n\n"
+    "/cancel — Cancel the running request\n"
+    "/approve [request-id] — Approve a pending permission request\n"
+    "/approve-always [request-id] — Always approve a pending permission request\n"
+    "/deny [request-id] — Deny a pending permission request\n"
+    "/help — Show available commands",
     "slack.working": "Working…",
     "slack.stopped": "_Stopped._",
     "slack.done": "Done.",
@@ -278,6 +286,8 @@ _ZH_CN: dict[str, str] = {
     "question.busy": "该问题正在处理中。",
     "question.pick_one": "请先至少选择一个选项。",
     "question.answer_all": "请先回答所有问题。",
+    "question.hint_many": "选择一个或多个选项，然后点击“提交”。",
+    "question.hint_one": "点击一个选项进行选择。",
     "question.submitted": "答案已提交。",
     "question.cancelled": "已取消。",
     "question.selected": "已选择。",
@@ -315,6 +325,12 @@ _ZH_CN: dict[str, str] = {
     "operator.stop_usage": "发送 /stop 停止你正在运行的请求，"
     "或发送 /stop all（管理员）停止此会话中的所有请求。",
     "queue.dropped": "已在开始前停止。",
+    "telegram.help": "发送消息即可与智能体对话。\n\n"
+    "/cancel — 取消正在运行的请求\n"
+    "/approve [request-id] — 批准待处理的权限请求\n"
+    "/approve-always [request-id] — 始终批准待处理的权限请求\n"
+    "/deny [request-id] — 拒绝待处理的权限请求\n"
+    "/help — 显示可用命令",
     "slack.working": "处理中…",
     "slack.stopped": "_已停止。_",
     "slack.done": "已完成。",
@@ -439,6 +455,8 @@ _DE: dict[str, str] = {
     "question.busy": "Diese Frage wird bereits bearbeitet.",
     "question.pick_one": "Wähle zuerst mindestens eine Option.",
     "question.answer_all": "Beantworte zuerst jede Frage.",
+    "question.hint_many": "Wähle eine oder mehrere Optionen und tippe dann auf Absenden.",
+    "question.hint_one": "Tippe auf eine Option, um sie zu wählen.",
     "question.submitted": "Antwort abgesendet.",
     "question.cancelled": "Abgebrochen.",
     "question.selected": "Ausgewählt.",
@@ -482,6 +500,12 @@ _DE: dict[str, str] = {
     "operator.stop_usage": "Sende /stop, um deine laufende Anfrage zu stoppen, oder /stop all "
     "(Admins), um jede Anfrage in diesem Chat zu stoppen.",
     "queue.dropped": "Vor dem Start gestoppt.",
+    "telegram.help": "Schreib eine Nachricht, um mit dem Agenten zu sprechen.\n\n"
+    "/cancel — Die laufende Anfrage abbrechen\n"
+    "/approve [request-id] — Eine offene Berechtigungsanfrage erlauben\n"
+    "/approve-always [request-id] — Eine offene Berechtigungsanfrage immer erlauben\n"
+    "/deny [request-id] — Eine offene Berechtigungsanfrage ablehnen\n"
+    "/help — Verfügbare Befehle anzeigen",
     "slack.working": "Arbeitet…",
     "slack.stopped": "_Gestoppt._",
     "slack.done": "Fertig.",

@@ -305,8 +305,11 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         """Every raw tool call event (including raw input). Default: nothing."""
 
     def format_permission_request(self, request: PermissionRequest) -> str:
-        """The text permission prompt for requests not presented natively."""
-        return format_permission_request(request)
+        """The text permission prompt for requests not presented natively, in the
+        language of the person whose session asks."""
+        target = self.target_for_session(request.session_id)
+        texts = self.messages_for(target.sender_id if target is not None else None)
+        return format_permission_request(request, texts)
 
     def on_close(self) -> None:
         """Called by `close()` after live runs were cancelled and pending requests

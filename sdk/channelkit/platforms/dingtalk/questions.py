@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+from channelkit.core.catalog import en
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
 from channelkit.platforms.common.contract import Decision
@@ -110,10 +111,10 @@ logger = logging.getLogger(__name__)
 MAX_LIVE_QUESTION_CARDS = 1_000
 #: The form value of the custom "Other" choice.
 OTHER_OPTION_VALUE = "__ck_other__"
-UNAVAILABLE_TEXT = "This question is no longer available."
-NEWER_QUESTION_TEXT = "A newer question is available. Answer the latest card."
+UNAVAILABLE_TEXT = en("question.unavailable")
+NEWER_QUESTION_TEXT = en("question.newer")
 #: Sent to the chat when a claimed card answer lost to another surface.
-ALREADY_ANSWERED_TEXT = "This question was already answered; the card's answer was not used."
+ALREADY_ANSWERED_TEXT = en("question.already_answered_card")
 
 #: The card state of an answer given elsewhere: shown expired, with its own text.
 RESOLVED_OUTSIDE = "resolved_outside_presenter"

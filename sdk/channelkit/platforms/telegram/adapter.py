@@ -143,14 +143,7 @@ TEXT_FAILED = en("notice.failed")
 #: previous one's crash (``kill -9``): the run was recorded, it never ended.
 TEXT_INTERRUPTED = en("notice.interrupted")
 
-HELP_TEXT = (
-    "Send a message to talk to the agent.\n\n"
-    "/cancel — Cancel the running request\n"
-    "/approve [request-id] — Approve a pending permission request\n"
-    "/approve-always [request-id] — Always approve a pending permission request\n"
-    "/deny [request-id] — Deny a pending permission request\n"
-    "/help — Show available commands"
-)
+HELP_TEXT = en("telegram.help")
 
 #: Telegram's command menu (``setMyCommands``) for the commands this adapter serves.
 #: (``/approve-always`` works but cannot be listed: menu commands allow only a-z 0-9 _.)
@@ -515,8 +508,10 @@ class TelegramChannel(ChannelBase):
         )
         if text.startswith("/") and command in _LOCAL_COMMANDS:
             chat_id = str(message.chat.id)
+            self.locales.note(str(sender.id), _language_code(sender))
+            help_text = self.messages_for(str(sender.id)).text(HELP_TEXT)
             return Decision.ack().then(
-                lambda: self.pool.post(self._send_quietly, chat_id, HELP_TEXT, thread)
+                lambda: self.pool.post(self._send_quietly, chat_id, help_text, thread)
             )
         msg = InboundMessage(
             channel_name=self.name,

@@ -205,8 +205,11 @@ def _truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def build_question_text(question: Any, index: int, total: int) -> str:
-    """The message text of one question (plain text, no parse mode)."""
+def build_question_text(
+    question: Any, index: int, total: int, texts: Messages | None = None
+) -> str:
+    """The message text of one question (plain text, no parse mode); its hint in the
+    locale of ``texts`` (default English)."""
     header = str(_attr(question, "header", default="") or "")
     body = str(_attr(question, "question", default="") or "")
     multi = bool(_attr(question, "multi_select", "multiSelect", default=False))
@@ -216,9 +219,7 @@ def build_question_text(question: Any, index: int, total: int) -> str:
         description = _option_description(option)
         lines.append(f"• {label}" + (f" — {description}" if description else ""))
     lines.append("")
-    lines.append(
-        "Choose one or more options, then tap Submit." if multi else "Tap an option to choose it."
-    )
+    lines.append((texts or messages()).get("question.hint_many" if multi else "question.hint_one"))
     return _truncate("\n".join(lines), MAX_MESSAGE_CHARS)
 
 
@@ -227,12 +228,14 @@ def build_keyboard(
     question_index: int,
     question: Any,
     selected: set[int] | frozenset[int] = frozenset(),
+    texts: Messages | None = None,
 ) -> dict[str, Any]:
     """The ``InlineKeyboardMarkup`` of one question message.
 
     One row per option (``✓`` marks the chosen/selected ones); the last row holds
-    ``Submit`` (multi-select only) and ``Cancel``.
+    ``Submit`` (multi-select only) and ``Cancel``, labelled in the locale of ``texts``.
     """
+    m = texts or messages()
     multi = bool(_attr(question, "multi_select", "multiSelect", default=False))
     rows: list[list[dict[str, str]]] = []
     for option_index, option in enumerate(_attr(question, "options", default=()) or ()):
@@ -249,9 +252,12 @@ def build_keyboard(
     last: list[dict[str, str]] = []
     if multi:
         last.append(
-            {"text": "Submit", "callback_data": encode_callback(token, "submit", question_index)}
+            {
+                "text": m.get("button.submit"),
+                "callback_data": encode_callback(token, "submit", question_index),
+            }
         )
-    last.append({"text": "Cancel", "callback_data": encode_callback(token, "cancel")})
+    last.append({"text": m.get("button.cancel"), "callback_data": encode_callback(token, "cancel")})
     rows.append(last)
     return {"inline_keyboard": rows}
 
@@ -389,6 +395,7 @@ class TelegramQuestionPresenter:
         questions = list(ctx.questions)
         if not 1 <= len(questions) <= 4:
             return "unsupported"
+        owner_texts = self.texts_for(str(ctx.owner.id))  # the questions in its language
         with self._lock:
             token = new_token()
             while (  # pragma: no cover
@@ -402,7 +409,10 @@ class TelegramQuestionPresenter:
                 thread_id=thread_id,
                 owner_id=str(ctx.owner.id),
                 questions=questions,
-                texts=[build_question_text(q, i, len(questions)) for i, q in enumerate(questions)],
+                texts=[
+                    build_question_text(q, i, len(questions), owner_texts)
+                    for i, q in enumerate(questions)
+                ],
                 message_ids=[None] * len(questions),
                 selections=[set() for _ in questions],
                 done=[False] * len(questions),
@@ -422,7 +432,7 @@ class TelegramQuestionPresenter:
                 message_id = self._api.send_message(
                     chat_id,
                     record.texts[index],
-                    reply_markup=build_keyboard(token, index, question),
+                    reply_markup=build_keyboard(token, index, question, texts=owner_texts),
                     message_thread_id=thread_id,
                 )
             except Exception as exc:
@@ -690,7 +700,8 @@ class TelegramQuestionPresenter:
         self._submit(record.token, lambda: self._project_terminal(record))
 
     def _project_terminal(self, record: _Record) -> None:
-        label = TERMINAL_LABELS.get(record.terminal or "expired", LABEL_EXPIRED)
+        terminal = TERMINAL_LABELS.get(record.terminal or "expired", LABEL_EXPIRED)
+        label = self.texts_for(record.owner_id).text(terminal)  # in the owner's language
         for index, message_id in enumerate(list(record.message_ids)):
             if message_id is None:
                 continue
@@ -726,7 +737,13 @@ class TelegramQuestionPresenter:
                 record.chat_id,
                 message_id,
                 record.texts[index],
-                reply_markup=build_keyboard(record.token, index, record.questions[index], selected),
+                reply_markup=build_keyboard(
+                    record.token,
+                    index,
+                    record.questions[index],
+                    selected,
+                    texts=self.texts_for(record.owner_id),
+                ),
             )
         except Exception as exc:
             logger.warning(
