@@ -8,7 +8,8 @@ they have none through ``Capabilities.threads``):
 * a run busy in one thread does not queue a message of another thread: that one starts
   at once, while a second message in the busy thread waits with a queue notice;
 * every output of a run (the status card or message, its answer, the queue notice, a
-  question's form) lands in the thread that started it, never in the chat outside it.
+  question's form, a tool permission's approval buttons) lands in the thread that
+  started it, never in the chat outside it.
 """
 
 from __future__ import annotations
@@ -200,3 +201,36 @@ def test_a_question_asked_in_a_thread_is_shown_in_it_and_settles_there(
     assert d.pg.channel.wait_idle(BOUND_S)
     d.settle()
     _assert_everything_landed_in_its_thread(d, {}, {thread_a})
+
+
+@pytest.fixture
+def own_threaded_short(threaded: Context) -> Iterator[Context]:
+    """A per-thread channel of its own whose requests wait 60 s (fake time) at most."""
+    with open_platform(
+        threaded.driver.platform, session_scope="thread", permission_timeout=60.0
+    ) as context:
+        yield context
+
+
+def test_approval_buttons_for_a_threads_run_are_shown_in_the_thread(
+    own_threaded_short: Context,
+) -> None:
+    chat = own_threaded_short
+    d, title = chat.driver, f"Run ls {new_token()}"
+    d.require("approval_buttons")
+    _, thread_b = d.thread_ids
+
+    def asks(turn: Turn) -> str:
+        chat.script.outcomes.put(turn.request_permission(title))
+        return ""
+
+    chat.script.fn = asks
+    _in_thread(d, "permission", thread_b)
+    wait_for(lambda: (a := d.approval_buttons(title)) and a["buttons"], "the approval buttons")
+    shown = d.landed()
+    assert shown and all(at == thread_b for _, at in shown), shown  # the buttons included
+    d.clock.advance(61.0)  # unanswered: the request ends (no real waiting)
+    assert not chat.script.outcome().allowed
+    assert d.pg.channel.wait_idle(BOUND_S)
+    d.settle()
+    _assert_everything_landed_in_its_thread(d, {}, {thread_b})
