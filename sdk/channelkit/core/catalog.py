@@ -131,6 +131,8 @@ _EN: dict[str, str] = {
     "question.already_answered_card": "This question was already answered; the card's "
     "answer was not used.",
     # -- status lines (DingTalk status cards, Slack, Telegram) ---------------------------
+    "status.queued": "Queued",
+    "status.starting": "Starting now",
     "status.running": "Running",
     "status.completed": "Completed",
     "status.failed": "Failed",
@@ -168,6 +170,9 @@ _EN: dict[str, str] = {
     "/approve [request-id] — Approve a pending permission request\n"
     "/approve-always [request-id] — Always approve a pending permission request\n"
     "/deny [request-id] — Deny a pending permission request\n"
+    "/new — Start a new conversation\n"
+    "/status — What runs and waits here\n"
+    "/stop all — Stop every request in this chat (admins)\n"
     "/help — Show available commands",
     "slack.working": "Working…",
     "slack.stopped": "_Stopped._",
@@ -298,6 +303,8 @@ _ZH_CN: dict[str, str] = {
     "question.already_answered_keyboard": "该问题已被回答，按钮上的答案未被采用。",
     "question.already_answered_form": "该问题已被回答，表单中的答案未被采用。",
     "question.already_answered_card": "该问题已被回答，卡片上的答案未被采用。",
+    "status.queued": "排队中",
+    "status.starting": "现在开始",
     "status.running": "运行中",
     "status.completed": "已完成",
     "status.failed": "已失败",
@@ -330,6 +337,9 @@ _ZH_CN: dict[str, str] = {
     "/approve [request-id] — 批准待处理的权限请求\n"
     "/approve-always [request-id] — 始终批准待处理的权限请求\n"
     "/deny [request-id] — 拒绝待处理的权限请求\n"
+    "/new — 开始新的对话\n"
+    "/status — 查看正在运行和排队的请求\n"
+    "/stop all — 停止此聊天中的所有请求（管理员）\n"
     "/help — 显示可用命令",
     "slack.working": "处理中…",
     "slack.stopped": "_已停止。_",
@@ -470,6 +480,8 @@ _DE: dict[str, str] = {
     "des Formulars wurde nicht verwendet.",
     "question.already_answered_card": "Diese Frage wurde bereits beantwortet; die Antwort "
     "der Karte wurde nicht verwendet.",
+    "status.queued": "Wartend",
+    "status.starting": "Startet jetzt",
     "status.running": "Läuft",
     "status.completed": "Abgeschlossen",
     "status.failed": "Fehlgeschlagen",
@@ -505,6 +517,9 @@ _DE: dict[str, str] = {
     "/approve [request-id] — Eine offene Berechtigungsanfrage erlauben\n"
     "/approve-always [request-id] — Eine offene Berechtigungsanfrage immer erlauben\n"
     "/deny [request-id] — Eine offene Berechtigungsanfrage ablehnen\n"
+    "/new — Ein neues Gespräch beginnen\n"
+    "/status — Was hier läuft und wartet\n"
+    "/stop all — Alle Anfragen in diesem Chat stoppen (Admins)\n"
     "/help — Verfügbare Befehle anzeigen",
     "slack.working": "Arbeitet…",
     "slack.stopped": "_Gestoppt._",

@@ -63,7 +63,7 @@ from channelkit.core import (
     UserInputPresentationResult,
     UserInputRequestContext,
 )
-from channelkit.core.catalog import en
+from channelkit.core.catalog import en, messages
 from channelkit.core.commands import parse_command
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
@@ -332,7 +332,7 @@ class DingtalkChannel(ChannelBase):
             name=f"{config.name} card action",
         )
         #: queue notices on status cards, updated as the run moves up
-        self.queue_notices: QueueNotices[str] = QueueNotices(
+        self.queue_notices: QueueNotices[tuple[str, str]] = QueueNotices(
             self, show=self._show_queue_notice, edit=self._edit_queue_notice
         )
         if self.cluster is not None:
@@ -741,7 +741,9 @@ class DingtalkChannel(ChannelBase):
         """The queue notice on a status card kept current (see the module docstring)."""
         self.queue_notices.queued(event)
 
-    def _show_queue_notice(self, event: RunQueuedEvent, text: str) -> str | None:
+    def _show_queue_notice(self, event: RunQueuedEvent, text: str) -> tuple[str, str] | None:
+        """The queue card (its outTrackId and its owner's locale), or None after sending
+        the notice as a message."""
         owner = self._owners.get(event.message_id) if event.message_id else None
         presenter = self.presenter
         if (
@@ -756,9 +758,13 @@ class DingtalkChannel(ChannelBase):
             return None
         track = f"ck-queue-{uuid.uuid4().hex}"
         target = CardTarget(owner.chat_id if owner.is_group else owner.owner_key, owner.is_group)
+        texts = self.messages_for(owner.owner_key)
         try:
             self.api.create_and_deliver(
-                STATUS_CARD_TEMPLATE_ID, track, target, queue_card_params(text, final=False)
+                STATUS_CARD_TEMPLATE_ID,
+                track,
+                target,
+                queue_card_params(text, final=False, texts=texts),
             )
         except ChannelKitError as exc:
             log_card_error("queue card", exc, STATUS_CARD_TEMPLATE_ID, track)
@@ -773,15 +779,18 @@ class DingtalkChannel(ChannelBase):
                 chat=owner.chat_id,
                 group=owner.is_group,
             )
-        return track
+        return track, texts.locale
 
     def _queue_card_done(self, run_id: str) -> None:
         track = self._queue_cards.pop(run_id)
         if track is not None and self.cluster is not None:
             self.cluster.queue_card_done(track)
 
-    def _edit_queue_notice(self, track: str, text: str, final: bool) -> None:
-        self.api.update_instance(track, queue_card_params(text, final=final))
+    def _edit_queue_notice(self, card: tuple[str, str], text: str, final: bool) -> None:
+        track, locale = card
+        self.api.update_instance(
+            track, queue_card_params(text, final=final, texts=messages(locale))
+        )
 
     def recover_interrupted_runs(self) -> None:
         """Without a store: tell each person whose run the previous process left

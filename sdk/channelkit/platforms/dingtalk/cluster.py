@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from channelkit.core.catalog import en
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common.cluster import Cluster
@@ -115,18 +115,20 @@ def _form(card: dict[str, Any]) -> FormSpec:
 
 
 def queue_card_params(
-    text: str, *, final: bool, status_line: str | None = None
+    text: str, *, final: bool, status_line: str | None = None, texts: Messages | None = None
 ) -> dict[str, object]:
     """The status-card variables of a queue notice: the notice as the card's text, in
     progress (``flowStatus`` 2, "Queued") until the run starts (3, "Starting now", or
-    ``status_line``: a dead instance's queued run ends "Interrupted")."""
+    ``status_line``: a dead instance's queued run ends "Interrupted"); the status words
+    in the locale of ``texts`` (default English)."""
+    m = texts or messages()
     block = json.dumps([{"type": 0, "markdown": text}], ensure_ascii=False, separators=(",", ":"))
     return {
         "blockList": block,
         "content": text,
         "copy_content": text,
         "flowStatus": 3 if final else 2,
-        "statusLine": status_line or ("Starting now" if final else "Queued"),
+        "statusLine": status_line or m.get("status.starting" if final else "status.queued"),
         "hasAction": "false",
         "stop_action": "false",
     }
