@@ -164,11 +164,20 @@ def _toast(kind: str, content: str) -> dict[str, Any]:
     return {"toast": {"type": kind, "content": content}}
 
 
+def _into(record: QuestionRecord) -> tuple[str, ...]:
+    """The extra argument of ``send_text`` that puts a text into the request's thread
+    (none outside a thread: a ``send_text(chat_id, text)`` of two arguments works)."""
+    return (record.reply_to,) if record.reply_to else ()
+
+
 class QuestionPresenter:
     """Presents and arbitrates Feishu question forms; see the module docstring.
 
     ``registry`` holds the live records (key: request id; index ``scope``: session,
-    owner and run) and their tombstones (key: request id).
+    owner and run) and their tombstones (key: request id). ``send_text(chat_id, text)``
+    sends the plain-text notices, with a third argument (a message of the thread to
+    reply to) for a request of a thread; ``thread_anchor(chat_id, thread_id)`` names
+    that message.
     """
 
     def __init__(
@@ -181,7 +190,7 @@ class QuestionPresenter:
         language: str = "zh",
         timeout_s: float = 270.0,
         custom_text: bool = True,
-        send_text: Callable[[str, str], Any] | None = None,
+        send_text: Callable[..., Any] | None = None,
         registry: CardRegistry[QuestionRecord, tuple[str, str]] | None = None,
         thread_anchor: Callable[[str, str | None], str | None] | None = None,
     ) -> None:
@@ -295,7 +304,7 @@ class QuestionPresenter:
             text = question.question or question.header
             lines.append(f"- {text}: {labels}")
         try:
-            self._send_text(record.chat_id, "\n".join(lines))
+            self._send_text(record.chat_id, "\n".join(lines), *_into(record))
         except Exception:
             logger.exception("question fallback message failed")
 
@@ -387,7 +396,7 @@ class QuestionPresenter:
         if not tell_already_answered(reason) or self._send_text is None:
             return
         try:
-            self._send_text(record.chat_id, self._strings["already_answered"])
+            self._send_text(record.chat_id, self._strings["already_answered"], *_into(record))
         except Exception:
             logger.exception("already-answered notice failed")
 
