@@ -7,10 +7,12 @@
 * `channelkit.observability.logs` - the INFO lines, `JsonFormatter`,
   `configure_logging()`;
 * `channelkit.observability.metrics` - Prometheus metrics (`install_metrics()`,
-  `metrics_route()`; the ``metrics`` extra).
+  `metrics_route()`; the ``metrics`` extra);
+* `channelkit.observability.tracing` - OpenTelemetry spans (the ``otel`` extra:
+  `install_tracing()`, the span names; the core's seam: `span()`, `bind()`...).
 
-See docs/operations.md. This package imports neither prometheus_client nor anything
-heavy until metrics are installed.
+See docs/operations.md. This package imports neither prometheus_client nor
+OpenTelemetry until metrics are installed or a channel is built.
 """
 
 from __future__ import annotations
