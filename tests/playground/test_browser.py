@@ -26,7 +26,7 @@ pytestmark = pytest.mark.browser
 
 WAIT = 15.0  # a loaded 2-core machine; a healthy page answers well within a second or two
 #: The platforms whose page this test drives: every one the playground offers.
-PAGES = ("dingtalk", "feishu", "telegram", "slack", "weixin")
+PAGES = ("dingtalk", "feishu", "telegram", "slack", "weixin", "discord")
 FORMS = ("dingtalk", "feishu", "slack")  # questions as a form with Submit
 STATUS_CARDS = ("dingtalk", "feishu")  # output in status cards with a Stop button
 
@@ -167,6 +167,38 @@ class Page:
                 f"return !{this_card}.querySelector('.badge.pending')",  # as the person sees it
                 "the form to leave Pending",
             )
+        elif self.platform == "discord":
+            # a select menu per question: pick, Choose (recorded), then Submit
+            card = (
+                "Array.from(document.querySelectorAll('.card')).find(c => "
+                "c.querySelectorAll('.dc-select select:not([disabled])').length === 2)"
+            )
+            self.wait(f"return {card}", "the question's select menus")
+            card_id = self.browser.script(f"return {card}.dataset.cardId")
+            this_card = f"document.querySelector('[data-card-id=\"{card_id}\"]')"
+            for labels in (["Green"], ["Cheese", "Olives"]):
+                menu = (
+                    f"Array.from({this_card}.querySelectorAll('.dc-select')).find(r => "
+                    "Array.from(r.querySelectorAll('option')).some(o => o.textContent === "
+                    "arguments[0]))"
+                )
+                for label in labels:  # as a person picks in the menu
+                    self.browser.script(
+                        f"const row = {menu}; Array.from(row.querySelectorAll('option'))"
+                        ".find(o => o.textContent === arguments[1]).selected = true",
+                        labels[0],
+                        label,
+                    )
+                choose = f"return {menu}.querySelector('.dc-choose:not([disabled])')"
+                self.wait(choose, "the menu's Choose button", labels[0])  # after the last
+                self.browser.click(self.browser.find_js(choose, labels[0]))
+            self.click_until(
+                "return Array.from("
+                + this_card
+                + ".querySelectorAll('.kb-btn')).find(b => b.textContent === 'Submit')",
+                f"return !{this_card}.querySelector('.dc-select')",  # settled: no menus
+                "the question to be submitted",
+            )
         elif self.platform == "telegram":
             self.wait("return document.querySelectorAll('.kb-btn').length >= 8", "the keyboards")
             for label, shown in (
@@ -207,6 +239,21 @@ class Page:
                 f"return {this_card}.querySelector('.status-line').textContent"
             )
             assert line.startswith("Stopped"), line
+        elif self.platform == "discord":
+            stop = "document.querySelector('.kb-btn[data-data^=\"ck:stop:\"]')"
+            self.wait("return " + stop, "the Stop button")
+            self.click_until(
+                f"return {stop}",
+                f"return !{stop}",
+                "the message to stop and its Stop button to go",
+            )
+            # the stopped message ends with *Stopped.*: italic, no asterisks shown
+            self.wait(
+                "return Array.from(document.querySelectorAll('.msg-text em, .msg-text i'))"
+                ".some(i => i.textContent === 'Stopped.')",
+                "the italic Stopped. mark",
+            )
+            assert "*Stopped.*" not in self.browser.script(BOT_TEXT)
         elif self.platform == "slack":
             stop = "document.querySelector('.kb-btn[data-data^=\"ck:stop\"]')"
             self.wait("return " + stop, "the Stop button")

@@ -79,7 +79,9 @@
 
   // The markup each platform's bot text is written in, drawn by markup.js as the platform
   // shows it (Slack: mrkdwn, or Markdown where the view says so, as a stream's text is).
-  var PLATFORM_MARKUP = { slack: "slack", dingtalk: "dingtalk", feishu: "feishu" };
+  var PLATFORM_MARKUP = {
+    slack: "slack", dingtalk: "dingtalk", feishu: "feishu", discord: "discord"
+  };
 
   function markupOf(markup) {
     if (platform === "slack" && markup === "markdown") return "markdown";
@@ -436,14 +438,90 @@
     }
   }
 
-  // A chat message with an optional inline keyboard (Telegram, Slack): edited in place.
+  // Discord's select menus under a message: pick, then Choose sends the values.
+  function renderSelects(box, view) {
+    clear(box);
+    (view.selects || []).forEach(function (menu) {
+      var line = el("div", "kb-row dc-select");
+      var select = document.createElement("select");
+      select.multiple = (menu.maxValues || 1) > 1;
+      select.disabled = !!menu.disabled;
+      if (!select.multiple) {
+        var none = el("option", null, menu.placeholder || "Choose\u2026");
+        none.value = "";
+        select.appendChild(none);
+      }
+      (menu.options || []).forEach(function (o) {
+        var option = el("option", null, o.label);
+        option.value = o.value;
+        select.appendChild(option);
+      });
+      var choose = el("button", "kb-btn dc-choose", "Choose");
+      choose.type = "button";
+      choose.disabled = !!menu.disabled;
+      choose.addEventListener("click", function () {
+        var values = Array.prototype.slice.call(select.selectedOptions)
+          .map(function (o) { return o.value; })
+          .filter(function (v) { return v !== ""; });
+        if (values.length) action(view.id, "select", { customId: menu.customId, values: values });
+      });
+      line.appendChild(select);
+      line.appendChild(choose);
+      box.appendChild(line);
+    });
+  }
+
+  // A Discord modal the bot opened from a message: its text fields and Submit.
+  function renderModal(box, view) {
+    clear(box);
+    var modal = view.modal;
+    box.hidden = !modal;
+    if (!modal) return;
+    box.appendChild(el("div", "q-title", modal.title || ""));
+    var inputs = {};
+    (modal.fields || []).forEach(function (f) {
+      var label = el("label", "dc-field", f.label || "");
+      var input = document.createElement(f.style === 2 ? "textarea" : "input");
+      input.placeholder = f.placeholder || "";
+      input.dataset.customId = f.customId;
+      inputs[f.customId] = input;
+      label.appendChild(input);
+      box.appendChild(label);
+    });
+    var submit = el("button", "kb-btn primary dc-modal-submit", "Submit");
+    submit.type = "button";
+    submit.addEventListener("click", function () {
+      var form = {};
+      Object.keys(inputs).forEach(function (k) { form[k] = inputs[k].value; });
+      action(view.id, "modal", form);
+    });
+    box.appendChild(submit);
+  }
+
+  // A chat message with an optional inline keyboard (Telegram, Slack, Discord): edited in
+  // place; Discord's also has select menus, a modal and embeds.
   function renderMessage(card, view) {
     if (!card.dataset.built) {
       card.classList.add("message-card");
       card.appendChild(el("div", "card-body msg-text"));
       card.appendChild(el("div", "keyboard"));
+      card.appendChild(el("div", "selects"));
+      var modalForm = card.appendChild(el("form", "card-body dc-modal"));
+      modalForm.addEventListener("submit", function (e) { e.preventDefault(); });
       card.appendChild(el("div", "meta msg-meta"));
       card.dataset.built = "1";
+    }
+    var selKey = JSON.stringify(view.selects || []);
+    var selects = card.querySelector(".selects");
+    if (selects.dataset.key !== selKey) {
+      selects.dataset.key = selKey;
+      renderSelects(selects, view);
+    }
+    var modalKey = JSON.stringify(view.modal || null);
+    var modal = card.querySelector(".dc-modal");
+    if (modal.dataset.key !== modalKey) {
+      modal.dataset.key = modalKey;
+      renderModal(modal, view);
     }
     var text = card.querySelector(".msg-text");
     var textKey = JSON.stringify([
