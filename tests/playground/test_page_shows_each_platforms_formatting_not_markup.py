@@ -231,3 +231,60 @@ def test_slack_mrkdwn_is_drawn_as_slack_shows_it(browser: Browser, tmp_path: Pat
             _assert_no_errors(browser)
         finally:
             browser.get("about:blank")
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "markdown" / "golden"
+DIALECTS = ("slack", "feishu", "dingtalk", "discord")
+#: Raw markup no golden answer may show once drawn ...
+GOLDEN_RAW = ("**", "```", "~~", "&gt;", "&lt;", "&amp;", "&#", "](", "<http", "|http", "\\")
+#: ... but where the answer itself is that text: a refused link, code, an escaped backslash.
+LITERAL = {
+    ("05_links", "]("),
+    ("10_code_fence_no_language", "**"),
+    ("11_tilde_fence_with_backticks", "```"),
+    ("23_escaped_markdown", "\\"),
+}
+#: Every golden answer of every Markdown dialect drawn on a detached element.
+DRAW_ALL = """
+return arguments[0].map(([name, dialect, text]) => {
+  const node = document.createElement('div');
+  renderMarkup(node, text, dialect);
+  return [name, dialect, node.textContent,
+    Array.from(new Set(Array.from(node.querySelectorAll('*')).map(e => e.tagName.toLowerCase())))];
+});
+"""
+
+
+def test_every_golden_answer_is_drawn_without_raw_markup(browser: Browser) -> None:
+    """The checked-in golden renderings of every Markdown dialect, drawn by the page:
+    no markup left in sight, and each construct of the formatting sample as an element."""
+    jobs = [
+        [vector.name, dialect, (vector / f"{dialect}.txt").read_text(encoding="utf-8")]
+        for vector in sorted(GOLDEN.iterdir())
+        if (vector / "input.md").is_file()
+        for dialect in DIALECTS
+    ]
+    assert len(jobs) == 30 * len(DIALECTS)
+    with Playground(platform="weixin") as pg:  # the page's scripts; any platform will do
+        try:
+            _open(browser, pg)
+            drawn = {
+                (name, dialect): (text, tags)
+                for name, dialect, text, tags in browser.script(DRAW_ALL, jobs)
+            }
+            for (name, dialect), (text, _) in drawn.items():
+                for raw in GOLDEN_RAW:
+                    assert raw not in text or (name, raw) in LITERAL, (name, dialect, raw, text)
+            for dialect in DIALECTS:
+                tags = set(drawn["03_bold_italic_strike_code", dialect][1])
+                strike = {"s"} if dialect != "dingtalk" else set()  # DingTalk has none
+                assert {"b", "i", "code"} | strike <= tags, (dialect, tags)
+                table = drawn["14_small_table", dialect][1]
+                assert ("table" in table) == (dialect == "feishu"), (dialect, table)
+                assert ("pre" in table) == (dialect != "feishu"), (dialect, table)
+                assert {"ol", "ul", "li"} <= set(drawn["07_nested_lists", dialect][1]) or (
+                    dialect == "slack"  # mrkdwn has no lists: bullet lines as written
+                ), dialect
+            _assert_no_errors(browser)
+        finally:
+            browser.get("about:blank")
