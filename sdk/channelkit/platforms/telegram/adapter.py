@@ -154,6 +154,9 @@ BOT_COMMANDS: tuple[tuple[str, str], ...] = (
     ("approve", "Approve a pending permission request"),
     ("deny", "Deny a pending permission request"),
     ("last", "Send your last answer again"),
+    ("new", "Start a new conversation"),
+    ("status", "What runs and waits here"),
+    ("stop", "Stop your request (/stop all: every request, admins)"),
 )
 
 _LOCAL_COMMANDS = ("start", "help")
