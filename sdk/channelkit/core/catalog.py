@@ -131,6 +131,8 @@ _EN: dict[str, str] = {
     "question.already_answered_card": "This question was already answered; the card's "
     "answer was not used.",
     # -- status lines (DingTalk status cards, Slack, Telegram) ---------------------------
+    "status.queued": "Queued",
+    "status.starting": "Starting now",
     "status.running": "Running",
     "status.completed": "Completed",
     "status.failed": "Failed",
@@ -301,6 +303,8 @@ _ZH_CN: dict[str, str] = {
     "question.already_answered_keyboard": "该问题已被回答，按钮上的答案未被采用。",
     "question.already_answered_form": "该问题已被回答，表单中的答案未被采用。",
     "question.already_answered_card": "该问题已被回答，卡片上的答案未被采用。",
+    "status.queued": "排队中",
+    "status.starting": "现在开始",
     "status.running": "运行中",
     "status.completed": "已完成",
     "status.failed": "已失败",
@@ -476,6 +480,8 @@ _DE: dict[str, str] = {
     "des Formulars wurde nicht verwendet.",
     "question.already_answered_card": "Diese Frage wurde bereits beantwortet; die Antwort "
     "der Karte wurde nicht verwendet.",
+    "status.queued": "Wartend",
+    "status.starting": "Startet jetzt",
     "status.running": "Läuft",
     "status.completed": "Abgeschlossen",
     "status.failed": "Fehlgeschlagen",
