@@ -4,6 +4,7 @@ clicking person's message in that channel."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -83,4 +84,22 @@ def test_a_value_button_and_a_select_choice_are_the_clickers_messages(rt, mocker
     started = [e for e in env.channel.events if e.type.value == "started"]
     assert {e.chat_id for e in started} == {GUILD_CHANNEL}
     assert all(e.owner is not None and e.owner.id == STRANGER for e in started)
+    env.channel.close(2.0)
+
+
+def test_the_endpoint_answers_a_click_before_anything_goes_to_discord(rt, mocker) -> None:  # type: ignore[no-untyped-def]
+    bridge = ScriptedBridge([chunk("ok")])
+    env = Env(rt, mocker, bridge, ingress="interactions")
+    env.channel.send_presentation(DM, CARD)
+    rt.settle()  # quiet: no run, no timer, nothing on its way to Discord
+    (body,) = env.posts(DM)
+    button = next(c for c in _components(body) if c.get("label") == "Roll back")
+    sent_before = len(env.mock.request_history)
+    response = env.routes[0].handler(env.signed(button["custom_id"]))
+    assert response.status == 200 and json.loads(response.body) == {"type": 6}
+    assert len(env.mock.request_history) == sent_before  # the answer came first
+    assert bridge.prompts == []  # and the run starts only after it
+    response.run_after()
+    wait_until(lambda: bridge.prompts, what="the run after the answer")
+    rt.settle()
     env.channel.close(2.0)

@@ -15,6 +15,7 @@ import requests_mock as rm
 from channelkit.platforms.discord.adapter import TEXT_NOT_YOUR_RUN
 from channelkit.platforms.discord.output import TEXT_STOPPED
 from channelkit.testing import ScriptedBridge, chunk, gate, wait_until
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.platforms.discord.discord_env import DM, STRANGER, Env
 
@@ -87,4 +88,23 @@ def test_stop_cancels_only_the_run_whose_message_it_is_on(rt: Any, mocker: rm.Mo
     rt.settle()
     b_final = [b for _, b in env.edits() if b["components"] == [] and "run b" in b["content"]]
     assert b_final and b_final[-1]["content"] == "run b ok"
+    env.channel.close(2.0)
+
+
+def test_a_forged_or_replayed_stop_changes_nothing(rt: Any, mocker: rm.Mocker) -> None:
+    release = threading.Event()
+    bridge = ScriptedBridge([chunk("working"), gate(release)])
+    env = Env(rt, mocker, bridge, ingress="interactions")
+    env.message("go")
+    wait_until(lambda: env.posts(DM), what="the segment's message")
+    stop_id = env.posts(DM)[0]["components"][0]["components"][0]["custom_id"]
+    forged = env.signed(stop_id, key=Ed25519PrivateKey.generate())
+    assert env.post_http(forged).status == 401
+    rt.pool.wait_idle(2.0)
+    assert bridge.cancels == []
+    genuine = env.signed(stop_id)
+    assert env.post_http(genuine).status == 200
+    assert env.post_http(genuine).status == 401  # the same request again: a replay
+    rt.settle()
+    assert len(bridge.cancels) == 1
     env.channel.close(2.0)
