@@ -128,8 +128,9 @@ MESSAGE_DEDUP_TTL = 3600.0
 TEXT_NOT_YOUR_RUN = "Only the person who started this can stop it."
 #: The one message telling that a person's run failed where no failed segment shows it.
 TEXT_FAILED = "Failed, please retry."
-#: Threads remembered (channel id -> parent id).
-MAX_THREADS = 10_000
+#: Threads remembered (channel id -> parent id; least recently used dropped first: a
+#: forgotten thread is still its own chat, only its `thread_id` is not set).
+MAX_THREADS = 1_000
 #: Discord's epoch (2015-01-01) in milliseconds: a snowflake's top bits count from it.
 DISCORD_EPOCH_MS = 1_420_070_400_000
 
