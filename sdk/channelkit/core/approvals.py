@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from channelkit.agents.base import PermissionOption, PermissionResponse
+from channelkit.core.catalog import Messages, messages
 from channelkit.core.text import label_or, parameter_summary
 from channelkit.core.types import (
     ChannelPromptOwner,
@@ -72,17 +73,20 @@ class PermissionOutcome:
         return self.kind == "selected" and bool(kind) and str(kind).startswith("allow")
 
 
-def describe_outcome(outcome: PermissionOutcome | None) -> str:
+def describe_outcome(outcome: PermissionOutcome | None, texts: Messages | None = None) -> str:
     """A short visible end state for a card or keyboard: ``"✅ Allow"``, ``"❌ Reject"``,
-    ``"✖️ Cancelled"``, ``"⌛ Expired"`` (``"Answered"`` while unknown)."""
+    ``"✖️ Cancelled"``, ``"⌛ Expired"`` (``"Answered"`` while unknown); the SDK's own
+    words in the locale of ``texts`` (default English), an option's name as the agent
+    gave it."""
+    m = texts or messages()
     if outcome is None:
-        return "Answered"
+        return m.get("approval.answered")
     if outcome.kind == "expired":
-        return "⌛ Expired"
+        return m.get("label.expired")
     if outcome.kind != "selected":
-        return "✖️ Cancelled"
+        return m.get("label.cancelled")
     if outcome.option is None:
-        return "✅ Answered elsewhere"
+        return m.get("approval.answered_elsewhere")
     kind = str(outcome.option.kind or "")
     mark = "❌" if kind.startswith("reject") or outcome.option.option_id == "cancel" else "✅"
     return f"{mark} {label_or(outcome.option.name, outcome.option.option_id)}"

@@ -221,6 +221,8 @@ _EN: dict[str, str] = {
     "card.toast_stop_failed": "Stop failed, please retry",
     "card.delivery_failed": "The question card could not be delivered; the request was "
     "cancelled. Please retry.",
+    "approval.answered": "Answered",
+    "approval.answered_elsewhere": "✅ Answered elsewhere",
     "approval.title": "Permission required",
     "approval.hint": "Tap a button, or reply /approve, /approve-always or /deny.",
     "approval.not_owner": "Only the person who started this task can answer.",
@@ -385,6 +387,8 @@ _ZH_CN: dict[str, str] = {
     "card.toast_not_owner": "只有任务发起人可以操作此卡片。",
     "card.toast_stop_failed": "停止失败，请重试",
     "card.delivery_failed": "互动问题卡片投递失败，该请求已取消，请重试。",
+    "approval.answered": "已回答",
+    "approval.answered_elsewhere": "✅ 已在别处回答",
     "approval.title": "需要授权",
     "approval.hint": "点击按钮作答，或回复 /approve、/approve-always、/deny。",
     "approval.not_owner": "只有发起任务的人可以作答。",
@@ -567,6 +571,8 @@ _DE: dict[str, str] = {
     "card.toast_stop_failed": "Stoppen fehlgeschlagen, bitte erneut versuchen",
     "card.delivery_failed": "Die Fragekarte konnte nicht zugestellt werden; die Anfrage wurde "
     "abgebrochen. Bitte erneut versuchen.",
+    "approval.answered": "Beantwortet",
+    "approval.answered_elsewhere": "✅ Anderswo beantwortet",
     "approval.title": "Berechtigung erforderlich",
     "approval.hint": "Tippe auf eine Schaltfläche, oder antworte mit /approve, "
     "/approve-always oder /deny.",

@@ -104,7 +104,7 @@ def approval_terminal_card(ctx: PermissionRequestContext, language: str) -> dict
     """The read-only card in its end state (buttons gone)."""
     s = _texts(language)
     outcome = ctx.outcome()
-    label = describe_outcome(outcome)
+    label = describe_outcome(outcome)  # as Feishu cards always showed it (English)
     template = "green" if outcome is not None and outcome.allowed else "grey"
     return {
         "schema": "2.0",

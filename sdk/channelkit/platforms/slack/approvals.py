@@ -205,7 +205,7 @@ class SlackApprovals(ApprovalButtons[_Approval]):
         record.ts = ref
 
     def _show_outcome(self, record: _Approval, ref: Any) -> None:
-        label = describe_outcome(record.ctx.outcome())
+        label = describe_outcome(record.ctx.outcome(), self.texts_for(str(record.ctx.owner.id)))
         text = self.settled_text(record.text, label, MAX_TEXT)
         body = text[: -len(label) - 2] or " "  # the request without its commands
         blocks: list[dict[str, Any]] = [

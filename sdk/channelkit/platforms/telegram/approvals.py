@@ -226,7 +226,7 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
         record.message_id = ref
 
     def _show_outcome(self, record: _Approval, ref: Any) -> None:
-        label = describe_outcome(record.ctx.outcome())
+        label = describe_outcome(record.ctx.outcome(), self.texts_for(record.owner_id))
         text = self.settled_text(record.text, label, MAX_MESSAGE_CHARS)
         try:
             self._api.edit_message_text(record.chat_id, ref, text)
