@@ -993,8 +993,188 @@ class WeixinDriver(Driver):
         ]
 
 
-#: Chat platform name -> its contract test driver (a new platform adds one entry).
+# -- Discord -----------------------------------------------------------------------------------
+
+
+class DiscordDriver(Driver):
+    """Discord over its emulator: the person's messages are Gateway dispatches, clicks
+    are interactions (on the Gateway; `DiscordInteractionsDriver`: signed POSTs to the
+    interactions endpoint)."""
+
+    platform = "discord"
+    other_chat = "1300000000000000999"
+    other_group = "1500000000000000999"
+    thread_ids = ("1600000000000000001", "1600000000000000002")
+    everyone_forms = ("@everyone", "@here")
+    indicator_paths = ("/typing",)
+    sender_attribute = "user_id"
+    known_defects = {
+        "replay_after_memory_bound": (
+            "the channel's message-id guard is asked without the message's send time, so "
+            "once its memory bound shrinks the window a redelivered old message is new"
+        ),
+    }
+
+    def redeliver_last_message(self) -> int:
+        """The same ``MESSAGE_CREATE`` dispatched again (Discord redelivers an event the
+        bot may not have handled after a new session)."""
+        response = requests.post(
+            f"{self.pg.url}/_emulator/redeliver", json={"msgId": self._last_msg_id}, timeout=5
+        )
+        assert response.status_code == 200, response.text
+        return int(response.json()["status"])
+
+    @staticmethod
+    def dedup_gates(channel: Any) -> list[Any]:
+        """The message-id guard every ``MESSAGE_CREATE`` passes (the Gateway's sequence
+        numbers drop a resume's replays before it)."""
+        return [channel._seen]
+
+    def send_as(self, text: str, **kwargs: Any) -> str:
+        msg_id = super().send_as(text, **kwargs)
+        self._last_msg_id = msg_id
+        return msg_id
+
+    def _views(self) -> list[dict[str, Any]]:
+        return [v for v in self.bot_views() if not v.get("ephemeral") and v["state"] != "deleted"]
+
+    @staticmethod
+    def _datas(view: dict[str, Any]) -> list[str]:
+        ids = [b["data"] or "" for row in view.get("keyboard") or [] for b in row]
+        return ids + [s["customId"] or "" for s in view.get("selects") or []]
+
+    def __init__(self, pg: Playground, clock: FakeClock) -> None:
+        super().__init__(pg, clock)
+        self._forms: set[str] = set()  # messages seen as a question form
+
+    def reset(self) -> None:
+        super().reset()
+        self._forms.clear()
+
+    def _is_segment(self, view: dict[str, Any]) -> bool:
+        from channelkit.platforms.discord.adapter import TEXT_FAILED
+
+        text = view.get("text", "")
+        datas = self._datas(view)
+        if any(d.startswith(("ck:q:", "ck:ap:")) for d in datas) or view["id"] in self._forms:
+            return False
+        if text == TEXT_FAILED or "/approve" in text or "reply with" in text.lower():
+            return False
+        return not any(d and not d.startswith("ck:stop:") for d in datas)
+
+    def segments(self) -> list[Segment]:
+        from channelkit.platforms.discord.output import TEXT_FAILED_MARK, TEXT_STOPPED
+
+        out = []
+        for v in self._views():
+            if not self._is_segment(v):
+                continue
+            text = v.get("text", "")
+            stop = any(d.startswith("ck:stop:") for d in self._datas(v))
+            if stop:
+                state = "running"
+            elif text.rstrip().endswith(TEXT_STOPPED):
+                state = "cancelled"
+            elif text.rstrip().endswith(TEXT_FAILED_MARK):
+                state = "failed"
+            else:
+                state = "completed"
+            out.append(Segment(v["id"], text, state, v["id"] if stop else None))
+        return out
+
+    def failures(self) -> int:
+        from channelkit.platforms.discord.adapter import TEXT_FAILED
+
+        notices = sum(1 for v in self._views() if v.get("text") == TEXT_FAILED)
+        return notices + sum(1 for s in self.segments() if s.state == "failed")
+
+    def notices(self, user: str) -> list[str]:
+        """Ephemeral messages: only the clicker sees them."""
+        return [n["text"] for n in self.emulator.ephemerals() if n["user"] == user]
+
+    def _prompts(self) -> list[Prompt]:
+        from channelkit.platforms.discord.questions import TEXT_TERMINAL
+
+        out = []
+        for v in self._views():
+            text = v.get("text", "")
+            if any(d.startswith("ck:q:") for d in self._datas(v)):
+                self._forms.add(v["id"])
+                out.append(Prompt(v["id"], True, "pending", text, v))
+            elif v["id"] in self._forms:  # a form settled in place
+                state = next((s for s, label in TEXT_TERMINAL.items() if label in text), "pending")
+                out.append(Prompt(v["id"], True, state, text, v))
+            elif "/approve" in text or "reply with" in text.lower():
+                out.append(Prompt(v["id"], False, "pending", text, v))
+        return out
+
+    def inputs(self, prompt: Prompt) -> list[str]:
+        current = next((p for p in self.prompts() if p.id == prompt.id), prompt)
+        view = current.view
+        keys = [b["text"] for row in view.get("keyboard") or [] for b in row if b.get("data")]
+        return keys + [o["label"] for s in view.get("selects") or [] for o in s["options"]]
+
+    def answer(self, prompt: Prompt, label: str, user: str | None = None) -> None:
+        (menu,) = prompt.view["selects"]
+        value = next(o["value"] for o in menu["options"] if o["label"] == label)
+        self.click(prompt.id, "select", {"customId": menu["customId"], "values": [value]}, user)
+        submit = next(
+            b["data"]
+            for row in prompt.view["keyboard"]
+            for b in row
+            if b["data"].endswith(":submit")
+        )
+        self.click(prompt.id, "tap", {"data": submit}, user=user)
+
+    def cancel(self, prompt: Prompt, user: str | None = None) -> None:
+        data = next(
+            b["data"]
+            for row in prompt.view["keyboard"]
+            for b in row
+            if b["data"].endswith(":cancel")
+        )
+        self.click(prompt.id, "tap", {"data": data}, user=user)
+
+    def presentations(self, title: str) -> list[dict[str, Any]]:
+        out = []
+        views = {v["id"]: v for v in self.bot_views()}
+        for call in self.emulator.calls():
+            if call["method"] != "POST" or not call["path"].endswith("/messages"):
+                continue
+            body = call.get("body") or {}
+            if title not in json.dumps(body, ensure_ascii=False):
+                continue
+            response = call.get("response") or {}
+            message_id = response.get("id") if isinstance(response, dict) else None
+            out.append(
+                {
+                    "messageId": message_id,
+                    "text": views.get(message_id, {}).get("text"),
+                    "native": bool(body.get("components")),
+                    "pinned": bool(views.get(message_id, {}).get("pinned")),
+                }
+            )
+        return out
+
+
+class DiscordInteractionsDriver(DiscordDriver):
+    """Discord with clicks as Ed25519-signed POSTs to the interactions endpoint."""
+
+    playground_options = {"ingress": "interactions"}
+
+
+#: Chat platform name -> its contract test driver (a new platform adds one entry). A
+#: platform with a second ingress mode may add ``"<platform>-<mode>"`` too: a driver
+#: whose ``platform`` is the registered name, running the suite over that mode.
 DRIVERS: dict[str, type[Driver]] = {
     driver.platform: driver
-    for driver in (DingtalkDriver, FeishuDriver, TelegramDriver, SlackDriver, WeixinDriver)
+    for driver in (
+        DingtalkDriver,
+        FeishuDriver,
+        TelegramDriver,
+        SlackDriver,
+        WeixinDriver,
+        DiscordDriver,
+    )
 }
+DRIVERS["discord-interactions"] = DiscordInteractionsDriver

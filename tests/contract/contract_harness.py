@@ -127,7 +127,8 @@ class Context:
 def open_platform(platform: str, **channel_options: Any) -> Iterator[Context]:
     from channelkit.platforms import PLATFORMS
 
-    spec = PLATFORMS.get(platform)
+    driver = DRIVERS.get(platform)  # a key may name an ingress mode: its platform's spec
+    spec = PLATFORMS.get(driver.platform if driver is not None else platform)
     if spec is None or spec.playground is None:  # read now: a plugin may have registered it
         pytest.skip(f"{platform} has a contract driver but the playground cannot emulate it yet")
     script = Script()

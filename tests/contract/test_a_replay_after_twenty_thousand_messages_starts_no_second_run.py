@@ -32,7 +32,7 @@ from channelkit.agents import Turn
 from channelkit.platforms.common.replay import MAX_REPLAY_ENTRIES, ReplayGuard
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from contract_drivers import BOUND_S, DRIVERS
-from contract_harness import Context, new_token, open_platform
+from contract_harness import Context, known_defect, new_token, open_platform
 
 OTHER_MESSAGES = 20_000
 
@@ -163,6 +163,7 @@ def shown(request: pytest.FixtureRequest) -> bool:
 def test_a_replay_after_twenty_thousand_messages_starts_no_second_run(
     fresh: Context, request: pytest.FixtureRequest
 ) -> None:
+    known_defect(fresh.driver, "replay_after_memory_bound", request)
     entries, held, _ = replay_after_other_messages(fresh, measure=shown(request))
     print(f"\n{fresh.driver.platform}: {entries} ids remembered, {held / 1e6:.2f} MB")
 

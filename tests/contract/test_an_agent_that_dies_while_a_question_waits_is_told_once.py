@@ -54,7 +54,7 @@ class DyingAgent(FunctionAgent):
 def dying(request: pytest.FixtureRequest) -> Iterator[tuple[Driver, DyingAgent]]:
     from channelkit.platforms import PLATFORMS
 
-    spec = PLATFORMS.get(request.param)  # read now: a plugin may have registered it
+    spec = PLATFORMS.get(DRIVERS[request.param].platform)  # read now: a plugin may add it
     if spec is None or spec.playground is None:
         pytest.skip(f"{request.param} cannot be emulated yet")
     agent = DyingAgent()

@@ -436,6 +436,7 @@ class DiscordEmulator(EmulatorBase):
         self.interactions_url = interactions_url
         self.ingress = ingress
         self.user_id = user_id
+        self._person = user_id  # the member of DM_CHANNEL (user_id may be changed later)
         self.clock: Clock = clock or SystemClock()
         self._key = Ed25519PrivateKey.generate()
         #: the application's public key (hex): the channel verifies interactions with it
@@ -486,7 +487,9 @@ class DiscordEmulator(EmulatorBase):
             return channel
 
     def _dm_of(self, user_id: str) -> str:
-        if user_id == self.user_id:
+        """The DM channel of the bot and ``user_id``: `DM_CHANNEL` for the emulator's
+        person, a channel of their own for anybody else (a DM has two members)."""
+        if user_id == self._person:
             return DM_CHANNEL
         with self._lock:
             for channel in self._channels.values():
