@@ -68,6 +68,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
+from channelkit.core.catalog import en
 from channelkit.errors import ApiError, RateLimited
 from channelkit.markdown import Dialect, looks_plain, parse, render_document, safe_cut, split
 from channelkit.platforms.common import (
@@ -108,11 +109,11 @@ MAX_OUTPUT_RUNS = 1_000
 SendText = Callable[[str, str, "str | None"], None]
 
 #: Ends the partial text of a cancelled segment.
-CANCELLED_MARKER = "[cancelled]"
+CANCELLED_MARKER = en("marker.cancelled")
 #: Ends the partial text of a segment whose run failed (the failure notice follows).
-FAILED_MARKER = "[failed]"
+FAILED_MARKER = en("marker.failed")
 #: Ends the partial text of a segment whose run was stopped by a shutdown (SIGTERM).
-STOPPED_MARKER = "[stopped]"
+STOPPED_MARKER = en("marker.stopped")
 #: The segment end reason the adapter passes when a run was cancelled by a shutdown.
 STOPPED = "stopped"
 
