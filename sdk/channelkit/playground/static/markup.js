@@ -78,16 +78,20 @@
 
   // Where a *bold*, _italic_ or ~strike~ that opens at `start` closes, or -1. Slack opens
   // a marker after a space or punctuation, before a non-space; it closes before a space,
-  // punctuation or the end, after a non-space; never across a line.
-  function slackCloser(text, start) {
+  // punctuation or the end, after a non-space; never across a line. `none[mark]`: where a
+  // search found no closer up to (a closer does not depend on its opener, so a later
+  // opener before that point finds none either: each line is searched once per mark).
+  function slackCloser(text, start, none) {
     var mark = text.charAt(start);
     if (isWord(text.charAt(start - 1)) || isSpace(text.charAt(start + 1))) return -1;
-    if (text.charAt(start + 1) === mark) return -1;
-    for (var j = start + 2; j < text.length; j++) {
+    if (text.charAt(start + 1) === mark || start < (none[mark] || -1)) return -1;
+    var j = start + 2;
+    for (; j < text.length; j++) {
       var ch = text.charAt(j);
-      if (ch === "\n") return -1;
+      if (ch === "\n") break;
       if (ch === mark && !isSpace(text.charAt(j - 1)) && !isWord(text.charAt(j + 1))) return j;
     }
+    none[mark] = j;
     return -1;
   }
 
@@ -108,6 +112,8 @@
   function slackInline(parent, text) {
     var plainFrom = 0;
     var i = 0;
+    var noCloser = false;  // no ">" after some "<": none after a later one either
+    var none = {};  // slackCloser's memory of lines without a closer
     var flush = function (to) { slackText(parent, text.slice(plainFrom, to)); };
     while (i < text.length) {
       var ch = text.charAt(i);
@@ -120,8 +126,9 @@
           i = plainFrom = end + 1;
           continue;
         }
-      } else if (ch === "<") {
+      } else if (ch === "<" && !noCloser) {
         end = text.indexOf(">", i + 1);
+        noCloser = end < 0;
         var inner = end > i ? text.slice(i + 1, end) : "";
         if (inner && inner.indexOf("\n") < 0 && inner.indexOf("<") < 0) {
           flush(i);
@@ -137,7 +144,7 @@
           continue;
         }
       } else if (SLACK_STYLE[ch]) {
-        end = slackCloser(text, i);
+        end = slackCloser(text, i, none);
         if (end > 0) {
           flush(i);
           var styled = el(SLACK_STYLE[ch], "mk-" + SLACK_STYLE[ch]);
@@ -244,6 +251,9 @@
   }
 
   var PUNCT = /[!-\/:-@\[-`{-~]/;
+  // How far a closing marker, "]" or ")" is looked for: a paragraph of unmatched openers
+  // costs at most this much per opener, not the rest of the paragraph each time.
+  var REACH = 1000;
 
   // A run of `mark` starting at i: its length.
   function runAt(text, i, mark) {
@@ -260,7 +270,8 @@
     if (isSpace(text.charAt(from))) return -1;
     if (mark === "_" && isWord(text.charAt(start - 1))) return -1;
     if (open > size && size === 1 && open !== 3) return -1;  // "**" is not two italics
-    for (var j = from; j < text.length; j++) {
+    var stop = Math.min(text.length, from + REACH);
+    for (var j = from; j < stop; j++) {
       var ch = text.charAt(j);
       if (ch === "\\") { j++; continue; }
       if (ch === "`") {
@@ -286,7 +297,8 @@
   // The link destination after "](": [end index after ")", url] or null.
   function linkTarget(text, from) {
     var depth = 0;
-    for (var j = from; j < text.length; j++) {
+    var stop = Math.min(text.length, from + REACH);
+    for (var j = from; j < stop; j++) {
       var ch = text.charAt(j);
       if (ch === "\\") { j++; continue; }
       if (ch === "\n") return null;
@@ -305,7 +317,8 @@
   // The "]" closing a link text opened at `start` ("["), or -1.
   function labelEnd(text, start) {
     var depth = 0;
-    for (var j = start + 1; j < text.length; j++) {
+    var stop = Math.min(text.length, start + REACH);
+    for (var j = start + 1; j < stop; j++) {
       var ch = text.charAt(j);
       if (ch === "\\") { j++; continue; }
       if (ch === "`") {
@@ -322,6 +335,8 @@
     }
     return -1;
   }
+
+  var AUTOLINK = /<(https?:\/\/[^\s<>]+)>/iy;
 
   function mdInline(parent, text, opts) {
     var buf = "";
@@ -399,7 +414,8 @@
         }
       }
       if (ch === "<") {
-        var auto = /^<(https?:\/\/[^\s<>]+)>/i.exec(text.slice(i));
+        AUTOLINK.lastIndex = i;
+        var auto = AUTOLINK.exec(text);
         if (auto) {
           flush();
           link(parent, auto[1], function (a) { a.textContent = auto[1]; });
