@@ -824,13 +824,19 @@ class SlackDriver(Driver):
         from channelkit.platforms.slack.adapter import TEXT_FAILED
         from channelkit.platforms.slack.output import TEXT_STOPPED
 
-        views = [v for v in self.bot_views() if not v.get("ephemeral")]
+        current = self.state()
+        placed = [  # (view, the thread it is in): threads interleave in the timeline
+            (current["views"][e["card"]], e.get("threadId"))
+            for e in current["timeline"]
+            if e["kind"] == "card" and e["card"] in current["views"]
+        ]
+        placed = [(v, thread) for v, thread in placed if not v.get("ephemeral")]
         out = []
-        for i, v in enumerate(views):
+        for i, (v, thread) in enumerate(placed):
             if v["kind"] != "message" or self._is_control(v) or v.get("text") == TEXT_FAILED:
                 continue
             control = None  # its own: the first control before the next message
-            for c in views[i + 1 :]:
+            for c in (c for c, at in placed[i + 1 :] if at == thread):  # of its thread
                 if self._is_control(c):
                     control = c
                     break

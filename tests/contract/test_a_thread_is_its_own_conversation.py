@@ -141,8 +141,7 @@ def test_a_busy_thread_does_not_hold_up_another_and_its_queue_notice_stays_in_it
 
         _in_thread(d, only_b, thread_b)
         assert entered_b.wait(BOUND_S), "thread B's message waited for thread A's run"
-        # B's answer shows while A still runs (not through the driver's segments: they
-        # pair a message with the next status control, and A's may come after B's answer)
+        # B's answer shows while A still runs
         wait_for(
             lambda: any(f"answer {only_b}" in text for text, _ in d.landed()),
             lambda: f"thread B's answer: {d.landed()}",
