@@ -1014,12 +1014,6 @@ class DiscordDriver(Driver):
     everyone_forms = ("@everyone", "@here")
     indicator_paths = ("/typing",)
     sender_attribute = "user_id"
-    known_defects = {
-        "replay_after_memory_bound": (
-            "the channel's message-id guard is asked without the message's send time, so "
-            "once its memory bound shrinks the window a redelivered old message is new"
-        ),
-    }
 
     def redeliver_last_message(self) -> int:
         """The same ``MESSAGE_CREATE`` dispatched again (Discord redelivers an event the

@@ -321,10 +321,12 @@ class DiscordChannel(ChannelBase):
         if message is None:
             return Decision.ignored()
         dm = message.guild_id is None
+        # the id's own time: a redelivery carries it, so an id the bounded memory let go
+        # is refused as stale rather than taken for new (unless no clock compares to it)
         sent_at = snowflake_time(message.message_id)
         if sent_at is not None and abs(sent_at - self.clock.time()) > MESSAGE_DEDUP_TTL:
-            sent_at = None  # not a time this clock can compare (tests, emulators)
-        claim = self._seen.claim(message.message_id, sent_at=sent_at)
+            sent_at = None  # a clock that is not Discord's (tests): remembered from now
+        claim = self._seen.claim(message.message_id, sent_at, sent_at=sent_at)
         if claim == "unavailable":  # the shared store is down: tell the person once
             return self._store_unavailable(message.channel_id, message.author_id)
         if claim != "first":
