@@ -53,6 +53,13 @@ EMULATOR_OPTIONS: dict[str, dict[str, Any]] = {
     "weixin": {"hold_seconds": 2.0},
 }
 
+#: ingress modes where the channel connects out to the emulator (no callback URL to wire)
+LONG_CONNECTIONS = ("stream", "websocket", "polling", "socket", "gateway")
+#: further channel options per platform: where its long connection goes
+CONNECT_OPTIONS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "discord": lambda emulator: {"gatewayUrl": emulator.gateway.url},
+}
+
 #: chat platforms without an emulator yet (they cannot join a message round trip)
 WITHOUT_EMULATOR: frozenset[str] = frozenset()
 
@@ -64,7 +71,7 @@ def _served() -> list[PlatformSpec]:
 def _ingress(spec: PlatformSpec) -> str:
     mode = INGRESS.get(spec.name, spec.default_ingress)
     assert mode in spec.ingress, (spec.name, mode)
-    if mode not in ("stream", "websocket", "polling", "socket"):
+    if mode not in LONG_CONNECTIONS:
         assert (spec.name, mode) in CALLBACKS, f"{spec.name}: wire its {mode} callbacks here"
     return str(mode)
 
@@ -95,6 +102,7 @@ def _write_config(tmp_path: Path, emulators: dict[str, EmulatorServer]) -> str:
                 "options": {
                     defaults.api_base_url_option: emulators[spec.name].url,
                     "ingress": _ingress(spec),
+                    **CONNECT_OPTIONS.get(spec.name, lambda _: {})(emulators[spec.name].emulator),
                 },
             }
         )
