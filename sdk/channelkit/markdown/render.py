@@ -198,6 +198,7 @@ class Renderer:
 
     def inlines(self, inlines: Sequence[Inline]) -> str:
         parts: list[str] = []
+        marked: set[int] = set()  # indexes of the parts wrapped in emphasis markers
         for node in inlines:
             if isinstance(node, Text):
                 parts.append(self.escape(node.text))
@@ -211,15 +212,24 @@ class Renderer:
                     continue
                 self._bold += 1
                 try:
+                    marked.add(len(parts))
                     parts.append(_hug(self.inlines(node.children), self.bold))
                 finally:
                     self._bold -= 1
             elif isinstance(node, Italic):
+                marked.add(len(parts))
                 parts.append(_hug(self.inlines(node.children), self.italic))
             elif isinstance(node, Strike):
+                marked.add(len(parts))
                 parts.append(_hug(self.inlines(node.children), self.strike))
             else:
                 parts.append(self.link(node.href, node.children))
+        return self.join(parts, marked)
+
+    def join(self, parts: Sequence[str], marked: set[int]) -> str:
+        """The inline ``parts`` as one string; ``marked`` are the indexes of the parts
+        wrapped in emphasis markers (a dialect whose markers need a word boundary
+        separates them from the letters around them)."""
         return "".join(parts)
 
 
@@ -321,6 +331,16 @@ class TelegramRenderer(Renderer):
         return "<pre>" + html.escape("\n".join(lines), quote=False) + "</pre>"
 
 
+#: U+200B ZERO WIDTH SPACE: a word boundary that shows nothing.
+ZWSP = "\u200b"
+
+
+def _touches(char: str) -> bool:
+    """Whether ``char`` next to a Slack marker keeps it from formatting (a letter or
+    digit of any script, or any other non-ASCII character such as CJK punctuation)."""
+    return char.isalnum() or (not char.isascii() and not char.isspace())
+
+
 def _slack_href(href: str) -> str:
     for char, code in (("|", "%7C"), ("<", "%3C"), (">", "%3E"), (" ", "%20")):
         href = href.replace(char, code)
@@ -336,6 +356,21 @@ class SlackRenderer(Renderer):
 
     def escape_code(self, code: str) -> str:
         return self.escape(code).replace("```", "``\u200b`")
+
+    def join(self, parts: Sequence[str], marked: set[int]) -> str:
+        # Slack formats ``*x*`` only at a word boundary: markers that touch a letter
+        # (``到*测试环境*，``, ``foo*bar*``) would show as asterisks. A zero-width space
+        # between them is a boundary that shows nothing.
+        out = list(parts)
+        for i in marked:
+            part = out[i]
+            if not part or part[0].isspace() or part[-1].isspace():
+                continue  # whitespace moved outside the markers is boundary enough
+            if i > 0 and out[i - 1] and _touches(out[i - 1][-1]):
+                out[i] = ZWSP + out[i]
+            if i + 1 < len(out) and out[i + 1] and _touches(out[i + 1][0]):
+                out[i] = out[i] + ZWSP
+        return "".join(out)
 
     def bold(self, inner: str) -> str:
         return f"*{inner}*"
