@@ -21,11 +21,9 @@ import pytest
 from channelkit.agents import Turn
 from channelkit.core.queue_notices import MSG_STARTING
 from channelkit.core.text import MSG_QUEUED_NEXT, format_queued
-from channelkit.errors import QuestionError
 from contract_drivers import BOUND_S, DRIVERS, Driver, wait_for
 from contract_harness import (
     COLOR,
-    LIFETIME_S,
     Context,
     ask,
     new_token,
@@ -177,26 +175,18 @@ def test_a_busy_thread_does_not_hold_up_another_and_its_queue_notice_stays_in_it
     )
 
 
-@pytest.fixture
-def own_threaded(threaded: Context) -> Iterator[Context]:
-    """A per-thread channel of its own (the test moves its clock far ahead)."""
-    with open_platform(threaded.driver.platform, session_scope="thread") as context:
-        yield context
-
-
-def test_a_question_asked_in_a_thread_is_shown_in_it_and_settles_there(
-    own_threaded: Context,
+def test_a_question_asked_in_a_thread_is_shown_answered_and_settled_in_it(
+    chat: Context,
 ) -> None:
-    chat = own_threaded
     d, token = chat.driver, new_token()
     thread_a, _ = d.thread_ids
     chat.script.fn = ask(chat.script, COLOR)
     _in_thread(d, f"ask {token}", thread_a)
-    pending(d, "Pick a color?")
+    prompt = pending(d, "Pick a color?")
     shown = d.landed()
     assert shown and all(at == thread_a for _, at in shown), shown  # the form included
-    d.clock.advance(LIFETIME_S + 1)  # unanswered: it expires (no real waiting)
-    assert isinstance(chat.script.outcome(), QuestionError)
+    d.answer(prompt, "Blue")  # the owner answers the form in the thread
+    assert chat.script.outcome() == {"0": "Blue"}
     assert d.pg.channel.wait_idle(BOUND_S)
     d.settle()
     _assert_everything_landed_in_its_thread(d, {}, {thread_a})

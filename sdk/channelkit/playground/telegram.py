@@ -337,13 +337,23 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         return {"id": self.chat_id, "type": "private", "first_name": self.user_name}
 
     def _message_json(self, card: Mapping[str, Any]) -> dict[str, Any]:
+        chat = self._chat()
+        sent_to = card.get("chat_id")
+        if sent_to is not None and str(sent_to) != str(self.chat_id):  # a group or another chat
+            number = int(sent_to)
+            chat = {"id": number, "type": "supergroup" if number < 0 else "private"}
+            if card.get("message_thread_id") is not None:
+                chat["is_forum"] = True
         out: dict[str, Any] = {
             "message_id": card["message_id"],
             "from": self._bot_user(),
-            "chat": self._chat(),
+            "chat": chat,
             "date": card["date"],
             "text": card["text"],
         }
+        if card.get("message_thread_id") is not None:  # a forum topic's message
+            out["message_thread_id"] = card["message_thread_id"]
+            out["is_topic_message"] = True
         if card.get("edit_date"):
             out["edit_date"] = card["edit_date"]
         if card.get("reply_markup") is not None:
@@ -489,6 +499,8 @@ class TelegramEmulator(DraftChat, EmulatorBase):
                 "reply_markup": markup,
                 "date": int(time.time()),
                 "edits": 0,
+                "chat_id": params.get("chat_id"),  # where a tap on it comes from
+                "message_thread_id": params.get("message_thread_id"),
             }
             self._put_card(key, card)
             entry: dict[str, Any] = {"kind": "card", "from": "bot", "card": key, "msgId": key}

@@ -163,6 +163,9 @@ class FeishuCallbacks(FeishuChat):
                 raise KeyError(card_id)
             message_id = card.get("messageId")
             card_json = copy.deepcopy(card["json"])
+            sent = self._messages.get(message_id) if message_id else None
+            # the chat the card was sent to (a group, a thread's chat), else the person's
+            chat_id = str(sent["chat_id"]) if sent else self.chat_id
         if not message_id:
             raise ValueError(f"card {card_id} was never sent to the chat")
         wanted = _BUTTON_ACTIONS.get(action, action)
@@ -185,7 +188,7 @@ class FeishuCallbacks(FeishuChat):
             "token": "c-" + secrets.token_hex(12),
             "action": action_body,
             "host": "im_message",
-            "context": {"open_message_id": message_id, "open_chat_id": self.chat_id},
+            "context": {"open_message_id": message_id, "open_chat_id": chat_id},
         }
         envelope = self._envelope("card.action.trigger", event)
         result = self._deliver_callback("card", self.card_url, envelope)
