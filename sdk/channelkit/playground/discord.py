@@ -438,6 +438,8 @@ class DiscordEmulator(EmulatorBase):
         self.user_id = user_id
         self._person = user_id  # the member of DM_CHANNEL (user_id may be changed later)
         self.clock: Clock = clock or SystemClock()
+        #: seconds (real time) an interaction waits for its first response (Discord: 3)
+        self.interaction_ack_seconds = INTERACTION_ACK_SECONDS
         self._key = Ed25519PrivateKey.generate()
         #: the application's public key (hex): the channel verifies interactions with it
         self.public_key = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
@@ -816,7 +818,7 @@ class DiscordEmulator(EmulatorBase):
         with self._lock:
             if interaction["responded"]:
                 return _error(400, 40060, "Interaction has already been acknowledged.")
-            if time.monotonic() > interaction["delivered"] + INTERACTION_ACK_SECONDS:
+            if time.monotonic() > interaction["delivered"] + self.interaction_ack_seconds:
                 interaction["late"] = True
                 self._touch()
                 return _error(404, 10062, "Unknown interaction")
@@ -1129,7 +1131,7 @@ class DiscordEmulator(EmulatorBase):
                 return result
             # the bot answers with a REST callback: wait (bounded: Discord's 3 s) until
             # it shows, so what the click changed is visible when this returns
-            deadline = time.monotonic() + INTERACTION_ACK_SECONDS
+            deadline = time.monotonic() + self.interaction_ack_seconds
             with self._changed:
                 while not record.get("done"):
                     left = deadline - time.monotonic()
