@@ -65,6 +65,7 @@ from channelkit.agents.base import (
 from channelkit.errors import QuestionCancelled, QuestionError, QuestionExpired
 
 if TYPE_CHECKING:
+    from channelkit.attachments.model import ReceivedFile
     from channelkit.presentation.model import MessagePresentation, ReplyPayload
 
 __all__ = [
@@ -244,12 +245,27 @@ def _question_dict(index: int, item: Question | Mapping[str, Any]) -> dict[str, 
 
 
 class Turn:
-    """One agent turn, handed to the agent function."""
+    """One agent turn, handed to the agent function.
 
-    def __init__(self, agent: FunctionAgent, session_id: str, text: str, sink: AgentEventSink):
+    `text` is what the person wrote (with a note naming any attachment that could not
+    be received); `attachments` the files they sent, downloaded into the run's
+    temporary directory (`ReceivedFile`: `path`, `name`, sniffed `content_type`,
+    `size`, `sha256`, `open()`), in the order sent. The files are removed when the
+    run ends: copy what you keep.
+    """
+
+    def __init__(
+        self,
+        agent: FunctionAgent,
+        session_id: str,
+        text: str,
+        sink: AgentEventSink,
+        attachments: tuple[ReceivedFile, ...] = (),
+    ):
         self._agent = agent
         self.session_id = session_id
         self.text = text
+        self.attachments = attachments
         self._sink = sink
         self._said: list[str] = []
         self._cancelled = threading.Event()
@@ -545,7 +561,22 @@ class FunctionAgent:
         return self.question_timeout
 
     def prompt(self, session_id: str, text: str, sink: AgentEventSink) -> str:
-        turn = Turn(self, session_id, text, sink)
+        """Run ``fn`` on a new `Turn` of ``text``; return everything it said."""
+        return self._run_turn(Turn(self, session_id, text, sink))
+
+    def prompt_with_attachments(
+        self,
+        session_id: str,
+        text: str,
+        attachments: Sequence[ReceivedFile],
+        sink: AgentEventSink,
+    ) -> str:
+        """Like `prompt()`, with the person's downloaded files as `Turn.attachments`
+        (the channel calls it when a message carried attachments)."""
+        return self._run_turn(Turn(self, session_id, text, sink, tuple(attachments)))
+
+    def _run_turn(self, turn: Turn) -> str:
+        session_id = turn.session_id
         with self._lock:
             if session_id in self._turns:
                 raise RuntimeError(f"session {session_id} already has a running turn")

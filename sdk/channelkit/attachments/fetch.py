@@ -9,10 +9,8 @@ import threading
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
-
-import requests
-import urllib3
 
 from channelkit.attachments.model import ReceivedFile
 from channelkit.attachments.names import sanitize_name, unique_path
@@ -23,6 +21,9 @@ from channelkit.errors import (
     AttachmentTooLarge,
     ConfigurationError,
 )
+
+if TYPE_CHECKING:  # requests loads with the first download, not with the core
+    import requests
 
 __all__ = ["DEFAULT_PER_FILE", "DEFAULT_PER_MESSAGE", "DownloadLimits", "MessageBudget", "download"]
 
@@ -167,6 +168,8 @@ def _open(
     limits: DownloadLimits,
     name: str,
 ) -> requests.Response:
+    import requests
+
     timeout = (limits.connect_timeout, limits.read_timeout)
     first_host = (urlsplit(url).hostname or "").lower()
     for hop in range(limits.max_redirects + 1):
@@ -229,6 +232,9 @@ def _content_length(response: requests.Response) -> int | None:
 
 
 def _is_timeout(exc: requests.RequestException) -> bool:
+    import requests
+    import urllib3
+
     # while the body streams, requests wraps urllib3's read timeout in a ConnectionError
     return isinstance(exc, requests.Timeout) or any(
         isinstance(arg, urllib3.exceptions.TimeoutError) for arg in exc.args
@@ -244,6 +250,8 @@ def _stream(
     limits: DownloadLimits,
     budget: MessageBudget | None,
 ) -> ReceivedFile:
+    import requests
+
     digest = hashlib.sha256()
     head = b""
     size = 0

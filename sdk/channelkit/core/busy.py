@@ -230,8 +230,8 @@ class BusyChat:
 
         running = self._table.active_run(run.session_id)
         steer = getattr(self._bridge(), "steer", None)
-        if running is None or not callable(steer) or not _prompting(running):
-            return self._enqueue(run, defer, True)
+        if running is None or not callable(steer) or not _prompting(running) or run.attachments:
+            return self._enqueue(run, defer, True)  # steering hands over text only
 
         def hand_over() -> None:
             try:
@@ -298,6 +298,7 @@ class BusyChat:
             if not _open_for_joining_locked(target):
                 return False
             target.text = f"{target.text}{COLLECT_SEPARATOR}{run.text}"
+            target.attachments = target.attachments + run.attachments
         batch.count += 1
         batch.bytes += size
         return True

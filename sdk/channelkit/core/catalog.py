@@ -230,6 +230,9 @@ _EN: dict[str, str] = {
     "approval.busy": "This request is already being answered.",
     "approval.sent": "Answer sent.",
     "approval.unknown": "This button is not recognised.",
+    # -- attachments (issue 25) ---------------------------------------------------------
+    "attachment.too_large": "{name} was not received: it is larger than the limit of {limit}.",
+    "attachment.not_received": "{name} could not be received.",
 }
 
 _ZH_CN: dict[str, str] = {
@@ -396,6 +399,9 @@ _ZH_CN: dict[str, str] = {
     "approval.busy": "该请求正在处理中。",
     "approval.sent": "已提交。",
     "approval.unknown": "无法识别该按钮。",
+    # -- attachments (issue 25) ---------------------------------------------------------
+    "attachment.too_large": "未能接收 {name}：文件超过 {limit} 的上限。",
+    "attachment.not_received": "未能接收 {name}。",
 }
 
 _DE: dict[str, str] = {
@@ -581,6 +587,10 @@ _DE: dict[str, str] = {
     "approval.busy": "Diese Anfrage wird bereits beantwortet.",
     "approval.sent": "Antwort gesendet.",
     "approval.unknown": "Diese Schaltfläche ist unbekannt.",
+    # -- attachments (issue 25) ---------------------------------------------------------
+    "attachment.too_large": "{name} wurde nicht empfangen: die Datei ist größer als das "
+    "Limit von {limit}.",
+    "attachment.not_received": "{name} konnte nicht empfangen werden.",
 }
 
 #: locale -> key -> text. Every locale holds every key of ``en`` (tested).

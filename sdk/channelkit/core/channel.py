@@ -39,7 +39,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Literal
 
-from channelkit.agents.base import AgentBridge, PermissionRequest, ToolCallEvent
+from channelkit.agents.base import AgentBridge, AgentEventSink, PermissionRequest, ToolCallEvent
+from channelkit.attachments.fetch import DownloadLimits
+from channelkit.attachments.model import Attachment
+from channelkit.attachments.workspace import Workspaces
 from channelkit.core.access import ACCESS_COMMAND, AccessGate, refused
 from channelkit.core.admission import RunAdmission, Ticket
 from channelkit.core.approvals import PermissionHooks
@@ -50,6 +53,14 @@ from channelkit.core.commands import COMMANDS, ChatCommands, parse_command
 from channelkit.core.config import ChannelConfig
 from channelkit.core.context import UserInputRequestContext
 from channelkit.core.handles import CommandHandle, RunHandle, RunResult
+from channelkit.core.inbound_files import (
+    AttachmentSource,
+    InboundFiles,
+    ReceivedAttachments,
+    agent_note,
+    file_lines,
+    problem_notice,
+)
 from channelkit.core.last_answers import DeliveryOutcome, LastAnswers
 from channelkit.core.locales import PersonLocales
 from channelkit.core.pending import CANCELLED_RESPONSE
@@ -79,7 +90,7 @@ from channelkit.core.types import (
     SettlementReason,
     UserInputPresentationResult,
 )
-from channelkit.errors import ChannelBusy, ChannelClosed, ConfigurationError
+from channelkit.errors import AttachmentRefused, ChannelBusy, ChannelClosed, ConfigurationError
 from channelkit.observability import tracing
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.runtime.pool import WorkerPool
@@ -102,12 +113,15 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
     """The platform-neutral channel: subclass it and override the hooks.
 
     ``ChannelBase(config, bridge, *, executor=None, scheduler=None, clock=None,
-    run_executor=None)``: ``executor`` is the `WorkerPool` for hooks, projections,
+    run_executor=None, threads=False)``: ``executor`` is the `WorkerPool` for hooks, projections,
     deferred ingress work and timer callbacks (created from ``config.max_workers`` when
     omitted); ``run_executor`` the pool agent runs block on (created when omitted, with
     room for ``max_concurrent_runs`` active runs plus every run waiting on a person);
     ``scheduler`` a `Scheduler` (created on ``executor`` and ``clock`` when
-    omitted). Resources it created are shut down by `close()`.
+    omitted). Resources it created are shut down by `close()`. ``threads``: the
+    platform has threads (a platform channel passes its registry entry's ``"threads"``
+    capability); with no ``config.session_scope`` a group message then shares the
+    session of its thread instead of having one per person (see `SessionRouter`).
     """
 
     #: True for a platform that shows nothing while an output segment runs (it cannot
@@ -126,6 +140,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
         run_executor: WorkerPool | None = None,
+        threads: bool = False,
     ) -> None:
         if not isinstance(config, ChannelConfig):
             raise ConfigurationError("must be a ChannelConfig", path="config")
@@ -181,7 +196,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             start=self._start_ticket,
             moved=self._ticket_moved,
         )
-        self.router = SessionRouter(config.name, config.scope, clock=clock)
+        #: message -> session by the scope (configured, or the default per message)
+        self.router = SessionRouter(config.name, config.scope, threads=threads, clock=clock)
         self._runs = RunTable(config.name)
         self._events = RunEvents(config.name, self.lanes, self)
         self._requests = PendingRequests(
@@ -243,6 +259,11 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             store=lambda: getattr(self, "state_store", None),  # pairings: the shared store
         )
         self._worker_state = threading.local()  # run threads: the run handed to them next
+        #: the caps, timeouts and redirect bound of every attachment download
+        self.attachment_limits = DownloadLimits()
+        #: the per-run directories attachments are downloaded to (removed when the run
+        #: ends and by `close()`); replace it before the first run to choose the root
+        self.workspaces = Workspaces(clock=clock)
 
     # =================================================================================
     # Hooks (override in adapters). All run on the run's lane unless noted.
@@ -310,6 +331,20 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         target = self.target_for_session(request.session_id)
         texts = self.messages_for(target.sender_id if target is not None else None)
         return format_permission_request(request, texts)
+
+    def attachment_source(self, attachment: Attachment) -> AttachmentSource:
+        """How to download one of a person's attachments (platforms override it).
+
+        Called on the run's worker (after the ACK) for each `Attachment` of the
+        message, in order; it may call the platform's API (Telegram's ``getFile``) to
+        turn `Attachment.reference` into an authenticated URL on the platform's own
+        file host. The core then streams that URL into the run's workspace under
+        `attachment_limits`. Raising (an `AttachmentError` or any other error) leaves
+        that file out: the person is told, the run starts without it. The default
+        refuses: this platform does not download attachments yet."""
+        raise AttachmentRefused(
+            name=attachment.name, reason=f"{type(self).__name__} does not download attachments"
+        )
 
     def on_close(self) -> None:
         """Called by `close()` after live runs were cancelled and pending requests
@@ -426,6 +461,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             owner=ChannelPromptOwner(msg.sender_id),
             message_id=msg.message_id,
             text=msg.text,
+            attachments=msg.attachments,
         )
         return self._busy.admit(run, defer)
 
@@ -576,6 +612,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             self.run_pool.shutdown(wait=True, timeout=left())
         if self._owns_pool:
             self.pool.shutdown(wait=True, timeout=left())
+        self.workspaces.close()
 
     def __enter__(self) -> ChannelBase:
         return self
@@ -599,6 +636,11 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 raise ConfigurationError("must be a non-empty string", path=f"msg.{name}")
         if not isinstance(msg.text, str):
             raise ConfigurationError("must be a string", path="msg.text")
+        if not isinstance(msg.attachments, tuple):
+            raise ConfigurationError("must be a tuple of Attachment", path="msg.attachments")
+        for index, attachment in enumerate(msg.attachments):
+            if not isinstance(attachment, Attachment):
+                raise ConfigurationError("must be an Attachment", path=f"msg.attachments[{index}]")
         if msg.channel_name != self.name:
             raise ConfigurationError(
                 f"is {msg.channel_name!r}, this channel is {self.name!r}", path="msg.channel_name"
@@ -742,7 +784,11 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         status: Literal["completed", "failed", "cancelled"] = "failed"
         response = ""
         error: BaseException | None = None
+        received: ReceivedAttachments | None = None
         try:
+            if run.attachments and not run.is_cancelled():
+                # on this worker, never before the ACK; a Stop meanwhile skips the rest
+                received = self._receive_attachments(run)
             with run.lock:
                 skip = run.cancelled  # cancelled before the prompt went out
                 run.prompting = True
@@ -751,7 +797,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 platform, run_id = self._events.platform, run.run_id
                 turn = {"channelkit.platform": platform, "channelkit.run_id": run_id}
                 with tracing.span(tracing.SPAN_AGENT_TURN, turn):  # the agent call
-                    raw = "" if skip else bridge.prompt(run.session_id, run.text, sink)
+                    raw = "" if skip else self._prompt(bridge, run, received, sink)
             finally:
                 self._requests.await_answers(run, self.config.respond_timeout)
             response = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
@@ -824,6 +870,8 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 )
                 status, error = "failed", exc
         finally:
+            if received is not None:
+                received.close()  # the run's files go with it, whatever the outcome
             self._runs.deactivate(run)
             with run.lock:
                 run.done = True
@@ -841,6 +889,45 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
                 self.lanes.post(run.lane, _resolve, future, result)
             except Exception:
                 _resolve(future, result)
+
+    def _receive_attachments(self, run: Run) -> ReceivedAttachments:
+        """Download the run's attachments into its workspace; tell the person (once, on
+        the run's lane) which files it goes without."""
+        files = InboundFiles(self.attachment_source, self.workspaces, self.attachment_limits)
+        received = files.receive(run.run_id, run.attachments, cancelled=run.is_cancelled)
+        if received.problems:
+            texts = self.messages_for(run.owner.id if run.owner is not None else None)
+            notice = problem_notice(received.problems, texts)
+            self.lanes.post(run.lane, self._tell_attachment_problems, run.target, notice)
+        return received
+
+    def _tell_attachment_problems(self, target: SessionTarget, notice: str) -> None:
+        try:
+            self.send_message(target.chat_id, notice, thread_id=target.thread_id)
+        except Exception as exc:
+            logger.warning("[%s] the attachment notice was not sent: %s", self.name, exc)
+
+    @staticmethod
+    def _prompt(
+        bridge: AgentBridge, run: Run, received: ReceivedAttachments | None, sink: AgentEventSink
+    ) -> str:
+        """Prompt the bridge with the run's text and its files: a bridge with
+        ``prompt_with_attachments`` (`FunctionAgent`) gets them as `ReceivedFile`s, any
+        other a line naming each file's local path; a note names the files not received."""
+        text = run.text
+        if received is None:
+            return bridge.prompt(run.session_id, text, sink)
+        note = agent_note(received.problems)
+        if note:
+            text = f"{text}\n\n{note}" if text else note
+        with_files = getattr(bridge, "prompt_with_attachments", None)
+        if received.files and callable(with_files):
+            result = with_files(run.session_id, text, received.files, sink)
+            return result if isinstance(result, str) else ("" if result is None else str(result))
+        if received.files:
+            lines = file_lines(received.files)
+            text = f"{text}\n\n{lines}" if text else lines
+        return bridge.prompt(run.session_id, text, sink)
 
     def _deliver_final(self, run: Run, response: str, segment: OutputSegmentContext | None) -> None:
         if run.kind == "inbound":

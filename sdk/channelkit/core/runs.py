@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Literal
 
+from channelkit.attachments.model import Attachment
 from channelkit.core.admission import Ticket
 from channelkit.core.handles import RunResult
 from channelkit.core.types import ChannelPromptOwner, OutputSegmentContext, SessionTarget
@@ -51,6 +52,7 @@ class Run:
     """One Channel-owned prompt execution (internal)."""
 
     __slots__ = (
+        "attachments",
         "break_pending",
         "cancel_attempt",
         "cancel_pending",
@@ -95,8 +97,11 @@ class Run:
         owner: ChannelPromptOwner | None,
         message_id: str | None,
         text: str,
+        attachments: tuple[Attachment, ...] = (),
     ) -> None:
         self.kind = kind
+        #: the person's attachments (announced; downloaded when the run starts)
+        self.attachments = attachments
         self.run_id = new_id()
         self.session_id = session_id
         self.target = target

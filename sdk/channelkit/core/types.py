@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple
 
+from channelkit.attachments.model import Attachment
+
 __all__ = [
     "CancellationReason",
     "ChannelPromptOwner",
@@ -143,6 +145,11 @@ class InboundMessage:
     such as ``"de"`` or ``"zh-hans"``, e.g. Telegram's ``language_code``); the texts
     the SDK shows this person are then in that language when the catalog has it
     (`ChannelBase.messages_for()`).
+
+    ``attachments``: the files, images, voice and video the message carried, as the
+    platform announced them (`Attachment`, in the order sent; empty by default). A
+    message with attachments and no text still starts a run; the core downloads them
+    on the run's worker (`ChannelBase.attachment_source()`), see docs/attachments.md.
     """
 
     channel_name: str
@@ -155,6 +162,7 @@ class InboundMessage:
     sender_name: str | None = None
     mentions_bot: bool | None = None
     language: str | None = None
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
