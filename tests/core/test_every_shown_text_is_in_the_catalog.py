@@ -12,8 +12,11 @@ the catalog is complete (issue 27, "Language").
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import pickle
+from types import SimpleNamespace
 
 import pytest
 from channelkit.core import catalog
@@ -46,6 +49,8 @@ TEXT_MODULES = (
     "channelkit.platforms.slack.questions",
     "channelkit.platforms.slack.output",
     "channelkit.platforms.weixin.adapter",
+    "channelkit.platforms.dingtalk.markdown",
+    "channelkit.platforms.common.text",
 )
 #: name prefixes of person-facing constants in those modules (and the suffix ``_TEXT``)
 TEXT_PREFIXES = (
@@ -75,6 +80,85 @@ def _shown_constants() -> list[tuple[str, str]]:
             elif isinstance(value, dict):
                 found += [(f"{name}.{attr}[{k!r}]", v) for k, v in value.items()]
     return found
+
+
+#: modules whose person-facing texts all come from the catalog: no string literal in
+#: their code (docstrings aside) may be the English text of a catalog entry
+CATALOG_ONLY_MODULES = (
+    "channelkit.platforms.dingtalk.questions",
+    "channelkit.platforms.dingtalk.approvals",
+    "channelkit.platforms.dingtalk.markdown",
+    "channelkit.platforms.slack.questions",
+    "channelkit.platforms.telegram.adapter",
+    "channelkit.platforms.common.text",
+)
+
+
+def _literals(module_name: str) -> list[tuple[int, str]]:
+    """The string literals of a module's code, without its docstrings."""
+    tree = ast.parse(inspect.getsource(importlib.import_module(module_name)))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+    ]
+
+
+@pytest.mark.parametrize("module_name", CATALOG_ONLY_MODULES)
+def test_no_shown_text_is_written_outside_the_catalog(module_name: str) -> None:
+    # a lower-case word ("deny") is also a command name: not a text to look for
+    english = {t.strip() for t in CATALOG["en"].values() if not (t.isidentifier() and t.islower())}
+    inline = [(line, text) for line, text in _literals(module_name) if text.strip() in english]
+    assert inline == [], f"{module_name}: texts to take from the catalog (core/catalog.py)"
+
+
+def test_the_card_labels_menus_and_markers_are_catalog_texts_that_localize() -> None:
+    from channelkit.platforms.common.text import TRUNCATION_MARKER, truncation_marker
+    from channelkit.platforms.dingtalk import questions as dq
+    from channelkit.platforms.dingtalk.markdown import (
+        IMAGE_PENDING,
+        delivery_failure_text,
+        sanitize_image_markers,
+    )
+    from channelkit.platforms.slack.questions import TEXT_QUESTION
+    from channelkit.platforms.telegram.adapter import BOT_COMMANDS, command_menu
+
+    zh = CATALOG["zh-CN"]
+    # the English texts are what they always were
+    assert TRUNCATION_MARKER == "[Earlier output truncated]\n"
+    assert IMAGE_PENDING == "[Image pending]" and TEXT_QUESTION == "Question"
+    assert (dq.TEXT_OTHER, dq.TEXT_SUBMIT) == ("Other", "Submit")
+    assert dict(BOT_COMMANDS)["cancel"] == "Cancel the running request"
+    # and each is a catalog message that has its text in every locale
+    for value in (TRUNCATION_MARKER.rstrip("\n"), IMAGE_PENDING, TEXT_QUESTION, dq.TEXT_OTHER):
+        assert isinstance(value, Message) or value in CATALOG["en"].values()
+    assert all(isinstance(d, Message) for _, d in BOT_COMMANDS)
+    assert dict(command_menu(messages("zh-CN")))["cancel"] == zh["menu.cancel"]
+    assert truncation_marker(messages("de")) == CATALOG["de"]["marker.truncated"] + "\n"
+    assert sanitize_image_markers("a [IMAGE: /x.png]", messages("zh-CN")) == (
+        "a " + zh["marker.image_pending"]
+    )
+    assert delivery_failure_text((), messages("zh-CN")) == zh["dingtalk.delivery_failed"]
+    question = SimpleNamespace(
+        answer_key="0", header="Region", question="Which?", options=("A",), multi_select=False
+    )
+    card = dq.build_question_card_data("r", (question,), messages("zh-CN"))
+    assert card["form_btn_text"] == zh["button.submit"]
+    other = card["form"]["fields"][0]["options"][-1]
+    assert other == {"value": dq.OTHER_OPTION_VALUE, "text": zh["button.other"]}
+    end = dq.terminal_param_map("expired", texts=messages("zh-CN"))
+    assert (end["question_desc"], end["form_btn_text"]) == (
+        zh["dingtalk.q_expired"],
+        zh["label.expired_plain"],
+    )
 
 
 def test_every_locale_has_every_key_with_the_same_placeholders() -> None:

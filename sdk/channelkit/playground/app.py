@@ -181,7 +181,8 @@ class Playground:
     agent, which runs no program). ``stream_port`` (DingTalk, Stream ingress) is the
     port of the emulator's Stream gateway (None = a free one). ``title`` is the name the
     cards show (`agent_title`): ``"channelkit demo"`` for the demo, the program name of
-    an ACP command.
+    an ACP command. ``dingtalk_cards=False`` (DingTalk) turns interactive cards off:
+    every reply, notice and prompt is a robot Markdown message.
     """
 
     def __init__(
@@ -202,8 +203,12 @@ class Playground:
         question_expiry: float | None = None,
         cwd: str | os.PathLike[str] | None = None,
         stream_port: int | None = None,
+        dingtalk_cards: bool = True,
     ) -> None:
         self.question_expiry = _check_question_expiry(question_expiry)
+        if not dingtalk_cards and platform != "dingtalk":
+            raise ConfigurationError("is for --platform dingtalk only", path="dingtalk_cards")
+        self.dingtalk_cards = dingtalk_cards
         agent_cwd = _check_cwd(cwd, agent)
         self.title = agent_title(agent)
         if instances > 1 or state is not None:  # several SDK instances of one DingTalk bot
@@ -330,7 +335,7 @@ class Playground:
             "clientSecret": _APP_SECRET,
             "apiBaseUrl": self.url,
             "model": model,
-            "interactiveCards": {"enabled": True, "questionCard": question_card},
+            "interactiveCards": {"enabled": self.dingtalk_cards, "questionCard": question_card},
             "ingress": ingress,
         }
         if self.question_expiry is not None:
@@ -565,7 +570,7 @@ class Playground:
                             "secret_token": _TELEGRAM_SECRET,
                         }
                     )
-                self.channel.register_commands()
+                self.channel.register_command_menus()
             except Exception:
                 logger.exception("registering the Telegram bot with the emulator failed")
         start_connections([self.channel])

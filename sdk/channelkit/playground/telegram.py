@@ -69,6 +69,10 @@ QUESTION_CALLBACK_PREFIX = "ck:"
 _PATH_RE = re.compile(r"^/bot([^/]+)/([A-Za-z]+)$")
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 _COMMAND_RE = re.compile(r"^[a-z0-9_]{1,32}$")
+#: ``setMyCommands`` ``language_code``: two lower-case letters (ISO 639-1)
+_LANGUAGE_RE = re.compile(r"^[a-z]{2}$")
+#: Command menus of distinct languages kept (the oldest registered is forgotten).
+MAX_MENU_LANGUAGES = 200
 _CHAT_ACTIONS = frozenset(
     {
         "typing",
@@ -224,6 +228,8 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         self._queries: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._webhook: dict[str, Any] | None = None
         self._commands: list[dict[str, str]] = []
+        #: language_code -> the menu registered for it (at most MAX_MENU_LANGUAGES)
+        self._commands_by_language: OrderedDict[str, list[dict[str, str]]] = OrderedDict()
         self._typing_action = ""
         self._init_drafts()  # sendMessageDraft (telegram_drafts.py)
         #: updates waiting for getUpdates (no webhook set), oldest first
@@ -469,8 +475,17 @@ class TelegramEmulator(DraftChat, EmulatorBase):
             if not isinstance(description, str) or not 1 <= len(description) <= 256:
                 return _bad("BOT_COMMAND_DESCRIPTION_INVALID")
             parsed.append({"command": command, "description": description})
+        language = params.get("language_code") or ""
+        if not isinstance(language, str) or (language and not _LANGUAGE_RE.match(language)):
+            return _bad("language_code must be a two-letter ISO 639-1 code")
         with self._lock:
-            self._commands = parsed
+            if language:
+                self._commands_by_language[language] = parsed
+                self._commands_by_language.move_to_end(language)
+                while len(self._commands_by_language) > MAX_MENU_LANGUAGES:
+                    self._commands_by_language.popitem(last=False)
+            else:
+                self._commands = parsed
             self._touch()
         return _ok(True)
 
@@ -652,6 +667,7 @@ class TelegramEmulator(DraftChat, EmulatorBase):
             "draft": self._live_draft(),
             "views": {key: telegram_message_view(card) for key, card in self._cards.items()},
             "commands": list(self._commands),
+            "commandsByLanguage": {k: list(v) for k, v in self._commands_by_language.items()},
             "webhook": {"url": self._webhook["url"]} if self._webhook else None,
             "ingress": "webhook" if self._webhook or self.webhook_url else "polling",
         }

@@ -170,7 +170,16 @@ class Harness:
     synchronously and the test reads the recorded Card API calls right away.
     """
 
-    def __init__(self, *, status=True, questions=True, model=None, timeout=270.0, submit=None):
+    def __init__(
+        self,
+        *,
+        status=True,
+        questions=True,
+        model=None,
+        timeout=270.0,
+        submit=None,
+        texts_for=None,
+    ):
         self.clock = FakeClock()
         self.scheduler = Scheduler(None, clock=self.clock)
         self.api = FakeCardApi()
@@ -188,6 +197,7 @@ class Harness:
             question_cards=questions,
             model=model,
             question_timeout=timeout,
+            texts_for=texts_for,
         )
         self._seg = 0
         self._req = 0

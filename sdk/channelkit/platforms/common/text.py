@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
-__all__ = ["MAX_VISIBLE_CHARS", "TRUNCATION_MARKER", "bound_text"]
+from channelkit.core.catalog import Messages, en
+
+__all__ = [
+    "MAX_VISIBLE_CHARS",
+    "TRUNCATED_TEXT",
+    "TRUNCATION_MARKER",
+    "bound_text",
+    "truncation_marker",
+]
 
 #: Visible output kept per output segment.
 MAX_VISIBLE_CHARS = 20_000
-#: Put in front of the kept tail when older output was dropped.
-TRUNCATION_MARKER = "[Earlier output truncated]\n"
+#: The catalog text of the truncation marker (English).
+TRUNCATED_TEXT = en("marker.truncated")
+#: Put in front of the kept tail when older output was dropped (English).
+TRUNCATION_MARKER = TRUNCATED_TEXT + "\n"
+
+
+def truncation_marker(texts: Messages) -> str:
+    """The truncation marker in the language of ``texts`` (`TRUNCATION_MARKER` in
+    English)."""
+    return texts.text(TRUNCATED_TEXT) + "\n"
 
 
 def bound_text(

@@ -101,6 +101,7 @@ from channelkit.platforms.dingtalk.ingress import (
     parse_card_callback,
     parse_robot_message,
 )
+from channelkit.platforms.dingtalk.markdown import message_markdown
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.platforms.dingtalk.stream import TOPICS, DingtalkStream
 from channelkit.runtime import Clock, Scheduler, WorkerPool
@@ -324,6 +325,7 @@ class DingtalkChannel(ChannelBase):
                 send_text=lambda chat_id, text: self._send_fallback(chat_id, text, ""),
                 notify_forbidden=self._send_forbidden_notice,
                 lifetime=self.question_lifetime,
+                texts_for=self.messages_for,
             )
         #: card actions: the store's claim first (several processes), else this
         #: instance's Stop and question / approval forms
@@ -686,7 +688,7 @@ class DingtalkChannel(ChannelBase):
         route = self._chats.get(chat_id)
         webhook = self._session_webhook(chat_id, owner_key)
         parts: list[tuple[DeliveryPath, ...]] = []
-        for part in _split(text):
+        for part in message_markdown(text, MARKDOWN_CHUNK, self.messages_for(owner_key)):
             title = _title(part)
             paths: list[DeliveryPath] = []
             if webhook is not None:
@@ -732,8 +734,14 @@ class DingtalkChannel(ChannelBase):
             binding.queue.call(lambda: None, timeout)
 
     def _send_fallback(self, chat_id: str, text: str, session_id: str) -> None:
+        """The agent's Markdown (or a question's delivery-failure notice) as Markdown
+        messages when its card cannot show it, rendered like a card
+        (`message_markdown()`)."""
         try:
-            self.send_message(chat_id, text)
+            target = self.target_for_session(session_id) if session_id else None
+            texts = self.messages_for(target.sender_id if target is not None else None)
+            for part in message_markdown(text, MARKDOWN_CHUNK, texts):
+                self.send_message(chat_id, part)
         except Exception:
             logger.exception("[%s] Markdown fallback failed for chat %s", self.name, chat_id)
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
+from channelkit.core.catalog import Messages
 from channelkit.core.types import UserInputPresentationResult
 from channelkit.platforms.common.native_input import answer_response
 from channelkit.platforms.common.registry import CardRegistry
@@ -41,6 +42,7 @@ from channelkit.platforms.common.types import Clock, Scheduler
 from channelkit.platforms.dingtalk.api import CardTarget
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
 from channelkit.platforms.dingtalk.questions import (
+    OTHER_OPTION_VALUE,
     ForbiddenNotice,
     QuestionCardApi,
     QuestionCardController,
@@ -169,11 +171,18 @@ class PermissionAsQuestion:
 class ApprovalCardApi:
     """The card calls of approval cards: no "Other" choice on the card, and the winner
     of a settlement elsewhere shown in place. Wraps the adapter's ``CardApi`` (the two
-    calls of `QuestionCardApi`)."""
+    calls of `QuestionCardApi`); ``texts_for`` gives the catalog texts of an approval's
+    owner (the outcome line is in their language)."""
 
-    def __init__(self, api: QuestionCardApi, registry: QuestionRegistry) -> None:
+    def __init__(
+        self,
+        api: QuestionCardApi,
+        registry: QuestionRegistry,
+        texts_for: Callable[[str | None], Messages] | None = None,
+    ) -> None:
         self._api = api
         self._registry = registry
+        self._texts_for = texts_for
         self._lock = threading.Lock()
         self._live: dict[str, PermissionAsQuestion] = {}  # request id -> live wrapper
 
@@ -202,11 +211,17 @@ class ApprovalCardApi:
         for entry in form.get("fields") or ():
             if str(entry.get("name", "")).endswith(_OTHER_SUFFIX):
                 continue
-            options = [o for o in entry.get("options") or () if o.get("text") != "Other"]
+            options = [
+                o for o in entry.get("options") or () if o.get("value") != OTHER_OPTION_VALUE
+            ]
             fields.append({**entry, "options": options})
         self._api.create_and_deliver(
             template_id, out_track_id, target, {**card_param_map, "form": {"fields": fields}}
         )
+
+    def _outcome_line(self, wrapper: PermissionAsQuestion, outcome: Any) -> str:
+        texts = None if self._texts_for is None else self._texts_for(wrapper.owner.id)
+        return describe_outcome(outcome, texts)
 
     def update_instance(self, out_track_id: str, card_param_map: Mapping[str, Any]) -> None:
         """The card's end state, naming the winner when another surface answered."""
@@ -217,7 +232,7 @@ class ApprovalCardApi:
         if wrapper is not None and outcome is not None and outcome.kind != "expired":
             card_param_map = {
                 **card_param_map,
-                "question_desc": f"{wrapper.ctx.title}\n\n{describe_outcome(outcome)}",
+                "question_desc": f"{wrapper.ctx.title}\n\n{self._outcome_line(wrapper, outcome)}",
             }
         self._api.update_instance(out_track_id, card_param_map)
 
@@ -229,8 +244,9 @@ class ApprovalCards:
     ``presenter`` its presenter (whose run bindings, question switch and question
     registry approval cards share, so callbacks reach them through the presenter's
     usual routing), ``clock``, ``scheduler``, ``timeout_seconds``, ``send_text`` and
-    ``notify_forbidden`` as for the presenter's question cards, and ``lifetime`` the
-    channel's current question lifetime (read for every card).
+    ``notify_forbidden`` as for the presenter's question cards, ``lifetime`` the
+    channel's current question lifetime (read for every card), and ``texts_for`` the
+    catalog texts of a card's owner (the card's labels are in their language).
     """
 
     def __init__(
@@ -245,11 +261,12 @@ class ApprovalCards:
         send_text: Callable[[str, str], Any],
         notify_forbidden: ForbiddenNotice | None,
         lifetime: Callable[[], float],
+        texts_for: Callable[[str | None], Messages] | None = None,
     ) -> None:
         self._presenter = presenter
         self._registry = registry
         self._lifetime = lifetime
-        self.api = ApprovalCardApi(api, registry)
+        self.api = ApprovalCardApi(api, registry, texts_for)
         switch = presenter.question_switch
         self.controller = QuestionCardController(
             self.api,
@@ -260,6 +277,7 @@ class ApprovalCards:
             on_template_rejected=lambda: switch.reject_globally("template"),
             registry=registry,
             notify_forbidden=notify_forbidden,
+            texts_for=texts_for,
         )
 
     def present(self, context: PermissionRequestContext) -> UserInputPresentationResult:

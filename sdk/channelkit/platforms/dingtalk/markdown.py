@@ -8,9 +8,11 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.markdown import Dialect, looks_plain, render
 
 __all__ = [
+    "DELIVERY_FAILED_TEXT",
     "IMAGE_PENDING",
     "MAX_SHOWN_ANSWERS_CHARS",
     "MAX_SHOWN_ANSWER_CHARS",
@@ -19,6 +21,7 @@ __all__ = [
     "cut_text",
     "delivery_failure_text",
     "escape_markdown",
+    "message_markdown",
     "option_label",
     "sanitize_image_markers",
 ]
@@ -30,32 +33,54 @@ MAX_SHOWN_ANSWERS_CHARS = 1_000
 
 
 #: What an unresolved local image marker becomes in visible text.
-IMAGE_PENDING = "[Image pending]"
+IMAGE_PENDING = en("marker.image_pending")
+#: The first line of the Markdown sent when a question card could not be delivered.
+DELIVERY_FAILED_TEXT = en("dingtalk.delivery_failed")
 
 _COMPLETE = re.compile(r"\[IMAGE:[^\]\n]*\]")
 _PARTIAL = re.compile(r"\[IMAGE:[^\]\n]*$")
 
 
-def sanitize_image_markers(text: str) -> str:
-    """Replace local image markers (``[IMAGE: /path]``, also a trailing partial one).
+def sanitize_image_markers(text: str, texts: Messages | None = None) -> str:
+    """Replace local image markers (``[IMAGE: /path]``, also a trailing partial one)
+    by `IMAGE_PENDING` in the language of ``texts`` (default English).
 
     The adapter does not upload images, so a marker would only expose a local path.
     """
     if "[IMAGE:" not in text:
         return text
-    return _PARTIAL.sub(IMAGE_PENDING, _COMPLETE.sub(IMAGE_PENDING, text))
+    pending = (texts or messages()).text(IMAGE_PENDING)
+    return _PARTIAL.sub(lambda _: pending, _COMPLETE.sub(lambda _: pending, text))
 
 
-def card_markdown(text: str, *, preview: bool = False) -> str:
+def card_markdown(text: str, *, preview: bool = False, texts: Messages | None = None) -> str:
     """The agent's Markdown ``text`` as DingTalk Markdown (`channelkit.markdown`,
     ``Dialect.DINGTALK``: no strikethrough, tables by the table policy), image markers
     replaced first; ``preview``: the text so far, its open constructs closed. A text the
-    rendering would not change (no Markdown) comes back as written."""
-    text = sanitize_image_markers(text)
+    rendering would not change (no Markdown) comes back as written. ``texts``: the
+    language of the image marker (default English)."""
+    text = sanitize_image_markers(text, texts)
     if looks_plain(text):
         return text
     rendered = "\n\n".join(render(text, Dialect.DINGTALK, preview=preview))
     return text if rendered == text.strip() else rendered
+
+
+def message_markdown(text: str, limit: int, texts: Messages | None = None) -> list[str]:
+    """The agent's Markdown ``text`` as the texts of DingTalk Markdown messages (robot
+    ``sampleMarkdown`` or session-webhook ``markdown``), each at most ``limit``
+    characters: the same rendering as a card (`card_markdown()`: ``Dialect.DINGTALK``,
+    tables by the table policy, image markers replaced), split at block boundaries.
+    A text the rendering would not change is cut by characters as written; an empty
+    text gives one empty part. ``texts``: the language of the image marker."""
+    text = sanitize_image_markers(text, texts)
+    as_written = [text[i : i + limit] for i in range(0, len(text), limit)] or [""]
+    if looks_plain(text):
+        return as_written
+    parts = render(text, Dialect.DINGTALK, limit=limit)
+    if not parts or (len(parts) == 1 and parts[0] == text.strip()):
+        return as_written
+    return parts
 
 
 _MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|~>")
@@ -115,12 +140,10 @@ def option_label(option: Any) -> str:
     return str(option)
 
 
-def delivery_failure_text(questions: Sequence[Any]) -> str:
-    """The Markdown sent when the question card could not be delivered."""
-    lines = [
-        "The interactive question could not be delivered, so this request was cancelled. "
-        "Please retry."
-    ]
+def delivery_failure_text(questions: Sequence[Any], texts: Messages | None = None) -> str:
+    """The Markdown sent when the question card could not be delivered, its notice in
+    the language of ``texts`` (default English)."""
+    lines = [(texts or messages()).text(DELIVERY_FAILED_TEXT)]
     for q in questions:
         labels = ", ".join(option_label(o) for o in q.options)
         lines.append(f"- {q.question}: {labels}")

@@ -66,6 +66,7 @@ from channelkit.platforms.common.registry import (
 from channelkit.platforms.common.router import InteractionRouter
 from channelkit.platforms.common.streamed import StreamedText
 from channelkit.platforms.common.switch import CardSwitch
+from channelkit.platforms.common.text import truncation_marker
 from channelkit.platforms.common.types import Clock, Scheduler
 from channelkit.platforms.dingtalk.api import (
     STATUS_CARD_TEMPLATE_ID,
@@ -284,6 +285,7 @@ class StatusCardController:
             scheduler=self._scheduler,
             submit=queue.enqueue,
             min_interval=self._flush_interval,
+            marker=truncation_marker(self.texts_for(binding.owner_key)),
             ready=False,
             on_error=on_error,
         )
@@ -362,7 +364,10 @@ class StatusCardController:
                 logger.debug("could not mark status card %s unavailable", record.out_track_id)
 
     def _write_snapshot(self, record: StatusRecord, snapshot: str) -> None:
-        shown = bound_text(card_markdown(snapshot, preview=True))
+        texts = self.texts_for(record.owner_key)
+        shown = bound_text(
+            card_markdown(snapshot, preview=True, texts=texts), marker=truncation_marker(texts)
+        )
         self._api.stream(record.out_track_id, "content", shown, finalize=False)
         if self._on_flushed is not None:
             try:  # the card's visible text, for a survivor that finalizes it
@@ -413,7 +418,11 @@ class StatusCardController:
         text as Markdown.
         """
         streamed = record.writer.finalize(timeout=self._write_timeout)
-        final_text = bound_text(card_markdown(streamed if content is None else content))
+        texts = self.texts_for(record.owner_key)
+        final_text = bound_text(
+            card_markdown(streamed if content is None else content, texts=texts),
+            marker=truncation_marker(texts),
+        )
         word = self._word(record, state)
         line = status_line(word, self._model, self._clock.now() - record.started_at)
         ok = False
@@ -566,6 +575,7 @@ class DingtalkPresenter:
                 on_template_rejected=lambda: self.question_switch.reject_globally("template"),
                 registry=state.cards("dingtalk-questions"),
                 notify_forbidden=notify_forbidden,
+                texts_for=texts_for,
             )
         #: the card actions of this presenter's cards: Stop, then question forms
         self.router = InteractionRouter(

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from channelkit.core.catalog import en
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
 from channelkit.platforms.common.contract import Decision
@@ -109,8 +109,22 @@ logger = logging.getLogger(__name__)
 
 #: Live question cards kept at most (a further request falls back to text).
 MAX_LIVE_QUESTION_CARDS = 1_000
-#: The form value of the custom "Other" choice.
+#: The form value of the custom "Other" choice: code matches this value, never the
+#: label, which is shown in the person's language.
 OTHER_OPTION_VALUE = "__ck_other__"
+#: The labels of a question card (catalog texts, shown in the card owner's language).
+TEXT_OTHER = en("button.other")
+TEXT_SUBMIT = en("button.submit")
+TEXT_OTHER_FIELD = en("dingtalk.other_field")
+TEXT_OTHER_HINT = en("dingtalk.other_hint")
+#: The descriptions and button labels of a question card's end states.
+SUBMITTED_TEXT = en("dingtalk.q_submitted")
+EXPIRED_TEXT = en("dingtalk.q_expired")
+RESOLVED_OUTSIDE_TEXT = en("dingtalk.q_resolved_outside")
+CANCELLED_TEXT = en("question.cancelled")
+LABEL_SUBMITTED = en("label.submitted_plain")
+LABEL_EXPIRED = en("label.expired_plain")
+LABEL_CANCELLED = en("label.cancelled_plain")
 UNAVAILABLE_TEXT = en("question.unavailable")
 NEWER_QUESTION_TEXT = en("question.newer")
 #: Sent to the chat when a claimed card answer lost to another surface.
@@ -120,10 +134,10 @@ ALREADY_ANSWERED_TEXT = en("question.already_answered_card")
 RESOLVED_OUTSIDE = "resolved_outside_presenter"
 
 _TERMINAL_PROJECTION: Mapping[str, tuple[str, str, str]] = {
-    "submitted": ("submitted", "Submitted.", "Submitted"),
-    "expired": ("expired", "This question expired. Please retry.", "Expired"),
-    RESOLVED_OUTSIDE: ("expired", "Resolved outside this card.", "Expired"),
-    "cancelled": ("cancelled", "Cancelled.", "Cancelled"),
+    "submitted": ("submitted", SUBMITTED_TEXT, LABEL_SUBMITTED),
+    "expired": ("expired", EXPIRED_TEXT, LABEL_EXPIRED),
+    RESOLVED_OUTSIDE: ("expired", RESOLVED_OUTSIDE_TEXT, LABEL_EXPIRED),
+    "cancelled": ("cancelled", CANCELLED_TEXT, LABEL_CANCELLED),
 }
 
 #: States a valid owner callback may claim.
@@ -224,12 +238,18 @@ def forbidden_decision(
     return decision if notify is None else decision.then(partial(notify, target, actor_id))
 
 
-def build_question_card_data(request_id: str, questions: Sequence[QuestionLike]) -> dict[str, Any]:
-    """The ``cardParamMap`` of a new question card (all questions in one form)."""
+def build_question_card_data(
+    request_id: str, questions: Sequence[QuestionLike], texts: Messages | None = None
+) -> dict[str, Any]:
+    """The ``cardParamMap`` of a new question card (all questions in one form), its
+    labels (Other, the custom-answer field and hint, Submit) in the language of
+    ``texts`` (default English). The Other choice's value is always
+    ``OTHER_OPTION_VALUE``, whatever its label."""
+    m = texts or messages()
     fields: list[dict[str, Any]] = []
     for q in questions:
         options = [{"value": option_label(o), "text": option_label(o)} for o in q.options]
-        options.append({"value": OTHER_OPTION_VALUE, "text": "Other"})
+        options.append({"value": OTHER_OPTION_VALUE, "text": m.text(TEXT_OTHER)})
         fields.append(
             {
                 "name": q.answer_key,
@@ -242,10 +262,10 @@ def build_question_card_data(request_id: str, questions: Sequence[QuestionLike])
         fields.append(
             {
                 "name": f"{q.answer_key}_other",
-                "label": f"{q.header}: Other",
+                "label": m.text(TEXT_OTHER_FIELD, header=q.header),
                 "type": "TEXT",
                 "required": False,
-                "placeholder": "Enter a custom answer when Other is selected",
+                "placeholder": m.text(TEXT_OTHER_HINT),
             }
         )
     first = questions[0]
@@ -254,7 +274,7 @@ def build_question_card_data(request_id: str, questions: Sequence[QuestionLike])
         "question_title": first.header,
         "question_desc": first.question,
         "card_status": "pending",
-        "form_btn_text": "Submit",
+        "form_btn_text": m.text(TEXT_SUBMIT),
         "selected_text": "",
         "selected_values": "[]",
         "form": {"fields": fields},
@@ -267,17 +287,20 @@ def terminal_param_map(
     *,
     answers: Mapping[str, str] | None = None,
     questions: Sequence[QuestionLike] = (),
+    texts: Messages | None = None,
 ) -> dict[str, str]:
-    """The in-place terminal update of a question card.
+    """The in-place terminal update of a question card, its texts (``description`` too,
+    when it is a catalog text) in the language of ``texts`` (default English).
 
     A ``submitted`` card with ``answers`` shows them (`answers_summary()`) below its
     description and in ``selected_text``; ``selected_values`` lists them (JSON).
     """
+    m = texts or messages()
     status, desc, button = _TERMINAL_PROJECTION[state]
     params = {
         "card_status": status,
-        "question_desc": description or desc,
-        "form_btn_text": button,
+        "question_desc": m.text(description or desc),
+        "form_btn_text": m.text(button),
     }
     if state == "submitted" and answers:
         summary = answers_summary(questions, answers)
@@ -452,8 +475,11 @@ class QuestionCardController:
         on_template_rejected: Callable[[], None] | None = None,
         registry: CardRegistry[QuestionRecord, QuestionTombstone] | None = None,
         notify_forbidden: ForbiddenNotice | None = None,
+        texts_for: Callable[[str | None], Messages] | None = None,
     ) -> None:
         self._api = api
+        #: the catalog texts a card's owner reads (their language, else the channel's)
+        self._texts_for: Callable[[str | None], Messages] = texts_for or (lambda _: messages())
         #: the notice to a person who pressed someone else's card (None: no notice)
         self.notify_forbidden = notify_forbidden
         self._clock = clock
@@ -573,7 +599,9 @@ class QuestionCardController:
                 QUESTION_CARD_TEMPLATE_ID,
                 record.out_track_id,
                 record.target,
-                build_question_card_data(record.request_id, record.questions),
+                build_question_card_data(
+                    record.request_id, record.questions, self._texts_for(record.owner_key)
+                ),
             )
         except ChannelKitError as exc:
             log_card_error(
@@ -584,7 +612,10 @@ class QuestionCardController:
             if not self._finalize(record, "cancelled", ("reserved",)):
                 return PRESENTED  # settled meanwhile; nothing more to do
             try:
-                self._send_text(record.chat_id, delivery_failure_text(record.questions))
+                self._send_text(
+                    record.chat_id,
+                    delivery_failure_text(record.questions, self._texts_for(record.owner_key)),
+                )
             except Exception:
                 logger.exception("question delivery-failure notice failed")
             cancel_request(ctx.respond, record.request_id)
@@ -604,7 +635,10 @@ class QuestionCardController:
         if project_state is not None:
             # settled during delivery: show the terminal state, never reactivate
             self._project(
-                record.out_track_id, terminal_param_map(project_state[0], project_state[1])
+                record.out_track_id,
+                terminal_param_map(
+                    project_state[0], project_state[1], texts=self._texts_for(record.owner_key)
+                ),
             )
         return PRESENTED
 
@@ -644,7 +678,13 @@ class QuestionCardController:
             except Exception:
                 logger.debug("settlement unsubscribe failed", exc_info=True)
         track = record.out_track_id
-        params = terminal_param_map(state, description, answers=answers, questions=record.questions)
+        params = terminal_param_map(
+            state,
+            description,
+            answers=answers,
+            questions=record.questions,
+            texts=self._texts_for(record.owner_key),
+        )
 
         def job() -> None:
             if project:

@@ -78,6 +78,8 @@ SUBMIT_ACTION = "ck:q:submit"
 CANCEL_ACTION = "ck:q:cancel"
 CHOICE_ACTION = "ck:q:choice"
 OTHER_ACTION = "ck:q:other"
+#: The notification text of a form whose questions have no text.
+TEXT_QUESTION = en("slack.question")
 TEXT_NOT_OWNER = en("owner.answer_asked")
 TEXT_ANSWER_ALL = en("question.answer_all")
 #: Posted once in the conversation when a claimed form answer lost to another answer.
@@ -299,9 +301,10 @@ class SlackQuestions:
         form.unsubscribe = context.on_settled(partial(self._on_settled, form))
         if form.state.state != "reserved":
             return "presented"  # settled while subscribing: nothing to show
-        text = "; ".join(q.question for q in context.questions)[:3000] or "Question"
+        texts = self.texts_for(context.owner.id)
+        text = "; ".join(q.question for q in context.questions)[:3000] or texts.text(TEXT_QUESTION)
         try:
-            blocks = form_blocks(context, form.token, self.texts_for(context.owner.id))
+            blocks = form_blocks(context, form.token, texts)
             ts = self._api.post(form.channel, text, anchor, blocks)
         except Exception as exc:
             logger.warning("slack question form could not be posted: %s", type(exc).__name__)

@@ -22,8 +22,10 @@ edited in place with ``editMessageText`` as runs ahead finish (at most once a se
 notice, coalesced: `QueueNotices`) and to
 "Starting now." when the run starts.
 
-Setup: `TelegramChannel.register_commands()` registers the command menu
-(``setMyCommands``, including ``/cancel``) once at startup.
+Setup: `TelegramChannel.register_command_menus()` registers the command menu
+(``setMyCommands``, including ``/cancel``) once at startup: the default menu in the
+channel's ``locale`` and one per catalog language (``language_code`` ``zh``, ``de``), so
+Telegram shows each person the menu of their client's language.
 
 Inbound (``TelegramConfig.ingress``): ``"polling"`` (default) puts a ``getUpdates``
 long-polling runner in ``channel.connections`` (`channelkit.platforms.telegram.polling`;
@@ -63,7 +65,7 @@ from channelkit.core import (
     parse_command,
 )
 from channelkit.core.approvals import PermissionRequestContext
-from channelkit.core.catalog import en
+from channelkit.core.catalog import LOCALES, Messages, en, messages
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import RunQueuedEvent, SessionTarget
@@ -118,10 +120,12 @@ if TYPE_CHECKING:
 __all__ = [
     "BOT_COMMANDS",
     "HELP_TEXT",
+    "MENU_LANGUAGES",
     "TEXT_FAILED",
     "TEXT_INTERRUPTED",
     "WEBHOOK_PATH",
     "TelegramChannel",
+    "command_menu",
     "split_message",
 ]
 
@@ -147,17 +151,25 @@ HELP_TEXT = en("telegram.help")
 
 #: Telegram's command menu (``setMyCommands``) for the commands this adapter serves.
 #: (``/approve-always`` works but cannot be listed: menu commands allow only a-z 0-9 _.)
-BOT_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("start", "Show quick-start help"),
-    ("help", "Show available commands"),
-    ("cancel", "Cancel the running request"),
-    ("approve", "Approve a pending permission request"),
-    ("deny", "Deny a pending permission request"),
-    ("last", "Send your last answer again"),
-    ("new", "Start a new conversation"),
-    ("status", "What runs and waits here"),
-    ("stop", "Stop your request (/stop all: every request, admins)"),
+#: The descriptions are catalog texts (``menu.<command>``), English here;
+#: `command_menu()` gives them in another language.
+BOT_COMMANDS: tuple[tuple[str, str], ...] = tuple(
+    (name, en(f"menu.{name}"))
+    for name in ("start", "help", "cancel", "approve", "deny", "last", "new", "status", "stop")
 )
+#: The Telegram ``language_code`` (ISO 639-1) of each catalog locale but ``en``, the
+#: languages `TelegramChannel.register_command_menus()` registers a menu for.
+MENU_LANGUAGES: tuple[str, ...] = tuple(
+    dict.fromkeys(locale.split("-", 1)[0] for locale in LOCALES if locale != "en")
+)
+
+
+def command_menu(texts: Messages | None = None) -> tuple[tuple[str, str], ...]:
+    """`BOT_COMMANDS` with their descriptions in the language of ``texts`` (default
+    English)."""
+    m = texts or messages()
+    return tuple((name, m.text(description)) for name, description in BOT_COMMANDS)
+
 
 _LOCAL_COMMANDS = ("start", "help")
 
@@ -345,11 +357,30 @@ class TelegramChannel(ChannelBase):
     ) -> None:
         """Register `BOT_COMMANDS` (including ``/cancel``) as the bot's menu.
 
-        Call once at startup (it makes one ``setMyCommands`` request and raises the
-        `channelkit.errors` error when it fails), e.g. next to ``setWebhook``.
-        ``scope`` is a ``BotCommandScope`` such as ``{"type": "all_private_chats"}``.
+        One ``setMyCommands`` request (it raises the `channelkit.errors` error when it
+        fails). ``scope`` is a ``BotCommandScope`` such as
+        ``{"type": "all_private_chats"}``. With ``language_code`` (``"de"``) the menu is
+        the one people whose client uses that language see, its descriptions in that
+        language (English when the catalog has no such language); without it, the
+        default menu, in English. `register_command_menus()` registers every language.
         """
-        self.api.set_my_commands(BOT_COMMANDS, scope=scope, language_code=language_code)
+        texts = messages(language_code) if language_code else messages()
+        self.api.set_my_commands(command_menu(texts), scope=scope, language_code=language_code)
+
+    def register_command_menus(self, *, scope: Mapping[str, Any] | None = None) -> None:
+        """Register the command menu once per catalog language; call once at startup.
+
+        The default menu (no ``language_code``: people whose client language has no
+        menu of its own) is in the channel's ``locale`` (English when not set); then
+        one menu per `MENU_LANGUAGES` (``zh``, ``de``) in that language: at most
+        ``1 + len(MENU_LANGUAGES)`` ``setMyCommands`` requests, in that order. Raises
+        the `channelkit.errors` error of the first request that fails (the menus before
+        it stay registered).
+        """
+        default = self.messages_for()
+        self.api.set_my_commands(command_menu(default), scope=scope)
+        for language in MENU_LANGUAGES:
+            self.register_commands(scope=scope, language_code=language)
 
     def fetch_identity(self) -> str:
         """Learn the bot's username with ``getMe`` (for group mention detection).
