@@ -1015,6 +1015,13 @@ class DiscordDriver(Driver):
     indicator_paths = ("/typing",)
     sender_attribute = "user_id"
 
+    def __init__(self, pg: Playground, clock: FakeClock) -> None:
+        super().__init__(pg, clock)
+        # Discord's 3 s window for answering a click is real time: on a loaded machine a
+        # slow thread must not turn into a lost click here (the window itself is tested
+        # by the emulator's and the channel's own tests).
+        self.emulator.interaction_ack_seconds = 15.0
+
     def redeliver_last_message(self) -> int:
         """The same ``MESSAGE_CREATE`` dispatched again (Discord redelivers an event the
         bot may not have handled after a new session)."""

@@ -19,7 +19,8 @@ thread) and speaks the Gateway protocol a bot expects (JSON frames ``{"op", "d",
 sending share one lock, so sequence numbers leave in order; a dispatch made while the
 bot has no identified connection (a dropped socket) is kept in the session's bounded
 replay buffer (`MAX_REPLAY`) and sent when the bot resumes. Nothing is sent before the
-first IDENTIFY (there is no session to receive it): `dispatch()` then returns None.
+first IDENTIFY (there is no session to receive it): `dispatch()` waits for one (bounded,
+as a person's message sent while the bot starts) and then returns None.
 
 Faults for tests: `reconnect()` (op 7), `invalidate_session()` (op 9), `withhold_acks()`,
 and the base's `drop()` (a socket killed without a close frame), `send_raw()` (garbage)
@@ -45,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 #: The heartbeat interval HELLO announces (Discord's usual 41.25 s).
 DEFAULT_HEARTBEAT_MS = 41_250
+#: How long a dispatch waits for the bot's session while the bot connects (seconds).
+FIRST_SESSION_WAIT_S = 10.0
 #: Dispatches a session keeps for a resume (oldest dropped).
 MAX_REPLAY = 1_000
 #: Sessions remembered (oldest dropped).
@@ -135,7 +138,11 @@ class DiscordGatewayServer(WsGateway[dict[str, Any]]):
     def dispatch(self, event: str, data: Mapping[str, Any]) -> int | None:
         """Send the ``event`` dispatch with the session's next sequence number; that
         number, or None when no session exists yet (the bot never identified). A
-        dispatch made while the bot is disconnected waits for its resume."""
+        dispatch made while the bot is disconnected waits for its resume; one made while
+        the bot has no session yet (it is still connecting, or re-identifies after an
+        invalid session) waits for that session, at most `FIRST_SESSION_WAIT_S`."""
+        with self._cond:  # not under ``_order``: IDENTIFY takes ``_order`` first
+            self._cond.wait_for(lambda: self._current is not None, FIRST_SESSION_WAIT_S)
         with self._order:
             with self._cond:
                 session = self._current
