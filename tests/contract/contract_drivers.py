@@ -1015,13 +1015,6 @@ class DiscordDriver(Driver):
     indicator_paths = ("/typing",)
     sender_attribute = "user_id"
 
-    def __init__(self, pg: Playground, clock: FakeClock) -> None:
-        super().__init__(pg, clock)
-        # Discord's 3 s window for answering a click is real time: on a loaded machine a
-        # slow thread must not turn into a lost click here (the window itself is tested
-        # by the emulator's and the channel's own tests).
-        self.emulator.interaction_ack_seconds = 15.0
-
     def redeliver_last_message(self) -> int:
         """The same ``MESSAGE_CREATE`` dispatched again (Discord redelivers an event the
         bot may not have handled after a new session)."""
@@ -1053,6 +1046,10 @@ class DiscordDriver(Driver):
     def __init__(self, pg: Playground, clock: FakeClock) -> None:
         super().__init__(pg, clock)
         self._forms: set[str] = set()  # messages seen as a question form
+        # Discord's 3 s window for answering a click is real time: on a loaded machine a
+        # slow thread must not turn into a lost click here (the window itself is tested
+        # by the emulator's and the channel's own tests).
+        self.emulator.interaction_ack_seconds = 15.0
 
     def reset(self) -> None:
         super().reset()
