@@ -19,6 +19,8 @@ handler sees them, and every answered call recorded with secrets redacted.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import json
 import logging
@@ -37,13 +39,17 @@ import requests
 __all__ = [
     "MAX_CALLS",
     "MAX_CARDS",
+    "MAX_SEND_FILES",
+    "MAX_SEND_FILE_BYTES",
     "MAX_TIMELINE",
     "CallbackDelivery",
     "Deliver",
+    "EmulatedFile",
     "EmulatorBase",
     "HttpReply",
     "Origin",
     "http_deliver",
+    "parse_send_files",
 ]
 
 logger = logging.getLogger(__name__)
@@ -60,6 +66,9 @@ MAX_WAIT_SECONDS = 10.0
 CALLBACK_TIMEOUT = 10.0
 #: Issued access tokens kept; past this many the store starts afresh.
 MAX_TOKENS = 100
+#: Files one ``POST /_emulator/send`` may carry, and the bytes of each (decoded).
+MAX_SEND_FILES = 10
+MAX_SEND_FILE_BYTES = 32 * 1024 * 1024
 
 #: who may click in ``/_emulator/cards/<id>/action`` (``userId``: a teammate, not the owner)
 _USER_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -109,6 +118,44 @@ class Origin:
                 raise ValueError(f"{key}: must be true or false")
             values[name] = value
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class EmulatedFile:
+    """A file the emulated person sends (``files`` of ``POST /_emulator/send``)."""
+
+    name: str
+    content_type: str
+    data: bytes
+
+
+def parse_send_files(value: Any) -> tuple[EmulatedFile, ...]:
+    """``files`` of a send request: a list of ``{"name", "contentType", "base64"}``;
+    ``ValueError`` names the bad field (``files[1].base64``)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or len(value) > MAX_SEND_FILES:
+        raise ValueError(f"files: must be a list of at most {MAX_SEND_FILES} files")
+    files = []
+    for index, item in enumerate(value):
+        where = f"files[{index}]"
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{where}: must be an object with name, contentType, base64")
+        name, kind, encoded = item.get("name"), item.get("contentType"), item.get("base64")
+        if not isinstance(name, str) or not 1 <= len(name) <= 255:
+            raise ValueError(f"{where}.name: must be a file name of 1-255 characters")
+        if not isinstance(kind, str) or not re.fullmatch(r"[\w.+-]+/[\w.+-]+", kind):
+            raise ValueError(f"{where}.contentType: must be a media type such as image/png")
+        if not isinstance(encoded, str) or len(encoded) > (MAX_SEND_FILE_BYTES // 3 + 1) * 4:
+            raise ValueError(
+                f"{where}.base64: must be base64 of at most {MAX_SEND_FILE_BYTES} bytes"
+            )
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError(f"{where}.base64: is not valid base64") from None
+        files.append(EmulatedFile(name, kind, data))
+    return tuple(files)
 
 
 _SECRET_KEYS = frozenset(
@@ -459,6 +506,17 @@ class EmulatorBase:
         """
         raise NotImplementedError
 
+    #: True when `send_user_files()` is implemented (``files`` in ``/_emulator/send``)
+    accepts_files: bool = False
+
+    def send_user_files(
+        self, text: str, files: tuple[EmulatedFile, ...], *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person sends ``files`` (with ``text`` as their caption, possibly empty);
+        the emulator keeps the bytes and serves them through the platform's download
+        API. Emulators that set `accepts_files` implement it."""
+        raise ValueError(f"files: the {self.platform} emulator takes no files yet")
+
     def card_action(
         self,
         card_id: str,
@@ -536,12 +594,28 @@ class EmulatorBase:
 
     def _control_send(self, data: Any) -> HttpReply:
         text = data.get("text") if isinstance(data, Mapping) else None
-        if not isinstance(text, str) or not text.strip():
+        try:
+            files = parse_send_files(data.get("files")) if isinstance(data, Mapping) else ()
+        except ValueError as exc:
+            return HttpReply(400, {"error": str(exc)})
+        if files and not self.accepts_files:
+            return HttpReply(
+                400, {"error": f"files: the {self.platform} emulator takes no files yet"}
+            )
+        if files and (text is None or (isinstance(text, str) and not text.strip())):
+            text = ""  # a file alone
+        elif not isinstance(text, str) or not text.strip():
             return HttpReply(400, {"error": "text: must be a non-empty string"})
         try:
             origin = Origin.from_request(data)
         except ValueError as exc:
             return HttpReply(400, {"error": str(exc)})
+        if files:
+            try:
+                msg_id, result = self.send_user_files(text.strip(), files, origin=origin)
+            except ValueError as exc:
+                return HttpReply(400, {"error": str(exc)})
+            return HttpReply(200, {"msgId": msg_id, "status": result.status, "body": result.body})
         try:
             # an emulator written before origins (a plugin's) still gets plain sends
             msg_id, result = (

@@ -19,7 +19,11 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
   bot's next ``sendMessage`` (`channelkit.playground.telegram_drafts`);
 * ``sendChatAction`` (``typing`` is shown for 5 s, or until the bot's next message, as
   Telegram clients do); ``answerCallbackQuery`` (once per tap; its text is shown as a
-  toast on the tapped message).
+  toast on the tapped message);
+* ``getFile`` and ``GET /file/bot<token>/<file_path>``: the files a person sent with
+  ``POST /_emulator/send`` (``files``), each as its own message (a photo with a
+  thumbnail and its full size, a document, a voice or audio message, a video; the
+  text is the first one's caption), served byte for byte (at most `MAX_FILES` kept).
 
 A wrong token is ``401 Unauthorized``. User messages and button taps become ``Update``
 objects: POSTed to the webhook with the ``X-Telegram-Bot-Api-Secret-Token`` header while
@@ -44,6 +48,7 @@ from channelkit.playground.emulator import (
     MAX_CARDS,
     CallbackDelivery,
     Deliver,
+    EmulatedFile,
     EmulatorBase,
     HttpReply,
     Origin,
@@ -67,6 +72,9 @@ _UPDATE_KINDS = ("message", "callback_query")
 #: message carrying such buttons is a question waiting for the person's tap.
 QUESTION_CALLBACK_PREFIX = "ck:"
 _PATH_RE = re.compile(r"^/bot([^/]+)/([A-Za-z]+)$")
+_FILE_PATH_RE = re.compile(r"^/file/bot([^/]+)/([A-Za-z0-9_]+/[A-Za-z0-9_.-]+)$")
+#: Files a person sent that the emulator keeps for ``getFile`` (oldest dropped).
+MAX_FILES = 100
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 _COMMAND_RE = re.compile(r"^[a-z0-9_]{1,32}$")
 #: ``setMyCommands`` ``language_code``: two lower-case letters (ISO 639-1)
@@ -182,6 +190,17 @@ def telegram_message_view(card: Mapping[str, Any]) -> dict[str, Any]:
 GROUP_CHAT_ID = -1001234567890
 
 
+def _file_views(media: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``files`` of a timeline entry: name, content type and size of what was sent."""
+    views = []
+    for field, value in media.items():
+        item = value[-1] if isinstance(value, list) else value
+        name = item.get("file_name") or ("photo.jpg" if field == "photo" else f"{field}")
+        kind = item.get("mime_type") or ("image/jpeg" if field == "photo" else "")
+        views.append({"name": name, "contentType": kind, "size": item.get("file_size", 0)})
+    return views
+
+
 def _numeric(value: str | None, field: str) -> int:
     """A Telegram id from an `Origin` field (Telegram ids are integers)."""
     try:
@@ -198,6 +217,7 @@ class TelegramEmulator(DraftChat, EmulatorBase):
     """
 
     platform = "telegram"
+    accepts_files = True
 
     def __init__(
         self,
@@ -253,6 +273,11 @@ class TelegramEmulator(DraftChat, EmulatorBase):
             "getchat": self._get_chat,
         }
         self._pin_order: list[str] = []  # pinned message ids, oldest pin first
+        self._methods["getfile"] = self._get_file
+        #: file_id -> (file_path, bytes) of the files people sent (at most MAX_FILES)
+        self._files: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
+        #: file_path -> body bytes served by the file download
+        self.file_bytes_served: dict[str, int] = {}
 
     # -- API ------------------------------------------------------------------------------
     def handle_api(
@@ -265,7 +290,7 @@ class TelegramEmulator(DraftChat, EmulatorBase):
     ) -> HttpReply | None:
         match = _PATH_RE.match(path)
         if match is None:
-            return None
+            return self._download(method, path)
         token, name = match.groups()
         params: dict[str, Any] = dict(query)
         content_type = headers.get("content-type", "")
@@ -289,6 +314,112 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         # the token is part of the path: it is never recorded
         self._record(method, f"/bot<token>/{name}", query, params, reply)
         return reply
+
+    # -- files a person sent -----------------------------------------------------------------
+    def _get_file(self, params: Mapping[str, Any]) -> HttpReply:
+        file_id = params.get("file_id")
+        with self._lock:
+            stored = self._files.get(file_id) if isinstance(file_id, str) else None
+        if stored is None:
+            return _bad("invalid file_id")
+        file_path, data = stored
+        unique = file_path.rsplit("/", 1)[1].split(".", 1)[0]
+        return _ok(
+            {
+                "file_id": file_id,
+                "file_unique_id": unique,
+                "file_size": len(data),
+                "file_path": file_path,
+            }
+        )
+
+    def _download(self, method: str, path: str) -> HttpReply | None:
+        match = _FILE_PATH_RE.match(path)
+        if match is None:
+            return None
+        token, file_path = match.groups()
+        if token != self.bot_token:
+            reply = _fail(401, "Unauthorized")
+        elif method != "GET":
+            reply = _fail(405, "Method Not Allowed")
+        else:
+            with self._lock:
+                data = next((d for p, d in self._files.values() if p == file_path), None)
+                if data is not None:
+                    self.file_bytes_served[file_path] = len(data)
+            if data is None:
+                reply = _fail(404, "Not Found")
+            else:
+                reply = HttpReply(200, None, content_type="application/octet-stream", raw=data)
+        self._record(method, f"/file/bot<token>/{file_path}", {}, None, reply)
+        return reply
+
+    def _keep_file(self, file: EmulatedFile, folder: str, extension: str) -> str:
+        """Store ``file``; its new ``file_id`` (the lock held)."""
+        file_id = f"file-{secrets.token_hex(8)}"
+        unique = secrets.token_hex(6)
+        self._files[file_id] = (f"{folder}/file_{unique}{extension}", file.data)
+        while len(self._files) > MAX_FILES:
+            self._files.popitem(last=False)
+        return file_id
+
+    def _media(self, file: EmulatedFile) -> dict[str, Any]:
+        """The message fields carrying ``file`` the way Telegram sends it (the lock held)."""
+        kind = file.content_type.lower()
+        extension = "." + file.name.rsplit(".", 1)[1][:8] if "." in file.name else ""
+        if kind in ("image/jpeg", "image/png", "image/webp"):
+            # a photo: a small thumbnail first, the full size last (other bytes)
+            thumb = EmulatedFile("thumb.jpg", "image/jpeg", file.data[:64])
+            sizes = []
+            for item, side in ((thumb, 90), (file, 1280)):
+                file_id = self._keep_file(item, "photos", ".jpg")
+                sizes.append(
+                    {
+                        "file_id": file_id,
+                        "file_unique_id": file_id[-12:],
+                        "width": side,
+                        "height": side,
+                        "file_size": len(item.data),
+                    }
+                )
+            return {"photo": sizes}
+        field, folder = "document", "documents"
+        if kind in ("audio/ogg", "audio/opus"):
+            field, folder = "voice", "voice"
+        elif kind.startswith("audio/"):
+            field, folder = "audio", "music"
+        elif kind.startswith("video/"):
+            field, folder = "video", "videos"
+        file_id = self._keep_file(file, folder, extension)
+        media: dict[str, Any] = {
+            "file_id": file_id,
+            "file_unique_id": file_id[-12:],
+            "mime_type": file.content_type,
+            "file_size": len(file.data),
+        }
+        if field != "voice":
+            media["file_name"] = file.name
+        if field in ("voice", "audio", "video"):
+            media["duration"] = 1
+        return {field: media}
+
+    def send_user_files(
+        self, text: str, files: tuple[EmulatedFile, ...], *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person sends ``files``, each as its own message (as Telegram clients do),
+        the first with ``text`` as its caption; returns the first message's id and the
+        last delivery's answer (the first one that failed, if any)."""
+        first_id, answer = "", CallbackDelivery(status=200, body="")
+        for index, file in enumerate(files):
+            with self._lock:
+                media = self._media(file)
+            msg_id, result = self.send_user_message(
+                text if index == 0 else "", origin=origin, media=media
+            )
+            first_id = first_id or msg_id
+            if answer.status < 400:
+                answer = result
+        return first_id, answer
 
     def _chat_problem(self, params: Mapping[str, Any]) -> HttpReply | None:
         chat_id = params.get("chat_id")
@@ -752,7 +883,11 @@ class TelegramEmulator(DraftChat, EmulatorBase):
             return self._next_update_id
 
     def send_user_message(
-        self, text: str, *, origin: Origin | None = None
+        self,
+        text: str,
+        *,
+        origin: Origin | None = None,
+        media: Mapping[str, Any] | None = None,
     ) -> tuple[str, CallbackDelivery]:
         """The person types ``text``: an ``Update`` with a ``message`` goes to the webhook.
 
@@ -791,6 +926,11 @@ class TelegramEmulator(DraftChat, EmulatorBase):
                 "date": int(time.time()),
                 "text": body,
             }
+            if media is not None:  # a file: the text is its caption (none when empty)
+                message.update(media)
+                del message["text"]
+                if body:
+                    message["caption"] = body
             if origin.thread_id is not None:
                 message["message_thread_id"] = _numeric(origin.thread_id, "threadId")
                 message["is_topic_message"] = True
@@ -810,6 +950,7 @@ class TelegramEmulator(DraftChat, EmulatorBase):
                     "format": "text",
                     "text": text,
                     "msgId": str(message_id),
+                    **({"files": _file_views(media)} if media is not None else {}),
                 }
             )
         update = {"update_id": self._update_id(), "message": message}

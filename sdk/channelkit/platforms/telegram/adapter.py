@@ -52,6 +52,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
+from channelkit.attachments.model import Attachment
 from channelkit.core import (
     ChannelBase,
     ChannelConfig,
@@ -66,6 +67,7 @@ from channelkit.core import (
 )
 from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.catalog import LOCALES, Messages, en, messages
+from channelkit.core.inbound_files import AttachmentSource
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import RunQueuedEvent, SessionTarget
@@ -527,9 +529,13 @@ class TelegramChannel(ChannelBase):
         bot by the tap itself, so only ``group_policy="disabled"`` drops it in groups);
         its decision's status is 503 when the channel is closed."""
         sender = message.from_user
-        if sender is None or sender.is_bot or message.text is None:
-            return Decision.ignored()  # service messages, channel posts, media without text
-        if tapped:
+        if sender is None or sender.is_bot:
+            return Decision.ignored()  # service messages, channel posts
+        if message.text is None:
+            if not message.attachments or not self._takes_media_only(message):
+                return Decision.ignored()  # nothing for the bot (or not addressed to it)
+            text: str | None = ""  # a photo or a file alone starts a run too
+        elif tapped:
             private = message.chat.type == "private"
             text = message.text if private or self.groups.policy != "disabled" else None
         else:
@@ -557,6 +563,7 @@ class TelegramChannel(ChannelBase):
             is_group=message.chat.type != "private",
             sender_name=sender.first_name or sender.username,
             language=_language_code(sender),
+            attachments=message.attachments,
             # None (counts as addressed): a tapped button addresses the bot by itself,
             # and group_policy "open" admitted every group message already
             mentions_bot=None
@@ -572,6 +579,22 @@ class TelegramChannel(ChannelBase):
         ):
             self._record_run(msg)
         return decision
+
+    def _takes_media_only(self, message: TgMessage) -> bool:
+        """Whether a photo or file without a caption is for the bot: always in a
+        private chat; in a group only with ``group_policy="open"`` or as a reply to
+        the bot (there is no caption to mention it in)."""
+        if message.chat.type == "private":
+            return True
+        if self.groups.policy == "disabled":
+            return False
+        return self.groups.policy == "open" or message.reply_to_from_id == self.groups.bot_id
+
+    def attachment_source(self, attachment: Attachment) -> AttachmentSource:
+        """``getFile`` for the attachment's ``file_id``, then its path on the Bot API
+        host (no redirect is followed: Telegram serves files from that host)."""
+        file_path, _size = self.api.get_file(attachment.reference)
+        return AttachmentSource(self.api.file_url(file_path))
 
     # -- runs cut off by a crash ---------------------------------------------------------
     @staticmethod

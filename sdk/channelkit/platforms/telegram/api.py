@@ -12,12 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from channelkit.clients.telegram import (
     AnswerCallbackQueryRequest,
     BotCommand,
     DeleteWebhookRequest,
     EditMessageTextRequest,
+    GetFileRequest,
     GetUpdatesRequest,
     InlineKeyboardMarkup,
     SendChatActionRequest,
@@ -43,7 +45,8 @@ _CONNECT_TIMEOUT_S = 3.05
 
 class TelegramApi:
     """``sendMessage``, ``sendMessageDraft``, ``editMessageText``, ``sendChatAction``,
-    ``answerCallbackQuery``, ``setMyCommands``, ``getMe``, and for long polling
+    ``answerCallbackQuery``, ``setMyCommands``, ``getMe``, ``getFile`` (with
+    `file_url()`, where a received file is downloaded), and for long polling
     ``deleteWebhook`` and ``getUpdates``.
 
     ``base_url`` is the Bot API root (``https://api.telegram.org``); ``client`` may be
@@ -61,6 +64,7 @@ class TelegramApi:
     ) -> None:
         self._timeout = (_CONNECT_TIMEOUT_S, timeout_s)
         self._base_url = base_url.rstrip("/")
+        self._token = token
         self._client = client or TelegramClient(
             token=token, base_url=self._base_url, timeout=self._timeout, retry=retry
         )
@@ -187,6 +191,29 @@ class TelegramApi:
         if text:
             body.text = text
         self._client.answer_callback_query(body=body, timeout=self._timeout)
+
+    def get_file(self, file_id: str) -> tuple[str, int | None]:
+        """``getFile``: the ``file_path`` of a received file on the file host and its
+        size when told (raises ``DeserializationError`` without a path: the file
+        cannot be downloaded, e.g. over the Bot API's 20 MB)."""
+        result = self._client.get_file(
+            body=GetFileRequest(file_id=file_id), timeout=self._timeout
+        ).result
+        path = None if result is UNSET else result.file_path
+        if not isinstance(path, str) or not path or path.startswith("/") or ".." in path:
+            raise DeserializationError("result.file_path", path, "getFile returned no file path")
+        size = None if result is UNSET else result.file_size
+        return path, size if isinstance(size, int) and size >= 0 else None
+
+    def file_url(self, file_path: str) -> str:
+        """Where the file ``file_path`` (from `get_file()`) is downloaded: the Bot API
+        host's ``/file/bot<token>/<file_path>`` (secret: it carries the token)."""
+        return f"{self._base_url}/file/bot{self._token}/{file_path}"
+
+    @property
+    def file_host(self) -> str:
+        """The host received files are downloaded from (the Bot API's own)."""
+        return urlsplit(self._base_url).hostname or ""
 
     def delete_webhook(self) -> None:
         """``deleteWebhook`` (pending updates are kept): ``getUpdates`` answers 409 Conflict

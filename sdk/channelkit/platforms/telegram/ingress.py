@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from channelkit.attachments.model import Attachment, AttachmentKind
 from channelkit.errors import UpdateParseError
 from channelkit.ingress import Headers, IngressRequest, IngressResponse, loads_json
 from channelkit.platforms.common.contract import Interaction
@@ -91,6 +92,9 @@ class TgMessage:
     #: the author of the message this one replies to (``None`` for the implicit reply
     #: to a forum topic's creation message)
     reply_to_from_id: int | None = None
+    #: the photo (its largest size), document, voice, audio or video it carries; its
+    #: ``caption`` is then the message's ``text``
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -196,10 +200,72 @@ def _message(value: Any, path: str) -> TgMessage:
         chat=_chat(obj.get("chat"), f"{path}.chat"),
         date=_int(obj, "date", path, required=False) or 0,
         from_user=_user(sender, f"{path}.from") if sender is not None else None,
-        text=_text(obj, path),
+        text=_text(obj, path) or _caption(obj, path),
         message_thread_id=_int(obj, "message_thread_id", path, required=False),
         is_topic_message=obj.get("is_topic_message") is True,
         reply_to_from_id=_reply_author(obj.get("reply_to_message"), f"{path}.reply_to_message"),
+        attachments=_attachments(obj, path),
+    )
+
+
+def _caption(obj: Mapping[str, Any], path: str) -> str | None:
+    caption = _str(obj, "caption", path)
+    return caption if caption is not None and caption.strip() else None
+
+
+#: the media fields of a message, the kind each is, and the name used when it has none
+_MEDIA = (
+    ("document", AttachmentKind.FILE, "document"),
+    ("voice", AttachmentKind.AUDIO, "voice.ogg"),
+    ("audio", AttachmentKind.AUDIO, "audio"),
+    ("video", AttachmentKind.VIDEO, "video.mp4"),
+    ("video_note", AttachmentKind.VIDEO, "video_note.mp4"),
+)
+
+
+def _attachments(obj: Mapping[str, Any], path: str) -> tuple[Attachment, ...]:
+    """The message's media as `Attachment`s (reference: the ``file_id``)."""
+    found: list[Attachment] = []
+    photo = obj.get("photo")
+    if photo is not None:
+        if not isinstance(photo, list) or not photo:
+            raise UpdateParseError(f"{path}.photo", "must be a non-empty array of sizes")
+        sizes = [_obj(size, f"{path}.photo[{i}]") for i, size in enumerate(photo)]
+        # the largest size: by bytes when told, else by pixels (Telegram lists it last)
+        largest = max(
+            enumerate(sizes),
+            key=lambda item: (
+                item[1].get("file_size") or 0,
+                (item[1].get("width") or 0) * (item[1].get("height") or 0),
+                item[0],
+            ),
+        )
+        index, size = largest
+        found.append(_media(size, f"{path}.photo[{index}]", AttachmentKind.IMAGE, "photo.jpg"))
+    for field, kind, default_name in _MEDIA:
+        value = obj.get(field)
+        if value is not None:
+            found.append(
+                _media(_obj(value, f"{path}.{field}"), f"{path}.{field}", kind, default_name)
+            )
+    return tuple(found)
+
+
+def _media(obj: Mapping[str, Any], path: str, kind: AttachmentKind, default: str) -> Attachment:
+    file_id = _str(obj, "file_id", path, required=True) or ""
+    if not file_id:
+        raise UpdateParseError(f"{path}.file_id", "must not be empty")
+    size = _int(obj, "file_size", path, required=False)
+    duration = _int(obj, "duration", path, required=False)
+    if (size is not None and size < 0) or (duration is not None and duration < 0):
+        raise UpdateParseError(path, "file_size and duration must be >= 0")
+    return Attachment(
+        kind=kind,
+        name=_str(obj, "file_name", path) or default,
+        reference=file_id,
+        content_type=_str(obj, "mime_type", path),
+        size=size,
+        duration=float(duration) if duration is not None else None,
     )
 
 
