@@ -33,7 +33,8 @@ pytestmark = pytest.mark.browser
 WAIT = 15.0
 LAST_WORDS = "never cut inside a code block"
 ALIGNED_HEADER = "Service | Region   | Status   | Latency"
-#: Where the table is a table; elsewhere it is the aligned block in a <pre>.
+#: Where the table is a table (Slack: when the answer is a Markdown stream); elsewhere
+#: it is the aligned block in a <pre>.
 TABLES = ("feishu", "slack")
 #: Markup a person must never see in a formatted answer.
 RAW = ("**", "```", "&gt;", "&lt;", "&amp;", "](http", "|status page>", "## ", "|---|")
@@ -114,6 +115,15 @@ def _answer(browser: Browser, words: str, shots: Path, name: str) -> Any:
         time.sleep(0.05)
 
 
+def _markup(pg: Playground, words: str) -> str | None:
+    """How Slack reads the bot message holding ``words``: ``markdown`` (a stream's text)
+    or ``mrkdwn`` (a posted or updated message: a run that ends before its stream opens
+    is posted whole, its table an aligned block); None on other platforms."""
+    views = (pg.emulator.state().get("views") or {}).values()
+    found = [v.get("markup") for v in views if words in str(v.get("text", ""))]
+    return found[-1] if found else None
+
+
 def _assert_no_errors(browser: Browser) -> None:
     errors = [e for e in browser.browser_log() if e.get("level") == "SEVERE"]
     assert errors == [], json.dumps(errors, indent=1)
@@ -141,7 +151,7 @@ def test_the_markdown_sample_is_drawn_formatted(
                 "_blank",
                 "noopener noreferrer",
             ] in drawn["links"], drawn["links"]
-            if platform in TABLES:
+            if platform in TABLES and _markup(pg, LAST_WORDS) != "mrkdwn":
                 assert drawn["tables"] == [
                     [
                         ["Service", "Region", "Status", "Latency"],
