@@ -78,6 +78,9 @@ class Capabilities:
     pins: str | None = None
     groups: str | None = None  # None: people write to the bot in group chats too
     threads: str | None = None  # None: a group has threads (a thread is a conversation)
+    #: None: a person's files reach the agent (issue 25); wired platform by platform, so
+    #: missing unless a driver says otherwise
+    attachments_in: str | None = "inbound attachments are not wired for this platform yet"
 
 
 def wait_for(
@@ -672,6 +675,7 @@ class TelegramDriver(Driver):
     message_path = "/telegram/webhook"
     caps = Capabilities(
         stop_button="a run is stopped with /cancel (streamed drafts carry no buttons)",
+        attachments_in=None,
     )
 
     def _messages(self) -> list[dict[str, Any]]:
