@@ -380,14 +380,19 @@ def make_channel(
     clock: FakeClock | None = None,
     presenter: Callable[[UserInputRequestContext], UserInputPresentationResult] | None = None,
     max_workers: int = 8,
+    threads: bool = False,
     **config: Any,
 ) -> RecordingChannel:
     """A RecordingChannel with its own pool and a scheduler on a FakeClock.
 
     The channel's ``clock`` is that FakeClock; advance it to fire timers, then
-    ``channel.wait_idle()``. Close the channel when done (it closes its pool)."""
+    ``channel.wait_idle()``. Close the channel when done (it closes its pool).
+    ``threads``: the channel stands for a platform with threads (see `ChannelBase`);
+    ``config``: further `ChannelConfig` fields."""
     cfg = ChannelConfig(name=name, max_workers=max_workers, **config)
-    return RecordingChannel(cfg, bridge, presenter=presenter, clock=clock or FakeClock())
+    return RecordingChannel(
+        cfg, bridge, presenter=presenter, clock=clock or FakeClock(), threads=threads
+    )
 
 
 # ======================================================================================

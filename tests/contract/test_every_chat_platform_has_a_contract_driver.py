@@ -14,6 +14,7 @@ AGREEING = {
     "stop_button": "stop_button",
     "forms": "native_questions",
     "pins": "pins",
+    "threads": "threads",
 }
 
 

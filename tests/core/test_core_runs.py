@@ -291,7 +291,9 @@ def test_config_validation_names_the_field(kwargs, field):
 
 def test_config_defaults():
     cfg = ChannelConfig(name="dt", model="qwen3.7-max", authorized_senders=["a", "b"])
-    assert cfg.scope.value == "user" and not cfg.shared_sessions
+    # no scope configured: picked per message (a DM per person, a group per thread
+    # where the platform has threads, see test_the_default_session_scope_...)
+    assert cfg.session_scope is None and cfg.scope is None and not cfg.shared_sessions
     # runs have their own pool: the default concurrency does not depend on max_workers
     assert cfg.max_concurrent_runs == 64 and cfg.max_workers == 16
     assert (cfg.max_queued_runs, cfg.max_queued_per_owner, cfg.max_queued_per_chat) == (

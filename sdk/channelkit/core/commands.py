@@ -166,13 +166,13 @@ class ChatCommands:
                 ),
             )
             return CommandHandle(name, None, future)
-        reply = self.permission_command(name, arg, msg)
+        reply = self.permission_command(name, arg, msg, target)
         return CommandHandle(name, reply, self.send_reply(target, name, reply))
 
     def _answer_and_reply(
         self, name: str, arg: str | None, msg: InboundMessage, target: SessionTarget
     ) -> CommandResult:
-        return self.deliver_reply(target, name, self.permission_command(name, arg, msg))
+        return self.deliver_reply(target, name, self.permission_command(name, arg, msg, target))
 
     def send_reply(
         self,
@@ -202,9 +202,13 @@ class ChatCommands:
             return CommandResult(command, reply, False)
         return CommandResult(command, reply, True)
 
-    def authorized(self, sender_id: str) -> bool:
+    def authorized(self, target: SessionTarget) -> bool:
+        """True when ``target``'s sender may use /cancel, /new and the permission
+        commands: always in a session of their own; in a shared session (``chat`` or
+        ``thread`` scope for this message) when ``authorized_senders`` is unset or
+        lists them."""
         allowed = self._config.authorized_senders
-        return not self._config.shared_sessions or allowed is None or sender_id in allowed
+        return not self._router.shared(target) or allowed is None or target.sender_id in allowed
 
     def can_answer(self, pending: Pending, msg: InboundMessage) -> bool:
         if pending.target.chat_id != msg.chat_id:
@@ -213,10 +217,12 @@ class ChatCommands:
             return False
         if pending.user_input_presented and msg.sender_id != pending.target.sender_id:
             return False
-        return self._config.shared_sessions or msg.sender_id == pending.target.sender_id
+        return self._router.shared(pending.target) or msg.sender_id == pending.target.sender_id
 
-    def permission_command(self, decision: str, request_id: str | None, msg: InboundMessage) -> str:
-        if not self.authorized(msg.sender_id):
+    def permission_command(
+        self, decision: str, request_id: str | None, msg: InboundMessage, target: SessionTarget
+    ) -> str:
+        if not self.authorized(target):
             return MSG_UNAUTHORIZED
         if request_id:
             found = self._requests.get(request_id)
@@ -274,7 +280,7 @@ class ChatCommands:
         target: SessionTarget,
         defer: list[Callable[[], None]] | None = None,
     ) -> CommandHandle:
-        if not self.authorized(msg.sender_id):
+        if not self.authorized(target):
             reply = MSG_CANCEL_UNAUTHORIZED
             return CommandHandle("cancel", reply, self.send_reply(target, "cancel", reply, defer))
         session_id = self._router.session_for(target)

@@ -24,8 +24,13 @@ class ChannelConfig:
     """Settings shared by every channel adapter.
 
     * ``name`` - channel name (``SessionTarget.channel_name``), non-blank.
-    * ``session_scope`` - ``"user"`` (per sender per chat, default), ``"chat"`` or
-      ``"thread"`` (shared sessions).
+    * ``session_scope`` - ``"user"`` (one session per sender per chat), ``"chat"`` (one
+      shared session per chat) or ``"thread"`` (one shared session per thread; a group
+      message outside any thread is the group's own conversation). None (default): a
+      direct message is ``"user"``; a group message is ``"thread"`` where the platform
+      has threads (its registry entry lists the ``"threads"`` capability: Slack,
+      Telegram forum topics, Feishu, Discord), else ``"user"``. A configured scope
+      applies to every message. See `channelkit.core.sessions.SessionRouter`.
     * ``model`` - optional model name adapters may show (never inferred).
     * ``permission_timeout`` - seconds a pending permission/question stays answerable
       (the host permission lifetime); on expiry it is answered ``cancelled``.
@@ -60,7 +65,7 @@ class ChannelConfig:
     """
 
     name: str
-    session_scope: SessionScope | str = SessionScope.USER
+    session_scope: SessionScope | str | None = None
     model: str | None = None
     permission_timeout: float = 300.0
     authorized_senders: frozenset[str] | None = None
@@ -84,10 +89,12 @@ class ChannelConfig:
         if not isinstance(self.name, str) or not self.name.strip():
             raise ConfigurationError("must be a non-blank string", path="name")
         try:
-            self.session_scope = SessionScope(self.session_scope)
+            if self.session_scope is not None:
+                self.session_scope = SessionScope(self.session_scope)
         except ValueError:
             raise ConfigurationError(
-                f"must be one of {[s.value for s in SessionScope]}, got {self.session_scope!r}",
+                f"must be one of {[s.value for s in SessionScope]} or None (the default), "
+                f"got {self.session_scope!r}",
                 path="session_scope",
             ) from None
         if self.model is not None and (not isinstance(self.model, str) or not self.model.strip()):
@@ -163,10 +170,14 @@ class ChannelConfig:
         return access if isinstance(access, AccessConfig) else AccessConfig.from_mapping(access)
 
     @property
-    def scope(self) -> SessionScope:
-        return SessionScope(self.session_scope)
+    def scope(self) -> SessionScope | None:
+        """The configured ``session_scope`` (None: picked per message, see above)."""
+        return None if self.session_scope is None else SessionScope(self.session_scope)
 
     @property
     def shared_sessions(self) -> bool:
-        """True when several senders share one session (chat/thread scope)."""
-        return self.scope is not SessionScope.USER
+        """True when the configured scope makes several senders share one session
+        (``chat``/``thread``). With no scope configured it depends on the message: ask
+        the channel's `SessionRouter.shared` (``channel.router.shared(target)``)."""
+        scope = self.scope
+        return scope is not None and scope is not SessionScope.USER

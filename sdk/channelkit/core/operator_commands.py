@@ -4,7 +4,7 @@ Written once on the platform contract: every chat platform gets them through
 ``ChannelBase.handle_inbound`` (after the access policy admitted the message, so a refused
 person cannot use them and, in groups, ``requireMention`` applies as to any message).
 
-* ``/new`` - the caller's conversation (the session scope of the channel: one person in
+* ``/new`` - the caller's conversation (the session scope of the message: one person in
   one chat, the chat, or the thread) starts over: the session router forgets the scope's
   session id, so the next message in that scope gets a new session id and the agent
   bridge a new session. While a run of that conversation is running or queued, ``/new``
@@ -88,7 +88,7 @@ class OperatorCommands:
 
     Collaborators: ``table`` (queued and live runs), ``router`` (session scopes),
     ``admission`` (to withdraw queued runs), ``cancellation`` (exact-run cancel),
-    ``admins()`` (the current ``access.admins``), ``authorized(sender_id)`` (the shared
+    ``admins()`` (the current ``access.admins``), ``authorized(target)`` (the shared
     session rule of ``/cancel``), ``reply``/``deliver`` (command replies), ``later`` and
     ``pool`` (work after the ACK), ``texts(person)`` (the catalog texts in the person's
     language, for replies put together from several texts) and ``now`` (the monotonic
@@ -104,7 +104,7 @@ class OperatorCommands:
         admission: RunAdmission,
         cancellation: RunCancellation,
         admins: Callable[[], frozenset[str]],
-        authorized: Callable[[str], bool],
+        authorized: Callable[[SessionTarget], bool],
         reply: Reply,
         deliver: Deliver,
         later: Later,
@@ -148,7 +148,7 @@ class OperatorCommands:
         defer: list[Callable[[], None]] | None = None,
     ) -> CommandHandle:
         """Start a fresh agent session for the caller's scope, or say why not."""
-        if not self._authorized(msg.sender_id):
+        if not self._authorized(target):
             return self._answer("new", target, MSG_NEW_UNAUTHORIZED, defer)
         key = self._router.key_for(target)
         with self._table.lock:  # no run of the scope is queued or started meanwhile

@@ -28,6 +28,7 @@ from channelkit.platforms.registry import (
     Registration,
     chat_platforms,
     get_platform,
+    platform_offers,
     register_platform,
     secret_credentials,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "Registration",
     "chat_platforms",
     "get_platform",
+    "platform_offers",
     "register_platform",
     "secret_credentials",
 ]
@@ -139,6 +141,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
                 "pins",
                 "typing",
                 "presentation",
+                "threads",
             }
         ),
         renderer=_renderer("feishu"),
@@ -175,7 +178,15 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         shared_store="dedup",  # update_id dedup across instances
         check_credentials=_check("telegram"),
         capabilities=frozenset(
-            {"streaming", "forms", "approval_buttons", "pins", "typing", "presentation"}
+            {
+                "streaming",
+                "forms",
+                "approval_buttons",
+                "pins",
+                "typing",
+                "presentation",
+                "threads",  # forum topics
+            }
         ),
         renderer=_renderer("telegram"),
         sender=_sender("telegram", "TelegramSender"),
@@ -211,6 +222,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
                 "pins",
                 "typing",
                 "presentation",
+                "threads",
             }
         ),
         renderer=_renderer("slack"),
@@ -275,6 +287,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
                 "pins",
                 "typing",
                 "presentation",
+                "threads",
             }
         ),
         renderer=_renderer("discord"),

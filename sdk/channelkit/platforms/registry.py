@@ -44,6 +44,7 @@ __all__ = [
     "Registration",
     "chat_platforms",
     "get_platform",
+    "platform_offers",
     "register_platform",
     "secret_credentials",
 ]
@@ -65,6 +66,8 @@ CAPABILITIES: Mapping[str, str] = MappingProxyType(
         "pins": "messages can be pinned",
         "typing": "a working indicator (typing action, reaction or status) while a run works",
         "presentation": "semantic message presentations are rendered natively",
+        "threads": "a group's threads (or forum topics) are conversations of their own: "
+        "with no session scope configured, a group shares one session per thread",
     }
 )
 
@@ -529,6 +532,20 @@ def get_platform(name: str) -> PlatformSpec:
             f"unknown platform {name!r} (known: {', '.join(PLATFORMS)})", "platform"
         )
     return spec
+
+
+def platform_offers(name: str, capability: str) -> bool:
+    """True when the registered platform `name` lists `capability` (one of
+    `CAPABILITIES`, else a `ConfigurationError` naming the known ones); a platform not
+    registered offers none. A platform's channel reads what the core needs from it this
+    way (e.g. `"threads"`), so the registry stays the one place that says it."""
+    if capability not in CAPABILITIES:
+        raise ConfigurationError(
+            f"unknown capability {capability!r} (known: {', '.join(CAPABILITIES)})",
+            "capability",
+        )
+    spec = PLATFORMS.get(name)
+    return spec is not None and capability in spec.capabilities
 
 
 def chat_platforms() -> tuple[PlatformSpec, ...]:

@@ -26,6 +26,7 @@ class TinychatDriver(Driver):
         native_presentation=_NOT_BUILT,
         presentation_buttons=_NOT_BUILT,
         pins=_NOT_BUILT,
+        threads=_NOT_BUILT,
     )
 
     @staticmethod

@@ -91,8 +91,9 @@ def test_register_commands_sends_the_menu_with_cancel(rt, mock) -> None:  # type
 
 def test_two_runs_in_one_chat_keep_one_keepalive(rt, mock) -> None:  # type: ignore[no-untyped-def]
     release = threading.Event()
-    env = Env(rt, mock, ScriptedBridge([gate(release), final("ok")]))
-    # Two users in one group chat: two sessions, two concurrent runs.
+    # Two users in one group chat, each in a session of their own (scope set: by default
+    # a group shares one conversation outside forum topics): two concurrent runs.
+    env = Env(rt, mock, ScriptedBridge([gate(release), final("ok")]), session_scope="user")
     env.message("@qwen_bot one", user=1, chat=-5, chat_type="group")
     env.message("@qwen_bot two", user=2, chat=-5, chat_type="group")
     assert env.bridge.wait_prompt(2)

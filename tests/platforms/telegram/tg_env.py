@@ -36,7 +36,15 @@ class RecordingTelegram(LifecycleLog, TelegramChannel):
 
 
 class Env:
-    def __init__(self, rt: Any, mock: rm.Mocker, bridge: ScriptedBridge, **cfg: Any) -> None:
+    def __init__(
+        self,
+        rt: Any,
+        mock: rm.Mocker,
+        bridge: ScriptedBridge,
+        *,
+        session_scope: str | None = None,
+        **cfg: Any,
+    ) -> None:
         self.rt = rt
         self.mock = mock
         self.bridge = bridge
@@ -48,7 +56,9 @@ class Env:
         self.channel = RecordingTelegram(
             config,
             bridge,
-            channel_config=ChannelConfig(name="telegram", max_workers=8),
+            channel_config=ChannelConfig(
+                name="telegram", max_workers=8, session_scope=session_scope
+            ),
             api=api,
             executor=rt.pool,
             run_executor=rt.run_pool,

@@ -68,6 +68,7 @@ from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
+from channelkit.platforms import platform_offers
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
@@ -182,6 +183,7 @@ class DiscordChannel(ChannelBase):
             scheduler=scheduler,
             clock=clock,
             run_executor=run_executor,
+            threads=platform_offers("discord", "threads"),  # groups: a session per thread
         )
         self.discord_config = config
         #: the REST wrapper is closed with the channel only when the channel made it

@@ -59,6 +59,7 @@ from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.types import RunQueuedEvent
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
+from channelkit.platforms import platform_offers
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
@@ -157,6 +158,7 @@ class FeishuChannel(ChannelBase):
             run_executor=run_executor,
             scheduler=scheduler,
             clock=clock,
+            threads=platform_offers("feishu", "threads"),  # groups: a session per thread
         )
         # the channel's ``locale`` (when set) picks the card language; else ``language``
         config = replace(config, language=card_language(config.language, self.config.locale))

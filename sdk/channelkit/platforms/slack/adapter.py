@@ -79,6 +79,7 @@ from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.markdown import Dialect, render
+from channelkit.platforms import platform_offers
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
@@ -186,6 +187,7 @@ class SlackChannel(ChannelBase):
             scheduler=scheduler,
             clock=clock,
             run_executor=run_executor,
+            threads=platform_offers("slack", "threads"),  # groups: a session per thread
         )
         self.slack_config = config
         #: the people's runs in progress (in ``config.run_journal``): a run a crash cut

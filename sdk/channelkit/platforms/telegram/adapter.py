@@ -73,6 +73,7 @@ from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ApiError, ChannelKitError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
+from channelkit.platforms import platform_offers
 from channelkit.platforms.common.connection import LongConnection, stop_connections
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
@@ -230,6 +231,7 @@ class TelegramChannel(ChannelBase):
             scheduler=scheduler,
             clock=clock,
             run_executor=run_executor,
+            threads=platform_offers("telegram", "threads"),  # groups: a session per thread
         )
         self.telegram_config = config
         #: every piece of cross-callback state (questions, claims, tombstones, updates)
