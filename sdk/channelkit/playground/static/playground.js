@@ -23,6 +23,14 @@
   var pollWait = 8;
   var offline = false; // the last poll could not reach the playground
   var platform = "";   // the emulated platform, from the first poll
+  var chatAs = document.getElementById("chat-as");
+  var mention = document.getElementById("mention");
+  var mentionLabel = document.getElementById("mention-label");
+  var sentWhere = {};  // user msgId -> where the page sent it ("group", "group, teammate")
+  // the second person of the emulated group (an id every emulator accepts)
+  var TEAMMATE = "70017001";
+  // platforms whose people write to the bot in direct chats only
+  var NO_GROUPS = { weixin: true };
 
   // -- errors ----------------------------------------------------------------------------
   function describe(err) {
@@ -231,7 +239,10 @@
     if (entry.from === "user") {
       var reactions = el("div", "reactions");
       row.appendChild(reactions);
-      if (entry.msgId) msgEls[entry.msgId] = row;
+      if (entry.msgId) {
+        msgEls[entry.msgId] = row;
+        if (sentWhere[entry.msgId]) labelWhere(row, sentWhere[entry.msgId]);
+      }
     } else if (entry.via) {
       row.appendChild(el("div", "meta", "via " + entry.via));
     }
@@ -609,8 +620,10 @@
   }
 
   function apply(state) {
+    var first = !platform;
     platform = state.platform || "";
     if (platformEl && state.platform) platformEl.textContent = state.platform + " (emulated)";
+    if (first && platform) showChatChoice();
     applyHint(state.platform);
     var atBottom = chat.scrollHeight - chat.scrollTop - chat.clientHeight < 80;
     var added = false;
@@ -683,13 +696,48 @@
       });
   }
 
+  // -- who writes, and where ------------------------------------------------------------
+  function labelWhere(row, where) {
+    if (!row.querySelector(".where")) row.appendChild(el("div", "meta where", where));
+  }
+
+  function showChatChoice() {
+    if (!chatAs) return;
+    chatAs.hidden = !!NO_GROUPS[platform];
+    if (chatAs.hidden) chatAs.value = "dm";
+    if (mentionLabel) mentionLabel.hidden = chatAs.value === "dm";
+  }
+
+  if (chatAs) chatAs.addEventListener("change", showChatChoice);
+
+  // The send request for ``text``: a direct chat, or the emulated group written by you or
+  // by a teammate, mentioning the bot or not.
+  function outgoing(text) {
+    var who = chatAs && !chatAs.hidden ? chatAs.value : "dm";
+    var body = { text: text };
+    var where = "";
+    if (who !== "dm") {
+      body.group = true;
+      body.mentionsBot = !!(mention && mention.checked);
+      where = "group" + (who === "teammate" ? ", teammate" : "") +
+        (body.mentionsBot ? ", @bot" : ", not addressed");
+    }
+    if (who === "teammate") body.userId = TEAMMATE;
+    return { body: body, where: where };
+  }
+
   form.addEventListener("submit", function (e) {
     e.preventDefault();
     var text = input.value.trim();
     if (!text) return;
     input.value = "";
     scrollDown();
-    post("/_emulator/send", { text: text }).then(function (res) {
+    var out = outgoing(text);
+    post("/_emulator/send", out.body).then(function (res) {
+      if (res && res.msgId && out.where) {
+        sentWhere[res.msgId] = out.where;
+        if (msgEls[res.msgId]) labelWhere(msgEls[res.msgId], out.where);
+      }
       if (res && (res.status === 0 || res.status >= 300)) {
         console.warn("playground: the channel answered", res.status, "to a message:", res.body);
         showError("the channel answered " + res.status + " to your message");
