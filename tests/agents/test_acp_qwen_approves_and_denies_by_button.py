@@ -60,7 +60,7 @@ REJECT_ANSWER = {"outcome": {"outcome": "selected", "optionId": "cancel"}}
 ASK = re.compile(r"write the notes file (\S+?)\.?$", re.IGNORECASE)
 
 #: The platforms whose adapters show a tool permission as buttons.
-PLATFORMS = ("telegram", "feishu", "slack", "dingtalk")
+PLATFORMS = ("telegram", "feishu", "slack", "dingtalk", "discord")
 #: The platforms whose approval message names the /approve and /deny commands too
 #: (DingTalk's question card template has no room for the hint).
 COMMAND_HINTS = ("telegram", "feishu", "slack")

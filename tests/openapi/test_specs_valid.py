@@ -125,6 +125,7 @@ IDEMPOTENT_POSTS: dict[tuple[str, str], str] = {
     ("telegram", "setWebhook"): "sets the same webhook configuration",
     ("telegram", "setMyCommands"): "replaces the scope's command menu with the same list",
     ("telegram", "getMe"): "read-only",
+    ("telegram", "getFile"): "read-only (a repeat gives a download link to the same file)",
     ("weixin", "getConfig"): "read-only (returns the typing ticket)",
     ("weixin", "sendTyping"): "sets a typing state (1 typing / 2 cancel)",
     ("slack", "chatUpdate"): "replaces the message with the given content",
