@@ -179,6 +179,10 @@ def test_a_late_card_never_repeats_an_answer_already_sent_as_markdown():
 
     def script(bridge, sid, text, sink):
         sink.text_chunk(sid, "the answer")
+        # The card's opening write is in flight on a pool worker before the run ends: a
+        # run thread that found the queue idle would otherwise run that write itself and
+        # hang in it, which is a different fault than this test's.
+        h.wait_for(lambda: any(op == "stream" for op, _ in h.api.calls), STALL)
         return "the answer"
 
     h = AdapterHarness(script)
