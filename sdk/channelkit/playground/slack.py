@@ -28,20 +28,23 @@ records every delivery with its ``transport`` (``events`` or ``socket``).
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from channelkit.platforms.slack.ingress import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from channelkit.playground.emulator import (
     CallbackDelivery,
     Deliver,
+    EmulatedFile,
     EmulatorBase,
     HttpReply,
     Origin,
 )
+from channelkit.playground.person_files import PersonFiles
 from channelkit.playground.slack_gateway import SlackSocketGateway
 
 __all__ = ["BOT_USER_ID", "GROUP_CHANNEL", "SlackEmulator", "slack_view"]
@@ -70,6 +73,8 @@ PIN_METHODS = frozenset({"pins.add", "pins.remove", "pins.list"})
 APP_METHODS = frozenset({"apps.connections.open"})
 SUBMIT, CANCEL, STOP = "ck:q:submit", "ck:q:cancel", "ck:stop"
 TEAMMATE = "U0TEAMMATE"
+#: a shared file's ``url_private`` (``/files-pri/<team>-<id>/<name>``) or download URL
+_FILE_PATH_RE = re.compile(r"^/files-pri/([A-Z0-9]+)-(F[0-9a-f]+)(?:/download)?/[^/]+$")
 
 
 def _ok(**fields: Any) -> HttpReply:
@@ -194,6 +199,7 @@ class SlackEmulator(EmulatorBase):
     """The emulated Slack workspace: one app, one person in a direct message with it."""
 
     platform = "slack"
+    accepts_files = True
 
     def __init__(
         self,
@@ -224,6 +230,8 @@ class SlackEmulator(EmulatorBase):
         self._pins: list[dict[str, Any]] = []  # pins.list items, oldest pin first
         self._ts = 0
         self._events = 0
+        #: the files the person shared, served at their ``url_private`` (bot token only)
+        self.person_files = PersonFiles()
 
     # -- Web API ---------------------------------------------------------------------------
     def _new_ts(self) -> str:  # lock held
@@ -370,13 +378,20 @@ class SlackEmulator(EmulatorBase):
 
     # -- the person -> the app --------------------------------------------------------------
     def send_user_message(
-        self, text: str, *, user_id: str | None = None, origin: Origin | None = None
+        self,
+        text: str,
+        *,
+        user_id: str | None = None,
+        origin: Origin | None = None,
+        files: list[dict[str, Any]] | None = None,
     ) -> tuple[str, CallbackDelivery]:
         """The person (or ``user_id``) types ``text`` in the direct message.
 
         ``origin`` (`Origin`): another person, a channel (`GROUP_CHANNEL` unless one is
         named), a mention of the bot (``<@U0BOT>`` before the text, delivered as the
-        ``app_mention`` event Slack sends), a thread (``thread_ts``).
+        ``app_mention`` event Slack sends), a thread (``thread_ts``). ``files``: Slack
+        file objects shared with the message (a ``file_share`` message; see
+        `send_user_files()`).
         """
         origin = origin or Origin()
         user = origin.user_id or user_id or self.user_id
@@ -388,10 +403,20 @@ class SlackEmulator(EmulatorBase):
             ts = self._new_ts()
             self._events += 1
             event_id = f"Ev{self._events:08d}"
-            self._add_timeline(
-                {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": ts}
-            )
-        event = {
+            entry: dict[str, Any] = {
+                "kind": "message",
+                "from": "user",
+                "format": "text",
+                "text": text,
+                "msgId": ts,
+            }
+            if files:
+                entry["files"] = [
+                    {"name": f["name"], "contentType": f["mimetype"], "size": f["size"]}
+                    for f in files
+                ]
+            self._add_timeline(entry)
+        event: dict[str, Any] = {
             "type": "app_mention" if origin.mentions_bot and in_channel else "message",
             "channel_type": "channel" if in_channel else "im",
             "user": user,
@@ -403,6 +428,10 @@ class SlackEmulator(EmulatorBase):
         }
         if origin.thread_id is not None:
             event["thread_ts"] = origin.thread_id
+        if files:
+            event["files"] = files
+            if event["type"] == "message":
+                event["subtype"] = "file_share"
         payload = {
             "type": "event_callback",
             "team_id": self.team,
@@ -412,6 +441,60 @@ class SlackEmulator(EmulatorBase):
             "event": event,
         }
         return ts, self._deliver_payload("message", payload)
+
+    def send_user_files(
+        self, text: str, files: tuple[EmulatedFile, ...], *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person shares ``files`` in one message with ``text`` (possibly empty):
+        Slack file objects whose ``url_private`` / ``url_private_download`` point at
+        this emulator's ``/files-pri/...`` (served with the bot token only)."""
+        objects = []
+        for file in files:
+            key = self.person_files.keep(file)
+            folder = f"{self.base_url}/files-pri/{self.team}-{key}"
+            objects.append(
+                {
+                    "id": key,
+                    "name": file.name,
+                    "title": file.name,
+                    "mimetype": file.content_type,
+                    "filetype": file.name.rsplit(".", 1)[-1] if "." in file.name else "",
+                    "size": len(file.data),
+                    "mode": "hosted",
+                    "url_private": f"{folder}/{quote(file.name)}",
+                    "url_private_download": f"{folder}/download/{quote(file.name)}",
+                }
+            )
+        return self.send_user_message(text, origin=origin, files=objects)
+
+    def handle_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        """``GET /files-pri/<team>-<file id>[/download]/<name>``: a shared file's bytes
+        with ``Authorization: Bearer <bot token>``; without it, Slack's redirect to
+        its sign-in page. Everything else: the Web API."""
+        match = _FILE_PATH_RE.match(path)
+        if match is None:
+            return super().handle_api(method, path, query, headers, body)
+        team, key = match.groups()
+        if method != "GET":
+            reply = HttpReply(405, {"error": "method_not_allowed"})
+        elif headers.get("authorization") != f"Bearer {self.bot_token}":
+            # what Slack does for a download without a valid token: its sign-in page
+            reply = HttpReply(
+                302, None, raw=b"", headers=(("Location", "https://slack.com/signin"),)
+            )
+        elif team != self.team or (data := self.person_files.serve(key)) is None:
+            reply = HttpReply(404, None, content_type="text/plain", raw=b"file_not_found")
+        else:
+            reply = HttpReply(200, None, content_type="application/octet-stream", raw=data)
+        self._record(method, re.sub(r"/[^/]*$", "/<name>", path), {}, None, reply)
+        return reply
 
     def card_action(
         self,
@@ -499,6 +582,7 @@ class SlackEmulator(EmulatorBase):
         with self._lock:
             self._status.clear()
             self._pins.clear()
+        self.person_files.clear()
         super().reset()
 
     def close(self) -> None:

@@ -61,6 +61,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from channelkit.agents.base import AgentBridge
+from channelkit.attachments.model import Attachment
 from channelkit.core import (
     ChannelBase,
     ChannelConfig,
@@ -75,6 +76,7 @@ from channelkit.core import (
 )
 from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.catalog import en
+from channelkit.core.inbound_files import AttachmentSource
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
@@ -91,6 +93,7 @@ from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.slack.api import SlackApi
 from channelkit.platforms.slack.approvals import SlackApprovals
 from channelkit.platforms.slack.config import SlackConfig
+from channelkit.platforms.slack.files import file_hosts, file_source
 from channelkit.platforms.slack.ingress import (
     SlackAction,
     SlackEvents,
@@ -199,6 +202,7 @@ class SlackChannel(ChannelBase):
         #: event_ids already handled: a retried (or replayed) delivery is ignored
         self._seen_events = ReplayGuard(self.clock.time, ttl=EVENT_DEDUP_TTL, scope="slack-event")
         self._teams: dict[str, str] = {}  # chat id -> team id (recipient of streams)
+        self._file_hosts = file_hosts(config.api_base_url)  # where shared files may be
         self.streams = SegmentStreams(
             self.api,
             clock=self.clock,
@@ -320,8 +324,14 @@ class SlackChannel(ChannelBase):
             # outside DMs only ``app_mention`` events get here: Slack's structured
             # mention of the bot (``<!here>``, ``<!channel>``, ``<!everyone>`` are none)
             mentions_bot=None if dm else message.mention,
+            attachments=message.attachments,
         )
         return decide_inbound(self, msg)[1]
+
+    def attachment_source(self, attachment: Attachment) -> AttachmentSource:
+        """A shared file's ``url_private_download`` with the bot token, only on Slack's
+        file host (`channelkit.platforms.slack.files`); no redirect is followed."""
+        return file_source(attachment, self.slack_config.bot_token, self._file_hosts)
 
     def _remember_team(self, channel: str, team: str) -> None:
         if len(self._teams) >= MAX_TEAMS and channel not in self._teams:

@@ -32,10 +32,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from channelkit.attachments.model import Attachment
 from channelkit.ingress import IngressRequest, IngressResponse
 from channelkit.platforms.common.config import register_secrets
 from channelkit.platforms.common.contract import Interaction
 from channelkit.platforms.common.replay import ReplayGuard, signed_headers_problem
+from channelkit.platforms.slack.files import parse_files
 
 __all__ = [
     "SIGNATURE_HEADER",
@@ -111,16 +113,21 @@ class SlackMessage:
     channel_type: str | None
     team: str | None
     mention: bool
+    #: the files shared with the message (``files`` of a ``file_share`` message or of a
+    #: mention), downloaded when the run starts (`channelkit.platforms.slack.files`)
+    attachments: tuple[Attachment, ...] = ()
 
 
 def parse_message(event: Mapping[str, Any], team: str | None = None) -> SlackMessage | None:
     """A ``message`` / ``app_mention`` event as a `SlackMessage`; None for bot
-    messages, any subtype (edits, joins, bot posts...), and events without user or text.
-    A mention's ``<@U...>`` markup is removed from the text."""
+    messages, any subtype but ``file_share`` (edits, joins, bot posts...), and events
+    without a user, or without text and files. A mention's ``<@U...>`` markup is
+    removed from the text; a message with files may have no text."""
     kind = event.get("type")
     if kind not in ("message", "app_mention"):
         return None
-    if event.get("bot_id") or event.get("subtype") or event.get("bot_profile"):
+    subtype = event.get("subtype")
+    if event.get("bot_id") or event.get("bot_profile") or subtype not in (None, "file_share"):
         return None
     user, text, channel, ts = (event.get(k) for k in ("user", "text", "channel", "ts"))
     if not all(isinstance(v, str) and v for v in (user, channel, ts)) or not isinstance(text, str):
@@ -129,7 +136,8 @@ def parse_message(event: Mapping[str, Any], team: str | None = None) -> SlackMes
     mention = kind == "app_mention"
     if mention:
         text = _MENTION.sub("", text).strip()
-    if not text.strip():
+    attachments = parse_files(event.get("files"))
+    if not text.strip() and not attachments:
         return None
     thread_ts = event.get("thread_ts")
     channel_type = event.get("channel_type")
@@ -142,6 +150,7 @@ def parse_message(event: Mapping[str, Any], team: str | None = None) -> SlackMes
         channel_type=channel_type if isinstance(channel_type, str) else None,
         team=event.get("team") if isinstance(event.get("team"), str) else team,
         mention=mention,
+        attachments=attachments,
     )
 
 
