@@ -219,6 +219,9 @@ def render_models(spec: Spec) -> str:
         lines.append("from channelkit.http.model import (")
         lines += [f"    {n}," for n in used]
         lines.append(")")
+    uploads = _used(("UPLOAD", "UploadFile"), body_text)
+    if uploads:
+        lines.append(f"from channelkit.http.multipart import {', '.join(uploads)}")
     lines.append("")
     names = sorted([e.name for e in spec.enums] + [m.name for m in spec.models])
     lines.append("__all__ = [")
@@ -269,6 +272,8 @@ def _operation_const(op: OperationDef) -> list[str]:
         args.append("body_required=True")
     if op.body_annotation:
         args.append(f"body_codec=ModelCodec(lambda: {op.body_annotation})")
+    if op.body_format != "json":
+        args.append(f"body_format={q(op.body_format)}")
     if op.idempotent:
         args.append("idempotent=True")
     if not op.authenticated:
@@ -402,8 +407,7 @@ def _init_lines(spec: Spec) -> list[str]:
     else:
         how = "The API needs no credentials."
     lines += docstring(
-        f"Create a client. {how} See `channelkit.http.client.BaseClient` for the "
-        "other options.",
+        f"Create a client. {how} See `channelkit.http.client.BaseClient` for the " "other options.",
         "        ",
     )
     call_args = []

@@ -96,6 +96,7 @@ class OperationDef:
     body_schema: str | None
     body_required: bool
     body_annotation: str | None
+    body_format: str
     idempotent: bool
     authenticated: bool
     response_model: str | None
@@ -279,6 +280,9 @@ class _Builder:
                     f"{result.annotation} | None", f"NullableCodec({result.codec})", True
                 )
             return result
+        if kind == "string" and schema.get("format") == "binary":
+            # a file part of a multipart/form-data body (channelkit.http.multipart)
+            return TypeRef("UploadFile", "UPLOAD")
         if kind in PRIMITIVES:
             return TypeRef(PRIMITIVES[kind], CODEC_CONST[kind])
         if kind == "array":
@@ -423,12 +427,24 @@ class _Builder:
         body_schema = None
         body_annotation = None
         body_required = False
+        body_format = "json"
         request_body = op.get("requestBody")
         if request_body:
             content = request_body.get("content", {})
             schema = content.get("application/json", {}).get("schema")
+            if schema is None and "multipart/form-data" in content:
+                body_format = "multipart"
+                schema = content["multipart/form-data"].get("schema")
+                if not isinstance(schema, dict) or "$ref" not in schema:
+                    raise SpecError(
+                        self.file, f"{pointer}/requestBody", "a multipart body must be a $ref"
+                    )
             if schema is None:
-                raise SpecError(self.file, f"{pointer}/requestBody", "expected application/json")
+                raise SpecError(
+                    self.file,
+                    f"{pointer}/requestBody",
+                    "expected application/json or multipart/form-data",
+                )
             body_required = bool(request_body.get("required"))
             if "$ref" in schema:
                 body_schema = _ref_name(schema["$ref"], self.file, f"{pointer}/requestBody")
@@ -469,6 +485,7 @@ class _Builder:
             body_schema=body_schema,
             body_required=body_required,
             body_annotation=body_annotation,
+            body_format=body_format,
             idempotent=http_method in IDEMPOTENT or bool(op.get("x-channelkit-idempotent")),
             authenticated=authenticated,
             response_model=response_model,

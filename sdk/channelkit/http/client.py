@@ -100,6 +100,8 @@ class Operation:
     body_schema: str | None = None
     body_required: bool = False
     body_codec: Codec | None = None
+    #: ``json`` or ``multipart`` (``multipart/form-data``: `channelkit.http.multipart`)
+    body_format: str = "json"
     idempotent: bool = False
     authenticated: bool = True
     errors: ErrorSpec | None = None
@@ -342,7 +344,7 @@ class BaseClient:
         path_values, query, param_headers = self._encode_params(op, args)
         payload = self._encode_body(op, body)
         has_body = payload is not UNSET
-        if has_body and self._validate:
+        if has_body and self._validate and op.body_format == "json":
             self._check_body(op, payload)
         base = self.server_url(op.server)
         errors = op.errors or self.ERRORS
@@ -355,7 +357,8 @@ class BaseClient:
                 values = dict(path_values)
                 auth_headers, token = self._auth_headers(op, values)
                 headers = {"Accept": "application/json", **auth_headers, **param_headers}
-                if has_body:
+                multipart = has_body and op.body_format == "multipart"
+                if has_body and not multipart:
                     headers["Content-Type"] = "application/json; charset=utf-8"
                 url = base + op.path.format_map(values)
                 try:
@@ -365,8 +368,9 @@ class BaseClient:
                         timeout=call_timeout,
                         params=query,
                         headers=headers,
-                        json_body=payload if has_body else None,
-                        has_body=has_body,
+                        json_body=payload if has_body and not multipart else None,
+                        has_body=has_body and not multipart,
+                        multipart=payload if multipart else None,
                     )
                 except TransportError as exc:
                     status = "timeout" if exc.timeout else "error"

@@ -252,12 +252,16 @@ class Transport:
         json_body: Any = None,
         has_body: bool = False,
         form_body: Mapping[str, str] | None = None,
+        multipart: Mapping[str, Any] | None = None,
     ) -> requests.Response:
         """Send the request and return the response, whatever its status, within the
         overall deadline ``timeout[1]`` (connecting within ``timeout[0]`` of it).
 
         ``json_body`` is sent as JSON when ``has_body`` is true; ``form_body`` (used by the
-        OAuth token endpoints) as ``application/x-www-form-urlencoded``. Raises
+        OAuth token endpoints) as ``application/x-www-form-urlencoded``; ``multipart``
+        (file uploads) as a streamed ``multipart/form-data`` body
+        (`channelkit.http.multipart.MultipartBody`, built anew for every call, so a
+        retried call reads its files again from the first byte). Raises
         `TransportError` when no response arrived: `ConnectTimeout` or
         `ReadTimeout` (both ``timeout=True`` and builtin ``TimeoutError``) on a timeout.
         """
@@ -277,6 +281,12 @@ class Transport:
             kwargs["json"] = json_body
         elif form_body is not None:
             kwargs["data"] = dict(form_body)
+        elif multipart is not None:
+            from channelkit.http.multipart import MultipartBody
+
+            upload = MultipartBody(multipart)
+            kwargs["data"] = upload
+            kwargs["headers"]["Content-Type"] = upload.content_type
         shown = redact_url(url)
         # One deadline for the whole call (connect + send + status line + headers + every
         # byte of the answer): a per-read timeout alone never trips against a peer that
