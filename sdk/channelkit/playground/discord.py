@@ -39,6 +39,7 @@ answer is applied as the interaction's response.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 import re
@@ -49,15 +50,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from channelkit.playground.discord_gateway import DiscordGatewayServer
 from channelkit.playground.emulator import (
     CallbackDelivery,
     Deliver,
+    EmulatedFile,
     EmulatorBase,
     HttpReply,
     Origin,
 )
+from channelkit.playground.person_files import PersonFiles
 from channelkit.runtime.clock import Clock, SystemClock
 
 __all__ = [
@@ -114,6 +118,8 @@ MAX_EMBEDS = 10
 MAX_CUSTOM_ID = 100
 
 _SNOWFLAKE = r"(\d{1,20})"
+#: an attachment on the emulated CDN: ``/attachments/<channel>/<id>/<name>``
+_CDN_PATH_RE = re.compile(r"^/attachments/[0-9]+/([0-9a-f]{16})/[^/]+$")
 _PREFIX = re.compile(r"^/api(?:/v\d+)?(?=/)")
 _ROUTES: list[tuple[str, re.Pattern[str], str]] = [
     (m, re.compile(p), name)
@@ -414,6 +420,7 @@ class DiscordEmulator(EmulatorBase):
     """
 
     platform = "discord"
+    accepts_files = True
 
     def __init__(
         self,
@@ -454,6 +461,9 @@ class DiscordEmulator(EmulatorBase):
         self._interactions: OrderedDict[str, dict[str, Any]] = OrderedDict()  # by token
         self._pins: dict[str, list[str]] = {}  # channel -> message ids, latest pin last
         self._sent: OrderedDict[str, dict[str, Any]] = OrderedDict()  # the person's, by id
+        #: the files the person attached, served by the emulated CDN (signed URLs)
+        self.person_files = PersonFiles()
+        self._cdn_key = secrets.token_bytes(32)
         self._channel(DM_CHANNEL, kind=1, recipient=user_id)
         self._channel(GROUP_CHANNEL, kind=0)
 
@@ -930,7 +940,11 @@ class DiscordEmulator(EmulatorBase):
 
     # -- the person -> the bot -------------------------------------------------------------
     def send_user_message(
-        self, text: str, *, origin: Origin | None = None
+        self,
+        text: str,
+        *,
+        origin: Origin | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> tuple[str, CallbackDelivery]:
         """The person (or ``origin.user_id``) writes ``text``: a ``MESSAGE_CREATE``
         dispatch on the Gateway. ``origin``: a guild channel (`GROUP_CHANNEL` unless
@@ -965,7 +979,7 @@ class DiscordEmulator(EmulatorBase):
             "mention_everyone": "@everyone" in text or "@here" in text,
             "mentions": [_user(BOT_USER_ID)] if origin.mentions_bot else [],
             "mention_roles": [],
-            "attachments": [],
+            "attachments": attachments or [],
             "embeds": [],
             "pinned": False,
             "flags": 0,
@@ -984,10 +998,81 @@ class DiscordEmulator(EmulatorBase):
         }
         if origin.thread_id is not None:
             entry["threadId"] = origin.thread_id
+        if attachments:
+            entry["files"] = [
+                {"name": a["filename"], "contentType": a["content_type"], "size": a["size"]}
+                for a in attachments
+            ]
         with self._lock:
             self._add_timeline(entry)
             _put(self._sent, message_id, event)
         return message_id, self._dispatch("message", "MESSAGE_CREATE", event)
+
+    def send_user_files(
+        self, text: str, files: tuple[EmulatedFile, ...], *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person sends ``files`` in one message with ``text`` (possibly empty),
+        as the attachment objects `attachment_objects()` makes."""
+        attachments = self.attachment_objects(files)
+        return self.send_user_message(text, origin=origin, attachments=attachments)
+
+    def attachment_objects(self, files: tuple[EmulatedFile, ...]) -> list[dict[str, Any]]:
+        """Keep ``files`` and describe them as a message's ``attachments``: each ``url``
+        is this emulator's CDN path, signed like Discord's (``ex`` / ``is`` / ``hm``;
+        valid for a day of the emulator's clock, refused when changed)."""
+        now = int(self.clock.time())
+        attachments = []
+        with self._lock:
+            folder = self._snowflake()
+        for file in files:
+            key = self.person_files.keep(file, prefix="")
+            path = f"/attachments/{folder}/{key}/{quote(file.name)}"
+            attachments.append(
+                {
+                    "id": key,
+                    "filename": file.name,
+                    "content_type": file.content_type,
+                    "size": len(file.data),
+                    "url": f"{self.base_url}{path}?{self._cdn_signature(path, now + 86400, now)}",
+                    "proxy_url": f"{self.base_url}{path}",
+                }
+            )
+        return attachments
+
+    def _cdn_signature(self, path: str, expires: int, issued: int) -> str:
+        query = f"ex={expires:x}&is={issued:x}"
+        mac = hmac.new(self._cdn_key, f"{path}?{query}".encode(), hashlib.sha256).hexdigest()
+        return f"{query}&hm={mac}"
+
+    def handle_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        """``GET /attachments/<channel>/<id>/<name>?ex=&is=&hm=``: an attachment's bytes
+        when the signature is this emulator's and not expired (else Discord's CDN
+        answer, 404 "This content is no longer available."); anything else: REST."""
+        match = _CDN_PATH_RE.match(path)
+        if match is None:
+            return super().handle_api(method, path, query, headers, body)
+        expires, issued = query.get("ex", ""), query.get("is", "")
+        signed = False
+        if re.fullmatch(r"[0-9a-f]{1,12}", expires) and re.fullmatch(r"[0-9a-f]{1,12}", issued):
+            wanted = self._cdn_signature(path, int(expires, 16), int(issued, 16))
+            signed = hmac.compare_digest(wanted.rsplit("=", 1)[1], query.get("hm", ""))
+            signed = signed and int(expires, 16) > self.clock.time()
+        data = self.person_files.serve(match.group(1)) if signed and method == "GET" else None
+        if data is None:
+            reply = HttpReply(
+                404, None, content_type="text/plain", raw=b"This content is no longer available."
+            )
+        else:
+            reply = HttpReply(200, None, content_type="application/octet-stream", raw=data)
+        self._record(method, re.sub(r"/[^/]*$", "/<name>", path), {}, None, reply)
+        return reply
 
     def redeliver(self, message_id: str) -> CallbackDelivery:
         """Dispatch a person's message again (the same ``MESSAGE_CREATE``, a new sequence
@@ -1255,6 +1340,7 @@ class DiscordEmulator(EmulatorBase):
             self._pins.clear()
             self._interactions.clear()
             self._sent.clear()
+        self.person_files.clear()
         self.buckets.reset()
         super().reset()
 

@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
+from channelkit.attachments.model import Attachment
 from channelkit.core import (
     ChannelBase,
     ChannelConfig,
@@ -64,6 +65,7 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.inbound_files import AttachmentSource
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
@@ -78,6 +80,7 @@ from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.discord.api import DiscordApi
 from channelkit.platforms.discord.approvals import DiscordApprovals
 from channelkit.platforms.discord.config import DiscordConfig
+from channelkit.platforms.discord.files import file_hosts, file_source
 from channelkit.platforms.discord.gateway import DiscordGateway
 from channelkit.platforms.discord.indicators import TypingIndicator
 from channelkit.platforms.discord.ingress import (
@@ -345,12 +348,18 @@ class DiscordChannel(ChannelBase):
             is_group=not dm,
             sender_name=message.author_name,
             mentions_bot=None if dm else message.mention,
+            attachments=message.attachments,
         )
         decision = decide_inbound(self, msg)[1]
         if decision.status != 200:
             self._seen.forget(message.message_id)
         decision.run_after()  # quick hand-offs: the run starts on its own pool
         return decision
+
+    def attachment_source(self, attachment: Attachment) -> AttachmentSource:
+        """An attachment's signed CDN ``url``, fetched without credentials and only from
+        Discord's CDN hosts (`channelkit.platforms.discord.files`)."""
+        return file_source(attachment, file_hosts(self.discord_config.api_base_url))
 
     def _store_unavailable(self, channel: str, user: str) -> Decision:
         """A message the shared store could not vouch for: nothing runs; the first time

@@ -35,9 +35,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from channelkit.attachments.model import Attachment
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import Headers, IngressRequest, IngressResponse, loads_json
 from channelkit.platforms.common.replay import ReplayGuard, signed_headers_problem
+from channelkit.platforms.discord.files import parse_attachments
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -262,6 +264,8 @@ class DiscordMessage:
     author_name: str | None
     text: str
     mention: bool
+    #: the files attached to it (`channelkit.platforms.discord.files`)
+    attachments: tuple[Attachment, ...] = ()
 
 
 def strip_mentions(text: str, bot_id: str) -> str:
@@ -271,8 +275,8 @@ def strip_mentions(text: str, bot_id: str) -> str:
 
 def parse_message(data: Mapping[str, Any], bot_id: str) -> DiscordMessage | None:
     """A person's `MESSAGE_CREATE`, else None (bots, webhooks, system messages, the
-    bot's own messages, messages without text). `mention` is true when the message
-    mentions the bot or replies to one of its messages."""
+    bot's own messages, messages without text or attachments). `mention` is true when
+    the message mentions the bot or replies to one of its messages."""
     message_id = _text(data.get("id"))
     channel_id = _text(data.get("channel_id"))
     author = data.get("author")
@@ -295,7 +299,8 @@ def parse_message(data: Mapping[str, Any], bot_id: str) -> DiscordMessage | None
     if isinstance(replied, Mapping) and isinstance(replied.get("author"), Mapping):
         mentioned = mentioned or replied["author"].get("id") == bot_id  # a reply to the bot
     text = strip_mentions(content, bot_id) if mentioned else content.strip()
-    if not text:
+    attachments = parse_attachments(data.get("attachments"))
+    if not text and not attachments:
         return None
     name = _text(author.get("global_name")) or _text(author.get("username"))
     return DiscordMessage(
@@ -306,6 +311,7 @@ def parse_message(data: Mapping[str, Any], bot_id: str) -> DiscordMessage | None
         author_name=name,
         text=text,
         mention=mentioned,
+        attachments=attachments,
     )
 
 
