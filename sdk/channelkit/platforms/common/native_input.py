@@ -21,12 +21,24 @@ an inline keyboard, a Block Kit form):
   in the last case the card waits for it (the presenter arms a timer at the question's
   deadline and calls `AnswerRace.give_up()` there, then shows expired).
 
-The order in a presenter is: the settlement listener calls `AnswerRace.settled()`
-first, whatever the card's state (it records the reason, so a claim landing just after
-another answer won reads it); a ``True`` means "end the claimed card now in the winner's
-state"; otherwise the presenter runs its own settled-elsewhere path (a card that was not
-claimed). The claimed card's job calls `AnswerRace.respond()` once and ends the
-card from the `RaceResult`.
+`FormRace` is that race with the settlement glue every presenter shares around it:
+`FormRace.answer()` responds with the person's answer, ends the form in what the
+race decided (``submitted`` / ``cancelled`` when accepted, the winner's state when
+another surface won, else ``expired``), tells the conversation once that the question
+was already answered when it lost, and, when the winner's settlement is still on its
+way, waits for it on one scheduler timer at the form's deadline (never blocking a
+worker), then gives up as ``expired``. The presenter supplies only its platform's side:
+how to end the claimed form in a state and show it, how to tell the loser, and where
+that work runs (the form's serial lane).
+
+The order in a presenter is: the settlement listener calls `FormRace.on_settled()`
+first, whatever the form's state (it records the reason, so a claim landing just after
+another answer won reads it); ``True`` means the claimed answer lost and the race is
+ending the form in the winner's state; otherwise the presenter runs its own
+settled-elsewhere path (a form that was not claimed; a claimed form's responder
+decides). The claimed form's job calls `FormRace.answer()` once. (`AnswerRace` alone
+is the rule: a presenter using it directly calls `AnswerRace.settled()`,
+`AnswerRace.respond()` and `AnswerRace.give_up()` and ends the form itself.)
 """
 
 from __future__ import annotations
@@ -35,13 +47,16 @@ import logging
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal
 
 from channelkit.core.types import SettlementReason
 from channelkit.platforms.common.registry import CardRegistry
+from channelkit.platforms.common.types import Clock, Scheduler, TimerHandle
 
 __all__ = [
     "AnswerRace",
+    "FormRace",
     "RaceResult",
     "answer_response",
     "cancel_request",
@@ -245,3 +260,122 @@ class AnswerRace:
             self._waiting = False
             self._done = True
             return True
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """The platform's side of a `FormRace`, given once by `FormRace.answer()`."""
+
+    end: Callable[[str], bool]
+    tell_lost: Callable[[], object]
+    run: Callable[[Callable[[], object]], object]
+    winner: Callable[[str], str]
+
+
+class FormRace(AnswerRace):
+    """An `AnswerRace` that also ends its claimed form: the settlement glue of every
+    native question form (see the module docstring).
+
+    Thread-safe; one per presented form (a record's ``race`` field). Its one timer, the
+    wait for a winner's settlement that has not arrived, is armed on the injected
+    scheduler and cancelled when that settlement comes.
+    """
+
+    __slots__ = ("_ending", "_timer")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ending: _Ending | None = None  # set by answer(), before the responder runs
+        self._timer: TimerHandle | None = None  # the wait for the winner's settlement
+
+    def answer(
+        self,
+        respond: Callable[[], object],
+        *,
+        claimed: str,
+        end: Callable[[str], bool],
+        tell_lost: Callable[[], object],
+        run: Callable[[Callable[[], object]], object],
+        scheduler: Scheduler,
+        clock: Clock,
+        deadline: float,
+        request_id: str = "",
+        winner: Callable[[str], str] = winner_state,
+    ) -> None:
+        """Answer the request with the claimed form's answer and end the form in what the
+        race decided. Call once, on the pool after the claim (the form's lane).
+
+        * ``respond()``: the request's one-shot responder with the person's answer
+          (`answer_response()`), called at most once (never when the request was
+          already settled).
+        * ``claimed``: the state the form's own answer means when accepted
+          (``submitted``, or ``cancelled`` for its Cancel).
+        * ``end(state)``: make the claimed form terminal in ``state`` and show it in
+          place; True for the one call that ended it (False: it had ended already).
+          Called with ``claimed``; with ``winner(reason)`` when another surface won;
+          with ``expired`` when the agent refused the answer, the responder failed, or
+          the winner's settlement did not come by ``deadline``.
+        * ``tell_lost()``: tell the conversation once that the question was already
+          answered; called after ``end`` ended a form whose answer lost, except when the
+          run itself was cancelled (`tell_already_answered()`).
+        * ``run(job)``: where the ending work that is not done here runs (the form's
+          serial lane): the end after a late winner's settlement, the give-up at the
+          deadline.
+        * ``scheduler``, ``clock``, ``deadline``: the wait for a winner whose settlement
+          has not arrived yet is one timer at ``deadline`` (``clock`` time); nothing
+          blocks while it runs.
+        * ``winner(reason)``: the state a settlement elsewhere shows (default
+          `winner_state()`).
+        """
+        ending = _Ending(end=end, tell_lost=tell_lost, run=run, winner=winner)
+        with self._lock:
+            self._ending = ending
+        result = self.respond(respond, request_id)
+        if result.kind == "waiting":  # another surface holds the request: wait for it
+            self._wait(ending, scheduler, max(0.0, deadline - clock.now()))
+        elif result.kind == "lost" and result.reason is not None:
+            self._finish(ending, result.reason)
+        else:  # accepted: the form's own state; refused or failed: expired
+            ending.end(claimed if result.kind == "accepted" else "expired")
+
+    def on_settled(self, reason: str) -> bool:
+        """The request was settled with ``reason`` (any thread; call it first from the
+        settlement listener). True when the claimed answer had lost and waited for this
+        settlement: the form is being ended in the winner's state on ``run`` (the
+        caller does nothing more). False: the caller's own path for a form nobody
+        claimed (a claimed form's responder decides)."""
+        if not self.settled(reason):
+            return False
+        with self._lock:
+            ending = self._ending
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        if ending is not None:  # always: only answer() makes the race wait
+            ending.run(partial(self._finish, ending, str(reason)))
+        return True
+
+    def _wait(self, ending: _Ending, scheduler: Scheduler, delay: float) -> None:
+        """Arm the give-up at the deadline; the winner's settlement cancels it."""
+        timer: TimerHandle | None = scheduler.call_later(
+            delay, partial(self._deadline_passed, ending)
+        )
+        with self._lock:
+            if not self._done:  # still waiting: on_settled() cancels it
+                self._timer, timer = timer, None
+        if timer is not None:
+            timer.cancel()  # the settlement came meanwhile (or the give-up already ran)
+
+    def _deadline_passed(self, ending: _Ending) -> None:
+        """The deadline passed while waiting for the winner: end the form expired."""
+        with self._lock:
+            self._timer = None
+        if self.give_up():
+            ending.run(partial(ending.end, "expired"))
+
+    @staticmethod
+    def _finish(ending: _Ending, reason: str) -> None:
+        """End the form of an answer that lost to ``reason``: the winner's state, and
+        the conversation told once."""
+        if ending.end(ending.winner(reason)) and tell_already_answered(reason):
+            ending.tell_lost()
