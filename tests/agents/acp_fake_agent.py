@@ -18,9 +18,12 @@ prompt text (first word, arguments after a space):
 ``ask-die``        asks a question, then exits with code 4 before the answer.
 ``echo X``         streams X.
 ``stderr``         writes ~400 KB to stderr, then streams "done".
+``blocks``         streams the prompt's content blocks as JSON, each base64 ``data``
+                   (or ``blob``) replaced by ``sha256`` and ``bytes`` of what it decodes to.
 
 Environment: ``FAKE_ACP_MODE`` = ``exit-on-start`` (exit 5 at once), ``no-init-reply``
 (never answers ``initialize``), ``init-error`` (answers it with an error);
+``FAKE_ACP_PROMPT_CAPABILITIES`` = JSON advertised as ``agentCapabilities.promptCapabilities``;
 ``FAKE_ACP_LOG`` = a file that receives every line the agent reads from stdin;
 ``FAKE_ACP_INIT_GATE`` = a path: ``initialize`` is answered only once it exists;
 ``FAKE_ACP_HISTORY`` = a directory: the agent advertises ``loadSession``, keeps each
@@ -33,6 +36,8 @@ do: each earlier prompt as a ``user_message_chunk`` and an ``agent_message_chunk
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import sys
@@ -67,6 +72,7 @@ def _remember(session_id: str, text: str) -> None:
     earlier = _history(session_id)
     with open(_history_file(session_id), "w", encoding="utf-8") as f:
         json.dump([*earlier, text], f)
+
 
 QUESTIONS = [
     {
@@ -161,6 +167,8 @@ def run_prompt(rpc_id: Any, params: dict[str, Any]) -> None:
     blocks = params.get("prompt") or []
     text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
     command, _, arg = text.partition(" ")
+    if text.split(maxsplit=1)[:1] == ["blocks"]:  # the files' path lines may follow
+        command = "blocks"
     stop = "end_turn"
     if _history_dir is not None:
         earlier = _history(session_id)
@@ -200,6 +208,8 @@ def run_prompt(rpc_id: Any, params: dict[str, Any]) -> None:
         chunk(session_id, "done")
     elif command == "echo":
         chunk(session_id, arg)
+    elif command == "blocks":
+        chunk(session_id, json.dumps([_summary(b) for b in blocks], sort_keys=True))
     elif command == "ask":
         chunk(session_id, "Before question.")
         reply = ask(session_id)
@@ -247,6 +257,18 @@ def run_prompt(rpc_id: Any, params: dict[str, Any]) -> None:
     send({"jsonrpc": "2.0", "id": rpc_id, "result": {"stopReason": stop}})
 
 
+def _summary(block: dict[str, Any]) -> dict[str, Any]:
+    """A content block with its base64 payloads replaced by their digest and size."""
+    out = dict(block)
+    for key in ("data", "blob"):
+        if isinstance(out.get(key), str):
+            raw = base64.b64decode(out.pop(key), validate=True)
+            out["sha256"], out["bytes"] = hashlib.sha256(raw).hexdigest(), len(raw)
+    if isinstance(out.get("resource"), dict):
+        out["resource"] = _summary(out["resource"])
+    return out
+
+
 def handle(message: dict[str, Any]) -> None:
     method = message.get("method")
     rpc_id = message.get("id")
@@ -277,7 +299,10 @@ def handle(message: dict[str, Any]) -> None:
                 "id": rpc_id,
                 "result": {
                     "protocolVersion": 1,
-                    "agentCapabilities": {"loadSession": _history_dir is not None},
+                    "agentCapabilities": {
+                        "loadSession": _history_dir is not None,
+                        **_prompt_capabilities(),
+                    },
                     "authMethods": [],
                     "agentInfo": {"name": "fake-acp", "version": "1"},
                 },
@@ -320,6 +345,11 @@ def handle(message: dict[str, Any]) -> None:
         _cancelled.setdefault(params.get("sessionId", ""), threading.Event()).set()
     elif rpc_id is not None:
         send({"jsonrpc": "2.0", "id": rpc_id, "error": {"code": -32601, "message": method}})
+
+
+def _prompt_capabilities() -> dict[str, Any]:
+    raw = os.environ.get("FAKE_ACP_PROMPT_CAPABILITIES")
+    return {"promptCapabilities": json.loads(raw)} if raw else {}
 
 
 def main() -> None:

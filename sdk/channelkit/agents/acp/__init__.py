@@ -8,6 +8,10 @@ the child's stdin/stdout. It implements `AgentBridge`:
   creates one ACP session per channelkit session id (``session/new``), sends
   ``session/prompt`` and blocks until the agent answers with a ``stopReason``. It returns
   the concatenation of the ``agent_message_chunk`` texts streamed during the turn.
+  ``prompt_with_attachments(session_id, text, files, sink)`` does the same with a
+  person's files as content blocks the agent advertised in ``promptCapabilities``
+  (``image``, ``audio``, an embedded text ``resource``, else a ``resource_link``) or,
+  failing those, a text line naming each file's local path; bounded by `ContentLimits`.
 * ``session/update`` notifications become sink events: ``agent_message_chunk`` text ->
   ``text_chunk``; ``tool_call`` / ``tool_call_update`` -> ``tool_call``; every other kind
   is ignored.
@@ -31,7 +35,8 @@ injected scheduler (anything with ``call_later(delay, fn) -> handle.cancel()``, 
 ``prompt``.
 
 Modules: `bridge` (`AcpBridge`: turns, sessions, the
-agent's requests), `process` (spawn, stop, reap),
+agent's requests), `content` (a person's files as prompt content blocks),
+`process` (spawn, stop, reap),
 `rpc` (framing, request/response correlation, timeouts),
 `permissions` (permission requests and answers).
 
@@ -40,6 +45,7 @@ The ``agent-client-protocol`` package was evaluated and not used: it is asyncio-
 """
 
 from channelkit.agents.acp.bridge import ACP_PROTOCOL_VERSION, AcpBridge
+from channelkit.agents.acp.content import ContentLimits, PromptCapabilities
 from channelkit.agents.acp.rpc import INVALID_PARAMS as INVALID_PARAMS
 from channelkit.agents.acp.rpc import METHOD_NOT_FOUND as METHOD_NOT_FOUND
 from channelkit.errors import AcpError, AcpRequestError, AcpTimeoutError, AgentProcessError
@@ -51,4 +57,6 @@ __all__ = [
     "AcpRequestError",
     "AcpTimeoutError",
     "AgentProcessError",
+    "ContentLimits",
+    "PromptCapabilities",
 ]

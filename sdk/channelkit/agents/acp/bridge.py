@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.agents.acp import process as _process
+from channelkit.agents.acp.content import ContentLimits, PromptCapabilities, prompt_blocks
 from channelkit.agents.acp.permissions import (
     CANCELLED,
     MAX_PENDING_PERMISSIONS,
@@ -40,6 +41,7 @@ from channelkit.agents.base import (
     SessionDied,
     ToolCallEvent,
 )
+from channelkit.attachments.model import ReceivedFile
 from channelkit.errors import (
     AcpError,
     AcpRequestError,
@@ -91,7 +93,9 @@ class AcpBridge:
     the bridge answers it ``cancelled``; ``close_timeout`` is the grace given to the
     process at each step of `close()`. ``max_sessions`` bounds the session map
     (least recently used sessions are forgotten first). ``scheduler`` (optional) owns the
-    permission expiry timers; see the module docstring.
+    permission expiry timers; see the module docstring. ``content_limits`` bounds what
+    `prompt_with_attachments` inlines (default `ContentLimits()`: 5 MiB per image or
+    audio file, 10 MiB per prompt, 64 KiB per embedded text file).
     """
 
     def __init__(
@@ -108,6 +112,7 @@ class AcpBridge:
         auth_method: str | None = None,
         client_info: Mapping[str, Any] | None = None,
         scheduler: Scheduler | None = None,
+        content_limits: ContentLimits | None = None,
     ) -> None:
         if isinstance(command, str) or not command:
             raise ConfigurationError("must be a non-empty sequence of strings", "command")
@@ -134,6 +139,10 @@ class AcpBridge:
         self.auth_method = auth_method
         self.client_info = dict(client_info or {"name": "channelkit", "version": __version__})
         self._scheduler = scheduler
+        if content_limits is not None and not isinstance(content_limits, ContentLimits):
+            raise ConfigurationError("must be a ContentLimits", "content_limits")
+        #: bounds on the files a prompt carries inline (`prompt_with_attachments`)
+        self.content_limits = content_limits or ContentLimits()
 
         # One condition guards all mutable state below and wakes every waiter.
         self._cond = threading.Condition(threading.RLock())
@@ -193,10 +202,55 @@ class AcpBridge:
         `AcpRequestError` if the agent rejects the prompt, and
         `AcpTimeoutError` after ``prompt_timeout`` (the turn is cancelled first).
         """
-        if not isinstance(session_id, str) or not session_id:
-            raise ConfigurationError("must be a non-empty string", "session_id")
         if not isinstance(text, str):
             raise ConfigurationError("must be a string", "text")
+        return self._run_turn(session_id, sink, lambda proc: [{"type": "text", "text": text}])
+
+    def prompt_with_attachments(
+        self,
+        session_id: str,
+        text: str,
+        attachments: Sequence[ReceivedFile],
+        sink: AgentEventSink,
+    ) -> str:
+        """Like `prompt()`, with the person's downloaded files as prompt content blocks.
+
+        The channel calls it when a message carried attachments. Each file becomes the
+        block the agent's ``promptCapabilities`` allow (an ``image`` or ``audio`` block,
+        an embedded ``resource`` for a small text file, else a ``resource_link`` to the
+        local file) or, when it takes none, a text line naming the file's local path;
+        what is inlined is bounded by ``content_limits``. See
+        `channelkit.agents.acp.content`.
+        """
+        if not isinstance(text, str):
+            raise ConfigurationError("must be a string", "text")
+        files = tuple(attachments)
+        for index, received in enumerate(files):
+            if not isinstance(received, ReceivedFile):
+                raise ConfigurationError("must be a ReceivedFile", f"attachments[{index}]")
+        limits = self.content_limits
+
+        def blocks(proc: AgentProcess) -> list[dict[str, Any]]:
+            capabilities = PromptCapabilities.from_initialize(proc.agent_info)
+            return prompt_blocks(text, files, capabilities, limits)
+
+        return self._run_turn(session_id, sink, blocks)
+
+    def prompt_capabilities(self) -> PromptCapabilities:
+        """What the running agent advertised for ``session/prompt`` (all false before
+        it started; `start()` starts it)."""
+        return PromptCapabilities.from_initialize(self.agent_info)
+
+    def _run_turn(
+        self,
+        session_id: str,
+        sink: AgentEventSink,
+        build: Callable[[AgentProcess], list[dict[str, Any]]],
+    ) -> str:
+        """One turn whose prompt `build` makes once the process (and its advertised
+        capabilities) is known; the prompt is not kept while the turn runs."""
+        if not isinstance(session_id, str) or not session_id:
+            raise ConfigurationError("must be a non-empty string", "session_id")
         turn = _Turn(session_id, sink)
         with self._cond:
             if session_id in self._active:
@@ -204,6 +258,7 @@ class AcpBridge:
             self._active[session_id] = turn
         try:
             proc = self._ensure_process()
+            prompt = build(proc)
             session, notice = self._ensure_session(proc, session_id, sink)
             with self._cond:
                 cancelled_early = turn.cancel_requested
@@ -217,11 +272,9 @@ class AcpBridge:
             if notice:
                 turn.chunks.append(notice)
                 _emit(sink.text_chunk, session_id, notice)
-            params = {
-                "sessionId": session.acp_session_id,
-                "prompt": [{"type": "text", "text": text}],
-            }
+            params = {"sessionId": session.acp_session_id, "prompt": prompt}
             call = self._rpc.request(proc, "session/prompt", params)
+            del params, prompt  # inlined files are not held for the whole turn
             with self._cond:
                 turn.written = True
                 late_cancel = turn.cancel_raced_prompt
