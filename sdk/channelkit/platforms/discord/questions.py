@@ -42,12 +42,11 @@ from channelkit.core import UserInputRequestContext
 from channelkit.platforms.common import StateCell, question_deadline
 from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.native_input import (
-    AnswerRace,
+    FormRace,
     answer_response,
     cancel_request,
     input_scope,
     reserve_native_input,
-    tell_already_answered,
     winner_state,
 )
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
@@ -97,7 +96,7 @@ class Form:
     action: str | None = None  # submit | cancel, once claimed
     answers: dict[str, str] | None = None
     ended_while_posting: bool = False
-    race: AnswerRace = field(default_factory=AnswerRace)
+    race: FormRace = field(default_factory=FormRace)
     timer: Any = None
     unsubscribe: Callable[[], Any] | None = None
 
@@ -339,37 +338,29 @@ class DiscordQuestions:
 
     # -- the claimed answer (the form's lane) ---------------------------------------------
     def _answer(self, form: Form) -> None:
+        """Answer the request; show only what the responder decided (`FormRace`)."""
         submitted = (form.answers or {}) if form.action == "submit" else None
         response = answer_response(form.context.submit_option_id, submitted)
-        result = form.race.respond(
-            partial(form.context.respond, response), str(form.context.request_id)
+        form.race.answer(
+            partial(form.context.respond, response),
+            claimed="submitted" if form.action == "submit" else "cancelled",
+            end=partial(self._end_claimed, form),
+            tell_lost=partial(self._tell_lost, form),
+            run=partial(self._submit, form.token),
+            scheduler=self._scheduler,
+            clock=self._clock,
+            deadline=form.deadline,
+            request_id=str(form.context.request_id),
         )
-        if result.kind == "waiting":
-            timer = self._scheduler.call_later(
-                max(0.0, form.deadline - self._clock.now()),
-                partial(self._submit, form.token, partial(self._give_up, form)),
-            )
-            with self._lock:
-                form.timer = timer
-            return
-        claimed = "submitted" if form.action == "submit" else "cancelled"
-        if self._end(form, "claimed", result.state(claimed)):
-            self._project(form)
-            if result.kind == "lost":
-                self._tell_lost(form, str(result.reason))
 
-    def _end_lost(self, form: Form, reason: str) -> None:
-        if self._end(form, "claimed", winner_state(reason)):
-            self._project(form)
-            self._tell_lost(form, reason)
+    def _end_claimed(self, form: Form, state: str) -> bool:
+        """End the claimed form in ``state`` and show it; True for the call that did."""
+        if not self._end(form, "claimed", state):
+            return False
+        self._project(form)
+        return True
 
-    def _give_up(self, form: Form) -> None:
-        if form.race.give_up() and self._end(form, "claimed", "expired"):
-            self._project(form)
-
-    def _tell_lost(self, form: Form, reason: str) -> None:
-        if not tell_already_answered(reason):
-            return
+    def _tell_lost(self, form: Form) -> None:
         try:
             self._api.post(form.channel, TEXT_ALREADY_ANSWERED)
         except Exception as exc:
@@ -378,9 +369,8 @@ class DiscordQuestions:
     # -- settlement, expiry ---------------------------------------------------------------
     def _on_settled(self, form: Form, reason: Any) -> None:
         reason = str(reason)
-        if form.race.settled(reason):
-            self._submit(form.token, partial(self._end_lost, form, reason))
-            return
+        if form.race.on_settled(reason):
+            return  # the claimed answer lost: the race ends the form as the winner
         state = winner_state(reason)
         if self._end(form, "reserved", state):
             return
