@@ -60,12 +60,11 @@ from channelkit.errors import InvalidForm
 from channelkit.platforms.common import StateCell, question_deadline
 from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.native_input import (
-    AnswerRace,
+    FormRace,
     answer_response,
     cancel_request,
     input_scope,
     reserve_native_input,
-    tell_already_answered,
     winner_state,
 )
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
@@ -156,7 +155,7 @@ class QuestionRecord:
     claim_action: str | None = None
     deadline: float = 0.0  # absolute expiry on the injected clock
     #: the claimed answer's responder against the request's settlement
-    race: AnswerRace = field(default_factory=AnswerRace)
+    race: FormRace = field(default_factory=FormRace)
     reply_to: str | None = None  # a message of the request's thread: the form goes there
 
 
@@ -367,60 +366,43 @@ class QuestionPresenter:
         self, record: QuestionRecord, response: Mapping[str, Any], answers: Mapping[str, str]
     ) -> None:
         """The claimed answer, on the run's projection queue: answer the request, then
-        end the card in what the responder decided (`AnswerRace`)."""
-        result = record.race.respond(partial(record.respond, response), record.request_id)
-        if result.kind == "waiting":  # another surface holds the request: wait for it
-            record.timer = self._scheduler.call_later(
-                max(0.0, record.deadline - self._clock.now()),
-                lambda r=record: self._give_up_waiting(r),
-            )
-            return
-        if result.kind == "lost":
-            self._end_lost(record, str(result.reason))
-            return
-        if not record.cell.compare_and_set("claimed", "terminal"):
-            return
+        end the card in what the responder decided (`FormRace`)."""
         submitted = record.claim_action == cards.SUBMIT_ACTION
-        record.terminal = result.state("submitted" if submitted else "cancelled")
-        shown = answers if record.terminal == "submitted" else None
-        self._patch(record, record.terminal, answers=shown)
-        self._cleanup(record)
+        record.race.answer(
+            partial(record.respond, response),
+            claimed="submitted" if submitted else "cancelled",
+            end=partial(self._end_claimed, record, answers),
+            tell_lost=partial(self._tell_lost, record),
+            run=partial(self._submit, record.run_id),
+            scheduler=self._scheduler,
+            clock=self._clock,
+            deadline=record.deadline,
+            request_id=record.request_id,
+        )
 
-    def _end_lost(self, record: QuestionRecord, reason: str) -> None:
-        """End a claimed card whose answer lost: the winner's state, one notice."""
+    def _end_claimed(self, record: QuestionRecord, answers: Mapping[str, str], state: str) -> bool:
+        """End the claimed card in ``state`` (the answers shown when submitted)."""
         if not record.cell.compare_and_set("claimed", "terminal"):
-            return
-        record.terminal = winner_state(reason)
-        self._patch(record, record.terminal)
+            return False
+        record.terminal = state
+        self._patch(record, state, answers=answers if state == "submitted" else None)
         self._cleanup(record)
-        if not tell_already_answered(reason) or self._send_text is None:
+        return True
+
+    def _tell_lost(self, record: QuestionRecord) -> None:
+        """Tell the chat once that the question was already answered."""
+        if self._send_text is None:
             return
         try:
             self._send_text(record.chat_id, self._strings["already_answered"], *_into(record))
         except Exception:
             logger.exception("already-answered notice failed")
 
-    def _give_up_waiting(self, record: QuestionRecord) -> None:
-        """The winner's settlement never came: end the lost card as expired."""
-        if not record.race.give_up():
-            return
-
-        def expire() -> None:
-            if record.cell.compare_and_set("claimed", "terminal"):
-                record.terminal = "expired"
-                self._patch(record, "expired")
-                self._cleanup(record)
-
-        self._submit(record.run_id, expire)
-
     # -- settlement, timeout, run end ------------------------------------------------------
     def _on_settled(self, record: QuestionRecord, reason: Any) -> None:
         reason = str(reason)
-        if record.race.settled(reason):  # the lost answer waited for this settlement
-            if record.timer is not None:
-                record.timer.cancel()
-            self._submit(record.run_id, partial(self._end_lost, record, reason))
-            return
+        if record.race.on_settled(reason):
+            return  # the claimed answer lost: the race ends the card as the winner
         state = winner_state(reason)
         if record.cell.compare_and_set("reserved", "terminal"):
             record.terminal = state  # delivery finishing later patches it
