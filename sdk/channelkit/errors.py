@@ -49,7 +49,8 @@ The modules that raise these errors re-export them, so
           ├── AttachmentError                         a file could not be fetched or sent
           │    ├── AttachmentTooLarge                 over the per-file or per-message cap
           │    ├── AttachmentRefused                  off-list redirect, path outside the root
-          │    └── AttachmentFailed                   the transfer failed (HTTP error, timeout)
+          │    ├── AttachmentFailed                   the transfer failed (HTTP error, timeout)
+          │    └── FileNotDelivered                   an agent's file did not reach the chat
           ├── DecryptionError (+ ValueError)          a Feishu encrypted body is malformed
           ├── InvalidForm (+ ValueError)              a Feishu form does not answer the questions
           └── UpdateParseError (+ ValueError)         a Telegram Update has an unexpected shape
@@ -86,6 +87,7 @@ __all__ = [
     "DecryptionError",
     "DeliveryPinError",
     "DeserializationError",
+    "FileNotDelivered",
     "IngressRejected",
     "InvalidForm",
     "NotFound",
@@ -431,6 +433,31 @@ class AttachmentFailed(AttachmentError):
         self.status = status
         self.retryable = retryable
         super().__init__(f"{name}: {reason}", name=name)
+
+
+class FileNotDelivered(AttachmentError):
+    """An agent's file (`Turn.send_file`, `ChannelBase.send_file`) did not reach the chat.
+
+    ``reason`` completes the sentence after the name (``the platform refused it (HTTP
+    413: Request Entity Too Large)``); ``told`` is True when the person got the one text
+    line naming the file and the reason instead; ``attempts`` counts the upload attempts
+    made (0: refused before any byte was read or sent); ``cause`` is the last error.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        reason: str,
+        told: bool = False,
+        attempts: int = 0,
+        cause: BaseException | None = None,
+    ) -> None:
+        self.reason = reason
+        self.told = told
+        self.attempts = attempts
+        self.cause = cause
+        super().__init__(f"{name}: not delivered: {reason}", name=name)
 
 
 class IngressRejected(ChannelKitError):

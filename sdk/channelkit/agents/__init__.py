@@ -3,6 +3,7 @@
 from channelkit.agents.base import (
     AgentBridge,
     AgentEventSink,
+    FileEvent,
     PermissionOption,
     PermissionRequest,
     PermissionResolved,
@@ -24,6 +25,7 @@ from channelkit.agents.function import (
 __all__ = [
     "AgentBridge",
     "AgentEventSink",
+    "FileEvent",
     "FunctionAgent",
     "PermissionDecision",
     "PermissionOption",

@@ -18,11 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from channelkit.attachments.outbound import OutboundSource
     from channelkit.presentation.model import ReplyPayload
 
 __all__ = [
     "AgentBridge",
     "AgentEventSink",
+    "FileEvent",
     "PermissionOption",
     "PermissionRequest",
     "PermissionResolved",
@@ -110,6 +114,24 @@ class PresentationEvent:
     payload: ReplyPayload
     chat_id: str | None = None
     thread_id: str | None = None
+
+
+@dataclass(frozen=True)
+class FileEvent:
+    """The agent sends a file or an image (``Turn.send_file`` / ``Turn.send_image``).
+
+    ``file`` was checked already (confined to the allowed root, or bytes); ``image``
+    asks for an image message; ``caption`` is shown with it. The channel orders it
+    after the turn's earlier output (like a presentation: the segment ends first) and
+    completes ``reply`` with the platform's message id, or with a
+    `FileNotDelivered` error. A sink without a ``file`` method cannot send files.
+    """
+
+    session_id: str
+    file: OutboundSource
+    reply: Future[str]
+    image: bool = False
+    caption: str | None = None
 
 
 @runtime_checkable

@@ -15,7 +15,9 @@ answered, raising `QuestionCancelled` / `QuestionExpired`;
 delivers a rich message (a `ReplyPayload`, a
 `MessagePresentation` or their JSON form) in order with
 the text: the text said so far ends its segment, the presentation follows, later text
-opens a new segment. A non-empty return value is said as the final chunk; ``prompt``
+opens a new segment. ``send_file`` / ``send_image`` send a file or an image the same
+way, in order, and return the platform's message id (paths are confined to the
+agent's ``files_root``). A non-empty return value is said as the final chunk; ``prompt``
 returns everything said.
 
 Every wait is bounded by ``question_timeout`` seconds. Pass ``scheduler`` to measure
@@ -46,15 +48,19 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from channelkit.agents.base import (
     AgentEventSink,
+    FileEvent,
     PermissionOption,
     PermissionRequest,
     PermissionResolved,
@@ -62,7 +68,13 @@ from channelkit.agents.base import (
     PresentationEvent,
     ToolCallEvent,
 )
-from channelkit.errors import QuestionCancelled, QuestionError, QuestionExpired
+from channelkit.attachments.fetch import DEFAULT_PER_FILE
+from channelkit.errors import (
+    FileNotDelivered,
+    QuestionCancelled,
+    QuestionError,
+    QuestionExpired,
+)
 
 if TYPE_CHECKING:
     from channelkit.attachments.model import ReceivedFile
@@ -275,6 +287,7 @@ class Turn:
         self._inbox: deque[str] = deque()
         self._inbox_open = True
         self._inbox_cond = threading.Condition(threading.Lock())
+        self._file_waits: set[threading.Event] = set()  # send_file calls waiting
 
     @property
     def cancelled(self) -> bool:
@@ -366,6 +379,84 @@ class Turn:
         self._sink.response_boundary(self.session_id)
         self.say(render_fallback_text(reply.presentation, reply.text))
         self._sink.response_boundary(self.session_id)
+
+    def send_file(
+        self,
+        path_or_bytes: str | os.PathLike[str] | bytes,
+        *,
+        name: str | None = None,
+        caption: str | None = None,
+    ) -> str:
+        """Send a file to the person; returns the platform's message id.
+
+        ``path_or_bytes``: a path (relative to, and confined to, the agent's
+        ``files_root``: the working directory by default) or bytes (then ``name`` is
+        required). A path with a ``..`` component, outside the root (also through a
+        symlink), not a regular file (a directory, a FIFO, a device) or larger than the
+        agent's ``max_file_size`` is refused with `AttachmentRefused` /
+        `AttachmentTooLarge` before it is opened: nothing outside the root is read. The
+        name shown is sanitized (``name`` overrides the file's own); ``caption`` is
+        shown with it.
+
+        The text said so far ends its segment and the file follows it, in order (like
+        `present`); this call waits (up to the agent's ``file_timeout``) until the
+        platform took it. Uploads that fail with 429, 5xx or a broken connection are
+        retried. When the platform refuses it, the person gets one line naming the file
+        and why, and this raises `FileNotDelivered` (``told`` is True); also when the
+        turn is cancelled while it waits. A platform that cannot upload files sends
+        that line too (see docs/attachments.md for which can).
+        """
+        return self._send(path_or_bytes, name=name, caption=caption, image=False)
+
+    def send_image(
+        self,
+        path_or_bytes: str | os.PathLike[str] | bytes,
+        *,
+        name: str | None = None,
+        caption: str | None = None,
+    ) -> str:
+        """Like `send_file`, shown as an image where the platform shows images (a
+        photo message); returns the platform's message id."""
+        return self._send(path_or_bytes, name=name, caption=caption, image=True)
+
+    def _send(
+        self,
+        path_or_bytes: str | os.PathLike[str] | bytes,
+        *,
+        name: str | None,
+        caption: str | None,
+        image: bool,
+    ) -> str:
+        from channelkit.attachments.outbound import outbound_source
+
+        if caption is not None and not isinstance(caption, str):
+            raise TypeError("caption: must be a string or None")
+        agent = self._agent
+        file = outbound_source(
+            path_or_bytes, agent.files_root, name=name, max_size=agent.max_file_size
+        )
+        if self.cancelled:
+            raise FileNotDelivered(name=file.name, reason="the turn was cancelled")
+        deliver = getattr(self._sink, "file", None)
+        if not callable(deliver):
+            raise FileNotDelivered(name=file.name, reason="this channel does not send files")
+        reply: Future[str] = Future()
+        done = threading.Event()
+        reply.add_done_callback(lambda _: done.set())
+        with self._lock:
+            self._file_waits.add(done)
+        try:
+            deliver(FileEvent(self.session_id, file, reply, image, caption or None))
+            if not done.wait(agent.file_timeout) and not reply.done():
+                raise FileNotDelivered(
+                    name=file.name, reason=f"no answer within {agent.file_timeout:g} s"
+                )
+        finally:
+            with self._lock:
+                self._file_waits.discard(done)
+        if not reply.done():
+            raise FileNotDelivered(name=file.name, reason="the turn was cancelled")
+        return reply.result(timeout=0)
 
     def tool_call(
         self,
@@ -503,6 +594,9 @@ class Turn:
         with self._lock:
             self._cancelled.set()
             waiters = list(self._waiters.values())
+            file_waits = list(self._file_waits)
+        for wait in file_waits:
+            wait.set()  # send_file stops waiting (the file may still go out)
         with self._inbox_cond:
             self._inbox_cond.notify_all()  # wake wait_steered
         for waiter in waiters:
@@ -522,6 +616,12 @@ class FunctionAgent:
     then bounded by ``question_timeout + real_wait_margin``. ``steerable`` (default
     False): the function reads `Turn.steered()`, so `steer()` hands it new messages
     (busy mode ``steer``; see the module docstring).
+
+    Files out (`Turn.send_file`, `Turn.send_image`): ``files_root`` is the only
+    directory the agent's paths may name (default: the working directory when the agent
+    is created); ``max_file_size`` the largest file in bytes (default 20 MiB);
+    ``file_timeout`` how long one send waits for the platform, retries included
+    (seconds, default 120).
     """
 
     def __init__(
@@ -533,6 +633,9 @@ class FunctionAgent:
         real_wait_margin: float = 30.0,
         name: str | None = None,
         steerable: bool = False,
+        files_root: str | os.PathLike[str] | None = None,
+        max_file_size: int = DEFAULT_PER_FILE,
+        file_timeout: float = 120.0,
     ) -> None:
         if not callable(fn):
             raise TypeError("fn: must be callable")
@@ -546,6 +649,16 @@ class FunctionAgent:
         self.real_wait_margin = real_wait_margin
         #: True when the function reads `Turn.steered()` (then `steer()` takes texts)
         self.steerable = bool(steerable)
+        #: the directory `Turn.send_file` paths are confined to
+        self.files_root = Path(files_root if files_root is not None else os.getcwd())
+        if isinstance(max_file_size, bool) or not isinstance(max_file_size, int):
+            raise TypeError("max_file_size: must be a number of bytes")
+        if max_file_size <= 0:
+            raise ValueError("max_file_size: must be > 0")
+        #: the largest file `Turn.send_file` sends, in bytes
+        self.max_file_size = max_file_size
+        #: how long one `Turn.send_file` waits for the platform (seconds)
+        self.file_timeout = _timeout(file_timeout, "file_timeout")
         self._lock = threading.Lock()
         self._turns: dict[str, Turn] = {}
         self._waiters: dict[str, _Waiter] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from channelkit.attachments.names import sanitize_name
 from channelkit.attachments.sniff import SNIFF_BYTES, sniff_content_type
 from channelkit.errors import AttachmentRefused, AttachmentTooLarge, ConfigurationError
 
-__all__ = ["OutboundFile", "confine"]
+__all__ = ["OutboundBytes", "OutboundFile", "OutboundSource", "confine", "outbound_source"]
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
@@ -124,4 +125,75 @@ def confine(
         max_size=max_size,
         device=info.st_dev,
         inode=info.st_ino,
+    )
+
+
+@dataclass(frozen=True)
+class OutboundBytes:
+    """Bytes an agent sends as a file (`Turn.send_file(b"...", name="report.pdf")`).
+
+    The same reading interface as `OutboundFile` (`open()`, `read_bytes()`, `chunks()`,
+    `content_type()`, `name`, `size`), so a platform uploads either the same way.
+    """
+
+    name: str
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        """The length in bytes."""
+        return len(self.data)
+
+    def open(self) -> BinaryIO:
+        """A new stream over the bytes (every upload attempt opens its own)."""
+        return io.BytesIO(self.data)
+
+    def read_bytes(self) -> bytes:
+        """The bytes."""
+        return self.data
+
+    def chunks(self, chunk_size: int = 64 * 1024) -> Iterator[bytes]:
+        """The bytes in chunks of `chunk_size`."""
+        for start in range(0, len(self.data), chunk_size):
+            yield self.data[start : start + chunk_size]
+
+    def content_type(self) -> str:
+        """The type sniffed from the first bytes."""
+        return sniff_content_type(self.data[:SNIFF_BYTES])
+
+
+#: What a platform uploads: a confined file on disk, or bytes held by the caller.
+OutboundSource = OutboundFile | OutboundBytes
+
+
+def outbound_source(
+    path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview,
+    root: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    max_size: int = DEFAULT_PER_FILE,
+) -> OutboundSource:
+    """An `OutboundSource` for what an agent wants to send.
+
+    A path goes through `confine()` (inside `root`, a regular file, at most
+    `max_size` bytes; refused before it is opened). Bytes need `name` (sanitized) and
+    are refused over `max_size`. Anything else is a `ConfigurationError` naming the
+    argument.
+    """
+    if isinstance(path_or_bytes, bytes | bytearray | memoryview):
+        data = bytes(path_or_bytes)
+        if not name or not isinstance(name, str):
+            raise ConfigurationError("is required when sending bytes", "name")
+        shown = sanitize_name(name)
+        if max_size <= 0:
+            raise ConfigurationError(f"must be > 0 (got {max_size})", "max_size")
+        if len(data) > max_size:
+            raise AttachmentTooLarge(name=shown, limit=max_size, size=len(data))
+        if not data:
+            raise AttachmentRefused(name=shown, reason="is empty")
+        return OutboundBytes(shown, data)
+    if isinstance(path_or_bytes, str | os.PathLike):
+        return confine(path_or_bytes, root, name=name, max_size=max_size)
+    raise ConfigurationError(
+        f"must be a path or bytes, got {type(path_or_bytes).__name__}", "path_or_bytes"
     )

@@ -253,6 +253,7 @@ _EN: dict[str, str] = {
     # -- attachments (issue 25) ---------------------------------------------------------
     "attachment.too_large": "{name} was not received: it is larger than the limit of {limit}.",
     "attachment.not_received": "{name} could not be received.",
+    "attachment.not_sent": "The agent's file {name} could not be sent here: {reason}.",
 }
 
 _ZH_CN: dict[str, str] = {
@@ -438,6 +439,7 @@ _ZH_CN: dict[str, str] = {
     # -- attachments (issue 25) ---------------------------------------------------------
     "attachment.too_large": "未能接收 {name}：文件超过 {limit} 的上限。",
     "attachment.not_received": "未能接收 {name}。",
+    "attachment.not_sent": "智能体的文件 {name} 无法发送到这里：{reason}。",
 }
 
 _DE: dict[str, str] = {
@@ -644,6 +646,8 @@ _DE: dict[str, str] = {
     "attachment.too_large": "{name} wurde nicht empfangen: die Datei ist größer als das "
     "Limit von {limit}.",
     "attachment.not_received": "{name} konnte nicht empfangen werden.",
+    "attachment.not_sent": "Die Datei {name} des Agenten konnte hier nicht gesendet werden: "
+    "{reason}.",
 }
 
 #: locale -> key -> text. Every locale holds every key of ``en`` (tested).

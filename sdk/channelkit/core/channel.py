@@ -33,6 +33,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -40,8 +41,9 @@ from concurrent.futures import Future
 from typing import Literal
 
 from channelkit.agents.base import AgentBridge, AgentEventSink, PermissionRequest, ToolCallEvent
-from channelkit.attachments.fetch import DownloadLimits
+from channelkit.attachments.fetch import DEFAULT_PER_FILE, DownloadLimits
 from channelkit.attachments.model import Attachment
+from channelkit.attachments.outbound import OutboundSource, outbound_source
 from channelkit.attachments.workspace import Workspaces
 from channelkit.core.access import ACCESS_COMMAND, AccessGate, refused
 from channelkit.core.admission import RunAdmission, Ticket
@@ -63,6 +65,7 @@ from channelkit.core.inbound_files import (
 )
 from channelkit.core.last_answers import DeliveryOutcome, LastAnswers
 from channelkit.core.locales import PersonLocales
+from channelkit.core.outbound_files import FileDeliveries, FileJob
 from channelkit.core.pending import CANCELLED_RESPONSE
 from channelkit.core.permission_requests import PendingRequests
 from channelkit.core.presenting import ChannelPresentations
@@ -90,7 +93,13 @@ from channelkit.core.types import (
     SettlementReason,
     UserInputPresentationResult,
 )
-from channelkit.errors import AttachmentRefused, ChannelBusy, ChannelClosed, ConfigurationError
+from channelkit.errors import (
+    AttachmentRefused,
+    ChannelBusy,
+    ChannelClosed,
+    ConfigurationError,
+    FileNotDelivered,
+)
 from channelkit.observability import tracing
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.runtime.pool import WorkerPool
@@ -264,6 +273,16 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         #: the per-run directories attachments are downloaded to (removed when the run
         #: ends and by `close()`); replace it before the first run to choose the root
         self.workspaces = Workspaces(clock=clock)
+        #: the agent's files and images on their way out (`upload_file`, retries, the
+        #: text fallback); a run's files go on its lane
+        self.files = FileDeliveries(
+            config.name,
+            upload=lambda *args, **kwargs: self.upload_file(*args, **kwargs),
+            tell=self._tell_file_problem,
+            lanes=self.lanes,
+            scheduler=self.scheduler,
+        )
+        self._events.files = self.files
 
     # =================================================================================
     # Hooks (override in adapters). All run on the run's lane unless noted.
@@ -345,6 +364,79 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         raise AttachmentRefused(
             name=attachment.name, reason=f"{type(self).__name__} does not download attachments"
         )
+
+    def upload_file(
+        self,
+        target: SessionTarget,
+        file: OutboundSource,
+        *,
+        image: bool = False,
+        caption: str | None = None,
+    ) -> str:
+        """Upload one of the agent's files to ``target`` natively (platforms override it).
+
+        One attempt: return the platform's message id, or raise. `file` is an
+        `OutboundFile` (confined to the allowed root, checked, not read yet) or
+        `OutboundBytes`; read it with ``file.open()`` (a new stream per call), its
+        ``name`` (sanitized), ``size`` and sniffed ``content_type()``. ``image`` asks
+        for an image message (a platform may send a file it cannot show as one);
+        ``caption`` goes with it. Called on a lane of the pool, after the platform ACK.
+        A retryable error (`RateLimited`, a 5xx `ApiError`, a `TransportError`) is
+        tried again by the core (`channelkit.core.outbound_files`); any other error is
+        a refusal: the person gets one line naming the file and why. The default
+        refuses: this platform does not take files from the bot yet, so the person
+        gets that line (the text fallback)."""
+        raise AttachmentRefused(
+            name=file.name, reason="this platform does not take files from the bot yet"
+        )
+
+    def send_file(
+        self,
+        target: SessionTarget | str,
+        path_or_bytes: str | os.PathLike[str] | bytes,
+        *,
+        name: str | None = None,
+        caption: str | None = None,
+        image: bool = False,
+        thread_id: str | None = None,
+        root: str | os.PathLike[str] | None = None,
+        max_size: int = DEFAULT_PER_FILE,
+        timeout: float = 120.0,
+    ) -> str:
+        """Send a file (or, with ``image``, an image) to a conversation; its message id.
+
+        ``path_or_bytes``: a path, confined to ``root`` (default: the current working
+        directory; refused before it is opened when outside it, not a regular file or
+        larger than ``max_size`` bytes), or bytes with ``name``. Retried and, when the
+        platform refuses it, told to the chat as one line naming the file; raises
+        `FileNotDelivered` then (``told``), `AttachmentRefused` /
+        `AttachmentTooLarge` for a file refused before reading. Waits up to
+        ``timeout`` seconds (retries included): call it from a script or a pool
+        thread, never from a web handler. An agent's turn uses `Turn.send_file`."""
+        where = self._as_target(target, thread_id)
+        file = outbound_source(
+            path_or_bytes, root if root is not None else os.getcwd(), name=name, max_size=max_size
+        )
+        reply: Future[str] = Future()
+        job = FileJob(
+            target=where,
+            file=file,
+            image=bool(image),
+            caption=caption or None,
+            reply=reply,
+            lane=("file", where.chat_id, where.thread_id or ""),
+            texts=self.messages_for(where.sender_id or None),
+        )
+        self.files.start(job)
+        try:
+            return reply.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            raise FileNotDelivered(
+                name=file.name, reason=f"no answer within {timeout:g} s", attempts=job.attempts
+            ) from None
+
+    def _tell_file_problem(self, target: SessionTarget, text: str) -> None:
+        self.send_message(target.chat_id, text, thread_id=target.thread_id)
 
     def on_close(self) -> None:
         """Called by `close()` after live runs were cancelled and pending requests
@@ -593,6 +685,7 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
         for pending in self._requests.live():
             if self._requests.remove(pending, SettlementReason.RUN_CANCELLED):
                 self._requests.respond_bridge_cancelled(pending.request_id)
+        self.files.close()
         try:
             self.on_close()
         except Exception:

@@ -10,7 +10,8 @@ cancel fails).
 A presentation (``Turn.present``) ends the current output segment under the run's lock
 and is delivered on the run's lane, so it shows after the text said before it and before
 any later text; it first waits (bounded) for the adapter to have written the run's
-earlier output (``await_run_output``).
+earlier output (``await_run_output``). A file or image (``Turn.send_file``) is ordered
+the same way and then handed to the channel's `FileDeliveries` on the run's lane.
 
 It calls the channel only through `ChannelHooks` (the
 public hooks) and never raises out of a hook call.
@@ -22,7 +23,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from channelkit.agents.base import PresentationEvent, ToolCallEvent
+from channelkit.agents.base import FileEvent, PresentationEvent, ToolCallEvent
 from channelkit.core.runs import Run, new_id
 from channelkit.core.text import sanitize_text
 from channelkit.core.types import (
@@ -39,6 +40,7 @@ from channelkit.observability.observer import RunReport, chat_hash
 
 if TYPE_CHECKING:
     from channelkit.core.hooks import ChannelHooks
+    from channelkit.core.outbound_files import FileDeliveries
     from channelkit.runtime.serial import KeyedSerialQueue
 
 __all__ = ["PRESENTATION_ORDER_WAIT_S", "RunEvents"]
@@ -64,6 +66,8 @@ class RunEvents:
         self.hooks = hooks
         #: the platform label of the channel's metrics and log lines
         self.platform = hub.channel_opened(hooks)
+        #: where a run's files go (`ChannelBase` sets it; None: files are refused)
+        self.files: FileDeliveries | None = None
 
     # -- events -----------------------------------------------------------------------
 
@@ -249,6 +253,45 @@ class RunEvents:
         except Exception as exc:
             self.hook_failed("send_presentation", run, exc)
 
+    def on_file(self, run: Run, event: FileEvent) -> None:
+        """End the segment and post the file's delivery on the run's lane (its reply
+        fails at once when the run is over or a cancel is pending)."""
+        from channelkit.errors import FileNotDelivered
+
+        if event.session_id != run.session_id or self.files is None:
+            reason = "this channel does not send files" if self.files is None else "wrong session"
+            _refuse(event, FileNotDelivered(name=event.file.name, reason=reason))
+            return
+        with run.lock:
+            if not run.live_locked() or run.cancel_pending:
+                _refuse(event, FileNotDelivered(name=event.file.name, reason="the run was stopped"))
+                return
+            self.end_segment_locked(run, SegmentEndReason.RESPONSE_BOUNDARY)
+            run.break_pending = True
+            self.lanes.post(run.lane, self.deliver_file, run, event)
+
+    def deliver_file(self, run: Run, event: FileEvent) -> None:
+        """On the run's lane: the file's first attempt, after the run's earlier output."""
+        from channelkit.core.outbound_files import FileJob
+
+        files = self.files
+        assert files is not None  # on_file checked it
+        try:
+            self.hooks.await_run_output(run.run_id, PRESENTATION_ORDER_WAIT_S)
+        except Exception as exc:
+            self.hook_failed("await_run_output", run, exc)
+        job = FileJob(
+            target=run.target,
+            file=event.file,
+            image=event.image,
+            caption=event.caption,
+            reply=event.reply,
+            lane=run.lane,
+            texts=self.hooks.messages_for(run.owner.id if run.owner is not None else None),
+            cancelled=run.is_cancelled,
+        )
+        files.attempt(job)
+
     # -- hook callers (run on lanes; never raise) -------------------------------------
 
     def hook_failed(self, hook: str, run: Run, exc: BaseException, detail: str = "") -> None:
@@ -413,3 +456,11 @@ class RunEvents:
             self.lanes.post(("chat", target.chat_id, target.thread_id or ""), notify)
         except Exception:
             logger.warning("[%s] busy notice not sent (pool closed)", self.channel_name)
+
+
+def _refuse(event: FileEvent, error: BaseException) -> None:
+    if not event.reply.done():
+        try:
+            event.reply.set_exception(error)
+        except Exception:  # completed meanwhile
+            pass

@@ -3,13 +3,14 @@
 `RunSink` is handed to ``bridge.prompt`` for one run; `ChannelSink` (the
 channel's ``event_sink``) routes events a bridge reports outside ``prompt`` to the
 session's live run through the `RunTable`. Both pass text,
-boundaries, tool calls and presentations to `RunEvents`
+boundaries, tool calls, presentations and files to `RunEvents`
 and permission events to `PendingRequests`.
 """
 
 from __future__ import annotations
 
 from channelkit.agents.base import (
+    FileEvent,
     PermissionRequest,
     PermissionResolved,
     PresentationEvent,
@@ -54,6 +55,10 @@ class RunSink:
     def presentation(self, event: PresentationEvent) -> None:
         self._events.on_presentation(self._run, event)
 
+    def file(self, event: FileEvent) -> None:
+        """A file or image of the turn (``Turn.send_file``), ordered like a presentation."""
+        self._events.on_file(self._run, event)
+
 
 class ChannelSink:
     """Session-routed sink for bridges that report events outside ``prompt``."""
@@ -93,3 +98,15 @@ class ChannelSink:
         run = self._table.active_run(event.session_id)
         if run is not None:
             self._events.on_presentation(run, event)
+
+    def file(self, event: FileEvent) -> None:
+        """A file of the session's live run; refused when there is none."""
+        run = self._table.active_run(event.session_id)
+        if run is not None:
+            self._events.on_file(run, event)
+        elif not event.reply.done():
+            from channelkit.errors import FileNotDelivered
+
+            event.reply.set_exception(
+                FileNotDelivered(name=event.file.name, reason="the session has no live run")
+            )

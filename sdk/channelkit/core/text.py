@@ -71,6 +71,8 @@ MSG_ADMIN_ONLY = en("access.admin_only")
 #: An attachment over the size cap ({name}, {limit}), and one refused or failed ({name}).
 MSG_ATTACHMENT_TOO_LARGE = en("attachment.too_large")
 MSG_ATTACHMENT_NOT_RECEIVED = en("attachment.not_received")
+#: An agent's file the platform did not take ({name}, {reason}): the text fallback.
+MSG_ATTACHMENT_NOT_SENT = en("attachment.not_sent")
 MSG_BUSY = en("notice.busy")
 MSG_QUEUED_NEXT = en("queue.next")
 MSG_QUEUED_AHEAD = en("queue.ahead")
