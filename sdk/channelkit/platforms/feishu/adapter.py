@@ -42,6 +42,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
+from channelkit.attachments.model import Attachment
+from channelkit.attachments.names import sanitize_name
 from channelkit.core import (
     CancellationReason,
     ChannelBase,
@@ -56,8 +58,10 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.inbound_files import AttachmentSource
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.types import RunQueuedEvent
+from channelkit.errors import AttachmentRefused
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms import platform_offers
 from channelkit.platforms.common.connection import LongConnection
@@ -73,6 +77,7 @@ from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.approvals import APPROVAL_ACTION, FeishuApprovalPresenter
 from channelkit.platforms.feishu.cards import OutputState, queue_notice_card
 from channelkit.platforms.feishu.config import FeishuConfig, card_language
+from channelkit.platforms.feishu.files import resource_source
 from channelkit.platforms.feishu.ingress import (
     CardAction,
     FeishuIngressVerifier,
@@ -660,7 +665,9 @@ class FeishuChannel(ChannelBase):
         to answer (`channelkit.platforms.common.inbound`: 503 when closed, else
         200) and its work starts the run."""
         message = parse_message_event(payload)
-        if message is None or message.sender_type != "user" or not message.text.strip():
+        if message is None or message.sender_type != "user":
+            return Decision.ignored()
+        if not message.text.strip() and not message.attachments:
             return Decision.ignored()
         inbound = InboundMessage(
             channel_name=self.name,
@@ -674,6 +681,7 @@ class FeishuChannel(ChannelBase):
             mentions_bot=message.mentions_bot(self.feishu.bot_open_id)
             if message.is_group
             else None,
+            attachments=message.attachments,
         )
         if message.thread_id:
             self._thread_anchors[(message.chat_id, message.thread_id)] = message.message_id
@@ -682,6 +690,18 @@ class FeishuChannel(ChannelBase):
         except Exception as exc:
             logger.warning("inbound Feishu message not accepted: %s", exc)
             return Decision.ignored()
+
+    def attachment_source(self, attachment: Attachment) -> AttachmentSource:
+        """The message resource download (``GET .../messages/{message_id}/resources/
+        {file_key}?type=image|file``) on the Open Platform host, with the tenant token
+        (`channelkit.platforms.feishu.files`); no redirect is followed."""
+        client = self.api.client
+        provider = client.token_provider
+        if provider is None:
+            raise AttachmentRefused(
+                name=sanitize_name(attachment.name), reason="the channel has no tenant token"
+            )
+        return resource_source(attachment, client.server_url(), provider.get_token())
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
         """The card action callback: Stop, form Submit and Cancel, presentation buttons.

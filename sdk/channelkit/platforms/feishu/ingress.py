@@ -41,11 +41,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from channelkit.attachments.model import Attachment
 from channelkit.errors import DecryptionError, IngressRejected
 from channelkit.ingress import IngressRequest, loads_json
 from channelkit.platforms.common.contract import Interaction
 from channelkit.platforms.common.replay import ReplayGuard
 from channelkit.platforms.feishu.crypto import decrypt_event, verify_signature
+from channelkit.platforms.feishu.files import parse_resources
 
 __all__ = [
     "CardAction",
@@ -266,6 +268,8 @@ class FeishuMessage:
     mentions: tuple[str, ...] = ()
     #: the ``open_id`` of every structured mention but ``@_all`` ("" when it has none)
     mention_open_ids: tuple[str, ...] = ()
+    #: the images and files it carries (`channelkit.platforms.feishu.files`)
+    attachments: tuple[Attachment, ...] = ()
 
     @property
     def is_group(self) -> bool:
@@ -346,10 +350,13 @@ def parse_message_event(payload: Mapping[str, Any]) -> FeishuMessage | None:
         return None
     if not isinstance(content, Mapping):
         return None
+    attachments = parse_resources(message_id, str(msg_type), content)
     if msg_type == "text":
         text = str(content.get("text", ""))
     elif msg_type == "post":
         text = _text_from_post(content)
+    elif attachments:  # an image, file, audio or video message: no text of its own
+        text = ""
     else:
         return None
     mention_names: list[str] = []
@@ -379,6 +386,7 @@ def parse_message_event(payload: Mapping[str, Any]) -> FeishuMessage | None:
         sender_type=str(sender.get("sender_type") or "user"),
         mentions=tuple(mention_names),
         mention_open_ids=tuple(mention_ids),
+        attachments=attachments,
     )
 
 

@@ -17,7 +17,7 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from channelkit.playground.emulator import CallbackDelivery, Origin
@@ -73,7 +73,13 @@ class FeishuCallbacks(FeishuChat):
         }
 
     def send_user_message(
-        self, text: str, *, origin: Origin | None = None
+        self,
+        text: str,
+        *,
+        origin: Origin | None = None,
+        message_type: str = "text",
+        content_of: Callable[[str, str], Mapping[str, Any]] | None = None,
+        files: list[dict[str, Any]] | None = None,
     ) -> tuple[str, CallbackDelivery]:
         """The person types ``text``: an ``im.message.receive_v1`` event goes to the SDK.
 
@@ -81,6 +87,9 @@ class FeishuCallbacks(FeishuChat):
         ``group``, `GROUP_CHAT_ID` unless a chat is named), a mention of the bot (a
         ``mentions`` entry with `BOT_OPEN_ID`, its ``@_user_1`` key before the text), a
         thread (``thread_id``, and ``root_id`` the thread's first message).
+        ``message_type`` and ``content_of(message_id, text)`` make another kind of
+        message (an image, file or post: `FeishuResources`); ``files`` is what the
+        page's timeline shows of its files.
         """
         origin = origin or Origin()
         open_id = origin.user_id or self.user_open_id
@@ -91,29 +100,31 @@ class FeishuCallbacks(FeishuChat):
         msg_id = "om_" + uuid.uuid4().hex
         now_ms = str(int(time.time() * 1000))
         body = f"@_user_1 {text}" if origin.mentions_bot else text
-        content = json.dumps({"text": body}, ensure_ascii=False)
+        content = json.dumps(
+            content_of(msg_id, body) if content_of is not None else {"text": body},
+            ensure_ascii=False,
+        )
         with self._lock:
             self._remember_message(
                 {
                     "message_id": msg_id,
                     "chat_id": chat_id,
-                    "msg_type": "text",
+                    "msg_type": message_type,
                     "content": content,
                     "create_time": now_ms,
                     "from": "user",
                     **({"thread_id": origin.thread_id} if origin.thread_id else {}),
                 }
             )
-            self._add_timeline(
-                {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": msg_id}
-            )
+            entry = {"kind": "message", "from": "user", "format": "text", "text": text}
+            self._add_timeline({**entry, "msgId": msg_id, **({"files": files} if files else {})})
         message: dict[str, Any] = {
             "message_id": msg_id,
             "create_time": now_ms,
             "update_time": now_ms,
             "chat_id": chat_id,
             "chat_type": "group" if origin.group else "p2p",
-            "message_type": "text",
+            "message_type": message_type,
             "content": content,
         }
         if origin.mentions_bot:

@@ -27,9 +27,9 @@ from functools import cached_property
 from typing import Any
 
 from channelkit.playground.emulator import HttpReply
-from channelkit.playground.feishu.callbacks import FeishuCallbacks
 from channelkit.playground.feishu.cardkit import MAX_CARD_BYTES, FeishuCardKit
 from channelkit.playground.feishu.chat import card_elements, classify, error, ok
+from channelkit.playground.feishu.resources import FeishuResources
 
 __all__ = [
     "MAX_TEXT_BYTES",
@@ -52,7 +52,7 @@ _EMOJI_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
 Handler = Callable[..., HttpReply]
 
 
-class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
+class FeishuEmulator(FeishuResources, FeishuCardKit):
     """The emulated Feishu tenant for one app (bot), one person and one p2p chat.
 
     ``events_url`` receives message events and ``card_url`` card actions (the app's
@@ -84,6 +84,11 @@ class FeishuEmulator(FeishuCallbacks, FeishuCardKit):
                 "DELETE",
                 re.compile(r"^/open-apis/im/v1/messages/([^/]+)/reactions/([^/]+)$"),
                 self._delete_reaction,
+            ),
+            (
+                "GET",
+                re.compile(r"^/open-apis/im/v1/messages/([^/]+)/resources/([^/]+)$"),
+                self._get_resource,
             ),
             ("POST", re.compile(r"^/open-apis/im/v1/pins$"), self._pin),
             ("DELETE", re.compile(r"^/open-apis/im/v1/pins/([^/]+)$"), self._unpin),

@@ -1,0 +1,137 @@
+"""The Feishu emulator's message resources: files a person sends and their download.
+
+``POST /_emulator/send`` with ``files`` sends what a Feishu client sends: images with
+text as one ``post`` (a text line, then an ``img`` element per image), an image alone
+as an ``image`` message, and every other file as its own ``file`` / ``audio`` /
+``media`` message (Feishu has no caption on those; any text then goes first as a
+``post`` or ``text`` message). ``GET /open-apis/im/v1/messages/{message_id}/resources/
+{file_key}?type=image|file`` serves them with a valid tenant token, only for the
+message that carries the key and with the type its key needs (``image`` for an
+``image_key``, ``file`` for a ``file_key``), answering Feishu's errors otherwise.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any
+
+from channelkit.playground.emulator import CallbackDelivery, EmulatedFile, HttpReply, Origin
+from channelkit.playground.feishu.callbacks import FeishuCallbacks
+from channelkit.playground.feishu.chat import error
+from channelkit.playground.person_files import MAX_FILES, PersonFiles, media_kind
+
+__all__ = ["FeishuResources"]
+
+#: message_type of a file that is not an image, by its kind
+_FILE_MESSAGE = {"audio": "audio", "video": "media", "file": "file"}
+
+
+class FeishuResources(FeishuCallbacks):
+    """Files a person sends as Feishu messages, and the message resource download."""
+
+    accepts_files = True
+
+    @cached_property
+    def person_files(self) -> PersonFiles:
+        """The files people sent, by resource key."""
+        return PersonFiles()
+
+    @cached_property
+    def _resource_owner(self) -> OrderedDict[str, str]:
+        """resource key -> the message carrying it (at most `MAX_FILES`; lock held)."""
+        return OrderedDict()
+
+    def _keep(self, file: EmulatedFile, message_id: str, image: bool) -> str:
+        key = self.person_files.keep(file, prefix="img_v3_" if image else "file_v3_")
+        with self._lock:
+            self._resource_owner[key] = message_id
+            while len(self._resource_owner) > MAX_FILES:
+                self._resource_owner.popitem(last=False)
+        return key
+
+    def send_user_files(
+        self, text: str, files: tuple[EmulatedFile, ...], *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person sends ``files`` (and ``text``) the way a Feishu client does (see the
+        module docstring); the first message's id and the first failed delivery's answer
+        (else the last one's)."""
+        images = [f for f in files if media_kind(f.content_type) == "image"]
+        others = [f for f in files if media_kind(f.content_type) != "image"]
+        sent: list[tuple[str, CallbackDelivery]] = []
+
+        def view(group: list[EmulatedFile]) -> list[dict[str, Any]]:
+            return [
+                {"name": f.name, "contentType": f.content_type, "size": len(f.data)} for f in group
+            ]
+
+        mention = origin is not None and origin.mentions_bot
+        if images and (text or mention or len(images) > 1):
+
+            def post(message_id: str, body: str) -> Mapping[str, Any]:
+                lines: list[list[dict[str, Any]]] = (
+                    [[{"tag": "text", "text": body}]] if body else []
+                )
+                lines += [
+                    [{"tag": "img", "image_key": self._keep(f, message_id, True)}] for f in images
+                ]
+                return {"title": "", "content": lines}
+
+            sent.append(
+                self.send_user_message(
+                    text, origin=origin, message_type="post", content_of=post, files=view(images)
+                )
+            )
+        elif images:
+            image = images[0]
+            sent.append(
+                self.send_user_message(
+                    "",
+                    origin=origin,
+                    message_type="image",
+                    content_of=lambda mid, _b: {"image_key": self._keep(image, mid, True)},
+                    files=view(images),
+                )
+            )
+        elif text:
+            sent.append(self.send_user_message(text, origin=origin))
+        for file in others:
+            kind = _FILE_MESSAGE[media_kind(file.content_type)]
+
+            def content(
+                message_id: str, _body: str, file: EmulatedFile = file, kind: str = kind
+            ) -> dict[str, Any]:
+                found: dict[str, Any] = {
+                    "file_key": self._keep(file, message_id, False),
+                    "file_name": file.name,
+                }
+                if kind in ("audio", "media"):
+                    found["duration"] = 1000
+                return found
+
+            sent.append(
+                self.send_user_message(
+                    "", origin=origin, message_type=kind, content_of=content, files=view([file])
+                )
+            )
+        failed = next((result for _, result in sent if result.status >= 400), None)
+        return sent[0][0], failed or sent[-1][1]
+
+    def _get_resource(
+        self, query: Mapping[str, str], data: Mapping[str, Any], message_id: str, key: str
+    ) -> HttpReply:
+        """``GET .../messages/{message_id}/resources/{file_key}?type=`` (token checked)."""
+        kind = query.get("type")
+        if kind not in ("image", "file"):
+            return error(400, 234001, "Invalid request param: type must be image or file.")
+        with self._lock:
+            owner = self._resource_owner.get(key)
+        if owner is None or owner != message_id:  # the key and the message go together
+            return error(400, 234003, "File not in msg.")
+        if (kind == "image") != key.startswith("img_"):
+            return error(400, 234001, f"Invalid request param: {key} is not of type {kind}.")
+        data_bytes = self.person_files.serve(key)
+        if data_bytes is None:
+            return error(400, 234003, "File not in msg.")
+        return HttpReply(200, None, content_type="application/octet-stream", raw=data_bytes)
