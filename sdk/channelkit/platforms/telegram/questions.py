@@ -74,12 +74,11 @@ from channelkit.core.catalog import Messages, en, messages
 from channelkit.platforms.common import question_deadline
 from channelkit.platforms.common.contract import Decision, DecisionOutcome
 from channelkit.platforms.common.native_input import (
-    AnswerRace,
+    FormRace,
     answer_response,
     cancel_request,
     input_scope,
     reserve_native_input,
-    tell_already_answered,
     winner_state,
 )
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
@@ -304,7 +303,7 @@ class _Record:
     unsubscribe: Callable[[], Any] | None = None
     deadline: float = 0.0  # absolute expiry on the injected clock
     #: the claimed answer's responder against the request's settlement
-    race: AnswerRace = field(default_factory=AnswerRace)
+    race: FormRace = field(default_factory=FormRace)
 
 
 class TelegramQuestionPresenter:
@@ -601,37 +600,34 @@ class TelegramQuestionPresenter:
     # -- responder, settlement, expiry ---------------------------------------------------
     def _respond(self, record: _Record, action: str, answers: dict[str, str] | None) -> None:
         """Run on the record's serial queue after the callback was claimed: answer the
-        request, then end the keyboard in what the responder decided (`AnswerRace`)."""
+        request, then end the keyboard in what the responder decided (`FormRace`)."""
         submitted = (answers or {}) if action == "submit" else None
         response = answer_response(record.ctx.submit_option_id, submitted)
-        result = record.race.respond(
-            partial(record.ctx.respond, response), str(record.ctx.request_id)
+        with self._lock:  # the question's own expiry: never needed once claimed
+            timer, record.timer = record.timer, None
+        if timer is not None:
+            timer.cancel()
+        record.race.answer(
+            partial(record.ctx.respond, response),
+            claimed="submitted" if action == "submit" else "cancelled",
+            end=partial(self._end_claimed, record),
+            tell_lost=partial(self._tell_lost, record),
+            run=partial(self._submit, record.token),
+            scheduler=self._scheduler,
+            clock=self._clock,
+            deadline=record.deadline,
+            request_id=str(record.ctx.request_id),
         )
-        if result.kind == "waiting":  # another surface holds the request: wait for it
-            with self._lock:
-                if record.state != "claimed":
-                    return  # pragma: no cover - ended by the settlement meanwhile
-                if record.timer is not None:
-                    record.timer.cancel()  # the question's own expiry: never needed now
-                record.timer = self._scheduler.call_later(
-                    max(0.0, record.deadline - self._clock.now()),
-                    lambda: self._give_up_waiting(record),
-                )
-            return
-        if result.kind == "lost":
-            self._end_lost(record, str(result.reason))
-            return
-        claimed = "submitted" if action == "submit" else "cancelled"
-        if self._finalize(record, result.state(claimed), from_claim=True):
-            self._project_terminal(record)
 
-    def _end_lost(self, record: _Record, reason: str) -> None:
-        """End a claimed record whose answer lost: the winner's state, one notice."""
-        if not self._finalize(record, winner_state(reason), from_claim=True):
-            return
+    def _end_claimed(self, record: _Record, state: str) -> bool:
+        """End the claimed record in ``state`` and show it; True for the call that did."""
+        if not self._finalize(record, state, from_claim=True):
+            return False
         self._project_terminal(record)
-        if not tell_already_answered(reason):
-            return
+        return True
+
+    def _tell_lost(self, record: _Record) -> None:
+        """Tell the chat once that the question was already answered."""
         try:
             self._api.send_message(
                 record.chat_id, TEXT_ALREADY_ANSWERED, message_thread_id=record.thread_id
@@ -639,17 +635,11 @@ class TelegramQuestionPresenter:
         except Exception as exc:
             logger.warning("telegram already-answered notice failed: %s", type(exc).__name__)
 
-    def _give_up_waiting(self, record: _Record) -> None:
-        """The winner's settlement never came: end the lost record as expired."""
-        if record.race.give_up() and self._finalize(record, "expired", from_claim=True):
-            self._enqueue_terminal_projection(record)
-
     def _on_settled(self, record: _Record, reason: str) -> None:
         """Settlement from ChannelBase (any thread); a claimed record's responder decides."""
         reason = str(reason)
-        if record.race.settled(reason):  # the lost answer waited for this settlement
-            self._submit(record.token, partial(self._end_lost, record, reason))
-            return
+        if record.race.on_settled(reason):
+            return  # the claimed answer lost: the race ends the keyboard as the winner
         if self._finalize(record, winner_state(reason)):
             self._enqueue_terminal_projection(record)
 
