@@ -208,8 +208,9 @@ def agent_note(problems: Sequence[AttachmentProblem]) -> str:
 
 
 def file_lines(files: Sequence[ReceivedFile]) -> str:
-    """One line per received file naming its local path, for agents that take text only
-    (ACP agents until attachments go out as prompt content blocks)."""
+    """One line per received file naming its local path, for bridges that take text only
+    (`AcpBridge` builds prompt content blocks instead, with the same line for a file the
+    agent cannot take as a block)."""
     return "\n".join(
         f"[Attachment {f.name!r} ({f.content_type}, {f.size} bytes) saved at {f.path}]"
         for f in files
