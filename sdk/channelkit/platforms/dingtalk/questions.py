@@ -50,10 +50,9 @@ from channelkit.errors import ChannelKitError
 from channelkit.platforms.common import StateCell, first_notice, question_deadline
 from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.native_input import (
-    AnswerRace,
+    FormRace,
     answer_response,
     cancel_request,
-    tell_already_answered,
     winner_state,
 )
 from channelkit.platforms.common.projection_queue import ProjectionQueue, Slot
@@ -430,7 +429,7 @@ class QuestionRecord:
     #: the claimed card's place in the run's projection queue, reserved at the claim
     slot: Slot | None = None
     #: the claimed answer's responder against the request's settlement
-    race: AnswerRace = field(default_factory=AnswerRace)
+    race: FormRace = field(default_factory=FormRace)
 
 
 class QuestionCardApi(Protocol):
@@ -710,26 +709,25 @@ class QuestionCardController:
             )
 
     def _on_settled(self, record: QuestionRecord, reason: str) -> None:
-        if record.race.settled(reason):  # the lost answer waited for this settlement
-            self._end_lost(record, reason, record.slot)
-            return
+        if record.race.on_settled(reason):
+            return  # the claimed answer lost: the race ends the card as the winner
         self._finalize(record, _winner_state(reason), ("reserved", "pending"))
 
-    def _end_lost(self, record: QuestionRecord, reason: str, slot: Slot | None) -> None:
-        """End a claimed card whose answer lost: the winner's state, one notice."""
-        if not self._finalize(record, _winner_state(reason), ("claimed",), slot=slot):
-            return
-        if not tell_already_answered(reason):
-            return
+    def _end_claimed(
+        self, record: QuestionRecord, slot: Slot, answers: Mapping[str, str] | None, state: str
+    ) -> bool:
+        """End the claimed card in ``state`` in its ``slot`` of the run's projection queue
+        (the answers shown when submitted; expired says it is no longer available)."""
+        return self._finalize(
+            record, state, ("claimed",), _description_for(state), slot=slot, answers=answers
+        )
+
+    def _tell_lost(self, record: QuestionRecord) -> None:
+        """Tell the chat once that the question was already answered."""
         try:
             self._send_text(record.chat_id, ALREADY_ANSWERED_TEXT)
         except Exception:
             logger.exception("already-answered notice failed")
-
-    def _give_up_waiting(self, record: QuestionRecord) -> None:
-        """The winner's settlement never came: end the lost card as unavailable."""
-        if record.race.give_up():
-            self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=record.slot)
 
     def _expire(self, record: QuestionRecord) -> None:
         ctx = record.ctx
@@ -801,21 +799,20 @@ class QuestionCardController:
 
         def execute() -> None:
             """The claimed answer (pool, after the ACK): end the card in what the
-            responder decided (`AnswerRace`)."""
-            result = record.race.respond(partial(ctx.respond, response), record.request_id)
-            if result.kind == "waiting":  # another surface holds the request: wait for it
-                with self._lock:
-                    if record.state.state == "claimed":  # not ended by the settlement yet
-                        record.timer = self._scheduler.call_later(
-                            max(0.0, record.deadline - self._clock.now()),
-                            lambda: self._give_up_waiting(record),
-                        )
-            elif result.kind == "lost":
-                self._end_lost(record, str(result.reason), slot)
-            elif result.kind == "accepted":
-                self._finalize(record, success_state, ("claimed",), slot=slot, answers=shown)
-            else:
-                self._finalize(record, "expired", ("claimed",), UNAVAILABLE_TEXT, slot=slot)
+            responder decided (`FormRace`). Its ending runs where it is decided: it
+            only fills the card's slot, reserved at the claim, in the run's queue."""
+            record.race.answer(
+                partial(ctx.respond, response),
+                claimed=success_state,
+                end=partial(self._end_claimed, record, slot, shown),
+                tell_lost=partial(self._tell_lost, record),
+                run=_run_here,
+                scheduler=self._scheduler,
+                clock=self._clock,
+                deadline=record.deadline,
+                request_id=record.request_id,
+                winner=_winner_state,
+            )
 
         return Decision.ack().then(execute)
 
@@ -831,3 +828,8 @@ def _winner_state(reason: str) -> str:
 
 def _description_for(state: str) -> str | None:
     return UNAVAILABLE_TEXT if state == "expired" else None
+
+
+def _run_here(job: Callable[[], object]) -> None:
+    """Run ``job`` on the calling thread (a card's ending only fills its queue slot)."""
+    job()
