@@ -60,8 +60,10 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     "feishu": frozenset({"approvals.py", "crypto.py", "cards.py", "longconn.py"}),
     # the Socket Mode connection (WebSocket envelopes); approval buttons for tool permissions
     "slack": frozenset({"approvals.py", "socket_mode.py"}),
-    # getUpdates long polling; approval buttons for tool permissions
-    "telegram": frozenset({"approvals.py", "groups.py", "indicators.py", "polling.py"}),
+    # getUpdates long polling; approval buttons for tool permissions; the agent's uploads
+    "telegram": frozenset(
+        {"approvals.py", "groups.py", "indicators.py", "polling.py", "uploads.py"}
+    ),
     # the Gateway (WebSocket) connection; REST rate-limit buckets; approval buttons for
     # tool permissions; the typing keep-alive
     "discord": frozenset({"approvals.py", "gateway.py", "indicators.py", "ratelimit.py"}),

@@ -81,6 +81,8 @@ class Capabilities:
     #: None: a person's files reach the agent (issue 25); wired platform by platform, so
     #: missing unless a driver says otherwise
     attachments_in: str | None = "inbound attachments are not wired for this platform yet"
+    #: None: the agent's files and images are uploaded natively (issue 25, outbound)
+    files_out: str | None = "the agent's files are not uploaded natively here yet"
 
 
 def wait_for(
@@ -448,6 +450,8 @@ class DingtalkDriver(Driver):
         pins="DingTalk robots cannot pin messages",
         presentation_buttons="robot Markdown shows a value button as a text line (links stay)",
         threads="DingTalk group conversations have no threads: a group is one conversation",
+        attachments_in=None,
+        files_out="DingTalk media upload and the robot's file message are not wired yet",
     )
 
     def redeliver_last_message(self) -> int:
@@ -677,6 +681,7 @@ class TelegramDriver(Driver):
     caps = Capabilities(
         stop_button="a run is stopped with /cancel (streamed drafts carry no buttons)",
         attachments_in=None,
+        files_out=None,
     )
 
     def _messages(self) -> list[dict[str, Any]]:
@@ -943,6 +948,7 @@ class WeixinDriver(Driver):
         native_presentation="iLink shows plain text only",
         presentation_buttons="iLink shows plain text only",
         pins="iLink has no pins",
+        files_out="the iLink CDN upload is not wired yet",
         groups="iLink bots have direct chats only",
         threads="iLink bots have direct chats only, without threads",
     )

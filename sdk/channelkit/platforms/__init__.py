@@ -186,6 +186,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
                 "typing",
                 "presentation",
                 "threads",  # forum topics
+                "files_out",
             }
         ),
         renderer=_renderer("telegram"),

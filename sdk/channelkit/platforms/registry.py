@@ -68,6 +68,8 @@ CAPABILITIES: Mapping[str, str] = MappingProxyType(
         "presentation": "semantic message presentations are rendered natively",
         "threads": "a group's threads (or forum topics) are conversations of their own: "
         "with no session scope configured, a group shares one session per thread",
+        "files_out": "the agent's files and images are uploaded natively "
+        "(`Turn.send_file`); elsewhere the person gets a line naming the file",
     }
 )
 

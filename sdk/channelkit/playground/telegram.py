@@ -23,7 +23,12 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
 * ``getFile`` and ``GET /file/bot<token>/<file_path>``: the files a person sent with
   ``POST /_emulator/send`` (``files``), each as its own message (a photo with a
   thumbnail and its full size, a document, a voice or audio message, a video; the
-  text is the first one's caption), served byte for byte (at most `MAX_FILES` kept).
+  text is the first one's caption), served byte for byte (at most `MAX_FILES` kept);
+* ``sendPhoto`` and ``sendDocument`` (``multipart/form-data``: the ``photo`` or
+  ``document`` file part, ``caption``, ``message_thread_id``): the bot's message view
+  lists ``files`` (name, content type, size, ``url``), ``GET /_emulator/files/<key>``
+  serves the bytes and ``POST /_emulator/files/fail`` makes the next uploads fail
+  (`channelkit.playground.bot_files`).
 
 A wrong token is ``401 Unauthorized``. User messages and button taps become ``Update``
 objects: POSTed to the webhook with the ``X-Telegram-Bot-Api-Secret-Token`` header while
@@ -44,6 +49,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
+from channelkit.playground.bot_files import BotFiles, parse_multipart
 from channelkit.playground.emulator import (
     MAX_CARDS,
     CallbackDelivery,
@@ -176,6 +182,7 @@ def telegram_message_view(card: Mapping[str, Any]) -> dict[str, Any]:
         "edited": bool(card.get("edits")),
         "updates": card.get("edits", 0),
         "pinned": bool(card.get("pinned")),
+        "files": [dict(f) for f in card.get("files", ())],
         "toast": card.get("toast"),
         "actions": ["tap"] if keyboard else [],
         "awaitsAnswer": any(
@@ -278,6 +285,10 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         self._files: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
         #: file_path -> body bytes served by the file download
         self.file_bytes_served: dict[str, int] = {}
+        #: the files the bot uploaded (sendPhoto / sendDocument)
+        self.bot_files = BotFiles()
+        self._methods["sendphoto"] = self._send_photo
+        self._methods["senddocument"] = self._send_document
 
     # -- API ------------------------------------------------------------------------------
     def handle_api(
@@ -294,7 +305,24 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         token, name = match.groups()
         params: dict[str, Any] = dict(query)
         content_type = headers.get("content-type", "")
-        if body:
+        recorded: dict[str, Any] | None = None
+        if body and content_type.lower().startswith("multipart/form-data"):
+            try:
+                fields, parts = parse_multipart(body, content_type)
+            except ValueError:
+                reply = _bad("can't parse multipart/form-data")
+                self._record(method, f"/bot<token>/{name}", query, None, reply)
+                return reply
+            params.update(fields)
+            recorded = {
+                **params,
+                **{
+                    k: {"name": f.name, "contentType": f.content_type, "size": len(f.data)}
+                    for k, f in parts.items()
+                },
+            }
+            params.update(parts)
+        elif body:
             if "json" in content_type or body[:1] in (b"{", b"["):
                 parsed = parse_json_body(body)
                 if not isinstance(parsed, dict):
@@ -312,8 +340,89 @@ class TelegramEmulator(DraftChat, EmulatorBase):
             handler = self._methods.get(name.lower())
             reply = handler(params) if handler is not None else _fail(404, "Not Found")
         # the token is part of the path: it is never recorded
-        self._record(method, f"/bot<token>/{name}", query, params, reply)
+        shown = recorded if recorded is not None else params
+        self._record(method, f"/bot<token>/{name}", query, shown, reply)
         return reply
+
+    def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
+        return self.bot_files.control(method, path, data)
+
+    def reset(self) -> None:
+        self.bot_files.clear()
+        super().reset()
+
+    # -- files the bot sends -----------------------------------------------------------------
+    def _send_photo(self, params: Mapping[str, Any]) -> HttpReply:
+        return self._send_upload(params, "photo")
+
+    def _send_document(self, params: Mapping[str, Any]) -> HttpReply:
+        return self._send_upload(params, "document")
+
+    def _send_upload(self, params: Mapping[str, Any], field: str) -> HttpReply:
+        problem = self._chat_problem(params)
+        if problem is not None:
+            return problem
+        file = params.get(field)
+        if not isinstance(file, EmulatedFile):
+            return _bad(f"there is no {field} in the request")
+        if not file.data:
+            return _bad("file must be non-empty")
+        limit = 10_000_000 if field == "photo" else 50_000_000
+        if len(file.data) > limit:
+            return _fail(413, "Request Entity Too Large")
+        caption = params.get("caption") or ""
+        if not isinstance(caption, str) or len(caption) > 1024:
+            return _bad("message caption is too long")
+        fault = self.bot_files.take_fault()
+        if fault is not None:
+            reply = _fail(fault.status, fault.description)
+            if fault.status == 429:
+                payload = {**reply.payload, "parameters": {"retry_after": 1}}
+                reply = HttpReply(429, payload)
+            return reply
+        key = self.bot_files.keep(file)
+        view = self.bot_files.view(key)
+        with self._lock:
+            self._next_message_id += 1
+            message_id = self._next_message_id
+            card_key = str(message_id)
+            thread = params.get("message_thread_id")
+            card = {
+                "id": card_key,
+                "message_id": message_id,
+                "kind": "message",
+                "text": caption,
+                "parse_mode": None,
+                "reply_markup": None,
+                "date": int(time.time()),
+                "edits": 0,
+                "chat_id": params.get("chat_id"),
+                "message_thread_id": thread if thread not in (None, "") else None,
+                "files": [view],
+                "media": field,
+            }
+            self._put_card(card_key, card)
+            entry: dict[str, Any] = {
+                "kind": "card",
+                "from": "bot",
+                "card": card_key,
+                "msgId": card_key,
+            }
+            if card["message_thread_id"] is not None:
+                entry["threadId"] = str(card["message_thread_id"])
+            self._add_timeline(entry)
+            self._typing_until = 0.0
+            self._clear_draft_locked()
+            result = self._message_json(card)
+        media = {"file_id": key, "file_unique_id": key[-12:], "file_size": len(file.data)}
+        if field == "photo":
+            result["photo"] = [{**media, "width": 1280, "height": 1280}]
+        else:
+            result["document"] = {**media, "file_name": file.name, "mime_type": file.content_type}
+        if caption:
+            result["caption"] = caption
+        del result["text"]
+        return _ok(result)
 
     # -- files a person sent -----------------------------------------------------------------
     def _get_file(self, params: Mapping[str, Any]) -> HttpReply:

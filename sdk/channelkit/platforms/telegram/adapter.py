@@ -118,6 +118,7 @@ from channelkit.platforms.telegram.questions import (
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 if TYPE_CHECKING:
+    from channelkit.attachments.outbound import OutboundSource
     from channelkit.state.base import StateStore
 
 __all__ = [
@@ -591,6 +592,20 @@ class TelegramChannel(ChannelBase):
         if self.groups.policy == "disabled":
             return False
         return self.groups.policy == "open" or message.reply_to_from_id == self.groups.bot_id
+
+    def upload_file(
+        self,
+        target: SessionTarget,
+        file: OutboundSource,
+        *,
+        image: bool = False,
+        caption: str | None = None,
+    ) -> str:
+        """The agent's file as ``sendPhoto`` (an image Telegram shows as a photo) or
+        ``sendDocument``, multipart, in the target's topic (`uploads`)."""
+        from channelkit.platforms.telegram.uploads import upload
+
+        return upload(self.api, target, file, image=image, caption=caption)
 
     def attachment_source(self, attachment: Attachment) -> AttachmentSource:
         """``getFile`` for the attachment's ``file_id``, then its path on the Bot API
