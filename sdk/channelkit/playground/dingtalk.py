@@ -35,15 +35,18 @@ import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from channelkit.core.catalog import CATALOG, LOCALES
 from channelkit.playground.emulator import (
     CallbackDelivery,
     Deliver,
+    EmulatedFile,
     EmulatorBase,
     HttpReply,
     Origin,
 )
+from channelkit.playground.person_files import PersonFiles, media_kind
 from channelkit.playground.stream_gateway import StreamGateway
 
 #: Stream topics (DingTalk's names) of robot messages and card callbacks.
@@ -67,6 +70,8 @@ TOKEN_LIFETIME = 7200
 BOT_DINGTALK_ID = "$:LWCP_v1:$bot"
 #: the group a person writes in with ``{"group": true}`` and no ``chatId``
 GROUP_CONVERSATION_ID = "cidPlaygroundGroup"
+#: where the emulated temporary download URLs of the person's files point
+_FILE_PREFIX = "/file/download/"
 
 
 def _b64_hmac_sha256(key: str, message: str) -> str:
@@ -114,6 +119,7 @@ class DingtalkEmulator(EmulatorBase):
     """
 
     platform = "dingtalk"
+    accepts_files = True
 
     def __init__(
         self,
@@ -149,6 +155,9 @@ class DingtalkEmulator(EmulatorBase):
         self._next_instance = 0
         self._reactions: dict[str, list[str]] = {}
         self._sessions: dict[str, str] = {}
+        #: the files the person sent, by download code (`send_user_files`)
+        self.person_files = PersonFiles()
+        self._url_key = secrets.token_bytes(32)  # signs the temporary download URLs
         #: the Stream mode gateway (its WebSocket server starts with the first open)
         self.stream = StreamGateway(app_key)
         self.stream.listen_port = stream_port  # 0: a free port
@@ -185,6 +194,8 @@ class DingtalkEmulator(EmulatorBase):
             return self._session_webhook(query, data)
         if path == "/v1.0/gateway/connections/open" and method == "POST":
             return self._open_stream(data)
+        if path.startswith(_FILE_PREFIX):
+            return self._file_download(method, path, query)
         routes = {
             ("POST", "/v1.0/card/instances/createAndDeliver"): self._create_and_deliver,
             ("PUT", "/v1.0/card/streaming"): self._streaming,
@@ -194,6 +205,7 @@ class DingtalkEmulator(EmulatorBase):
             ("POST", "/v1.0/robot/groupMessages/send"): self._group_send,
             ("POST", "/v1.0/robot/emotion/reply"): self._emotion_reply,
             ("POST", "/v1.0/robot/emotion/recall"): self._emotion_recall,
+            ("POST", "/v1.0/robot/messageFiles/download"): self._message_file,
         }
         handler = routes.get((method, path))
         if handler is None:
@@ -499,8 +511,103 @@ class DingtalkEmulator(EmulatorBase):
             return list(self._reactions.get(msg_id, []))
 
     # -- user input -> signed callbacks ------------------------------------------------------
+    # -- files the person sends ----------------------------------------------------------------
+    def _message_file(self, data: Mapping[str, Any]) -> HttpReply:
+        """``POST /v1.0/robot/messageFiles/download``: a download code (of this robot) for
+        a temporary download URL, signed and valid for an hour."""
+        code, robot = data.get("downloadCode"), data.get("robotCode")
+        if not isinstance(code, str) or not code or not isinstance(robot, str) or not robot:
+            return _error(400, "MissingParameter", "downloadCode and robotCode are required")
+        if robot != self.app_key:
+            return _error(400, "InvalidParameter.RobotCode", "robotCode is not this robot")
+        file = self.person_files.get(code)
+        if file is None:
+            return _error(400, "InvalidParameter.DownloadCode", "downloadCode is invalid")
+        expires = int(time.time()) + 3600
+        path = f"{_FILE_PREFIX}{code}/{quote(file.name)}"
+        url = f"{self.base_url}{path}?expires={expires}&sig={self._url_signature(path, expires)}"
+        return HttpReply(200, {"downloadUrl": url})
+
+    def _url_signature(self, path: str, expires: int) -> str:
+        return hmac.new(self._url_key, f"{path}:{expires}".encode(), hashlib.sha256).hexdigest()
+
+    def _file_download(self, method: str, path: str, query: Mapping[str, str]) -> HttpReply:
+        """``GET /file/download/<code>/<name>?expires=&sig=``: the bytes, when the URL is
+        one this emulator signed and it has not expired (no token: the URL is the key)."""
+        expires = query.get("expires", "")
+        valid = method == "GET" and expires.isdigit() and int(expires) > time.time()
+        if valid:
+            wanted = self._url_signature(path, int(expires))
+            valid = hmac.compare_digest(wanted, query.get("sig", ""))
+        code = path[len(_FILE_PREFIX) :].split("/", 1)[0]
+        data = self.person_files.serve(code) if valid else None
+        if data is None:
+            return HttpReply(403, None, content_type="text/plain", raw=b"AccessDenied")
+        return HttpReply(200, None, content_type="application/octet-stream", raw=data)
+
+    def send_user_files(
+        self, text: str, files: tuple[EmulatedFile, ...], *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person sends ``files`` (and ``text``) the way a DingTalk client does:
+        pictures with text (or an @-mention) as one ``richText`` message, a picture alone
+        as a ``picture`` message, every other file as its own ``file`` / ``audio`` /
+        ``video`` message (any text then goes first as a ``text`` message). Returns the
+        first message's id and the first failed delivery's answer (else the last)."""
+        pictures = [f for f in files if media_kind(f.content_type) == "image"]
+        others = [f for f in files if media_kind(f.content_type) != "image"]
+        mention = origin is not None and origin.mentions_bot
+        sent: list[tuple[str, CallbackDelivery]] = []
+
+        def code(file: EmulatedFile) -> str:
+            return self.person_files.keep(file, prefix="dc_")
+
+        if pictures and (text or mention or len(pictures) > 1):
+            rich: list[dict[str, Any]] = [{"text": text}] if text else []
+            rich += [{"type": "picture", "downloadCode": code(f)} for f in pictures]
+            sent.append(
+                self.send_user_message(
+                    text,
+                    origin=origin,
+                    msgtype="richText",
+                    content={"richText": rich},
+                    files=pictures,
+                )
+            )
+        elif pictures:
+            sent.append(
+                self.send_user_message(
+                    "",
+                    origin=origin,
+                    msgtype="picture",
+                    content={"downloadCode": code(pictures[0])},
+                    files=pictures,
+                )
+            )
+        elif text:
+            sent.append(self.send_user_message(text, origin=origin))
+        for file in others:
+            kind = {"audio": "audio", "video": "video"}.get(media_kind(file.content_type), "file")
+            content: dict[str, Any] = {"downloadCode": code(file)}
+            if kind == "file":
+                content["fileName"] = file.name
+            else:
+                content["duration"] = 1000
+            sent.append(
+                self.send_user_message(
+                    "", origin=origin, msgtype=kind, content=content, files=[file]
+                )
+            )
+        failed = next((result for _, result in sent if result.status >= 400), None)
+        return sent[0][0], failed or sent[-1][1]
+
     def send_user_message(
-        self, text: str, *, origin: Origin | None = None
+        self,
+        text: str,
+        *,
+        origin: Origin | None = None,
+        msgtype: str = "text",
+        content: Mapping[str, Any] | None = None,
+        files: list[EmulatedFile] | None = None,
     ) -> tuple[str, CallbackDelivery]:
         """The person types ``text``: a ``CALLBACK`` frame when the bot connects by
         Stream, else a signed robot callback, goes to the SDK.
@@ -509,6 +616,8 @@ class DingtalkEmulator(EmulatorBase):
         (``conversationType`` 2, `GROUP_CONVERSATION_ID` unless a chat is named), an
         @-mention of the robot (``atUsers`` lists ``chatbotUserId``, ``isInAtList``).
         DingTalk has no threads: a ``thread_id`` is refused (``ValueError``).
+        ``msgtype`` and ``content`` make another kind of message (a picture, file or
+        richText: `send_user_files`), ``files`` is what the page shows of its files.
         Returns the message id and the SDK's answer.
         """
         origin = origin or Origin()
@@ -525,13 +634,17 @@ class DingtalkEmulator(EmulatorBase):
             self._sessions[session] = msg_id
             if len(self._sessions) > 1000:
                 self._sessions.pop(next(iter(self._sessions)))
-            self._add_timeline(
-                {"kind": "message", "from": "user", "format": "text", "text": text, "msgId": msg_id}
-            )
-        payload = {
+            entry = {"kind": "message", "from": "user", "format": "text", "text": text}
+            if files:
+                entry["files"] = [
+                    {"name": f.name, "contentType": f.content_type, "size": len(f.data)}
+                    for f in files
+                ]
+            self._add_timeline({**entry, "msgId": msg_id})
+        payload: dict[str, Any] = {
             "msgId": msg_id,
-            "msgtype": "text",
-            "text": {"content": text},
+            "msgtype": msgtype,
+            **({"content": dict(content)} if content is not None else {"text": {"content": text}}),
             "createAt": now_ms,
             "conversationType": "2" if origin.group else "1",
             "conversationId": conversation,

@@ -51,6 +51,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from channelkit.agents.base import AgentBridge
+from channelkit.attachments.model import Attachment
 from channelkit.core import (
     ChannelBase,
     ChannelConfig,
@@ -65,6 +66,7 @@ from channelkit.core import (
 )
 from channelkit.core.catalog import en, messages
 from channelkit.core.commands import parse_command
+from channelkit.core.inbound_files import AttachmentSource
 from channelkit.core.queue_notices import QueueNotices
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import CancellationReason, RunQueuedEvent, SessionTarget
@@ -94,6 +96,7 @@ from channelkit.platforms.dingtalk.cluster import (
     queue_card_params,
 )
 from channelkit.platforms.dingtalk.config import DingtalkConfig
+from channelkit.platforms.dingtalk.files import file_hosts, file_source
 from channelkit.platforms.dingtalk.ingress import (
     card_interaction,
     check_card_signature,
@@ -473,6 +476,7 @@ class DingtalkChannel(ChannelBase):
                     is_group=message.is_group,
                     sender_name=message.sender_nick,
                     mentions_bot=message.mentions_bot,
+                    attachments=message.attachments,
                 ),
             )
             if outcome != "accepted":
@@ -484,6 +488,13 @@ class DingtalkChannel(ChannelBase):
         except Exception:
             logger.exception("[%s] robot message failed", self.name)
             return IngressResponse.json(500, {"success": False})
+
+    def attachment_source(self, attachment: Attachment) -> AttachmentSource:
+        """The message file download: the ``downloadCode`` exchanged for a temporary
+        URL (``POST /v1.0/robot/messageFiles/download``), fetched without credentials
+        and only on DingTalk's own hosts (`channelkit.platforms.dingtalk.files`)."""
+        url = self.api.message_file_url(attachment.reference)
+        return file_source(attachment, url, file_hosts(self.dingtalk.api_base_url))
 
     def _stop_runs_after_fencing(self) -> None:
         """A survivor took over this instance's cards: cancel the runs they show (on

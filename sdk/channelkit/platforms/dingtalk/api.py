@@ -39,6 +39,7 @@ from channelkit.clients.dingtalk import (
     OpenStreamConnectionRequest,
     OrgGroupSendRequest,
     RobotEmotionRequest,
+    RobotMessageFileDownloadRequest,
     StreamingUpdateCardRequest,
     StreamSubscription,
     TextEmotion,
@@ -416,6 +417,19 @@ class CardApi:
         """Add the eye reaction to an inbound message (``POST /v1.0/robot/emotion/reply``)."""
         body = _eye_emotion_request(self.robot_code, open_msg_id, open_conversation_id)
         self._client.reply_robot_emotion(body=body, timeout=self._timeout)
+
+    def message_file_url(self, download_code: str, robot_code: str | None = None) -> str:
+        """The temporary download URL of a file a person sent the robot
+        (``POST /v1.0/robot/messageFiles/download`` with the message's ``downloadCode``;
+        ``robot_code`` defaults to the app's). `DeserializationError` without a URL."""
+        body = RobotMessageFileDownloadRequest(
+            download_code=download_code, robot_code=robot_code or self.robot_code
+        )
+        response = self._client.download_robot_message_file(body=body, timeout=self._timeout)
+        url = response.download_url
+        if not isinstance(url, str) or not url:
+            raise DeserializationError("downloadUrl", None, "the download gave no URL")
+        return url
 
     def recall_emotion(self, open_msg_id: str, open_conversation_id: str) -> None:
         """Remove the eye reaction from an inbound message (``.../emotion/recall``)."""

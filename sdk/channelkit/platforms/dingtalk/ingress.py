@@ -40,9 +40,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from channelkit.attachments.model import Attachment
 from channelkit.ingress import loads_json
 from channelkit.platforms.common.contract import Interaction
 from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.dingtalk.files import parse_media
 
 logger = logging.getLogger(__name__)
 
@@ -208,6 +210,8 @@ class RobotMessage:
     conversation_title: str | None = None
     #: group messages: the robot itself is in ``atUsers`` (`mentions_robot`)
     mentions_bot: bool | None = None
+    #: the pictures and files it carries (`channelkit.platforms.dingtalk.files`)
+    attachments: tuple[Attachment, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -314,6 +318,7 @@ def parse_robot_message(payload: Any) -> RobotMessage | None:
         robot_code=_str(payload.get("robotCode")),
         conversation_title=_str(payload.get("conversationTitle")),
         mentions_bot=mentions_robot(payload) if group else None,
+        attachments=parse_media(str(payload.get("msgtype") or ""), payload.get("content")),
         raw=payload,
     )
 
