@@ -18,6 +18,8 @@ prompt text (first word, arguments after a space):
 ``ask-die``        asks a question, then exits with code 4 before the answer.
 ``echo X``         streams X.
 ``stderr``         writes ~400 KB to stderr, then streams "done".
+``picture B64``    streams "Here it is.", an ``image`` block whose data is B64, "Anything else?".
+``link URI``       streams "See the file.", a ``resource_link`` to URI, "Done.".
 ``blocks``         streams the prompt's content blocks as JSON, each base64 ``data``
                    (or ``blob``) replaced by ``sha256`` and ``bytes`` of what it decodes to.
 
@@ -42,6 +44,7 @@ import json
 import os
 import sys
 import threading
+import urllib.parse
 from typing import Any
 
 _write_lock = threading.Lock()
@@ -208,6 +211,17 @@ def run_prompt(rpc_id: Any, params: dict[str, Any]) -> None:
         chunk(session_id, "done")
     elif command == "echo":
         chunk(session_id, arg)
+    elif command == "picture":
+        chunk(session_id, "Here it is.")
+        image = {"type": "image", "mimeType": "image/png", "data": arg}
+        update(session_id, {"sessionUpdate": "agent_message_chunk", "content": image})
+        chunk(session_id, "Anything else?")
+    elif command == "link":
+        chunk(session_id, "See the file.")
+        name = urllib.parse.unquote(arg.rsplit("/", 1)[-1])
+        link = {"type": "resource_link", "uri": arg, "name": name}
+        update(session_id, {"sessionUpdate": "agent_message_chunk", "content": link})
+        chunk(session_id, "Done.")
     elif command == "blocks":
         chunk(session_id, json.dumps([_summary(b) for b in blocks], sort_keys=True))
     elif command == "ask":

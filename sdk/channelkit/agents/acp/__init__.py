@@ -13,8 +13,11 @@ the child's stdin/stdout. It implements `AgentBridge`:
   (``image``, ``audio``, an embedded text ``resource``, else a ``resource_link``) or,
   failing those, a text line naming each file's local path; bounded by `ContentLimits`.
 * ``session/update`` notifications become sink events: ``agent_message_chunk`` text ->
-  ``text_chunk``; ``tool_call`` / ``tool_call_update`` -> ``tool_call``; every other kind
-  is ignored.
+  ``text_chunk``, an ``image`` block or a ``file://`` ``resource_link`` (inside
+  ``files_root``, at most ``max_file_size``) -> ``file`` (sent to the chat in order, as
+  ``Turn.send_image`` / ``send_file`` do; one that cannot be sent is named in the
+  text); ``tool_call`` / ``tool_call_update`` -> ``tool_call``; every other kind is
+  ignored.
 * ``session/request_permission`` (a request from the agent) becomes ``response_boundary``
   followed by ``permission_request``; the bridge generates the ``request_id`` and keeps
   the ACP ``toolCall`` verbatim (``_meta`` included). ``respond_to_permission`` sends

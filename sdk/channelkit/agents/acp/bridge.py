@@ -18,11 +18,17 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from channelkit.agents.acp import process as _process
-from channelkit.agents.acp.content import ContentLimits, PromptCapabilities, prompt_blocks
+from channelkit.agents.acp.content import (
+    ContentLimits,
+    PromptCapabilities,
+    agent_file,
+    prompt_blocks,
+)
 from channelkit.agents.acp.permissions import (
     CANCELLED,
     MAX_PENDING_PERMISSIONS,
@@ -36,17 +42,21 @@ from channelkit.agents.acp.process import AgentProcess, Call, read_line
 from channelkit.agents.acp.rpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcPeer
 from channelkit.agents.base import (
     AgentEventSink,
+    FileEvent,
     PermissionResolved,
     PermissionResponse,
     SessionDied,
     ToolCallEvent,
 )
+from channelkit.attachments.fetch import DEFAULT_PER_FILE
 from channelkit.attachments.model import ReceivedFile
 from channelkit.errors import (
     AcpError,
     AcpRequestError,
     AcpTimeoutError,
     AgentProcessError,
+    AttachmentError,
+    AttachmentTooLarge,
     ConfigurationError,
 )
 from channelkit.version import __version__
@@ -95,7 +105,10 @@ class AcpBridge:
     (least recently used sessions are forgotten first). ``scheduler`` (optional) owns the
     permission expiry timers; see the module docstring. ``content_limits`` bounds what
     `prompt_with_attachments` inlines (default `ContentLimits()`: 5 MiB per image or
-    audio file, 10 MiB per prompt, 64 KiB per embedded text file).
+    audio file, 10 MiB per prompt, 64 KiB per embedded text file). The agent's own
+    ``image`` blocks and ``file://`` resource links in its messages are sent to the chat
+    as images and files (``files_root``, default ``cwd``, confines the links;
+    ``max_file_size``, default 20 MiB, bounds both).
     """
 
     def __init__(
@@ -113,6 +126,8 @@ class AcpBridge:
         client_info: Mapping[str, Any] | None = None,
         scheduler: Scheduler | None = None,
         content_limits: ContentLimits | None = None,
+        files_root: str | os.PathLike[str] | None = None,
+        max_file_size: int = DEFAULT_PER_FILE,
     ) -> None:
         if isinstance(command, str) or not command:
             raise ConfigurationError("must be a non-empty sequence of strings", "command")
@@ -143,6 +158,14 @@ class AcpBridge:
             raise ConfigurationError("must be a ContentLimits", "content_limits")
         #: bounds on the files a prompt carries inline (`prompt_with_attachments`)
         self.content_limits = content_limits or ContentLimits()
+        if isinstance(max_file_size, bool) or not isinstance(max_file_size, int):
+            raise ConfigurationError(f"must be an int (got {max_file_size!r})", "max_file_size")
+        if max_file_size <= 0:
+            raise ConfigurationError(f"must be > 0 (got {max_file_size!r})", "max_file_size")
+        #: the directory the agent's ``file://`` resource links must lie in (default: cwd)
+        self.files_root = os.path.abspath(os.fspath(files_root)) if files_root else self.cwd
+        #: the largest image or file the agent may send to the chat, in bytes
+        self.max_file_size = max_file_size
 
         # One condition guards all mutable state below and wakes every waiter.
         self._cond = threading.Condition(threading.RLock())
@@ -588,10 +611,39 @@ class AcpBridge:
                 if isinstance(text, str) and text:
                     turn.chunks.append(text)
                     _emit(turn.sink.text_chunk, turn.session_id, text)
+            elif isinstance(content, Mapping) and content.get("type") in FILE_CONTENT:
+                self._send_agent_file(turn, content)
         elif kind in ("tool_call", "tool_call_update"):
             event = _tool_call_event(turn, update)
             if event is not None:
                 _emit(turn.sink.tool_call, event)
+
+    def _send_agent_file(self, turn: _Turn, content: Mapping[str, Any]) -> None:
+        """Hand the agent's image block or local file link to the channel (ordered after
+        the turn's text so far); one it cannot send is named in the turn's text."""
+        try:
+            found = agent_file(content, self.files_root, self.max_file_size)
+        except AttachmentError as exc:
+            logger.warning("acp agent file not sent: %s", exc)
+            self._say_not_sent(turn, exc.name, _reason(exc))
+            return
+        if found is None:
+            return
+        source, image = found
+        deliver = getattr(turn.sink, "file", None)
+        if not callable(deliver):
+            self._say_not_sent(turn, source.name, "this channel does not send files")
+            return
+        reply: Future[str] = Future()
+        reply.add_done_callback(lambda done: _log_file_reply(source.name, done))
+        _emit(deliver, FileEvent(turn.session_id, source, reply, image=image))
+
+    def _say_not_sent(self, turn: _Turn, name: str, reason: str) -> None:
+        from channelkit.core.text import MSG_ATTACHMENT_NOT_SENT
+
+        line = f"\n{MSG_ATTACHMENT_NOT_SENT.format(name=name, reason=reason)}\n"
+        turn.chunks.append(line)
+        _emit(turn.sink.text_chunk, turn.session_id, line)
 
     def _handle_request(self, proc: AgentProcess, rpc_id: Any, method: str, params: Any) -> None:
         if method == "session/request_permission":
@@ -717,7 +769,26 @@ CONTEXT_LOST_NOTICE = (
 )
 
 
+#: The ``agent_message_chunk`` content types that carry a file for the chat.
+FILE_CONTENT = ("image", "resource_link")
+
+
 # ---------------------------------------------------------------------- helpers
+def _reason(error: AttachmentError) -> str:
+    if isinstance(error, AttachmentTooLarge):
+        return f"it is larger than the limit of {error.limit} bytes"
+    reason = getattr(error, "reason", None)
+    return reason if isinstance(reason, str) and reason else type(error).__name__
+
+
+def _log_file_reply(name: str, reply: Future[str]) -> None:
+    error = reply.exception()
+    if error is not None:
+        logger.warning("acp agent file %r was not delivered: %s", name, error)
+    else:
+        logger.debug("acp agent file %r delivered as message %s", name, reply.result())
+
+
 def _emit(fn: Callable[..., None], *args: Any) -> None:
     try:
         fn(*args)

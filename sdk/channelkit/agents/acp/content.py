@@ -23,20 +23,28 @@ never read whole.
 A resource link always comes with the text line: some agents resolve a ``file://`` link
 only inside their own workspace and drop it otherwise (Qwen Code 0.24 does), and the
 line keeps such a file from vanishing without a word.
+
+The other direction: `agent_file()` reads an ``image`` block or a ``file://``
+``resource_link`` the agent streams in an ``agent_message_chunk`` as a file for the
+chat (bounded, confined to the bridge's ``files_root``).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import logging
+import mimetypes
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from channelkit.attachments.model import ReceivedFile
-from channelkit.errors import ConfigurationError
+from channelkit.attachments.outbound import OutboundSource, outbound_source
+from channelkit.errors import AttachmentRefused, AttachmentTooLarge, ConfigurationError
 
 __all__ = [
     "DEFAULT_EMBEDDED_TEXT_BYTES",
@@ -44,6 +52,7 @@ __all__ = [
     "DEFAULT_INLINE_TOTAL_BYTES",
     "ContentLimits",
     "PromptCapabilities",
+    "agent_file",
     "file_line",
     "prompt_blocks",
 ]
@@ -214,3 +223,54 @@ def _read_bounded(received: ReceivedFile, bound: int) -> bytes | None:
         logger.warning("attachment %r could not be read: %s", received.name, exc)
         return None
     return data if len(data) <= bound else None
+
+
+def agent_file(
+    content: Mapping[str, Any], root: str | os.PathLike[str], max_size: int
+) -> tuple[OutboundSource, bool] | None:
+    """The file an agent's ``agent_message_chunk`` content sends to the chat, and whether
+    to show it as an image; None when the content is no file (text, a link that is not
+    ``file://``).
+
+    An ``image`` block's base64 ``data`` is decoded (its length checked against
+    `max_size` first, so nothing larger is decoded) and named after its ``uri`` or its
+    ``mimeType``; it is shown as an image when its bytes are one. A ``resource_link`` to
+    a ``file://`` URI is sent as a file, confined to `root` (refused before it is opened
+    when outside it, not a regular file or over `max_size`). Raises `AttachmentRefused`
+    or `AttachmentTooLarge` naming the file.
+    """
+    kind = content.get("type")
+    if kind == "image":
+        data = content.get("data")
+        name = _image_name(content)
+        if not isinstance(data, str) or not data:
+            logger.warning("acp agent sent an image block without data; skipped")
+            return None  # malformed: nothing to send
+        if len(data) > 4 * ((max_size + 2) // 3) + 4:  # larger than max_size once decoded
+            raise AttachmentTooLarge(name=name, limit=max_size, size=len(data) * 3 // 4)
+        try:
+            raw = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise AttachmentRefused(name=name, reason="its data is not base64") from None
+        source = outbound_source(raw, root, name=name, max_size=max_size)
+        return source, source.content_type().startswith("image/")
+    if kind == "resource_link":
+        uri = content.get("uri")
+        if not isinstance(uri, str) or not uri.lower().startswith("file:"):
+            return None  # not a local file: the agent's own text says what it is
+        given = content.get("name")
+        path = unquote(urlsplit(uri).path)
+        shown = given if isinstance(given, str) and given else None
+        return outbound_source(path, root, name=shown, max_size=max_size), False
+    return None
+
+
+def _image_name(content: Mapping[str, Any]) -> str:
+    uri = content.get("uri")
+    if isinstance(uri, str) and uri:
+        base = unquote(urlsplit(uri).path).rstrip("/").rsplit("/", 1)[-1]
+        if base:
+            return base
+    mime = content.get("mimeType")
+    extension = mimetypes.guess_extension(mime) if isinstance(mime, str) else None
+    return "image" + (extension or "")
