@@ -634,7 +634,8 @@ class DingtalkEmulator(EmulatorBase):
             self._sessions[session] = msg_id
             if len(self._sessions) > 1000:
                 self._sessions.pop(next(iter(self._sessions)))
-            entry = {"kind": "message", "from": "user", "format": "text", "text": text}
+            entry: dict[str, Any] = {"kind": "message", "from": "user", "format": "text"}
+            entry["text"] = text
             if files:
                 entry["files"] = [
                     {"name": f.name, "contentType": f.content_type, "size": len(f.data)}

@@ -987,7 +987,7 @@ class DiscordEmulator(EmulatorBase):
         if in_guild:
             event["guild_id"] = GUILD_ID
             event["member"] = {"roles": [], "joined_at": event["timestamp"], "nick": None}
-        entry = {
+        entry: dict[str, Any] = {
             "kind": "message",
             "from": "user",
             "format": "text",
