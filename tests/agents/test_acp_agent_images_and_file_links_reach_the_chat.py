@@ -116,7 +116,7 @@ def test_what_cannot_be_sent_is_named_to_the_person_and_never_uploaded(
     cases = [
         ("link " + secret.as_uri(), "secret.txt", "is outside the allowed root"),
         ("link " + fifo.as_uri(), "pipe", "is not a regular file"),
-        ("picture " + big, "image.png", "it is larger than the limit of 4096 bytes"),
+        ("picture " + big, "image.png", "it is larger than the limit of 4 KB"),
         ("picture not*base64", "image.png", "its data is not base64"),
     ]
     for text, name, reason in cases:

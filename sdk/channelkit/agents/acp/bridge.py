@@ -776,7 +776,9 @@ FILE_CONTENT = ("image", "resource_link")
 # ---------------------------------------------------------------------- helpers
 def _reason(error: AttachmentError) -> str:
     if isinstance(error, AttachmentTooLarge):
-        return f"it is larger than the limit of {error.limit} bytes"
+        from channelkit.core.inbound_files import human_size
+
+        return f"it is larger than the limit of {human_size(error.limit)}"
     reason = getattr(error, "reason", None)
     return reason if isinstance(reason, str) and reason else type(error).__name__
 
