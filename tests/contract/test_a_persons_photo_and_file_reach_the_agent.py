@@ -41,12 +41,13 @@ def files_ctx(
         yield context
 
 
-def _send(ctx: Context, text: str | None, *files: tuple[str, str, bytes]) -> None:
+def _send(ctx: Context, text: str | None, *files: tuple[str, str, bytes], **origin: Any) -> None:
     body: dict[str, Any] = {
         "files": [
             {"name": n, "contentType": t, "base64": base64.b64encode(d).decode()}
             for n, t, d in files
-        ]
+        ],
+        **origin,
     }
     if text is not None:
         body["text"] = text
@@ -103,4 +104,18 @@ def test_a_file_alone_starts_a_run(files_ctx: Context) -> None:
     received = files_ctx.script.outcome()
     assert received["text"] == ""
     assert received["files"] == [("application/pdf", hashlib.sha256(PDF).hexdigest())]
+    _removed(files_ctx, received["paths"])
+
+
+def test_in_a_group_only_a_file_addressed_to_the_bot_starts_a_run(files_ctx: Context) -> None:
+    if files_ctx.driver.caps.groups is not None:
+        pytest.skip(files_ctx.driver.caps.groups)
+    _record(files_ctx)
+    # a teammate's picture that does not address the bot is not for it...
+    _send(files_ctx, None, ("quiet.png", "image/png", PNG), group=True)
+    # ...the one that mentions it is (sent after: a run for the first would come first)
+    _send(files_ctx, "look", ("asked.png", "image/png", PNG), group=True, mentionsBot=True)
+    received = files_ctx.script.outcome()
+    assert received["text"] == "look"
+    assert received["files"] == [("image/png", hashlib.sha256(PNG).hexdigest())]
     _removed(files_ctx, received["paths"])
