@@ -14,6 +14,12 @@ the sessions made here read every answer through a socket reader whose timeout i
 time left (`_DeadlineResponse`); the body is also checked against the deadline
 between reads, which is all a ``requests.Session`` passed in from outside gets. A single
 number ``t`` means ``(min(3.05, t), t)``. The default is ``(3.05, 10.0)``: 10 s overall.
+
+The environment's settings that ``requests`` honours (``HTTPS_PROXY``, ``HTTP_PROXY``,
+``NO_PROXY``, ``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE``) are read once per host, at the
+session's first request to it, not on every call: scanning the environment was about a
+fifth of the client's CPU per call (platform calls come in bursts of hundreds). A process
+that changes them later makes a new session.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import io
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -168,6 +175,16 @@ def _deadline_pools() -> dict[str, type]:
     return _POOLS
 
 
+#: Hosts whose environment settings one session remembers (a client talks to one to three).
+MAX_ENVIRONMENT_HOSTS = 64
+
+
+def _host_key(url: str) -> str:
+    """``scheme://host:port`` of ``url`` (what ``NO_PROXY`` and the proxies depend on)."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme.lower()}://{rest.split('/', 1)[0].split('?', 1)[0].lower()}"
+
+
 def make_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
     """A ``requests.Session`` whose connection pool holds ``pool_size`` connections per host.
 
@@ -193,7 +210,33 @@ def make_session(pool_size: int = DEFAULT_POOL_SIZE) -> requests.Session:
                 manager.pool_classes_by_scheme = dict(pools)
             return manager
 
-    session = requests.Session()
+    class _Session(requests.Session):
+        """Reads the environment's proxy and CA-bundle settings once per host (see the
+        module docstring); requests asked for explicit proxies, a CA bundle or a client
+        certificate are merged as ``requests`` always does."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._environment: OrderedDict[tuple[str, Any, Any], Any] = OrderedDict()
+            self._environment_lock = threading.Lock()
+
+        def merge_environment_settings(
+            self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any
+        ) -> Any:
+            if not self.trust_env or proxies or verify not in (None, True) or cert is not None:
+                return super().merge_environment_settings(url, proxies, stream, verify, cert)
+            key = (_host_key(str(url)), stream, verify)
+            with self._environment_lock:
+                known = self._environment.get(key)
+            if known is None:
+                known = super().merge_environment_settings(url, {}, stream, verify, cert)
+                with self._environment_lock:
+                    self._environment[key] = known
+                    while len(self._environment) > MAX_ENVIRONMENT_HOSTS:
+                        self._environment.popitem(last=False)
+            return {**known, "proxies": dict(known["proxies"])}
+
+    session = _Session()
     adapter = _DeadlineAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
