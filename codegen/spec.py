@@ -556,6 +556,26 @@ class _Builder:
         method_names: set[str] = set()
         for path, method, item, op in self._operations_raw():
             operations.append(self._operation(path, method, item, op, auth, method_names))
+            upload_id = op.get("x-channelkit-multipart-operationId")
+            if upload_id:
+                # the same path and method with its multipart/form-data body (file
+                # uploads): a method of its own, e.g. createMessage -> createMessageWithFiles
+                content = dict((op.get("requestBody") or {}).get("content") or {})
+                if "multipart/form-data" not in content:
+                    raise SpecError(
+                        self.file,
+                        f"/paths/{path}/{method}",
+                        "x-channelkit-multipart-operationId needs a multipart/form-data body",
+                    )
+                variant = {
+                    **op,
+                    "operationId": upload_id,
+                    "requestBody": {
+                        **op["requestBody"],
+                        "content": {"multipart/form-data": content["multipart/form-data"]},
+                    },
+                }
+                operations.append(self._operation(path, method, item, variant, auth, method_names))
             for server in op.get("servers") or item.get("servers") or []:
                 name = server.get("x-channelkit-server-name")
                 if name:

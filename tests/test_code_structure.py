@@ -66,7 +66,9 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     ),
     # the Gateway (WebSocket) connection; REST rate-limit buckets; approval buttons for
     # tool permissions; the typing keep-alive
-    "discord": frozenset({"approvals.py", "gateway.py", "indicators.py", "ratelimit.py"}),
+    "discord": frozenset(
+        {"approvals.py", "gateway.py", "indicators.py", "ratelimit.py", "uploads.py"}
+    ),
     "weixin": frozenset({"indicators.py", "polling.py"}),  # + getupdates long polling
 }
 

@@ -1020,7 +1020,7 @@ class DiscordDriver(Driver):
     interactions endpoint)."""
 
     platform = "discord"
-    caps = Capabilities(attachments_in=None)
+    caps = Capabilities(attachments_in=None, files_out=None)
     other_chat = "1300000000000000999"
     other_group = "1500000000000000999"
     thread_ids = ("1600000000000000001", "1600000000000000002")

@@ -69,6 +69,12 @@ def _run(ctx: Context, fn: Any, text: str = "files please") -> Any:
 
     ctx.script.fn = record
     ctx.driver.send(text)
+    return _outcome(ctx)
+
+
+def _outcome(ctx: Context) -> Any:
+    """The agent's outcome; fake time passes meanwhile (rate-limit windows, retries)."""
+    wait_for(lambda: not ctx.script.outcomes.empty(), "the agent's outcome", tick=ctx.driver.tick)
     return ctx.script.outcome()
 
 
@@ -133,11 +139,7 @@ def test_an_upload_failing_once_with_a_server_error_is_retried(out_ctx: Context)
     out_ctx.script.fn = lambda turn: (out_ctx.script.outcomes.put(fn(turn)), "done")[1]
     out_ctx.driver.send("retry")
     wait_for(lambda: channel.files.waiting == 1, "the retry booked")
-    message_id = wait_for(
-        lambda: not out_ctx.script.outcomes.empty() and out_ctx.script.outcome(),
-        "the retried upload",
-        tick=out_ctx.driver.tick,
-    )
+    message_id = _outcome(out_ctx)
     assert isinstance(message_id, str) and message_id
     views = wait_for(lambda: _file_views(out_ctx), "the file in the chat")
     assert [f["name"] for _, f in views] == ["retried.pdf"]

@@ -104,9 +104,10 @@ class MultipartBody(io.RawIOBase):
     ``OSError`` (the request then fails as a transport error).
     """
 
-    def __init__(self, fields: Mapping[str, Any]) -> None:
+    def __init__(self, fields: Mapping[str, Any], *, boundary: str | None = None) -> None:
         super().__init__()
-        self.boundary = "channelkit-" + secrets.token_hex(16)
+        self._fields = dict(fields)
+        self.boundary = boundary or "channelkit-" + secrets.token_hex(16)
         self._parts: list[bytes | UploadFile] = []
         size = 0
         for name, value in fields.items():
@@ -142,6 +143,12 @@ class MultipartBody(io.RawIOBase):
         self._stream: BinaryIO | None = None
         self._streamed = 0
         self._position = 0
+
+    def again(self) -> MultipartBody:
+        """A new body of the same fields and boundary, read from the start (its files
+        reopened when read): what a layer that sends a request again (a rate limiter
+        honouring a 429) sends instead of this one."""
+        return MultipartBody(self._fields, boundary=self.boundary)
 
     @property
     def content_type(self) -> str:

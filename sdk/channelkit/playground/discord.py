@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from channelkit.playground.bot_files import BotFiles, parse_multipart
 from channelkit.playground.discord_gateway import DiscordGatewayServer
 from channelkit.playground.emulator import (
     CallbackDelivery,
@@ -299,6 +300,7 @@ def discord_view(message: Mapping[str, Any]) -> dict[str, Any]:
         "channelId": message["channel_id"],
         "ephemeral": message.get("ephemeral"),
         "pinned": bool(message.get("pinned")),
+        "files": [dict(f) for f in message.get("files", ())],
         "updates": message.get("edits", 0),
         "edited": bool(message.get("edits")),
         "toast": message.get("toast"),
@@ -463,6 +465,8 @@ class DiscordEmulator(EmulatorBase):
         self._sent: OrderedDict[str, dict[str, Any]] = OrderedDict()  # the person's, by id
         #: the files the person attached, served by the emulated CDN (signed URLs)
         self.person_files = PersonFiles()
+        #: the files the bot uploaded (messages with attachments)
+        self.bot_files = BotFiles()
         self._cdn_key = secrets.token_bytes(32)
         self._channel(DM_CHANNEL, kind=1, recipient=user_id)
         self._channel(GROUP_CHANNEL, kind=0)
@@ -632,7 +636,7 @@ class DiscordEmulator(EmulatorBase):
                 return _form_error(
                     "components", "BASE_TYPE_BAD_LENGTH", "custom_id: must be 1-100 characters."
                 )
-        if not edit and not (content or embeds or components):
+        if not edit and not (content or embeds or components or body.get("attachments")):
             return _error(400, 50006, "Cannot send an empty message")
         return None
 
@@ -1056,6 +1060,8 @@ class DiscordEmulator(EmulatorBase):
         when the signature is this emulator's and not expired (else Discord's CDN
         answer, 404 "This content is no longer available."); anything else: REST."""
         match = _CDN_PATH_RE.match(path)
+        if match is None and headers.get("content-type", "").startswith("multipart/form-data"):
+            return self._upload_api(method, path, query, headers, body)
         if match is None:
             return super().handle_api(method, path, query, headers, body)
         expires, issued = query.get("ex", ""), query.get("is", "")
@@ -1073,6 +1079,66 @@ class DiscordEmulator(EmulatorBase):
             reply = HttpReply(200, None, content_type="application/octet-stream", raw=data)
         self._record(method, re.sub(r"/[^/]*$", "/<name>", path), {}, None, reply)
         return reply
+
+    def _upload_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        """A ``multipart/form-data`` REST call (a message with attachments):
+        ``payload_json`` is the JSON body, each ``files[n]`` part a file kept in
+        `bot_files` and listed on the message (``attachments`` and the view's ``files``)."""
+        try:
+            fields, parts = parse_multipart(body, headers.get("content-type", ""))
+            data = json.loads(fields.get("payload_json") or "{}")
+        except ValueError:
+            data, parts = None, {}
+        files = [parts[k] for k in sorted(parts) if k.startswith("files[")]
+        shown = {
+            **(data if isinstance(data, dict) else {}),
+            "files": [
+                {"name": f.name, "contentType": f.content_type, "size": len(f.data)} for f in files
+            ],
+        }
+        fault = self.bot_files.take_fault() if files else None
+        if not isinstance(data, dict):
+            reply: HttpReply | None = _error(400, 50109, "The request body contains invalid JSON.")
+        elif fault is not None:
+            reply = _error(fault.status, 0, fault.description)
+        else:
+            reply = self.handle_json_api(method, path, query, headers, data)
+            if reply is not None and reply.status == 200 and files:
+                reply = self._attach(reply, files)
+        if reply is not None:
+            self._record(method, path, query, shown, reply)
+        return reply
+
+    def _attach(self, reply: HttpReply, files: list[EmulatedFile]) -> HttpReply:
+        """Put ``files`` on the message ``reply`` created; the reply with them."""
+        message_id = reply.payload.get("id") if isinstance(reply.payload, dict) else None
+        views = [self.bot_files.view(self.bot_files.keep(f)) for f in files]
+        with self._lock:
+            card = self._cards.get(str(message_id))
+            if card is None:
+                return reply
+            card["files"] = views
+            card["attachments"] = [
+                {
+                    "id": view["url"].rsplit("/", 1)[1],
+                    "filename": view["name"],
+                    "size": view["size"],
+                    "content_type": view["contentType"],
+                    "url": self.base_url + view["url"],
+                    "proxy_url": self.base_url + view["url"],
+                }
+                for view in views
+            ]
+            self._touch()
+            payload = _public(card)
+        return HttpReply(reply.status, payload, reply.content_type, reply.raw, reply.headers)
 
     def redeliver(self, message_id: str) -> CallbackDelivery:
         """Dispatch a person's message again (the same ``MESSAGE_CREATE``, a new sequence
@@ -1282,6 +1348,9 @@ class DiscordEmulator(EmulatorBase):
 
     # -- controls --------------------------------------------------------------------------
     def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
+        files = self.bot_files.control(method, path, data)
+        if files is not None:
+            return files
         body = data if isinstance(data, Mapping) else {}
         if method == "POST" and path == "/_emulator/ping":
             result = self.ping()
@@ -1341,6 +1410,7 @@ class DiscordEmulator(EmulatorBase):
             self._interactions.clear()
             self._sent.clear()
         self.person_files.clear()
+        self.bot_files.clear()
         self.buckets.reset()
         super().reset()
 

@@ -100,6 +100,7 @@ from channelkit.presentation.text import split_text
 from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
 
 if TYPE_CHECKING:
+    from channelkit.attachments.outbound import OutboundSource
     from channelkit.state.base import StateStore
 
 __all__ = [
@@ -482,6 +483,19 @@ class DiscordChannel(ChannelBase):
         from channelkit.platforms.discord.sender import DiscordSender
 
         return DiscordSender(self.api.client)
+
+    def upload_file(
+        self,
+        target: SessionTarget,
+        file: OutboundSource,
+        *,
+        image: bool = False,
+        caption: str | None = None,
+    ) -> str:
+        """The agent's file as a message with one attachment (`uploads`)."""
+        from channelkit.platforms.discord.uploads import upload
+
+        return upload(self.api, target, file, image=image, caption=caption)
 
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
         """Plain text (Discord Markdown), split at 2,000 characters."""

@@ -27,6 +27,7 @@ import requests
 
 from channelkit.clients.discord import DiscordClient
 from channelkit.http import RetryPolicy
+from channelkit.http.multipart import MultipartBody
 from channelkit.http.transport import make_session
 from channelkit.platforms.common.credentials import check_timeout, probe
 from channelkit.platforms.discord.ratelimit import DiscordRateLimiter
@@ -79,8 +80,15 @@ class RateLimitedSession(requests.Session):
         if self._base_path and path.startswith(self._base_path):
             path = path[len(self._base_path) :] or "/"
         parent = super().request
+        sends = 0
 
         def send() -> requests.Response:
+            nonlocal sends
+            sends += 1
+            data = kwargs.get("data")
+            if sends > 1 and isinstance(data, MultipartBody):
+                # sent again after a 429: the upload body is read again from the start
+                return parent(method, url, *args, **{**kwargs, "data": data.again()})
             return parent(method, url, *args, **kwargs)
 
         try:
