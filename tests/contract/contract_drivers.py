@@ -949,6 +949,8 @@ class WeixinDriver(Driver):
         presentation_buttons="iLink shows plain text only",
         pins="iLink has no pins",
         files_out="the iLink CDN upload is not wired yet",
+        attachments_in="the iLink CDN download (AES-128-ECB, decrypted while it streams) is "
+        "not wired yet",
         groups="iLink bots have direct chats only",
         threads="iLink bots have direct chats only, without threads",
     )
