@@ -27,13 +27,19 @@ from channelkit.errors import ConfigurationError
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "GUARD_ABSENT",
+    "GUARD_EXISTS",
+    "GUARD_STALE",
+    "GUARD_WRITTEN",
     "STORE_OPERATIONS",
     "StateStore",
     "check_key",
     "check_namespace",
+    "check_token",
     "check_ttl",
     "decode",
     "encode",
+    "guard_text",
     "new_instance_id",
     "redact_url",
     "set_operation_listener",
@@ -42,6 +48,14 @@ __all__ = [
 
 #: The namespace of a store built without one (a single bot).
 DEFAULT_NAMESPACE = "channelkit"
+
+#: `StateStore.write_if()` outcomes: the write was made; ``only_if_absent`` and the key
+#: was there (nothing written); the guard holds another value (nothing written); the
+#: guard key is absent (nothing written).
+GUARD_WRITTEN = "written"
+GUARD_EXISTS = "exists"
+GUARD_STALE = "stale"
+GUARD_ABSENT = "absent"
 
 # No ':' (the separator of the stored key layout), no whitespace, no glob characters.
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
@@ -94,6 +108,43 @@ class StateStore(Protocol):
         """
         ...
 
+    def hold_lease(
+        self, key: str, value: Mapping[str, Any], *, token: int, ttl_s: float, counter: str
+    ) -> int:
+        """Take or keep the lease ``key``, atomically; the fencing token held, or 0.
+
+        When the value under ``key`` carries ``"token": token`` (``token`` > 0) it is
+        renewed: ``value`` plus that token, for ``ttl_s``. When ``key`` is absent (never
+        taken, expired, or the store was wiped) it is taken with a new token: the next
+        value of the counter ``counter`` (``INCR``), raised above ``token`` if the
+        counter is behind it (a wiped store), so an instance's tokens only increase.
+        Otherwise (another token, or a fence mark a survivor wrote with `add()`) nothing
+        changes and the answer is 0: the lease is lost for good.
+        """
+        ...
+
+    def write_if(
+        self,
+        guard: str,
+        field: str,
+        expected: str | int,
+        key: str,
+        value: Mapping[str, Any] | None,
+        *,
+        ttl_s: float | None = None,
+        only_if_absent: bool = False,
+    ) -> str:
+        """Write ``key`` only while the value under ``guard`` has ``field`` equal to
+        ``expected`` (compared as text), atomically with that check.
+
+        ``value`` None deletes ``key``; ``only_if_absent`` writes only a new key (a
+        one-shot claim). Returns `GUARD_WRITTEN`, `GUARD_EXISTS` (``only_if_absent``
+        and the key is there), `GUARD_STALE` (the guard holds another value) or
+        `GUARD_ABSENT` (no guard key). Fencing tokens (``guard`` a lease, ``field``
+        ``token``) and the store epoch use it.
+        """
+        ...
+
     def push(self, queue: str, message: Mapping[str, Any]) -> None:
         """Append ``message`` to the FIFO ``queue``."""
         ...
@@ -117,7 +168,18 @@ class StateStore(Protocol):
 
 #: The operations `timed_store` times (a bounded set, the metric label values: never a
 #: key). A blocking ``pop`` is left out: its wait for a message is not latency.
-STORE_OPERATIONS = ("put", "get", "delete", "add", "replace", "scan", "push", "ping")
+STORE_OPERATIONS = (
+    "put",
+    "get",
+    "delete",
+    "add",
+    "replace",
+    "scan",
+    "push",
+    "ping",
+    "hold_lease",
+    "write_if",
+)
 
 _Listener = Callable[[str, str, float], None]
 _listener: _Listener | None = None
@@ -213,6 +275,25 @@ def decode(text: str | bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError("stored value is not a JSON object")
     return value
+
+
+def guard_text(value: object) -> str | None:
+    """The text a guard compares: a string as is, an integer in decimal, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return None
+
+
+def check_token(token: object, what: str = "token") -> int:
+    if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+        raise ConfigurationError("must be an integer >= 0", what)
+    return token
 
 
 def redact_url(url: str) -> str:

@@ -19,11 +19,17 @@ from channelkit.errors import ConfigurationError
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.state.base import (
     DEFAULT_NAMESPACE,
+    GUARD_ABSENT,
+    GUARD_EXISTS,
+    GUARD_STALE,
+    GUARD_WRITTEN,
     check_key,
     check_namespace,
+    check_token,
     check_ttl,
     decode,
     encode,
+    guard_text,
     new_instance_id,
     timed_store,
 )
@@ -53,6 +59,8 @@ class MemoryStore:
         # key -> (canonical JSON, expiry on the clock or None); insertion = write order
         self._data: OrderedDict[str, tuple[str, float | None]] = OrderedDict()
         self._queues: dict[str, deque[str]] = {}
+        # lease token counters (`hold_lease`), apart from the keys: never evicted by them
+        self._counters: dict[str, int] = {}
         self._closed = False
 
     # -- keys -------------------------------------------------------------------------
@@ -127,6 +135,66 @@ class MemoryStore:
             else:
                 self._store(key, text, ttl, now)
             return True
+
+    def hold_lease(
+        self, key: str, value: Mapping[str, Any], *, token: int, ttl_s: float, counter: str
+    ) -> int:
+        check_key(key)
+        check_key(counter, "counter")
+        token = check_token(token)
+        ttl = check_ttl(ttl_s)
+        if ttl is None:
+            raise ConfigurationError("must be a number of seconds", "ttl_s")
+        fields = dict(value)
+        with self._lock:
+            now = self._clock.now()
+            current = self._live(key, now)
+            if current is not None:
+                held = guard_text(decode(current).get("token"))
+                if token <= 0 or held != str(token):
+                    return 0  # another holder's token, or a survivor's fence mark
+                self._store(key, encode({**fields, "token": token}), ttl, now)
+                return token
+            taken = max(self._counters.get(counter, 0) + 1, token + 1)
+            self._counters[counter] = taken
+            while len(self._counters) > self.maxsize:
+                del self._counters[next(iter(self._counters))]
+            self._store(key, encode({**fields, "token": taken}), ttl, now)
+            return taken
+
+    def write_if(
+        self,
+        guard: str,
+        field: str,
+        expected: str | int,
+        key: str,
+        value: Mapping[str, Any] | None,
+        *,
+        ttl_s: float | None = None,
+        only_if_absent: bool = False,
+    ) -> str:
+        check_key(guard, "guard")
+        check_key(key)
+        want = guard_text(expected)
+        if want is None:
+            raise ConfigurationError("must be a string or an integer", "expected")
+        ttl = check_ttl(ttl_s)
+        text = None if value is None else encode(value)
+        with self._lock:
+            now = self._clock.now()
+            held = self._live(guard, now)
+            if held is None:
+                return GUARD_ABSENT
+            if guard_text(decode(held).get(field)) != want:
+                return GUARD_STALE
+            present = self._live(key, now) is not None
+            if only_if_absent and present:
+                return GUARD_EXISTS
+            if text is not None:
+                self._store(key, text, ttl, now)
+            elif present:
+                del self._data[key]
+            return GUARD_WRITTEN
 
     def scan(self, prefix: str, limit: int = 1000) -> list[str]:
         if not isinstance(prefix, str):

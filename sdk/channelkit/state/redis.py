@@ -2,7 +2,11 @@
 
 Layout: the value under ``key`` is the canonical JSON string at ``<namespace>:k:<key>``
 (``SET``, ``SET NX PX``, a Lua compare-and-set); the queue ``q`` is the list
-``<namespace>:q:<q>`` (``RPUSH``/``BLPOP``). Every call is one round trip.
+``<namespace>:q:<q>`` (``RPUSH``/``BLPOP``); a lease token counter is the integer
+``<namespace>:n:<counter>`` (``INCR``, inside the lease script). Fencing is checked
+inside Redis: `RedisStore.hold_lease()` and `RedisStore.write_if()` are Lua scripts
+(``register_script``: ``EVALSHA``), the guard's check and the write one atomic step.
+Every call is one round trip.
 
 A lost Redis fails fast: short socket timeouts, no client-side retries, and every
 redis-py error becomes `StateStoreUnavailable` (the message
@@ -23,11 +27,17 @@ from channelkit.errors import ConfigurationError, StateStoreUnavailable
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.state.base import (
     DEFAULT_NAMESPACE,
+    GUARD_ABSENT,
+    GUARD_EXISTS,
+    GUARD_STALE,
+    GUARD_WRITTEN,
     check_key,
     check_namespace,
+    check_token,
     check_ttl,
     decode,
     encode,
+    guard_text,
     new_instance_id,
     redact_url,
     timed_store,
@@ -58,6 +68,58 @@ else
 end
 return 1
 """
+
+# Take or renew a lease (fencing token). KEYS[1] the lease, KEYS[2] the token counter;
+# ARGV[1] the token held (0: none), ARGV[2] and ARGV[3] the value's JSON before and after
+# the token, ARGV[4] the TTL in milliseconds. Returns the token held now, 0 when lost.
+_HOLD_LEASE = """
+local token = tonumber(ARGV[1])
+local current = redis.call('GET', KEYS[1])
+if current then
+  local ok, doc = pcall(cjson.decode, current)
+  if token > 0 and ok and type(doc) == 'table' and doc['token'] ~= nil
+      and tostring(doc['token']) == ARGV[1] then
+    redis.call('SET', KEYS[1], ARGV[2] .. ARGV[1] .. ARGV[3], 'PX', ARGV[4])
+    return token
+  end
+  return 0
+end
+local n = redis.call('INCR', KEYS[2])
+if n <= token then
+  n = token + 1
+  redis.call('SET', KEYS[2], n)
+end
+redis.call('SET', KEYS[1], ARGV[2] .. n .. ARGV[3], 'PX', ARGV[4])
+return n
+"""
+
+# A write guarded by another key's field. KEYS[1] the guard, KEYS[2] the key; ARGV[1] the
+# field, ARGV[2] its expected text, ARGV[3] "set", "nx" or "del", ARGV[4] the JSON,
+# ARGV[5] the TTL in milliseconds ("" for none).
+_WRITE_IF = """
+local guard = redis.call('GET', KEYS[1])
+if not guard then return 'absent' end
+local ok, doc = pcall(cjson.decode, guard)
+if not ok or type(doc) ~= 'table' or doc[ARGV[1]] == nil
+    or tostring(doc[ARGV[1]]) ~= ARGV[2] then
+  return 'stale'
+end
+if ARGV[3] == 'del' then
+  redis.call('DEL', KEYS[2])
+  return 'written'
+end
+if ARGV[3] == 'nx' and redis.call('EXISTS', KEYS[2]) == 1 then return 'exists' end
+if ARGV[5] == '' then
+  redis.call('SET', KEYS[2], ARGV[4])
+else
+  redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
+end
+return 'written'
+"""
+
+_OUTCOMES = {o: o for o in (GUARD_WRITTEN, GUARD_EXISTS, GUARD_STALE, GUARD_ABSENT)}
+#: the token's place in a lease value's canonical JSON (split around it for the script)
+_TOKEN_MARK = '"token":0'
 
 _GLOB_SPECIAL = frozenset("*?[]\\")
 
@@ -94,6 +156,7 @@ class RedisStore:
         self._clock: Clock = clock if clock is not None else SystemClock()
         self._keys = f"{self.namespace}:k:"
         self._queues = f"{self.namespace}:q:"
+        self._counters = f"{self.namespace}:n:"
         common: dict[str, Any] = {
             "socket_connect_timeout": self.socket_timeout_s,
             "retry": Retry(NoBackoff(), 0),  # fail fast: the caller decides what to retry
@@ -115,6 +178,8 @@ class RedisStore:
         self._client = _redis.Redis(connection_pool=pool)
         self._blocking = _redis.Redis(connection_pool=blocking)
         self._replace = self._client.register_script(_REPLACE)
+        self._hold_lease = self._client.register_script(_HOLD_LEASE)
+        self._write_if = self._client.register_script(_WRITE_IF)
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -172,6 +237,49 @@ class RedisStore:
         if value is not None:
             args = [want, "set", encode(value), "" if ttl is None else str(_ms(ttl))]
         return bool(self._call("replace", lambda: self._replace(keys=[name], args=args)))
+
+    def hold_lease(
+        self, key: str, value: Mapping[str, Any], *, token: int, ttl_s: float, counter: str
+    ) -> int:
+        """One script: renew the lease carrying ``token``, or take an absent one with the
+        next counter value (``<namespace>:n:<counter>``, ``INCR``)."""
+        name = self._key(key)
+        counter_name = self._counters + check_key(counter, "counter")
+        token = check_token(token)
+        ttl = check_ttl(ttl_s)
+        if ttl is None:
+            raise ConfigurationError("must be a number of seconds", "ttl_s")
+        fields = {k: v for k, v in value.items() if k != "token"}
+        head, tail = encode({**fields, "token": 0}).split(_TOKEN_MARK, 1)
+        args = [str(token), head + '"token":', tail, str(_ms(ttl))]
+        keys = [name, counter_name]
+        return int(self._call("hold_lease", lambda: self._hold_lease(keys=keys, args=args)))
+
+    def write_if(
+        self,
+        guard: str,
+        field: str,
+        expected: str | int,
+        key: str,
+        value: Mapping[str, Any] | None,
+        *,
+        ttl_s: float | None = None,
+        only_if_absent: bool = False,
+    ) -> str:
+        """One script: the guard's check and the write (see `StateStore.write_if()`)."""
+        keys = [self._key(check_key(guard, "guard")), self._key(key)]
+        want = guard_text(expected)
+        if want is None:
+            raise ConfigurationError("must be a string or an integer", "expected")
+        ttl = check_ttl(ttl_s)
+        if value is None:
+            args = [field, want, "del", "", ""]
+        else:
+            mode = "nx" if only_if_absent else "set"
+            args = [field, want, mode, encode(value), "" if ttl is None else str(_ms(ttl))]
+        raw = self._call("write_if", lambda: self._write_if(keys=keys, args=args))
+        text = raw.decode("ascii") if isinstance(raw, bytes) else str(raw)
+        return _OUTCOMES[text]
 
     def scan(self, prefix: str, limit: int = 1000) -> list[str]:
         if not isinstance(prefix, str):

@@ -19,15 +19,31 @@ its bot. `Cluster` is the platform-neutral machinery an adapter uses for that:
   a run: it posts the work to the pool);
 * **outages**: every store error goes through `Cluster.unavailable()`, which logs
   one error per outage; the first success afterwards logs that the store is back;
-* **fencing**: a survivor taking over a dead instance's records first writes
-  ``<channel>:fenced:<instance_id>`` (`Cluster.fence()`). An instance trusts its lease
-  until ``lease_expiry_s - lease_renew_s`` after its last successful renewal began
-  (always before the store expires the lease key, so before any survivor can take
-  over); past that, `Cluster.holds_lease()` renews synchronously first. A renewal that
-  finds this instance fenced marks it `Cluster.fenced` for good: it logs that once as an
-  error, calls ``on_fenced`` (the adapter stops its runs) and never writes to a card or
-  settles a card action again. While the store cannot be reached the lease is trusted
-  (nobody can take over without the store); the first renewal after the outage decides.
+* **fencing**: each lease acquisition gets a fencing token, the next value of the
+  counter ``<channel>:lease-token`` (`StateStore.hold_lease()`, one atomic step in the
+  store); the lease key holds it and a renewal succeeds only while the key still holds
+  it. Every record this instance writes about its runs and cards, every card action
+  claim it takes and every forwarded action it settles goes through `Cluster.write()`,
+  which the store accepts only while the lease key holds this instance's token
+  (`StateStore.write_if()`: the check and the write are one Lua script in Redis, one
+  locked step in memory). A survivor takes over a dead instance with
+  `Cluster.take_over()`: an atomic ``add`` of a fence mark on its expired lease key, so
+  either the instance renewed first (it is alive: nothing is taken) or no token of it is
+  ever accepted again. An instance trusts its lease until ``lease_expiry_s -
+  lease_renew_s`` after its last successful renewal began (always before the store
+  expires the lease key, so before any survivor can take over); past that,
+  `Cluster.holds_lease()` renews synchronously first. A renewal or a write the store
+  refuses marks it `Cluster.fenced` for good: it logs that once as an error, calls
+  ``on_fenced`` (the adapter stops its runs) and never writes to a card or settles a
+  card action again. While the store cannot be reached the lease is trusted (nobody can
+  take over without the store); the first renewal after the outage decides.
+* **an empty store**: a renewal that finds its lease key gone without a fence mark
+  (Redis restarted empty, or flushed) takes a new token and calls ``on_reacquired``:
+  the adapter writes its live runs and cards again, so a callback reaching another
+  instance finds their owner. A lease gone after this instance went longer than the
+  lease's expiry without a successful renewal (paused, cut off) is not taken again when
+  the store was wiped meanwhile or the silence outlived a fence mark
+  (``claim_ttl_s``): a survivor may have taken over, so the instance fences itself.
 """
 
 from __future__ import annotations
@@ -40,7 +56,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from channelkit.errors import ChannelKitError, StateStoreUnavailable
+from channelkit.platforms.common.store_watch import watch_of
 from channelkit.runtime.clock import Clock
+from channelkit.state.base import GUARD_ABSENT, GUARD_STALE
 
 if TYPE_CHECKING:
     from channelkit.runtime.scheduler import Scheduler, TimerHandle
@@ -115,7 +133,16 @@ class Cluster:
         self.fenced = False
         #: called once (on the pool) when this instance finds itself fenced
         self.on_fenced: Callable[[], None] | None = None
+        #: called (on the pool) when a renewal took the lease again after the store lost
+        #: it (restarted empty, flushed): the adapter writes its live records again
+        self.on_reacquired: Callable[[], None] | None = None
+        #: this instance's fencing token (0 before the first renewal)
+        self.token = 0
+        #: times the lease was taken again after the store lost it (diagnostics, tests)
+        self.reacquired = 0
         self._lease_until = float("-inf")
+        self._last_renewed = float("-inf")  # when the last successful renewal began
+        self._renew_lock = threading.Lock()  # one renewal at a time: tokens stay in step
 
     # -- keys ---------------------------------------------------------------------------
     def key(self, *parts: str) -> str:
@@ -170,48 +197,170 @@ class Cluster:
         """True while ``instance_id`` holds its lease (raises when the store is down)."""
         if instance_id == self.instance_id:
             return True
-        return self.store.get(self.lease_key(instance_id)) is not None
+        lease = self.store.get(self.lease_key(instance_id))
+        return lease is not None and "token" in lease
 
-    def fence_key(self, instance_id: str) -> str:
-        return self.key("fenced", instance_id)
+    def token_key(self) -> str:
+        """The counter every lease acquisition of this channel takes its token from."""
+        return self.key("lease-token")
+
+    def take_over(self, instance_id: str, *, force: bool = False) -> bool:
+        """Fence ``instance_id`` before finalizing what it left: True when it is dead and
+        fenced (by this call or an earlier survivor), False when it holds its lease.
+
+        The fence mark is added to its lease key only when that key is absent (expired),
+        atomically, so an instance that renewed in time is never fenced; ``force``
+        (this instance's own previous incarnation, by ``instanceName``) writes it over a
+        live lease. Raises when the store is down."""
+        if instance_id == self.instance_id:
+            return False
+        key = self.lease_key(instance_id)
+        mark = {"fencedBy": self.instance_id, "at": self._clock.time()}
+        ttl = self.options.claim_ttl_s
+        if force:
+            self.store.put(key, mark, ttl_s=ttl)
+            return True
+        if self.store.add(key, mark, ttl_s=ttl):
+            return True
+        lease = self.store.get(key)
+        return lease is not None and "token" not in lease
 
     def fence(self, instance_id: str) -> None:
-        """Mark ``instance_id`` as taken over (before finalizing what it left): if it
-        comes back it finds the mark and writes nothing more. Raises when the store is
-        down."""
-        self.store.put(
-            self.fence_key(instance_id),
-            {"by": self.instance_id, "at": self._clock.time()},
-            ttl_s=self.options.claim_ttl_s,
-        )
+        """`take_over()` with ``force``: fence ``instance_id`` whatever its lease."""
+        self.take_over(instance_id, force=True)
 
+    # -- fenced writes -------------------------------------------------------------------
+    def guarded(
+        self,
+        key: str,
+        value: Mapping[str, Any] | None,
+        *,
+        ttl_s: float | None = None,
+        only_if_absent: bool = False,
+    ) -> str:
+        """Write ``key`` (None: delete) only while this instance's token is current, in
+        one atomic step in the store; the `StateStore.write_if()` outcome. A stale
+        token fences this instance (and answers `GUARD_STALE` from then on); a lease the
+        store lost is taken again once (a renewal) and the write retried. Raises
+        `StateStoreUnavailable` when the store is down."""
+        for attempt in range(3):
+            if self.fenced:
+                return GUARD_STALE
+            token = self.token
+            if token <= 0:
+                self.renew()
+                continue
+            outcome = self.store.write_if(
+                self.lease_key(self.instance_id),
+                "token",
+                token,
+                key,
+                value,
+                ttl_s=ttl_s,
+                only_if_absent=only_if_absent,
+            )
+            if outcome == GUARD_STALE and self.token == token:
+                self._fenced()
+                return GUARD_STALE
+            if outcome in (GUARD_STALE, GUARD_ABSENT) and attempt < 2:
+                if outcome == GUARD_ABSENT:
+                    self.renew()
+                continue
+            return outcome
+        return GUARD_STALE if self.fenced else GUARD_ABSENT
+
+    def write(
+        self,
+        what: str,
+        key: str,
+        value: Mapping[str, Any] | None,
+        *,
+        ttl_s: float | None = None,
+        only_if_absent: bool = False,
+    ) -> str | None:
+        """`guarded()` through `call()`: None (logged once per outage) when the store is
+        down."""
+        outcome = self.call(
+            what, lambda: self.guarded(key, value, ttl_s=ttl_s, only_if_absent=only_if_absent)
+        )
+        return outcome if isinstance(outcome, str) else None
+
+    # -- renewal -------------------------------------------------------------------------
     def renew(self) -> bool:
-        """Write this instance's lease, then check it was not fenced; False when the
+        """Renew this instance's lease (or take it, with a new token); False when the
         store is down or this instance is fenced."""
-        if self.fenced:
-            return False
-        started = self._clock.time()
-        value = {"instance": self.instance_id, "name": self.name or "", "at": started}
         ttl = self.options.lease_expiry_s
         key = self.lease_key(self.instance_id)
-        fence = self.fence_key(self.instance_id)
+        with self._renew_lock:
+            if self.fenced:
+                return False
+            started = self._clock.time()
+            value = {"instance": self.instance_id, "name": self.name or "", "at": started}
+            held = self.token
+            counter = self.token_key()
 
-        def put() -> str:
-            self.store.put(key, value, ttl_s=ttl)
-            return "fenced" if self.store.get(fence) is not None else "ok"
+            def hold() -> int:
+                return self.store.hold_lease(key, value, token=held, ttl_s=ttl, counter=counter)
 
-        outcome = self.call("lease", put)
-        if outcome == "fenced":
+            outcome = self.call("lease", hold)
+            again = False
+            if not isinstance(outcome, int):  # the store is down: trusted until the next
+                # renewal's time, so card writes do not each wait for a store that does
+                # not answer
+                until = self._clock.time() + self.options.lease_renew_s
+                self._lease_until = max(self._lease_until, until)
+                return False
+            if outcome <= 0:
+                lost = True
+            else:
+                again = held > 0 and outcome != held
+                lost = again and self._lapsed(started)
+                if lost:  # the lease we just took goes too: nobody may think us alive
+                    mark = {"fencedBy": self.instance_id, "at": started}
+                    self.call("lease", lambda: self.store.put(key, mark, ttl_s=ttl))
+            if not lost:
+                self.token = outcome
+                self._last_renewed = started
+                margin = min(self.options.lease_renew_s, ttl / 2)
+                self._lease_until = max(self._lease_until, started + ttl - margin)
+        if lost:
             self._fenced()
             return False
-        if outcome != "ok":  # the store is down: trusted until the next renewal's time,
-            # so card writes do not each wait for a store that does not answer
-            until = self._clock.time() + self.options.lease_renew_s
-            self._lease_until = max(self._lease_until, until)
-            return False
-        margin = min(self.options.lease_renew_s, ttl / 2)
-        self._lease_until = max(self._lease_until, started + ttl - margin)
+        if again:
+            self._reacquired()
         return True
+
+    def _lapsed(self, now: float) -> bool:
+        """True when a lease found gone cannot be taken again safely: this instance went
+        longer than the lease expiry without renewing (a survivor could have taken over)
+        and either a fence mark would have expired meanwhile or the store was wiped (a
+        fence mark would be gone)."""
+        silent = now - self._last_renewed
+        if silent <= self.options.lease_expiry_s:
+            return False  # the store lost a lease that had not expired: wiped
+        if silent >= self.options.claim_ttl_s:
+            return True
+        watch = watch_of(self.store)
+        try:
+            watch.check_epoch(force=True)
+        except (StateStoreUnavailable, ChannelKitError, OSError):
+            return True
+        wiped_at = watch.reset_at
+        return wiped_at is not None and wiped_at >= self._last_renewed
+
+    def _reacquired(self) -> None:
+        self.reacquired += 1
+        logger.warning(
+            "[%s] the state store lost this instance's lease (restarted empty or flushed): "
+            "lease taken again, live runs and cards registered again",
+            self.channel,
+        )
+        callback = self.on_reacquired
+        if callback is not None:
+            try:
+                self._submit(callback)
+            except RuntimeError:  # the pool stopped: the channel is closing
+                pass
 
     def holds_lease(self) -> bool:
         """True while this instance may write to its cards and settle its questions:

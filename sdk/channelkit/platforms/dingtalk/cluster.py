@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -67,6 +68,7 @@ from channelkit.platforms.dingtalk.questions import (
     forbidden_decision,
     terminal_param_map,
 )
+from channelkit.state.base import GUARD_EXISTS, GUARD_WRITTEN
 
 if TYPE_CHECKING:
     from channelkit.platforms.dingtalk.api import CardApi
@@ -86,6 +88,9 @@ logger = logging.getLogger(__name__)
 #: told the same once.
 INTERRUPTED_TEXT = en("notice.interrupted")
 INTERRUPTED_TITLE = en("status.interrupted")
+
+#: live run and card records remembered for writing them again (`reregister`)
+_MAX_LIVE = 4_000
 
 _RUNS = "dingtalk-runs"
 _STATUS = "dingtalk-status"
@@ -172,6 +177,10 @@ class DingtalkCluster:
         self._lock = threading.Lock()
         self._queues: dict[str, Any] = {}  # outTrackId -> the run's projection queue
         self._records: dict[str, dict[str, Any]] = {}  # outTrackId -> live status record
+        # store key -> (projection queue, value) of every live run and card record this
+        # instance wrote: written again when the store comes back empty (bounded)
+        self._live: OrderedDict[str, tuple[Any, dict[str, Any]]] = OrderedDict()
+        cluster.on_reacquired = self.reregister
 
     # -- records (observer; called under registry locks: queue only) --------------------
     def added(self, kind: str, key: Hashable, record: Any, index: dict[str, Hashable]) -> None:
@@ -232,13 +241,11 @@ class DingtalkCluster:
             "chat": chat,
             "group": group,
         }
-        key = c.key("card", track)
-        c.call("queue card", lambda: self.store.put(key, value))
+        c.write("queue card", c.key("card", track), value)
 
     def queue_card_done(self, track: str) -> None:
         """The queued run started or ended: its queue card is no one's to recover."""
-        key = self.cluster.key("card", track)
-        self.cluster.call("queue card", lambda: self._del(key))
+        self.cluster.write("queue card", self.cluster.key("card", track), None)
 
     def card_text(self, track: str, text: str) -> None:
         """A status card showed ``text`` (called on its run's projection queue, after
@@ -249,13 +256,17 @@ class DingtalkCluster:
             if value is None:
                 return  # not recorded here, or already buried
             value = self._records[track] = {**value, "text": bound_text(text)}
-        key = self.cluster.key("card", track)
-        self.cluster.call("card text", lambda: self.store.put(key, value))
+            key = self.cluster.key("card", track)
+            if key in self._live:
+                self._live[key] = (self._live[key][0], value)
+        self.cluster.write("card text", key, value)
 
     def removed(self, kind: str, key: Hashable, record: Any) -> None:
         if kind == _RUNS:
             run_key = self.cluster.key("run", record.run_id)
-            job = lambda: self.cluster.call("run record", lambda: self._del(run_key))  # noqa: E731
+            with self._lock:
+                self._live.pop(run_key, None)
+            job = lambda: self.cluster.write("run record", run_key, None)  # noqa: E731
             record.queue.enqueue(job)
 
     def buried(self, kind: str, key: Hashable, tombstone: Any) -> None:
@@ -265,6 +276,7 @@ class DingtalkCluster:
         with self._lock:
             queue = self._queues.pop(track, None)
             self._records.pop(track, None)
+            self._live.pop(self.cluster.key("card", track), None)
         job = lambda: self.cluster.call("tombstone", lambda: self._bury(track, tombstone.state))  # noqa: E731
         if queue is not None:
             queue.enqueue(job)
@@ -272,7 +284,28 @@ class DingtalkCluster:
             self._submit(job)
 
     def _write(self, queue: Any, key: str, value: dict[str, Any]) -> None:
-        queue.enqueue(lambda: self.cluster.call("record", lambda: self.store.put(key, value)))
+        with self._lock:
+            self._live[key] = (queue, value)
+            self._live.move_to_end(key)
+            while len(self._live) > _MAX_LIVE:
+                self._live.popitem(last=False)
+        queue.enqueue(lambda: self.cluster.write("record", key, value))
+
+    def reregister(self) -> None:
+        """Write every live run and card record again (the store came back empty), each
+        on its run's projection queue, in order with that run's other writes."""
+        with self._lock:
+            live = list(self._live.items())
+        for key, (queue, _) in live:
+
+            def again(key: str = key) -> None:
+                with self._lock:
+                    entry = self._live.get(key)
+                if entry is not None:  # still live when its turn comes
+                    self.cluster.write("record", key, entry[1])
+
+            queue.enqueue(again)
+        logger.info("[%s] %d live records written again", self.cluster.channel, len(live))
 
     def _del(self, key: str) -> bool:
         return self.store.delete(key)
@@ -280,8 +313,8 @@ class DingtalkCluster:
     def _bury(self, track: str, state: str) -> None:
         c = self.cluster
         ttl = c.options.tombstone_ttl_s
-        self.store.put(c.key("tomb", track), {"state": state}, ttl_s=ttl)
-        self.store.delete(c.key("card", track))
+        c.guarded(c.key("tomb", track), {"state": state}, ttl_s=ttl)
+        c.guarded(c.key("card", track), None)
 
     def live_runs(self) -> list[tuple[str, str]]:
         """``(session_id, run_id)`` of the runs whose status cards this instance shows."""
@@ -312,7 +345,9 @@ class DingtalkCluster:
             if not self._valid(card, callback):
                 return Decision.ignored()
             claim = c.key("claim", track)
-            won = self.store.add(claim, {"by": c.instance_id}, ttl_s=c.options.claim_ttl_s)
+            won = c.guarded(
+                claim, {"by": c.instance_id}, ttl_s=c.options.claim_ttl_s, only_if_absent=True
+            )
         except Exception as exc:
             c.unavailable("card action claim", exc)  # fail closed: ACK, change nothing
             watch = watch_of(self.store)
@@ -323,7 +358,7 @@ class DingtalkCluster:
             return Decision.ignored()
         c.reachable()
         watch_of(self.store).answered()
-        if not won:
+        if won != GUARD_WRITTEN:  # taken already, or this instance's token is stale
             return Decision.ignored()
         owner = str(card["instance"])
         if owner == c.instance_id:
@@ -378,6 +413,18 @@ class DingtalkCluster:
         """A forwarded, already claimed action (the inbox consumer): handed to the pool."""
         if message.get("type") != "card_action" or not self.cluster.holds_lease():
             return
+        # settled only while this instance's token is current (checked in the store); a
+        # store that does not answer leaves the lease trusted, as everywhere
+        settled = self.cluster.key("settled", str(message["track"]))
+        outcome = self.cluster.write(
+            "settle",
+            settled,
+            {"by": self.cluster.instance_id},
+            ttl_s=self.cluster.options.tombstone_ttl_s,
+        )
+        if outcome not in (GUARD_WRITTEN, GUARD_EXISTS, None):
+            logger.debug("forwarded action on %s dropped: token stale", message["track"])
+            return
         callback = CardCallback(
             out_track_id=str(message["track"]),
             action_id=str(message["action"]),
@@ -402,11 +449,12 @@ class DingtalkCluster:
             if instance == c.instance_id:
                 return False
             if first and c.name and record.get("name") == c.name:
+                if instance not in dead:
+                    dead[instance] = c.take_over(instance, force=True)  # our past life
                 return True
             if instance not in dead:
-                dead[instance] = not c.alive(instance)
-                if dead[instance]:
-                    c.fence(instance)  # if it comes back, it writes nothing more
+                # atomically: fenced only if its lease expired (it never writes again)
+                dead[instance] = c.take_over(instance)
             return dead[instance]
 
         for key in self.store.scan(c.key("card", "")):
