@@ -4,9 +4,12 @@ Feishu encrypts event and card-callback bodies when an *Encrypt Key* is configur
 the body is ``{"encrypt": "<base64>"}`` where the decoded bytes are a 16-byte IV followed
 by AES-256-CBC ciphertext (PKCS#7 padded) under the key ``sha256(encrypt_key)``. The
 standard library has no AES, so this module implements the block cipher (FIPS-197) for
-256-bit keys with precomputed tables. It is only used for callback bodies (a few KiB),
-where a pure-Python cipher is fast enough; it is tested against the FIPS-197 and
-NIST SP 800-38A CBC-AES256 vectors.
+256-bit keys with precomputed tables; it is tested against the FIPS-197 and
+NIST SP 800-38A CBC-AES256 vectors. When the ``cryptography`` package is installed
+(the ``discord`` extra brings it) its C cipher does the block work instead: the
+pure-Python cipher takes about 4 ms for a 600-byte event, time a burst of messages
+spends on one core; the C cipher about 20 us. Both give the same bytes and the same
+errors (padding is checked here in either case).
 
 Encryption is provided too, so tests and the playground emulator can produce bodies
 exactly as Feishu does.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import json
@@ -192,15 +196,40 @@ def _xor16(a: bytes, b: bytes) -> bytes:
 # --- CBC ----------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=1)
+def _cipher_module() -> Any | None:
+    """``cryptography``'s cipher module when it is installed (its C AES), else None."""
+    try:
+        from cryptography.hazmat.primitives import ciphers
+    except ImportError:
+        return None
+    return ciphers
+
+
+def _c_cbc(key: bytes, iv: bytes, data: bytes, *, decrypt: bool) -> bytes | None:
+    """Raw CBC (no padding) through the C cipher; None when it is not installed."""
+    ciphers = _cipher_module()
+    if ciphers is None:
+        return None
+    cipher = ciphers.Cipher(ciphers.algorithms.AES(key), ciphers.modes.CBC(iv))
+    context = cipher.decryptor() if decrypt else cipher.encryptor()
+    return bytes(context.update(data) + context.finalize())
+
+
 def aes256_cbc_encrypt(key: bytes, iv: bytes, plaintext: bytes, *, pad: bool = True) -> bytes:
     """AES-256-CBC encryption; PKCS#7 pads ``plaintext`` unless ``pad`` is False."""
     if len(iv) != 16:
         raise ValueError("iv must be 16 bytes")
+    if len(key) != 32:
+        raise ValueError("AES-256 needs a 32-byte key")
     if pad:
         n = 16 - len(plaintext) % 16
         plaintext = plaintext + bytes([n]) * n
     elif len(plaintext) % 16:
         raise ValueError("unpadded plaintext must be a multiple of 16 bytes")
+    fast = _c_cbc(key, iv, plaintext, decrypt=False)
+    if fast is not None:
+        return fast
     rk = _expand_key(key)
     out = bytearray()
     prev = iv
@@ -219,13 +248,19 @@ def aes256_cbc_decrypt(key: bytes, iv: bytes, ciphertext: bytes, *, unpad: bool 
         raise DecryptionError("iv must be 16 bytes")
     if not ciphertext or len(ciphertext) % 16:
         raise DecryptionError("ciphertext length is not a positive multiple of 16")
-    dk = _inverse_round_keys(_expand_key(key))
-    out = bytearray()
-    prev = iv
-    for i in range(0, len(ciphertext), 16):
-        block = ciphertext[i : i + 16]
-        out += _xor16(_decrypt_block(block, dk), prev)
-        prev = block
+    if len(key) != 32:
+        raise ValueError("AES-256 needs a 32-byte key")
+    fast = _c_cbc(key, iv, ciphertext, decrypt=True)
+    if fast is not None:
+        out = bytearray(fast)
+    else:
+        dk = _inverse_round_keys(_expand_key(key))
+        out = bytearray()
+        prev = iv
+        for i in range(0, len(ciphertext), 16):
+            block = ciphertext[i : i + 16]
+            out += _xor16(_decrypt_block(block, dk), prev)
+            prev = block
     if not unpad:
         return bytes(out)
     n = out[-1]
