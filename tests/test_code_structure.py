@@ -59,7 +59,7 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     # approval buttons for tool permissions
     "feishu": frozenset({"approvals.py", "crypto.py", "cards.py", "longconn.py"}),
     # the Socket Mode connection (WebSocket envelopes); approval buttons for tool permissions
-    "slack": frozenset({"approvals.py", "socket_mode.py"}),
+    "slack": frozenset({"approvals.py", "socket_mode.py", "uploads.py"}),
     # getUpdates long polling; approval buttons for tool permissions; the agent's uploads
     "telegram": frozenset(
         {"approvals.py", "groups.py", "indicators.py", "polling.py", "uploads.py"}

@@ -798,7 +798,7 @@ _SLACK_CONTROL = {
 
 class SlackDriver(Driver):
     platform = "slack"
-    caps = Capabilities(attachments_in=None)
+    caps = Capabilities(attachments_in=None, files_out=None)
     thread_ids = ("1700000000.000100", "1700000000.000200")  # the threads' parent ts
     other_chat = "D0OTHERCHAT"
     other_group = "C0OTHERGROUP"

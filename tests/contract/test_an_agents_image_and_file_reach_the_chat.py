@@ -104,6 +104,11 @@ def test_an_image_and_a_file_reach_the_chat_byte_for_byte_after_the_text(
     assert hashlib.sha256(_download(out_ctx, image)).digest() == hashlib.sha256(PNG).digest()
     assert hashlib.sha256(_download(out_ctx, document)).digest() == hashlib.sha256(PDF).digest()
     # the text said before the files is shown before them, the final answer after
+    wait_for(
+        lambda: any("done" in v.get("text", "") for v in out_ctx.driver.bot_views()),
+        "the final answer",
+        tick=out_ctx.driver.tick,
+    )
     texts = [v.get("text", "") for v in out_ctx.driver.bot_views()]
     said = next(i for i, t in enumerate(texts) if "Here is the chart." in t)
     done = max(i for i, t in enumerate(texts) if "done" in t)

@@ -224,6 +224,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
                 "typing",
                 "presentation",
                 "threads",
+                "files_out",
             }
         ),
         renderer=_renderer("slack"),
@@ -289,6 +290,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
                 "typing",
                 "presentation",
                 "threads",
+                "files_out",
             }
         ),
         renderer=_renderer("discord"),

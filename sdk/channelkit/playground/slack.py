@@ -36,6 +36,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from channelkit.platforms.slack.ingress import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from channelkit.playground.bot_files import BotFiles, parse_multipart
 from channelkit.playground.emulator import (
     CallbackDelivery,
     Deliver,
@@ -67,6 +68,8 @@ BOT_METHODS = frozenset(
         "pins.remove",
         "pins.list",
         "auth.test",
+        "files.getUploadURLExternal",
+        "files.completeUploadExternal",
     }
 )
 PIN_METHODS = frozenset({"pins.add", "pins.remove", "pins.list"})
@@ -75,6 +78,12 @@ SUBMIT, CANCEL, STOP = "ck:q:submit", "ck:q:cancel", "ck:stop"
 TEAMMATE = "U0TEAMMATE"
 #: a shared file's ``url_private`` (``/files-pri/<team>-<id>/<name>``) or download URL
 _FILE_PATH_RE = re.compile(r"^/files-pri/([A-Z0-9]+)-(F[0-9a-f]+)(?:/download)?/[^/]+$")
+
+
+#: an upload URL of the external upload: ``/upload/v1/<file id>``
+_UPLOAD_PATH_RE = re.compile(r"^/upload/v1/(F[0-9A-F]{16})$")
+#: uploads in progress the emulator keeps (the oldest dropped)
+MAX_UPLOADS = 100
 
 
 def _ok(**fields: Any) -> HttpReply:
@@ -152,6 +161,7 @@ def slack_view(message: Mapping[str, Any]) -> dict[str, Any]:
         "toast": message.get("toast"),
         "ephemeral": message.get("ephemeral"),
         "pinned": bool(message.get("pinned")),
+        "files": [dict(f) for f in message.get("files", ())],
     }
     if any(b["action_id"] == SUBMIT for b in buttons):
         return {
@@ -232,6 +242,10 @@ class SlackEmulator(EmulatorBase):
         self._events = 0
         #: the files the person shared, served at their ``url_private`` (bot token only)
         self.person_files = PersonFiles()
+        #: the files the bot uploaded (the external upload: URL, bytes, complete)
+        self.bot_files = BotFiles()
+        #: file id -> the upload in progress (name, length, bytes once posted); bounded
+        self._uploads: dict[str, dict[str, Any]] = {}
 
     # -- Web API ---------------------------------------------------------------------------
     def _new_ts(self) -> str:  # lock held
@@ -257,6 +271,8 @@ class SlackEmulator(EmulatorBase):
         if name == "auth.test":
             return _ok(team=self.team, team_id=self.team, user="channelkit", user_id="U0BOT")
         body = data if isinstance(data, Mapping) else {}
+        if name.startswith("files."):
+            return self._files_method(name, body)
         if not isinstance(body.get("channel") or body.get("channel_id"), str):
             return _error("channel_not_found")
         with self._lock:
@@ -479,6 +495,9 @@ class SlackEmulator(EmulatorBase):
         with ``Authorization: Bearer <bot token>``; without it, Slack's redirect to
         its sign-in page. Everything else: the Web API."""
         match = _FILE_PATH_RE.match(path)
+        upload = _UPLOAD_PATH_RE.match(path)
+        if upload is not None:
+            return self._upload_bytes(method, upload.group(1), headers, body)
         if match is None:
             return super().handle_api(method, path, query, headers, body)
         team, key = match.groups()
@@ -494,6 +513,101 @@ class SlackEmulator(EmulatorBase):
         else:
             reply = HttpReply(200, None, content_type="application/octet-stream", raw=data)
         self._record(method, re.sub(r"/[^/]*$", "/<name>", path), {}, None, reply)
+        return reply
+
+    # -- the bot's files (external upload) --------------------------------------------------
+    def _files_method(self, name: str, body: Mapping[str, Any]) -> HttpReply:
+        """``files.getUploadURLExternal`` (an injected fault answers here) and
+        ``files.completeUploadExternal`` (shares the posted bytes as a message)."""
+        if name == "files.getUploadURLExternal":
+            filename, length = body.get("filename"), body.get("length")
+            if not isinstance(filename, str) or not filename:
+                return _error("invalid_arguments")
+            if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
+                return _error("missing_argument")
+            fault = self.bot_files.take_fault()
+            if fault is not None:
+                if fault.status == 429:
+                    return HttpReply(
+                        429, {"ok": False, "error": "ratelimited"}, headers=(("Retry-After", "1"),)
+                    )
+                if fault.status >= 500:
+                    return HttpReply(fault.status, {"ok": False, "error": fault.description})
+                return _error(fault.description)
+            file_id = "F" + uuid.uuid4().hex[:16].upper()
+            with self._lock:
+                self._uploads[file_id] = {"name": filename, "length": length, "file": None}
+                while len(self._uploads) > MAX_UPLOADS:
+                    del self._uploads[next(iter(self._uploads))]
+            return _ok(upload_url=f"{self.base_url}/upload/v1/{file_id}", file_id=file_id)
+        files = body.get("files")
+        channel = body.get("channel_id")
+        if not isinstance(files, list) or not files:
+            return _error("invalid_arguments")
+        if not isinstance(channel, str) or not channel:
+            return _error("channel_not_found")
+        views, shown = [], []
+        with self._lock:
+            for item in files:
+                wanted = str(item.get("id")) if isinstance(item, Mapping) else ""
+                pending = self._uploads.get(wanted)
+                if pending is None or pending["file"] is None:
+                    return _error("file_not_found")
+                views.append(self.bot_files.view(self.bot_files.keep(pending["file"])))
+                shown.append({"id": wanted, "title": item.get("title") or pending["name"]})
+                del self._uploads[wanted]
+            ts = self._new_ts()
+            thread = body.get("thread_ts")
+            message: dict[str, Any] = {
+                "ts": ts,
+                "channel": channel,
+                "thread_ts": thread,
+                "text": str(body.get("initial_comment") or ""),
+                "blocks": [],
+                "streaming": False,
+                "markup": "mrkdwn",
+                "ephemeral": None,
+                "edits": 0,
+                "files": views,
+            }
+            self._put_card(ts, message)
+            entry = {"kind": "card", "from": "bot", "card": ts, "msgId": ts}
+            if thread:
+                entry["threadId"] = str(thread)
+            self._add_timeline(entry)
+        return _ok(files=shown)
+
+    def _upload_bytes(
+        self, method: str, file_id: str, headers: Mapping[str, str], body: bytes
+    ) -> HttpReply:
+        """``POST /upload/v1/<file id>``: the file's bytes (multipart or raw), checked
+        against the announced length."""
+        content_type = headers.get("content-type", "")
+        with self._lock:
+            pending = self._uploads.get(file_id)
+        if method != "POST":
+            reply = HttpReply(405, None, content_type="text/plain", raw=b"method not allowed")
+        elif pending is None:
+            reply = HttpReply(404, None, content_type="text/plain", raw=b"unknown upload")
+        else:
+            name, kind, data = pending["name"], "application/octet-stream", body
+            if content_type.startswith("multipart/form-data"):
+                try:
+                    _, parts = parse_multipart(body, content_type)
+                except ValueError:
+                    parts = {}
+                part = next(iter(parts.values()), None)
+                if part is not None:
+                    kind, data = part.content_type, part.data
+            if len(data) != pending["length"]:
+                reply = HttpReply(400, None, content_type="text/plain", raw=b"length mismatch")
+            else:
+                with self._lock:
+                    pending["file"] = EmulatedFile(name, kind, data)
+                reply = HttpReply(
+                    200, None, content_type="text/plain", raw=b"OK - " + str(len(data)).encode()
+                )
+        self._record(method, "/upload/v1/<file>", {}, None, reply)
         return reply
 
     def card_action(
@@ -578,11 +692,18 @@ class SlackEmulator(EmulatorBase):
         self._record_callback(kind, "events", result, url=url)
         return result
 
+    def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
+        """``/_emulator/files/...``: the bot's files and injected upload faults."""
+        return self.bot_files.control(method, path, data)
+
     def reset(self) -> None:
         with self._lock:
             self._status.clear()
             self._pins.clear()
         self.person_files.clear()
+        self.bot_files.clear()
+        with self._lock:
+            self._uploads.clear()
         super().reset()
 
     def close(self) -> None:

@@ -62,6 +62,7 @@ from typing import Any
 
 from channelkit.agents.base import AgentBridge
 from channelkit.attachments.model import Attachment
+from channelkit.attachments.outbound import OutboundSource
 from channelkit.core import (
     ChannelBase,
     ChannelConfig,
@@ -432,6 +433,20 @@ class SlackChannel(ChannelBase):
         from channelkit.platforms.slack.sender import SlackSender
 
         return SlackSender(self.api.client, thread_ts=target.thread_id or None)
+
+    def upload_file(
+        self,
+        target: SessionTarget,
+        file: OutboundSource,
+        *,
+        image: bool = False,
+        caption: str | None = None,
+    ) -> str:
+        """The agent's file through Slack's external upload, shared in the target's
+        channel (thread) with the caption (`uploads`); the file's id."""
+        from channelkit.platforms.slack.uploads import upload
+
+        return upload(self.api, target, file, image=image, caption=caption)
 
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:
         """Plain text, split at 4,000 characters, in the thread."""
