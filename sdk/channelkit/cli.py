@@ -659,13 +659,38 @@ def _send_payload(args: argparse.Namespace) -> dict[str, Any]:
         delivery = payload.setdefault("delivery", {})
         if isinstance(delivery, dict) and not delivery.get("pin"):
             delivery["pin"] = True
-    if "text" not in payload and "presentation" not in payload:
-        raise ConfigurationError("nothing to send: give --text and/or --presentation")
+    if "text" not in payload and "presentation" not in payload and not _send_files(args):
+        raise ConfigurationError("nothing to send: give --text, --presentation, --file or --image")
     return payload
 
 
+def _send_files(args: argparse.Namespace) -> list[tuple[str, bool]]:
+    """``--file`` and ``--image`` paths in the order given: (path, as an image)."""
+    return list(getattr(args, "files_in_order", None) or [])
+
+
+class _FileOption(argparse.Action):
+    """``--file`` / ``--image``: appended to one list, in the order given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        files = list(getattr(namespace, "files_in_order", None) or [])
+        files.append((str(values), option_string == "--image"))
+        namespace.files_in_order = files
+
+
 def _run_message_command(name: str, args: argparse.Namespace, action: Any) -> int:
-    from channelkit.errors import ChannelKitError, DeliveryPinError
+    from channelkit.errors import (
+        AttachmentError,
+        ChannelKitError,
+        DeliveryPinError,
+        FileNotDelivered,
+    )
 
     try:
         with _configured_channel(args) as channel:
@@ -681,6 +706,13 @@ def _run_message_command(name: str, args: argparse.Namespace, action: Any) -> in
     except NotImplementedError as exc:
         print(f"channelkit {name}: not supported: {exc}", file=sys.stderr)
         return EXIT_REFUSED
+    except FileNotDelivered as exc:
+        told = " (the chat was told)" if exc.told else ""
+        print(f"channelkit {name}: not delivered{told}: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except AttachmentError as exc:  # refused before it was read: outside the root, too large
+        print(f"channelkit {name}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except ChannelKitError as exc:
         print(f"channelkit {name}: the platform refused: {exc}", file=sys.stderr)
         return EXIT_REFUSED
@@ -689,15 +721,29 @@ def _run_message_command(name: str, args: argparse.Namespace, action: Any) -> in
 def _cmd_send(args: argparse.Namespace) -> int:
     def send(channel: Any) -> int:
         payload = _send_payload(args)
-        result = channel.deliver_presentation(
-            args.to, payload, thread_id=args.thread, silent=args.silent
-        )
-        if result.message_id is not None:
-            print(result.message_id)
-        else:
-            print("channelkit send: sent (the platform returned no message id)", file=sys.stderr)
-        if result.pin_warning:
-            print(f"channelkit send: warning: {result.pin_warning}", file=sys.stderr)
+        if "text" in payload or "presentation" in payload:
+            result = channel.deliver_presentation(
+                args.to, payload, thread_id=args.thread, silent=args.silent
+            )
+            if result.message_id is not None:
+                print(result.message_id)
+            else:
+                print(
+                    "channelkit send: sent (the platform returned no message id)", file=sys.stderr
+                )
+            if result.pin_warning:
+                print(f"channelkit send: warning: {result.pin_warning}", file=sys.stderr)
+        root = args.files_root if args.files_root is not None else os.getcwd()
+        for path, image in _send_files(args):
+            message_id = channel.send_file(
+                args.to,
+                path,
+                image=image,
+                caption=args.caption,
+                thread_id=args.thread,
+                root=root,
+            )
+            print(message_id)
         return 0
 
     return _run_message_command("send", args, send)
@@ -752,11 +798,12 @@ def _target_options(parser: argparse.ArgumentParser) -> None:
 def _add_message_commands(sub: Any) -> None:
     send = sub.add_parser(
         "send",
-        help="send a text and/or a presentation to a chat of a configured channel",
+        help="send a text, a presentation and/or files to a chat of a configured channel",
         description="Send a text and/or a presentation (title, tone, text, context, divider, "
-        "buttons and select blocks) to a chat. The presentation is validated against the "
-        "published JSON Schema, adapted to what the platform renders and sent; the message "
-        "id is printed on stdout.",
+        "buttons and select blocks) to a chat, then any --file / --image uploads. The "
+        "presentation is validated against the published JSON Schema, adapted to what the "
+        "platform renders and sent; each message id is printed on stdout, one per line. A "
+        "platform that cannot upload files gets a line naming the file instead (exit 3).",
         epilog=_MESSAGE_EPILOG,
     )
     _target_options(send)
@@ -781,6 +828,33 @@ def _add_message_commands(sub: Any) -> None:
         action="store_true",
         help="pin the message after sending it (a failed pin is a warning unless the delivery "
         "JSON says required)",
+    )
+    send.add_argument(
+        "--file",
+        action=_FileOption,
+        metavar="PATH",
+        help="upload a file (repeatable; after the text and presentation, in the order "
+        "given); the platform's message id is printed; a path outside --files-root is "
+        "refused before it is read",
+    )
+    send.add_argument(
+        "--image",
+        action=_FileOption,
+        metavar="PATH",
+        help="upload an image, shown as a photo where the platform can (repeatable)",
+    )
+    send.add_argument(
+        "--caption",
+        default=None,
+        metavar="T",
+        help="a caption shown with each uploaded file",
+    )
+    send.add_argument(
+        "--files-root",
+        default=None,
+        metavar="DIR",
+        help="the directory --file and --image paths must be inside (default: the current "
+        "directory)",
     )
     send.add_argument(
         "--silent",
