@@ -28,6 +28,11 @@ class DownStore:
             raise StateStoreUnavailable("redis://127.0.0.1:1 unreachable")
         return self.inner.add(key, value, ttl_s=ttl_s)
 
+    def write_if(self, *args: Any, **kwargs: Any) -> str:
+        if self.down:
+            raise StateStoreUnavailable("redis://127.0.0.1:1 unreachable")
+        return self.inner.write_if(*args, **kwargs)
+
     def delete(self, key: str) -> bool:
         if self.down:
             raise StateStoreUnavailable("redis://127.0.0.1:1 unreachable")

@@ -259,9 +259,12 @@ class Cluster:
                 ttl_s=ttl_s,
                 only_if_absent=only_if_absent,
             )
-            if outcome == GUARD_STALE and self.token == token:
-                self._fenced()
-                return GUARD_STALE
+            if outcome == GUARD_STALE:
+                with self._renew_lock:  # a renewal that changed the token has ended
+                    current = self.token
+                if current == token:
+                    self._fenced()
+                    return GUARD_STALE
             if outcome in (GUARD_STALE, GUARD_ABSENT) and attempt < 2:
                 if outcome == GUARD_ABSENT:
                     self.renew()

@@ -29,7 +29,8 @@ from a replay (``"seen"``), so the channel can tell the person once per outage t
 bot is temporarily unavailable (`channelkit.platforms.common.store_watch`).
 
 A store that comes back empty (restarted without persistence, flushed) lost every claim:
-the store's epoch (`StoreWatch`) shows it, and for the redelivery window (``ttl``, or
+the store's epoch (`StoreWatch`) shows it (each claim is added only while the epoch
+this instance knows is still there, in one atomic step), and for the redelivery window (``ttl``, or
 ``state.resetFailClosedSeconds``) a delivery sent before the wipe was noticed is refused
 as a possible replay, so a redelivered message does not run twice.
 """
@@ -125,11 +126,15 @@ class SharedDedup:
             if watch.fail_closed(sent_at, self.ttl):
                 hub.ingress(self._platform, "replay")
                 return "seen"
-            won = self.store.add(
-                self._key(key),
-                {"at": now, "by": self.store.instance_id},
-                ttl_s=max(1.0, remaining),
-            )
+            value = {"at": now, "by": self.store.instance_id}
+            ttl = max(1.0, remaining)
+            added = watch.add_in_epoch(self._key(key), value, ttl_s=ttl)
+            if added == "wiped":  # flushed since the last epoch read: judged again
+                if watch.fail_closed(sent_at, self.ttl):
+                    hub.ingress(self._platform, "replay")
+                    return "seen"
+                added = watch.add_in_epoch(self._key(key), value, ttl_s=ttl)
+            won = added == "added"
         except StateStoreUnavailable as exc:
             self.local.forget(key)  # once the store answers, a redelivery may be served
             watch.failed(exc)

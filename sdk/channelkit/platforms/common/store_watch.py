@@ -21,7 +21,10 @@ One `StoreWatch` per store object (`watch_of()`), shared by the channels using i
   is refused (it may have run already); deliveries sent afterwards run as usual. The
   epoch is checked before the first claim, before the first claim after an outage, and
   every `DEFAULT_EPOCH_CHECK_S` seconds at most on the claim path; ``state.
-  resetFailClosedSeconds`` overrides the window.
+  resetFailClosedSeconds`` overrides the window. A first-delivery claim is added only
+  while the epoch is the one this instance knows, in the same atomic step
+  (`StoreWatch.add_in_epoch()`), so a flush between two epoch reads cannot let a
+  redelivery through.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from channelkit.state.base import GUARD_EXISTS, GUARD_WRITTEN
 
 if TYPE_CHECKING:
     from channelkit.state.base import StateStore
@@ -164,6 +169,28 @@ class StoreWatch:
                 "markers were lost; deliveries sent before now are refused for the "
                 "redelivery window"
             )
+
+    def add_in_epoch(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> str:
+        """Add ``key`` (a one-shot claim) only while the store's epoch is the one this
+        instance knows, atomically: ``"added"``, ``"taken"`` (the key was there) or
+        ``"wiped"`` (the epoch is gone or changed: the wipe is noted, nothing added).
+        Raises `StateStoreUnavailable`."""
+        with self._lock:
+            epoch = self._epoch
+        if epoch is None:
+            self.check_epoch(force=True)
+            with self._lock:
+                epoch = self._epoch
+            assert epoch is not None
+        outcome = self.store.write_if(
+            EPOCH_KEY, "epoch", epoch, key, value, ttl_s=ttl_s, only_if_absent=True
+        )
+        if outcome == GUARD_WRITTEN:
+            return "added"
+        if outcome == GUARD_EXISTS:
+            return "taken"
+        self.check_epoch(force=True)  # notes the wipe and writes the new epoch
+        return "wiped"
 
     def fail_closed(self, at: float | None, window_s: float) -> bool:
         """True when a delivery sent at ``at`` (None: unknown) must be refused: within
