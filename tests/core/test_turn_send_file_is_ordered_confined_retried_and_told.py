@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +28,14 @@ from channelkit.errors import (
     TransportError,
 )
 from channelkit.runtime import FakeClock
-from channelkit.testing import inbound, make_channel
+from channelkit.testing import inbound, make_channel, wait_until
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 
 
-def _wait(predicate: Any, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+def _wait(predicate: Any, what: str, tick: Any = None) -> None:
+    """State no event signals (a retry booked on the scheduler); fake time via ``tick``."""
+    wait_until(predicate, what=what, tick=tick)
 
 
 class _Uploads:
@@ -256,7 +252,7 @@ def test_an_upload_failing_once_is_retried_with_the_file_read_again(
         handle = channel.handle_inbound(inbound("csv"))
         _wait(lambda: channel.files.waiting == 1, "a retry booked on the scheduler")
         assert len(uploads.attempts) == 1
-        _wait(lambda: (clock.advance(1.0), bool(got))[1], "the retried upload")
+        _wait(lambda: bool(got), "the retried upload", tick=lambda: clock.advance(1.0))
         assert handle.result(timeout=10).status == "completed"
         assert got == ["m2"]
         shas = {a["sha"] for a in uploads.attempts}
