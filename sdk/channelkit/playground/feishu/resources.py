@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from functools import cached_property
 from typing import Any
 
 from channelkit.playground.emulator import CallbackDelivery, EmulatedFile, HttpReply, Origin
@@ -33,15 +32,19 @@ class FeishuResources(FeishuCallbacks):
 
     accepts_files = True
 
-    @cached_property
-    def person_files(self) -> PersonFiles:
-        """The files people sent, by resource key."""
-        return PersonFiles()
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        #: the files people sent, by resource key
+        self.person_files = PersonFiles()
+        #: resource key -> the message carrying it (at most `MAX_FILES`; the lock held)
+        self._resource_owner: OrderedDict[str, str] = OrderedDict()
 
-    @cached_property
-    def _resource_owner(self) -> OrderedDict[str, str]:
-        """resource key -> the message carrying it (at most `MAX_FILES`; lock held)."""
-        return OrderedDict()
+    def reset(self) -> None:
+        """Forget the files too."""
+        with self._lock:
+            self._resource_owner.clear()
+        self.person_files.clear()
+        super().reset()
 
     def _keep(self, file: EmulatedFile, message_id: str, image: bool) -> str:
         key = self.person_files.keep(file, prefix="img_v3_" if image else "file_v3_")
