@@ -528,6 +528,11 @@ class DingtalkEmulator(EmulatorBase):
         url = f"{self.base_url}{path}?expires={expires}&sig={self._url_signature(path, expires)}"
         return HttpReply(200, {"downloadUrl": url})
 
+    def reset(self) -> None:
+        """Forget the person's files too."""
+        self.person_files.clear()
+        super().reset()
+
     def _url_signature(self, path: str, expires: int) -> str:
         return hmac.new(self._url_key, f"{path}:{expires}".encode(), hashlib.sha256).hexdigest()
 
