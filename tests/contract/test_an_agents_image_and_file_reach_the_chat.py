@@ -1,7 +1,7 @@
 """Contract: the agent's image and file reach the chat byte for byte, after the text said
 before them (`Turn.send_image`, `Turn.send_file`: the platform's native upload, sha256
 compared through the emulator's download URL); a refused upload gives the person one
-line naming the file; an upload failing once with a 5xx is retried; a path outside the
+line naming the file; an upload failing once with a 5xx or a 429 is retried; a path outside the
 agent's root is refused without being read (issue 25, outbound). A platform whose
 uploads are not wired yet declares ``Capabilities.files_out`` with its reason and is
 skipped with it, before its emulator starts."""
@@ -131,9 +131,16 @@ def test_a_refused_upload_tells_the_person_the_files_name_and_why(out_ctx: Conte
     assert _file_views(out_ctx) == []
 
 
-def test_an_upload_failing_once_with_a_server_error_is_retried(out_ctx: Context) -> None:
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"status": 500, "description": "Internal Server Error"},
+        {"status": 429, "description": "Too Many Requests: retry after 1"},
+    ],
+    ids=["500", "429"],
+)
+def test_an_upload_failing_once_is_retried(out_ctx: Context, fault: dict[str, Any]) -> None:
     _reset(out_ctx)
-    fault = {"status": 500, "description": "Internal Server Error"}
     answer = requests.post(f"{out_ctx.driver.pg.url}/_emulator/files/fail", json=fault, timeout=5)
     assert answer.status_code == 200, answer.text
     channel = out_ctx.driver.pg.channel
@@ -143,11 +150,14 @@ def test_an_upload_failing_once_with_a_server_error_is_retried(out_ctx: Context)
 
     out_ctx.script.fn = lambda turn: (out_ctx.script.outcomes.put(fn(turn)), "done")[1]
     out_ctx.driver.send("retry")
-    wait_for(lambda: channel.files.waiting == 1, "the retry booked")
+    if fault["status"] == 500 or out_ctx.driver.platform != "discord":
+        # Discord's REST rate limiter answers a 429 itself, sending the upload again
+        wait_for(lambda: channel.files.waiting == 1, "the retry booked")
     message_id = _outcome(out_ctx)
     assert isinstance(message_id, str) and message_id
     views = wait_for(lambda: _file_views(out_ctx), "the file in the chat")
     assert [f["name"] for _, f in views] == ["retried.pdf"]
+    assert out_ctx.driver.emulator.bot_files.failed == 1  # the fault was met once
     assert hashlib.sha256(_download(out_ctx, views[0][1])).digest() == (
         hashlib.sha256(PDF).digest()
     )

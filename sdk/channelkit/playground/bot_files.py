@@ -77,8 +77,7 @@ class BotFiles:
         self._lock = threading.Lock()
         self._files: OrderedDict[str, EmulatedFile] = OrderedDict()
         self._faults: deque[Fault] = deque(maxlen=MAX_FAULTS)
-        #: uploads answered with an injected fault (a test reads it)
-        self.failed = 0
+        self._failed = 0
 
     def keep(self, file: EmulatedFile) -> str:
         """Store ``file``; its new key."""
@@ -88,6 +87,12 @@ class BotFiles:
             while len(self._files) > self._max:
                 self._files.popitem(last=False)
         return key
+
+    @property
+    def failed(self) -> int:
+        """Uploads answered with an injected fault since the last reset."""
+        with self._lock:
+            return self._failed
 
     @property
     def count(self) -> int:
@@ -117,7 +122,7 @@ class BotFiles:
         with self._lock:
             if not self._faults:
                 return None
-            self.failed += 1
+            self._failed += 1
             return self._faults.popleft()
 
     def control(self, method: str, path: str, data: Any) -> HttpReply | None:
@@ -155,4 +160,4 @@ class BotFiles:
         with self._lock:
             self._files.clear()
             self._faults.clear()
-            self.failed = 0
+            self._failed = 0

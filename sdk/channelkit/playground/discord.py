@@ -1106,6 +1106,12 @@ class DiscordEmulator(EmulatorBase):
         fault = self.bot_files.take_fault() if files else None
         if not isinstance(data, dict):
             reply: HttpReply | None = _error(400, 50109, "The request body contains invalid JSON.")
+        elif fault is not None and fault.status == 429:
+            reply = HttpReply(
+                429,
+                {"message": fault.description, "retry_after": 1.0, "global": False},
+                headers=(("Retry-After", "1"),),
+            )
         elif fault is not None:
             reply = _error(fault.status, 0, fault.description)
         else:
