@@ -235,3 +235,28 @@ def test_a_lease_gone_after_a_silence_past_its_expiry_in_a_wiped_store_fences_it
     assert a.renew() is False
     assert a.fenced is True
     assert "fencedBy" in (a.store.get(a.lease_key(a.instance_id)) or {})
+
+
+def test_a_matching_record_is_claimed_in_one_step_and_a_mismatch_claims_nothing(
+    backend: Backend,
+) -> None:
+    store = backend.make()
+    token = hold(store, 0)
+    store.put("card", {"kind": "status", "owner": "u1", "n": 3})
+    args: dict[str, Any] = {"guard": LEASE, "field": "token", "expected": token, "ttl_s": 60.0}
+    assert store.claim_matching("card", {"owner": "u2"}, "claim", {"by": 1}, **args) == (
+        {"kind": "status", "owner": "u1", "n": 3},
+        "mismatch",
+    )
+    assert store.get("claim") is None
+    assert store.claim_matching("nothing", {"owner": "u1"}, "claim", {"by": 1}, **args) == (
+        None,
+        "mismatch",
+    )
+    match = {"kind": "status", "owner": "u1", "n": "3"}
+    found, outcome = store.claim_matching("card", match, "claim", {"by": 1}, **args)
+    assert found == {"kind": "status", "owner": "u1", "n": 3} and outcome == GUARD_WRITTEN
+    assert store.claim_matching("card", match, "claim", {"by": 2}, **args)[1] == GUARD_EXISTS
+    stale = {**args, "expected": token + 1}
+    assert store.claim_matching("card", match, "claim2", {"by": 3}, **stale)[1] == GUARD_STALE
+    assert store.get("claim") == {"by": 1} and store.get("claim2") is None

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 from channelkit.errors import ConfigurationError
 
 __all__ = [
+    "CLAIM_MISMATCH",
     "DEFAULT_NAMESPACE",
     "GUARD_ABSENT",
     "GUARD_EXISTS",
@@ -56,6 +57,8 @@ GUARD_WRITTEN = "written"
 GUARD_EXISTS = "exists"
 GUARD_STALE = "stale"
 GUARD_ABSENT = "absent"
+#: `StateStore.claim_matching()`: the record is absent or a field differs.
+CLAIM_MISMATCH = "mismatch"
 
 # No ':' (the separator of the stored key layout), no whitespace, no glob characters.
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
@@ -145,6 +148,28 @@ class StateStore(Protocol):
         """
         ...
 
+    def claim_matching(
+        self,
+        record: str,
+        match: Mapping[str, str],
+        claim: str,
+        value: Mapping[str, Any],
+        *,
+        guard: str,
+        field: str,
+        expected: str | int,
+        ttl_s: float | None = None,
+    ) -> tuple[dict[str, Any] | None, str]:
+        """Read ``record`` and, when each ``match`` field of it equals the given text,
+        add the one-shot claim ``claim`` guarded like `write_if()`, in one atomic step.
+
+        Returns the record (None when absent) and the outcome: `GUARD_WRITTEN`,
+        `GUARD_EXISTS`, `GUARD_STALE`, `GUARD_ABSENT`, or `CLAIM_MISMATCH` (no record,
+        or a field differs: nothing claimed). A callback's correlation and claim in one
+        round trip.
+        """
+        ...
+
     def push(self, queue: str, message: Mapping[str, Any]) -> None:
         """Append ``message`` to the FIFO ``queue``."""
         ...
@@ -179,6 +204,7 @@ STORE_OPERATIONS = (
     "ping",
     "hold_lease",
     "write_if",
+    "claim_matching",
 )
 
 _Listener = Callable[[str, str, float], None]

@@ -18,6 +18,7 @@ from typing import Any
 from channelkit.errors import ConfigurationError
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.state.base import (
+    CLAIM_MISMATCH,
     DEFAULT_NAMESPACE,
     GUARD_ABSENT,
     GUARD_EXISTS,
@@ -195,6 +196,32 @@ class MemoryStore:
             elif present:
                 del self._data[key]
             return GUARD_WRITTEN
+
+    def claim_matching(
+        self,
+        record: str,
+        match: Mapping[str, str],
+        claim: str,
+        value: Mapping[str, Any],
+        *,
+        guard: str,
+        field: str,
+        expected: str | int,
+        ttl_s: float | None = None,
+    ) -> tuple[dict[str, Any] | None, str]:
+        check_key(record, "record")
+        want = {str(k): str(v) for k, v in match.items()}
+        with self._lock:
+            text = self._live(record, self._clock.now())
+        found = None if text is None else decode(text)
+        if found is None or any(guard_text(found.get(k)) != v for k, v in want.items()):
+            return found, CLAIM_MISMATCH
+        # the claim is guarded under the lock again: a record changed meanwhile only
+        # matters to the caller's own reading of it, not to who wins the claim
+        outcome = self.write_if(
+            guard, field, expected, claim, value, ttl_s=ttl_s, only_if_absent=True
+        )
+        return found, outcome
 
     def scan(self, prefix: str, limit: int = 1000) -> list[str]:
         if not isinstance(prefix, str):

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from channelkit.errors import ConfigurationError, StateStoreUnavailable
 from channelkit.runtime.clock import Clock, SystemClock
 from channelkit.state.base import (
+    CLAIM_MISMATCH,
     DEFAULT_NAMESPACE,
     GUARD_ABSENT,
     GUARD_EXISTS,
@@ -117,7 +118,37 @@ end
 return 'written'
 """
 
-_OUTCOMES = {o: o for o in (GUARD_WRITTEN, GUARD_EXISTS, GUARD_STALE, GUARD_ABSENT)}
+# Read a record and, when its fields match, add a guarded one-shot claim. KEYS[1] the
+# record, KEYS[2] the guard, KEYS[3] the claim; ARGV[1] the guard's field, ARGV[2] its
+# expected text, ARGV[3] the claim's JSON, ARGV[4] its TTL in ms ("" for none), then
+# field/value pairs to match. Returns {record or false, outcome}.
+_CLAIM_MATCHING = """
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {false, 'mismatch'} end
+local ok, doc = pcall(cjson.decode, raw)
+if not ok or type(doc) ~= 'table' then return {raw, 'mismatch'} end
+for i = 5, #ARGV, 2 do
+  if doc[ARGV[i]] == nil or tostring(doc[ARGV[i]]) ~= ARGV[i + 1] then
+    return {raw, 'mismatch'}
+  end
+end
+local guard = redis.call('GET', KEYS[2])
+if not guard then return {raw, 'absent'} end
+local gok, gdoc = pcall(cjson.decode, guard)
+if not gok or type(gdoc) ~= 'table' or gdoc[ARGV[1]] == nil
+    or tostring(gdoc[ARGV[1]]) ~= ARGV[2] then
+  return {raw, 'stale'}
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {raw, 'exists'} end
+if ARGV[4] == '' then
+  redis.call('SET', KEYS[3], ARGV[3])
+else
+  redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[4])
+end
+return {raw, 'written'}
+"""
+
+_OUTCOMES = {o: o for o in (GUARD_WRITTEN, GUARD_EXISTS, GUARD_STALE, GUARD_ABSENT, CLAIM_MISMATCH)}
 #: the token's place in a lease value's canonical JSON (split around it for the script)
 _TOKEN_MARK = '"token":0'
 
@@ -180,6 +211,7 @@ class RedisStore:
         self._replace = self._client.register_script(_REPLACE)
         self._hold_lease = self._client.register_script(_HOLD_LEASE)
         self._write_if = self._client.register_script(_WRITE_IF)
+        self._claim_matching = self._client.register_script(_CLAIM_MATCHING)
 
     # -- plumbing ---------------------------------------------------------------------
 
@@ -280,6 +312,37 @@ class RedisStore:
         raw = self._call("write_if", lambda: self._write_if(keys=keys, args=args))
         text = raw.decode("ascii") if isinstance(raw, bytes) else str(raw)
         return _OUTCOMES[text]
+
+    def claim_matching(
+        self,
+        record: str,
+        match: Mapping[str, str],
+        claim: str,
+        value: Mapping[str, Any],
+        *,
+        guard: str,
+        field: str,
+        expected: str | int,
+        ttl_s: float | None = None,
+    ) -> tuple[dict[str, Any] | None, str]:
+        """One script: the record's read, its match and the guarded claim."""
+        keys = [
+            self._key(check_key(record, "record")),
+            self._key(check_key(guard, "guard")),
+            self._key(check_key(claim, "claim")),
+        ]
+        want = guard_text(expected)
+        if want is None:
+            raise ConfigurationError("must be a string or an integer", "expected")
+        ttl = check_ttl(ttl_s)
+        args = [field, want, encode(value), "" if ttl is None else str(_ms(ttl))]
+        for name, text in match.items():
+            args += [str(name), str(text)]
+        raw, outcome = self._call(
+            "claim_matching", lambda: self._claim_matching(keys=keys, args=args)
+        )
+        text = outcome.decode("ascii") if isinstance(outcome, bytes) else str(outcome)
+        return (None if not raw else decode(raw)), _OUTCOMES[text]
 
     def scan(self, prefix: str, limit: int = 1000) -> list[str]:
         if not isinstance(prefix, str):

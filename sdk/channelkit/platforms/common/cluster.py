@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 from channelkit.errors import ChannelKitError, StateStoreUnavailable
 from channelkit.platforms.common.store_watch import watch_of
 from channelkit.runtime.clock import Clock
-from channelkit.state.base import GUARD_ABSENT, GUARD_STALE
+from channelkit.state.base import CLAIM_MISMATCH, GUARD_ABSENT, GUARD_STALE
 
 if TYPE_CHECKING:
     from channelkit.runtime.scheduler import Scheduler, TimerHandle
@@ -271,6 +271,39 @@ class Cluster:
                 continue
             return outcome
         return GUARD_STALE if self.fenced else GUARD_ABSENT
+
+    def claim_record(
+        self,
+        record: str,
+        match: Mapping[str, str],
+        claim: str,
+        value: Mapping[str, Any],
+        *,
+        ttl_s: float | None = None,
+    ) -> tuple[dict[str, Any] | None, str]:
+        """Read ``record`` and, when its ``match`` fields agree, take the one-shot claim
+        ``claim`` carrying this instance's token, in one round trip
+        (`StateStore.claim_matching()`); a stale or lost lease goes through `guarded()`
+        (renewal, fencing). Raises `StateStoreUnavailable` when the store is down."""
+        token = self.token
+        if self.fenced or token <= 0:
+            found = self.store.get(record)
+            if found is None or any(str(found.get(k)) != v for k, v in match.items()):
+                return found, CLAIM_MISMATCH
+            return found, self.guarded(claim, value, ttl_s=ttl_s, only_if_absent=True)
+        found, outcome = self.store.claim_matching(
+            record,
+            match,
+            claim,
+            value,
+            guard=self.lease_key(self.instance_id),
+            field="token",
+            expected=token,
+            ttl_s=ttl_s,
+        )
+        if outcome in (GUARD_STALE, GUARD_ABSENT):
+            outcome = self.guarded(claim, value, ttl_s=ttl_s, only_if_absent=True)
+        return found, outcome
 
     def write(
         self,

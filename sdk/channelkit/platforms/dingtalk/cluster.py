@@ -17,9 +17,12 @@ there before the card is delivered):
   is told once.
 
 A card callback, on whichever instance it arrives, is correlated and authorized from
-the card record, then claimed with one atomic ``add`` of ``<channel>:claim:<track>``:
-exactly one instance wins. The instance that owns the run applies the action at once
-(its local presenter takes its own claim too); another instance ACKs and, after the
+the card record, then claimed with one atomic ``add`` of ``<channel>:claim:<track>``
+(carrying the instance's fencing token): exactly one instance wins. The owner's Stop of
+a status card is read, matched and claimed in one script (`Cluster.claim_record()`):
+one round trip before its ACK; other actions read the record, then claim (two). The
+instance that owns the run applies the action at once (its local presenter takes its
+own claim too); another instance ACKs and, after the
 ACK, pushes the claimed action to the owner's inbox, whose consumer applies it exactly
 like a local callback. A foreign user gets one notice per card across instances
 (``<channel>:notice:<track>:<user>``). A card without a store record (written while
@@ -68,7 +71,7 @@ from channelkit.platforms.dingtalk.questions import (
     forbidden_decision,
     terminal_param_map,
 )
-from channelkit.state.base import GUARD_EXISTS, GUARD_WRITTEN
+from channelkit.state.base import CLAIM_MISMATCH, GUARD_EXISTS, GUARD_WRITTEN
 
 if TYPE_CHECKING:
     from channelkit.platforms.dingtalk.api import CardApi
@@ -332,7 +335,21 @@ class DingtalkCluster:
             return Decision.ignored()
         track, actor = callback.out_track_id, callback.actor_id
         try:
-            card = self.store.get(c.key("card", track))
+            claim = c.key("claim", track)
+            won: str | None = None
+            if callback.action_id == STOP_ACTION_ID and actor:
+                # the owner's Stop of a status card: correlated, authorized and claimed
+                # in one round trip; anything else is read and judged below
+                card, outcome = c.claim_record(
+                    c.key("card", track),
+                    {"kind": "status", "owner": actor},
+                    claim,
+                    {"by": c.instance_id},
+                    ttl_s=c.options.claim_ttl_s,
+                )
+                won = None if outcome == CLAIM_MISMATCH else outcome
+            else:
+                card = self.store.get(c.key("card", track))
             if card is None:
                 c.reachable()
                 return presenter.route_callback(callback)  # a local-only card, or none
@@ -342,12 +359,12 @@ class DingtalkCluster:
                 if not self.store.add(notice, {"at": 1}, ttl_s=c.options.tombstone_ttl_s):
                     return Decision.ignored()
                 return forbidden_decision(presenter.notify_forbidden, target, actor)
-            if not self._valid(card, callback):
-                return Decision.ignored()
-            claim = c.key("claim", track)
-            won = c.guarded(
-                claim, {"by": c.instance_id}, ttl_s=c.options.claim_ttl_s, only_if_absent=True
-            )
+            if won is None:
+                if not self._valid(card, callback):
+                    return Decision.ignored()
+                won = c.guarded(
+                    claim, {"by": c.instance_id}, ttl_s=c.options.claim_ttl_s, only_if_absent=True
+                )
         except Exception as exc:
             c.unavailable("card action claim", exc)  # fail closed: ACK, change nothing
             watch = watch_of(self.store)
