@@ -1,7 +1,8 @@
 """The plug-in platform's question surface: `TinychatQuestions` (structured questions:
 a button per option and Cancel, owner-only, one-shot, at most one per run through
 `reserve_native_input`, settled in place only from the responder's result through
-`AnswerRace`, expired on the injected clock) and `TinychatApprovals` (tool permissions:
+`FormRace`, the settlement glue every built-in platform uses, expired on the injected
+clock) and `TinychatApprovals` (tool permissions:
 one button per agent option, owner-only, one-shot, settled in place to the outcome)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from channelkit.core import UserInputRequestContext
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.native_input import (
-    AnswerRace,
+    FormRace,
     answer_response,
     cancel_request,
     input_scope,
@@ -33,6 +34,7 @@ logger = logging.getLogger(__name__)
 QUESTION_PREFIX = "q:"
 APPROVAL_PREFIX = "a:"
 LABELS = {"submitted": "Submitted:", "cancelled": "Cancelled.", "expired": "Expired."}
+ALREADY_ANSWERED = "This question was already answered; your choice was not used."
 #: A question's own lifetime; it ends before the channel's permission lifetime.
 QUESTION_TIMEOUT_S = 270.0
 
@@ -42,11 +44,12 @@ class _Question:
     context: UserInputRequestContext
     token: str
     text: str
-    race: AnswerRace = field(default_factory=AnswerRace)
+    race: FormRace = field(default_factory=FormRace)
     message_id: str | None = None
     claimed: bool = False
     ended: bool = False
     timer: TimerHandle | None = None
+    expires_at: float = 0.0
 
 
 class TinychatQuestions:
@@ -83,8 +86,8 @@ class TinychatQuestions:
             logger.warning("tinychat question not shown: %s", type(exc).__name__)
             self.registry.remove(token)
             return "unsupported"
-        expiry = min(self._clock.now() + QUESTION_TIMEOUT_S, request.expires_at - 1.0)
-        record.timer = self._scheduler.call_at(expiry, self._expire, token)
+        record.expires_at = min(self._clock.now() + QUESTION_TIMEOUT_S, request.expires_at - 1.0)
+        record.timer = self._scheduler.call_at(record.expires_at, self._expire, token)
         request.on_settled(lambda reason: self._settled(token, str(reason)))
         return "presented"
 
@@ -114,19 +117,30 @@ class TinychatQuestions:
     def _answer(self, record: _Question, answers: dict[str, str] | None) -> None:
         context = record.context
         response = answer_response(context.submit_option_id, answers)
-        result = record.race.respond(lambda: context.respond(response), context.request_id)
-        if result.kind == "waiting":
-            return  # the winner's settlement (or the expiry) ends the message
-        own = "submitted" if answers is not None else "cancelled"
-        self._end(record, result.state(own), answers)
+        record.race.answer(
+            lambda: context.respond(response),
+            claimed="submitted" if answers is not None else "cancelled",
+            end=lambda state: self._end(record, state, answers),
+            tell_lost=lambda: self._tell_lost(record),
+            run=self._pool.post,
+            scheduler=self._scheduler,
+            clock=self._clock,
+            deadline=record.expires_at,
+            request_id=context.request_id,
+        )
+
+    def _tell_lost(self, record: _Question) -> None:
+        try:
+            self._api.post(record.context.target.chat_id, ALREADY_ANSWERED, [])
+        except Exception as exc:
+            logger.warning("tinychat already-answered notice failed: %s", type(exc).__name__)
 
     def _settled(self, token: str, reason: str) -> None:
         record = self.registry.get(token)
         if record is None:
             return
-        if record.race.settled(reason):
-            self._pool.post(self._end, record, winner_state(reason), None)
-            return
+        if record.race.on_settled(reason):
+            return  # the claimed answer lost: the race ends the message as the winner
         with self.registry.lock:
             if record.claimed:
                 return  # the responder's result decides
@@ -147,10 +161,11 @@ class TinychatQuestions:
             return
         self._end(record, "expired", None)
 
-    def _end(self, record: _Question, state: str, answers: Mapping[str, str] | None) -> None:
+    def _end(self, record: _Question, state: str, answers: Mapping[str, str] | None) -> bool:
+        """Show ``state`` in place; True for the one call that ended the question."""
         with self.registry.lock:
             if record.ended:
-                return
+                return False
             record.ended = True
             self.registry.remove(record.token)
         if record.timer is not None:
@@ -163,6 +178,7 @@ class TinychatQuestions:
                 self._api.edit(record.message_id, f"{record.text}\n\n{label}", [])
             except Exception as exc:
                 logger.warning("tinychat question not settled: %s", type(exc).__name__)
+        return True
 
 
 # -- approval buttons ------------------------------------------------------------------------
