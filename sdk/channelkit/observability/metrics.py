@@ -162,7 +162,8 @@ class PrometheusObserver(Observer):
         self.store_operation_seconds = Histogram(
             "channelkit_store_operation_seconds",
             "Seconds a state-store operation took (failures included), by store (memory, "
-            "redis) and operation (put, get, delete, add, replace, scan, push, ping).",
+            "redis) and operation (put, get, delete, add, replace, scan, push, ping, "
+            "hold_lease, write_if, claim_matching).",
             ["store", "operation"],
             buckets=STORE_OPERATION_BUCKETS,
         )

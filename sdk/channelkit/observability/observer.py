@@ -154,7 +154,8 @@ class Observer:
         """One state-store operation took ``seconds`` (failures included): ``store`` is
         ``memory`` or ``redis``, ``operation`` one of
         `channelkit.state.base.STORE_OPERATIONS` (``put``, ``get``, ``delete``, ``add``,
-        ``replace``, ``scan``, ``push``, ``ping``; never a key)."""
+        ``replace``, ``scan``, ``push``, ``ping``, ``hold_lease``, ``write_if``,
+        ``claim_matching``; never a key)."""
 
     def shutdown(self) -> None:
         """The process is shutting down (``serve``): write a summary if you keep one."""
