@@ -39,6 +39,7 @@ ROOMS = frozenset(
         "__init__.py",
         "adapter.py",
         "config.py",
+        "files.py",  # files both ways: a person's attachments in, the agent's files out
         "ingress.py",
         "api.py",
         "output.py",
@@ -59,16 +60,12 @@ PLATFORM_EXTRAS: dict[str, frozenset[str] | None] = {
     # approval buttons for tool permissions
     "feishu": frozenset({"approvals.py", "crypto.py", "cards.py", "longconn.py"}),
     # the Socket Mode connection (WebSocket envelopes); approval buttons for tool permissions
-    "slack": frozenset({"approvals.py", "socket_mode.py", "uploads.py"}),
-    # getUpdates long polling; approval buttons for tool permissions; the agent's uploads
-    "telegram": frozenset(
-        {"approvals.py", "groups.py", "indicators.py", "polling.py", "uploads.py"}
-    ),
+    "slack": frozenset({"approvals.py", "socket_mode.py"}),
+    # getUpdates long polling; approval buttons for tool permissions; group rules
+    "telegram": frozenset({"approvals.py", "groups.py", "indicators.py", "polling.py"}),
     # the Gateway (WebSocket) connection; REST rate-limit buckets; approval buttons for
     # tool permissions; the typing keep-alive
-    "discord": frozenset(
-        {"approvals.py", "gateway.py", "indicators.py", "ratelimit.py", "uploads.py"}
-    ),
+    "discord": frozenset({"approvals.py", "gateway.py", "indicators.py", "ratelimit.py"}),
     "weixin": frozenset({"indicators.py", "polling.py"}),  # + getupdates long polling
 }
 

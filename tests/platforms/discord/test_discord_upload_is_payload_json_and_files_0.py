@@ -15,7 +15,7 @@ from channelkit.clients.discord import CreateMessageFilesRequest, DiscordClient
 from channelkit.core import SessionTarget
 from channelkit.errors import AttachmentTooLarge
 from channelkit.http.multipart import MultipartBody, UploadFile
-from channelkit.platforms.discord.uploads import MAX_BYTES, upload
+from channelkit.platforms.discord.files import MAX_BYTES, upload
 from channelkit.playground.bot_files import parse_multipart
 
 

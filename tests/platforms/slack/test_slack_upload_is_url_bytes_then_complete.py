@@ -16,7 +16,7 @@ from channelkit.core import SessionTarget
 from channelkit.errors import AttachmentRefused, ServerError
 from channelkit.http import RetryPolicy
 from channelkit.platforms.slack.api import SlackApi
-from channelkit.platforms.slack.uploads import upload
+from channelkit.platforms.slack.files import upload
 from channelkit.playground.bot_files import parse_multipart
 
 API = "https://slack.test/api"

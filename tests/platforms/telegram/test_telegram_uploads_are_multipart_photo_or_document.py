@@ -17,7 +17,7 @@ from channelkit.core import SessionTarget
 from channelkit.errors import ServerError
 from channelkit.http import RetryPolicy
 from channelkit.platforms.telegram.api import TelegramApi
-from channelkit.platforms.telegram.uploads import upload
+from channelkit.platforms.telegram.files import upload
 from channelkit.playground.bot_files import parse_multipart
 
 BASE = "https://api.telegram.test"

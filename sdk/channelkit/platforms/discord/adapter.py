@@ -492,8 +492,8 @@ class DiscordChannel(ChannelBase):
         image: bool = False,
         caption: str | None = None,
     ) -> str:
-        """The agent's file as a message with one attachment (`uploads`)."""
-        from channelkit.platforms.discord.uploads import upload
+        """The agent's file as a message with one attachment (`files`)."""
+        from channelkit.platforms.discord.files import upload
 
         return upload(self.api, target, file, image=image, caption=caption)
 

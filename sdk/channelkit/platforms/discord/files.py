@@ -1,4 +1,6 @@
-"""Discord files a person attaches to a message (inbound attachments, issue 25).
+"""Discord files both ways: a person's attachments in, the agent's files out.
+
+## In
 
 A ``MESSAGE_CREATE`` carries ``attachments``: objects with ``id``, ``filename``,
 ``content_type``, ``size``, ``url`` (Discord's CDN, ``cdn.discordapp.com``) and
@@ -9,20 +11,51 @@ signed by its ``ex`` / ``is`` / ``hm`` parameters; the bot token is never sent
 there), and only when it is on Discord's own CDN hosts (plus the configured REST host
 when it is not Discord's: an emulator or a proxy). Any other host is refused before
 a request is made; no redirect is followed.
+
+## Out
+
+An agent's files and images to Discord: one message with an attachment.
+
+`upload()` is `DiscordChannel.upload_file`: one ``POST /channels/{id}/messages`` as
+``multipart/form-data`` (`DiscordClient.create_message_with_files`): ``payload_json``
+carries the message (the caption as its content, nobody pinged, ``attachments: [{"id":
+0, "filename"}]``) and ``files[0]`` the file, streamed and reopened by every attempt
+(also when the REST rate limiter sends it again after a 429). Discord shows an image
+attachment inline by itself, so an image and a file are sent the same way. A file over
+`MAX_BYTES` (a bot's upload limit in a server without boosts) is refused before a byte
+is sent.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from channelkit.attachments.model import Attachment, AttachmentKind
 from channelkit.attachments.names import sanitize_name
+from channelkit.clients.discord import CreateMessageFilesRequest
 from channelkit.core.inbound_files import AttachmentSource
-from channelkit.errors import AttachmentRefused
+from channelkit.errors import AttachmentRefused, AttachmentTooLarge
+from channelkit.http.multipart import UploadFile
+from channelkit.platforms.discord.api import NO_MENTIONS
 
-__all__ = ["DISCORD_FILE_HOSTS", "file_hosts", "file_source", "parse_attachments"]
+if TYPE_CHECKING:
+    from channelkit.attachments.outbound import OutboundSource
+    from channelkit.core.types import SessionTarget
+    from channelkit.platforms.discord.api import DiscordApi
+
+__all__ = [
+    "CAPTION_MAX",
+    "DISCORD_FILE_HOSTS",
+    "MAX_BYTES",
+    "UPLOAD_TIMEOUT_S",
+    "file_hosts",
+    "file_source",
+    "parse_attachments",
+    "upload",
+]
 
 #: Where Discord serves message attachments: its CDN and its media proxy.
 DISCORD_FILE_HOSTS = ("cdn.discordapp.com", "media.discordapp.net")
@@ -85,3 +118,41 @@ def file_source(attachment: Attachment, hosts: Iterable[str]) -> AttachmentSourc
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+#: The largest file a bot uploads where the server has no boosts (10 MiB).
+MAX_BYTES = 10 * 1024 * 1024
+#: A message's content limit (the caption is cut to it).
+CAPTION_MAX = 2000
+#: The overall deadline of one upload.
+UPLOAD_TIMEOUT_S = 120.0
+
+
+def upload(
+    api: DiscordApi,
+    target: SessionTarget,
+    file: OutboundSource,
+    *,
+    image: bool = False,
+    caption: str | None = None,
+) -> str:
+    """Post ``file`` to the target's channel (its thread, when it has one); the new
+    message's id."""
+    if file.size > MAX_BYTES:
+        raise AttachmentTooLarge(name=file.name, limit=MAX_BYTES, size=file.size)
+    payload: dict[str, Any] = {
+        "allowed_mentions": dict(NO_MENTIONS),
+        "attachments": [{"id": 0, "filename": file.name}],
+    }
+    if caption:
+        payload["content"] = caption[:CAPTION_MAX]
+    part = UploadFile(file.name, file.content_type(), file.size, file.open)
+    body = CreateMessageFilesRequest(
+        payload_json=json.dumps(payload, ensure_ascii=False), files_0=part
+    )
+    message = api.client.create_message_with_files(
+        channel_id=target.thread_id or target.chat_id,
+        body=body,
+        timeout=(5.0, UPLOAD_TIMEOUT_S),
+    )
+    return str(message.id)

@@ -443,8 +443,8 @@ class SlackChannel(ChannelBase):
         caption: str | None = None,
     ) -> str:
         """The agent's file through Slack's external upload, shared in the target's
-        channel (thread) with the caption (`uploads`); the file's id."""
-        from channelkit.platforms.slack.uploads import upload
+        channel (thread) with the caption (`files`); the file's id."""
+        from channelkit.platforms.slack.files import upload
 
         return upload(self.api, target, file, image=image, caption=caption)
 

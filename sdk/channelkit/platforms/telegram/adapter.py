@@ -602,8 +602,8 @@ class TelegramChannel(ChannelBase):
         caption: str | None = None,
     ) -> str:
         """The agent's file as ``sendPhoto`` (an image Telegram shows as a photo) or
-        ``sendDocument``, multipart, in the target's topic (`uploads`)."""
-        from channelkit.platforms.telegram.uploads import upload
+        ``sendDocument``, multipart, in the target's topic (`files`)."""
+        from channelkit.platforms.telegram.files import upload
 
         return upload(self.api, target, file, image=image, caption=caption)
 

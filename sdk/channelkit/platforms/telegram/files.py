@@ -1,4 +1,7 @@
-"""An agent's files and images to Telegram: ``sendPhoto`` / ``sendDocument`` (multipart).
+"""Telegram files: the agent's files and images out, with ``sendPhoto`` / ``sendDocument``.
+
+(A person's photos and documents come in through the ingress, and
+`TelegramChannel.attachment_source` fetches them with ``getFile``.)
 
 `upload()` is `TelegramChannel.upload_file`: one attempt, the file streamed as the
 ``photo`` or ``document`` part of a ``multipart/form-data`` request (reopened by every
