@@ -260,3 +260,14 @@ def test_a_matching_record_is_claimed_in_one_step_and_a_mismatch_claims_nothing(
     stale = {**args, "expected": token + 1}
     assert store.claim_matching("card", match, "claim2", {"by": 3}, **stale)[1] == GUARD_STALE
     assert store.get("claim") == {"by": 1} and store.get("claim2") is None
+
+
+def test_a_match_compares_text_the_same_way_in_every_store(backend: Backend) -> None:
+    store = backend.make()
+    token = hold(store, 0)
+    store.put("card", {"group": True, "n": 12, "owner": "u1"})
+    args: dict[str, Any] = {"guard": LEASE, "field": "token", "expected": token}
+    assert store.claim_matching("card", {"group": "True"}, "c1", {}, **args)[1] == "mismatch"
+    assert store.claim_matching("card", {"n": "12.0"}, "c1", {}, **args)[1] == "mismatch"
+    match = {"group": "true", "n": "12", "owner": "u1"}
+    assert store.claim_matching("card", match, "c1", {}, **args)[1] == GUARD_WRITTEN

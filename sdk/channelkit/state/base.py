@@ -304,9 +304,11 @@ def decode(text: str | bytes) -> dict[str, Any]:
 
 
 def guard_text(value: object) -> str | None:
-    """The text a guard compares: a string as is, an integer in decimal, else None."""
+    """The text a guard or a match compares (as Redis's Lua ``tostring`` shows the JSON
+    value): a string as is, an integer in decimal, a boolean ``true``/``false``, else
+    None (never equal)."""
     if isinstance(value, bool):
-        return None
+        return "true" if value else "false"
     if isinstance(value, str):
         return value
     if isinstance(value, int):

@@ -182,20 +182,33 @@ class MemoryStore:
         ttl = check_ttl(ttl_s)
         text = None if value is None else encode(value)
         with self._lock:
-            now = self._clock.now()
-            held = self._live(guard, now)
-            if held is None:
-                return GUARD_ABSENT
-            if guard_text(decode(held).get(field)) != want:
-                return GUARD_STALE
-            present = self._live(key, now) is not None
-            if only_if_absent and present:
-                return GUARD_EXISTS
-            if text is not None:
-                self._store(key, text, ttl, now)
-            elif present:
-                del self._data[key]
-            return GUARD_WRITTEN
+            return self._write_if(guard, field, want, key, text, ttl, only_if_absent)
+
+    def _write_if(
+        self,
+        guard: str,
+        field: str,
+        want: str,
+        key: str,
+        text: str | None,
+        ttl: float | None,
+        only_if_absent: bool,
+    ) -> str:
+        """`write_if()` with the lock held and its arguments checked."""
+        now = self._clock.now()
+        held = self._live(guard, now)
+        if held is None:
+            return GUARD_ABSENT
+        if guard_text(decode(held).get(field)) != want:
+            return GUARD_STALE
+        present = self._live(key, now) is not None
+        if only_if_absent and present:
+            return GUARD_EXISTS
+        if text is not None:
+            self._store(key, text, ttl, now)
+        elif present:
+            del self._data[key]
+        return GUARD_WRITTEN
 
     def claim_matching(
         self,
@@ -210,18 +223,20 @@ class MemoryStore:
         ttl_s: float | None = None,
     ) -> tuple[dict[str, Any] | None, str]:
         check_key(record, "record")
-        want = {str(k): str(v) for k, v in match.items()}
+        check_key(guard, "guard")
+        check_key(claim, "claim")
+        match_text = {str(k): str(v) for k, v in match.items()}
+        want = guard_text(expected)
+        if want is None:
+            raise ConfigurationError("must be a string or an integer", "expected")
+        ttl = check_ttl(ttl_s)
+        text = encode(value)
         with self._lock:
-            text = self._live(record, self._clock.now())
-        found = None if text is None else decode(text)
-        if found is None or any(guard_text(found.get(k)) != v for k, v in want.items()):
-            return found, CLAIM_MISMATCH
-        # the claim is guarded under the lock again: a record changed meanwhile only
-        # matters to the caller's own reading of it, not to who wins the claim
-        outcome = self.write_if(
-            guard, field, expected, claim, value, ttl_s=ttl_s, only_if_absent=True
-        )
-        return found, outcome
+            raw = self._live(record, self._clock.now())
+            found = None if raw is None else decode(raw)
+            if found is None or any(guard_text(found.get(k)) != v for k, v in match_text.items()):
+                return found, CLAIM_MISMATCH
+            return found, self._write_if(guard, field, want, claim, text, ttl, True)
 
     def scan(self, prefix: str, limit: int = 1000) -> list[str]:
         if not isinstance(prefix, str):
