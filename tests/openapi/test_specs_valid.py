@@ -126,6 +126,7 @@ IDEMPOTENT_POSTS: dict[tuple[str, str], str] = {
     ("telegram", "setMyCommands"): "replaces the scope's command menu with the same list",
     ("telegram", "getMe"): "read-only",
     ("telegram", "getFile"): "read-only (a repeat gives a download link to the same file)",
+    ("dingtalk", "downloadRobotMessageFile"): "read-only (a repeat gives a link to the same file)",
     ("weixin", "getConfig"): "read-only (returns the typing ticket)",
     ("weixin", "sendTyping"): "sets a typing state (1 typing / 2 cancel)",
     ("slack", "chatUpdate"): "replaces the message with the given content",
@@ -319,7 +320,34 @@ def test_parameters_and_bodies_follow_conventions(platform: str) -> None:
         assert declared_path_params == set(re.findall(r"{([^}]+)}", path)), f"{method} {path}"
         body = op.get("requestBody")
         if body is not None:
-            _schema_name(_json_schema(body["content"]))
+            content = body["content"]
+            assert set(content) <= BODY_TYPES and content, f"{method} {path}: {sorted(content)}"
+            for media_type, entry in content.items():
+                name = _schema_name(entry["schema"])
+                if media_type == "multipart/form-data":
+                    _assert_upload_schema(doc, name, f"{method} {path}")
+            if "multipart/form-data" in content and "application/json" in content:
+                assert op.get(
+                    "x-channelkit-multipart-operationId"
+                ), f"{method} {path}: both bodies need a second operationId for the upload"
+
+
+#: The request body media types the generator supports.
+BODY_TYPES = {"application/json", "multipart/form-data"}
+
+
+def _assert_upload_schema(doc: dict[str, Any], name: str, where: str) -> None:
+    """A multipart body is an object of form fields with at least one file part (a
+    ``"type": "string", "format": "binary"`` property)."""
+    schema = doc["components"]["schemas"][name]
+    assert schema.get("type") == "object", f"{where}: {name} is not an object"
+    properties = schema.get("properties", {})
+    files = [
+        key
+        for key, prop in properties.items()
+        if prop.get("type") == "string" and prop.get("format") == "binary"
+    ]
+    assert files, f"{where}: multipart body {name} has no binary file part"
 
 
 @pytest.mark.parametrize("platform", PLATFORMS)
