@@ -31,6 +31,8 @@ from channelkit.core.catalog import (
 )
 from channelkit.errors import ConfigurationError
 
+#: the Discord modules that show a person texts (messages, buttons, notices, forms)
+DISCORD_MODULES = ("adapter", "approvals", "output", "questions", "indicators")
 #: modules whose upper-case string constants are person-facing texts
 TEXT_MODULES = (
     "channelkit.core.text",
@@ -51,6 +53,7 @@ TEXT_MODULES = (
     "channelkit.platforms.weixin.adapter",
     "channelkit.platforms.dingtalk.markdown",
     "channelkit.platforms.common.text",
+    *(f"channelkit.platforms.discord.{name}" for name in DISCORD_MODULES),
 )
 #: name prefixes of person-facing constants in those modules (and the suffix ``_TEXT``)
 TEXT_PREFIXES = (
@@ -91,7 +94,11 @@ CATALOG_ONLY_MODULES = (
     "channelkit.platforms.slack.questions",
     "channelkit.platforms.telegram.adapter",
     "channelkit.platforms.common.text",
+    *(f"channelkit.platforms.discord.{name}" for name in DISCORD_MODULES),
 )
+#: modules whose person-facing constants must localize: each is a catalog `Message`
+#: (carrying its key), never a plain English ``str``
+LOCALIZED_MODULES = tuple(f"channelkit.platforms.discord.{name}" for name in DISCORD_MODULES)
 
 
 def _literals(module_name: str) -> list[tuple[int, str]]:
@@ -181,6 +188,25 @@ def test_the_other_locales_are_translated_not_copied() -> None:
         same = [k for k, v in CATALOG[locale].items() if v == english[k]]
         # a few words are spelled alike (none today); most must differ
         assert len(same) <= len(english) // 20, (locale, same)
+
+
+@pytest.mark.parametrize("module_name", LOCALIZED_MODULES)
+def test_every_shown_constant_of_a_localized_module_is_a_catalog_message(
+    module_name: str,
+) -> None:
+    module = importlib.import_module(module_name)
+    constants = [
+        (attr, value)
+        for attr, value in vars(module).items()
+        if attr not in NOT_SHOWN and (attr.startswith(TEXT_PREFIXES) or attr.endswith("_TEXT"))
+    ]
+    plain = [
+        (attr, text)
+        for attr, value in constants
+        for text in (value.values() if isinstance(value, dict) else [value])
+        if isinstance(text, str) and not isinstance(text, Message)
+    ]
+    assert plain == [], f"{module_name}: English texts that cannot localize (use catalog.en)"
 
 
 def test_every_shown_constant_is_a_catalog_text() -> None:

@@ -254,6 +254,13 @@ _EN: dict[str, str] = {
     "attachment.too_large": "{name} was not received: it is larger than the limit of {limit}.",
     "attachment.not_received": "{name} could not be received.",
     "attachment.not_sent": "The agent's file {name} could not be sent here: {reason}.",
+    # -- Discord messages and question forms -------------------------------------------
+    "discord.stopped": "*Stopped.*",
+    "discord.failed": "*Failed.*",
+    "question.other_typed": "Other…",
+    "question.choose": "Choose…",
+    "question.your_answer": "Your answer",
+    "question.numbered": "Question {number}",
 }
 
 _ZH_CN: dict[str, str] = {
@@ -440,6 +447,12 @@ _ZH_CN: dict[str, str] = {
     "attachment.too_large": "未能接收 {name}：文件超过 {limit} 的上限。",
     "attachment.not_received": "未能接收 {name}。",
     "attachment.not_sent": "智能体的文件 {name} 无法发送到这里：{reason}。",
+    "discord.stopped": "*已停止。*",
+    "discord.failed": "*已失败。*",
+    "question.other_typed": "其他…",
+    "question.choose": "请选择…",
+    "question.your_answer": "你的回答",
+    "question.numbered": "问题 {number}",
 }
 
 _DE: dict[str, str] = {
@@ -648,6 +661,12 @@ _DE: dict[str, str] = {
     "attachment.not_received": "{name} konnte nicht empfangen werden.",
     "attachment.not_sent": "Die Datei {name} des Agenten konnte hier nicht gesendet werden: "
     "{reason}.",
+    "discord.stopped": "*Gestoppt.*",
+    "discord.failed": "*Fehlgeschlagen.*",
+    "question.other_typed": "Andere…",
+    "question.choose": "Auswählen…",
+    "question.your_answer": "Deine Antwort",
+    "question.numbered": "Frage {number}",
 }
 
 #: locale -> key -> text. Every locale holds every key of ``en`` (tested).

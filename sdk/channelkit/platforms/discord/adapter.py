@@ -37,6 +37,13 @@ Questions (`questions`) are one message of components per request; tool permissi
 (`approvals`) one button per agent option. Both are owner-only, one-shot, and updated
 in place to their end state.
 
+Language: every text the channel shows a person (notices, the Stop button, the Stopped /
+Failed marks, forms, refusals) comes from the message catalog (`channelkit.core.catalog`)
+in the channel's `locale`. An interaction carries the clicking person's Discord client
+language (`locale`, e.g. `zh-CN`, `de`, `en-US`): the answer to that click is in it, and
+it is remembered for that person (`locales`: bounded, locked) for the messages, forms
+and notices they read later.
+
 Presentations (`presentation_sender()`): the existing renderer's components v2 messages
 through `DiscordSender` (`pin_message` pins). A click on a presentation's value (or
 command) button, or a choice in its select, reaches the channel as the clicking
@@ -65,6 +72,7 @@ from channelkit.core import (
     UserInputRequestContext,
 )
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.catalog import en
 from channelkit.core.inbound_files import AttachmentSource
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import CancellationReason
@@ -88,6 +96,7 @@ from channelkit.platforms.discord.ingress import (
     ComponentClick,
     DiscordInteractions,
     DiscordVerifier,
+    clicker_texts,
     deferred_update,
     ephemeral,
     parse_component,
@@ -130,9 +139,11 @@ GATEWAY_EVENTS = frozenset(
 )
 #: Seconds a handled message id is remembered (a resumed Gateway never repeats one).
 MESSAGE_DEDUP_TTL = 3600.0
-TEXT_NOT_YOUR_RUN = "Only the person who started this can stop it."
-#: The one message telling that a person's run failed where no failed segment shows it.
-TEXT_FAILED = "Failed, please retry."
+#: Told (in the presser's language) to anyone but the owner who presses a Stop button.
+TEXT_NOT_YOUR_RUN = en("owner.stop")
+#: The one message telling that a person's run failed where no failed segment shows it
+#: (in the owner's language).
+TEXT_FAILED = en("notice.failed")
 #: Threads remembered (channel id -> parent id; least recently used dropped first: a
 #: forgotten thread is still its own chat, only its `thread_id` is not set).
 MAX_THREADS = 1_000
@@ -236,6 +247,10 @@ class DiscordChannel(ChannelBase):
             clock=self.clock,
             prompt=lambda context: self.format_permission_request(context.request),
         )
+        # every text a person reads is in their language (`messages_for`): the one their
+        # last interaction's `locale` told, else the channel's `locale`
+        self.output.texts_for = self.questions.texts_for = self.messages_for
+        self.approvals.texts_for = self.messages_for
         self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         self.delivery_health = self.delivery.health
         #: runs whose failure a failed segment shows: no TEXT_FAILED for them
@@ -369,7 +384,8 @@ class DiscordChannel(ChannelBase):
         watch = self._seen.watch
         if watch is None or not watch.notify_once(f"{self.name}:{user}"):
             return Decision.ignored()
-        self.pool.post(self._post_quietly, channel, MSG_STORE_UNAVAILABLE)
+        notice = self.messages_for(user).text(MSG_STORE_UNAVAILABLE)
+        self.pool.post(self._post_quietly, channel, notice)
         return Decision.ignored()
 
     def decide_interaction(self, payload: Mapping[str, Any]) -> Decision:
@@ -378,6 +394,8 @@ class DiscordChannel(ChannelBase):
         click = parse_component(payload)
         if click is None:
             return Decision.ignored(deferred_update())
+        if click.locale is not None:  # the person's language, for what they read later
+            self.locales.note(click.user_id, click.locale)
         if click.channel_id is not None and click.channel_type in THREAD_TYPES:
             self._threads[click.channel_id] = click.parent_id or ""
         interaction = Interaction(
@@ -437,8 +455,9 @@ class DiscordChannel(ChannelBase):
         if live is None:
             return Decision.ignored(deferred_update())
         verdict = self.output.claim_stop(live, interaction.actor_id or "")
-        if verdict == "foreign":
-            return Decision.ack(ephemeral(TEXT_NOT_YOUR_RUN), outcome="forbidden")
+        if verdict == "foreign":  # told in the presser's language
+            refusal = clicker_texts(interaction.raw, self.messages_for).text(TEXT_NOT_YOUR_RUN)
+            return Decision.ack(ephemeral(refusal), outcome="forbidden")
         if verdict != "owner":
             return Decision.ignored(deferred_update())
         segment = live.segment
@@ -573,7 +592,8 @@ class DiscordChannel(ChannelBase):
             self.output.discard_run(event.run_id)
             shown = self._failure_shown.pop(event.run_id)
             if event.type is LifecycleType.FAILED and event.owner is not None and not shown:
-                self._post_quietly(event.chat_id, TEXT_FAILED)
+                failed = self.messages_for(event.owner.id).text(TEXT_FAILED)
+                self._post_quietly(event.chat_id, failed)
 
     def _post_quietly(self, channel: str, text: str) -> None:
         try:

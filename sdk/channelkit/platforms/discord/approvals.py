@@ -27,10 +27,16 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.registry import CardRegistry
-from channelkit.platforms.discord.ingress import ComponentClick, deferred_update, ephemeral
+from channelkit.platforms.discord.ingress import (
+    ComponentClick,
+    clicker_texts,
+    deferred_update,
+    ephemeral,
+)
 
 __all__ = ["ACTION_PREFIX", "MAX_BUTTONS", "TEXT_NOT_OWNER", "DiscordApprovals"]
 
@@ -40,7 +46,8 @@ ACTION_PREFIX = "ck:ap:"
 #: Buttons per message: two action rows of five.
 MAX_BUTTONS = 10
 MAX_TEXT = 2000
-TEXT_NOT_OWNER = "Only the person who started this task can answer."
+#: told (in the clicking person's language) to anyone but the owner who presses a button
+TEXT_NOT_OWNER = en("owner.answer")
 _CUSTOM_ID = re.compile(r"^ck:ap:([A-Za-z0-9_-]{16}):(\d)$")
 
 
@@ -82,7 +89,8 @@ class DiscordApprovals(ApprovalButtons[_Approval]):
     """The live approval messages of one channel; see the module docstring.
 
     `submit(key, fn)` runs `fn` on a per-key serial lane of the pool (never on the
-    receiving thread).
+    receiving thread). `texts_for(person)` gives the catalog texts a person reads (the
+    channel sets its `messages_for`): the settled label is in the owner's language.
     """
 
     _what = "discord approval"
@@ -100,6 +108,8 @@ class DiscordApprovals(ApprovalButtons[_Approval]):
         super().__init__(submit=submit, clock=clock, registry=registry)
         self._api = api
         self._prompt = prompt
+        #: the catalog texts a person reads (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
 
     def present(self, ctx: PermissionRequestContext, text: str | None = None) -> str:
         """Post the prompt with its buttons; `presented` or `unsupported`."""
@@ -134,8 +144,9 @@ class DiscordApprovals(ApprovalButtons[_Approval]):
                 return Decision.ignored(deferred_update())
             if click.message_id not in (None, record.message_id) and record.message_id:
                 return Decision.ignored(deferred_update())
-            if click.user_id != str(record.ctx.owner.id):
-                return Decision.ack(ephemeral(TEXT_NOT_OWNER), outcome="forbidden")
+            if click.user_id != str(record.ctx.owner.id):  # in the presser's language
+                refusal = clicker_texts(click, self.texts_for).text(TEXT_NOT_OWNER)
+                return Decision.ack(ephemeral(refusal), outcome="forbidden")
             if self._take(record) is not None:
                 return Decision.ignored(deferred_update())
             option_id = record.ctx.options[index].option_id
@@ -149,7 +160,7 @@ class DiscordApprovals(ApprovalButtons[_Approval]):
         record.message_id = ref
 
     def _show_outcome(self, record: _Approval, ref: Any) -> None:
-        label = describe_outcome(record.ctx.outcome())
+        label = describe_outcome(record.ctx.outcome(), self.texts_for(str(record.ctx.owner.id)))
         text = self.settled_text(record.text, label, MAX_TEXT)
         try:
             self._api.edit(record.channel, ref, text, [])

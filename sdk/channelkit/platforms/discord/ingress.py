@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from channelkit.attachments.model import Attachment
+from channelkit.core.catalog import Messages, messages, resolve_locale
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import Headers, IngressRequest, IngressResponse, loads_json
 from channelkit.platforms.common.replay import ReplayGuard, signed_headers_problem
@@ -65,6 +66,7 @@ __all__ = [
     "DiscordInteractions",
     "DiscordMessage",
     "DiscordVerifier",
+    "clicker_texts",
     "deferred_update",
     "ephemeral",
     "modal",
@@ -332,6 +334,9 @@ class ComponentClick:
     channel_type: int | None = None
     parent_id: str | None = None
     fields: Mapping[str, str] = field(default_factory=dict)
+    #: the language the clicking person's Discord client uses (``"zh-CN"``, ``"de"``,
+    #: ``"en-US"``; Discord sends it with every interaction but a PING), or None
+    locale: str | None = None
 
     @property
     def is_modal(self) -> bool:
@@ -396,6 +401,7 @@ def parse_component(payload: Mapping[str, Any]) -> ComponentClick | None:
         channel_type=channel_type,
         parent_id=parent_id,
         fields=modal_values(data.get("components")) if kind == 5 else {},
+        locale=_text(payload.get("locale")),
     )
 
 
@@ -414,6 +420,14 @@ def ephemeral(text: str) -> dict[str, Any]:
         "type": RESPONSE_CHANNEL_MESSAGE,
         "data": {"content": text, "flags": _EPHEMERAL, "allowed_mentions": {"parse": []}},
     }
+
+
+def clicker_texts(click: ComponentClick, texts_for: Callable[[str | None], Messages]) -> Messages:
+    """The catalog texts for the person who clicked: their Discord client's language
+    (the interaction's `locale`) when the catalog has it, else ``texts_for(user id)``
+    (the language remembered for them, else the channel's ``locale``)."""
+    locale = resolve_locale(click.locale)
+    return messages(locale) if locale is not None else texts_for(click.user_id)
 
 
 def modal(custom_id: str, title: str, inputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

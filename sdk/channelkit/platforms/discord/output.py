@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.markdown import Dialect, render
 from channelkit.platforms.common import SnapshotWriter, StreamedText
 from channelkit.platforms.common.text import MAX_VISIBLE_CHARS
@@ -60,9 +61,11 @@ STOP_PREFIX = "ck:stop:"
 #: Characters of `content` per message (Discord allows 2,000).
 MAX_CONTENT = 2_000
 FINALIZE_TIMEOUT = 10.0
-TEXT_STOP = "Stop"
-TEXT_STOPPED = "*Stopped.*"
-TEXT_FAILED_MARK = "*Failed.*"
+#: the Stop button's label and the marks of a stopped or failed segment's message, each
+#: shown in its owner's language (`SegmentMessages.texts_for`)
+TEXT_STOP = en("button.stop")
+TEXT_STOPPED = en("discord.stopped")
+TEXT_FAILED_MARK = en("discord.failed")
 #: Ended segments whose Stop token is still recognised (a late press is ignored quietly).
 MAX_ENDED_TOKENS = 1_000
 
@@ -85,9 +88,11 @@ class LiveMessage:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def stop_components(token: str) -> list[dict[str, Any]]:
-    """One action row with the red Stop button."""
-    button = {"type": 2, "style": 4, "label": TEXT_STOP, "custom_id": f"{STOP_PREFIX}{token}"}
+def stop_components(token: str, texts: Messages | None = None) -> list[dict[str, Any]]:
+    """One action row with the red Stop button, labelled in the locale of ``texts``
+    (default English)."""
+    label = (texts or messages()).text(TEXT_STOP)
+    button = {"type": 2, "style": 4, "label": label, "custom_id": f"{STOP_PREFIX}{token}"}
     return [{"type": 1, "components": [button]}]
 
 
@@ -107,7 +112,9 @@ class SegmentMessages:
     """Per-segment live messages; see the module docstring.
 
     `submit(key, fn)` runs `fn` on the per-key serial lane of the channel's pool; writes
-    of one run share the key `("discord-out", run_id)`.
+    of one run share the key `("discord-out", run_id)`. `texts_for(person)` gives the
+    catalog texts a segment's owner reads (the channel sets its `messages_for`): the
+    Stop label and the Stopped / Failed marks are in that language.
     """
 
     def __init__(
@@ -131,6 +138,8 @@ class SegmentMessages:
         self._tokens: dict[str, str] = {}  # stop token -> segment id (live segments only)
         self._ended: BoundedMap[str, bool] = BoundedMap(MAX_ENDED_TOKENS, clock=clock)
         self._shown: dict[str, StreamedText] = {}  # run id -> text closed segments showed
+        #: the catalog texts a person reads (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
 
     # -- state ----------------------------------------------------------------------------
     def get(self, segment_id: str) -> LiveMessage | None:
@@ -198,7 +207,7 @@ class SegmentMessages:
         if not parts:
             return
         shown = parts[-1]
-        components = stop_components(live.token)
+        components = stop_components(live.token, self.texts_for(live.segment.owner.id))
         if live.message_id is None:
             live.message_id = self._api.post(live.channel, shown, components)
         else:
@@ -244,7 +253,8 @@ class SegmentMessages:
         no message shows yet (ready to post, in order)."""
         with live.lock:
             live.ended = True
-        mark = {"cancelled": TEXT_STOPPED, "failed": TEXT_FAILED_MARK}.get(state)
+        marked = {"cancelled": TEXT_STOPPED, "failed": TEXT_FAILED_MARK}.get(state)
+        mark = None if marked is None else self.texts_for(live.segment.owner.id).text(marked)
         parts = message_parts(content, final=True)
         if mark is not None:
             if parts and len(parts[-1]) + len(mark) + 2 <= MAX_CONTENT:

@@ -39,6 +39,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core import UserInputRequestContext
+from channelkit.core.catalog import Messages, en, messages
 from channelkit.platforms.common import StateCell, question_deadline
 from channelkit.platforms.common.contract import Decision
 from channelkit.platforms.common.native_input import (
@@ -50,7 +51,13 @@ from channelkit.platforms.common.native_input import (
     winner_state,
 )
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
-from channelkit.platforms.discord.ingress import ComponentClick, deferred_update, ephemeral, modal
+from channelkit.platforms.discord.ingress import (
+    ComponentClick,
+    clicker_texts,
+    deferred_update,
+    ephemeral,
+    modal,
+)
 
 __all__ = [
     "PREFIX",
@@ -65,15 +72,24 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PREFIX = "ck:q:"
-TEXT_NOT_OWNER = "Only the person who asked can answer this."
-TEXT_ANSWER_ALL = "Answer every question first."
-TEXT_ALREADY_ANSWERED = "This question was already answered; the form's answer was not used."
-TEXT_SUBMIT = "Submit"
-TEXT_OTHER = "Other…"
-TEXT_CANCEL = "Cancel"
-TEXT_CHOOSE = "Choose…"
-TEXT_MODAL_TITLE = "Your answer"
-TEXT_TERMINAL = {"submitted": "Submitted", "cancelled": "Cancelled", "expired": "Expired"}
+#: catalog texts (English here; shown in the language of the person who reads them: the
+#: form, its end state and the already-answered notice in the owner's, a click's notice
+#: and the modal in the clicking person's)
+TEXT_NOT_OWNER = en("owner.answer_asked")
+TEXT_ANSWER_ALL = en("question.answer_all")
+TEXT_ALREADY_ANSWERED = en("question.already_answered_form")
+TEXT_SUBMIT = en("button.submit")
+TEXT_OTHER = en("question.other_typed")
+TEXT_CANCEL = en("button.cancel")
+TEXT_CHOOSE = en("question.choose")
+TEXT_MODAL_TITLE = en("question.your_answer")
+TEXT_QUESTION = en("slack.question")
+TEXT_QUESTION_NUMBERED = en("question.numbered")
+TEXT_TERMINAL = {
+    "submitted": en("label.submitted_plain"),
+    "cancelled": en("label.cancelled_plain"),
+    "expired": en("label.expired_plain"),
+}
 MAX_LIVE_FORMS = 1_000
 MAX_CONTENT = 2_000
 _CLAIMABLE = ("reserved", "pending")
@@ -105,18 +121,22 @@ def _custom_id(token: str, what: str) -> str:
     return f"{PREFIX}{token}:{what}"
 
 
-def form_text(context: UserInputRequestContext) -> str:
+def form_text(context: UserInputRequestContext, texts: Messages | None = None) -> str:
     """The questions as the message's text."""
     lines = []
     for question in context.questions:
         lines.append(
             f"**{question.header}**\n{question.question}" if question.header else question.question
         )
-    return "\n\n".join(lines)[:MAX_CONTENT] or "Question"
+    return "\n\n".join(lines)[:MAX_CONTENT] or (texts or messages()).text(TEXT_QUESTION)
 
 
-def form_components(context: UserInputRequestContext, token: str) -> list[dict[str, Any]]:
-    """One string select per question, then Submit, Other... and Cancel."""
+def form_components(
+    context: UserInputRequestContext, token: str, texts: Messages | None = None
+) -> list[dict[str, Any]]:
+    """One string select per question, then Submit, Other... and Cancel (labelled in
+    the locale of ``texts``, default English)."""
+    m = texts or messages()
     rows: list[dict[str, Any]] = []
     for index, question in enumerate(context.questions[:4]):
         options = [
@@ -133,46 +153,61 @@ def form_components(context: UserInputRequestContext, token: str) -> list[dict[s
             "type": 3,
             "custom_id": _custom_id(token, f"s{index}"),
             "options": options,
-            "placeholder": (question.header or TEXT_CHOOSE)[:150],
+            "placeholder": (question.header or m.text(TEXT_CHOOSE))[:150],
             "min_values": 1,
             "max_values": len(options) if question.multi_select else 1,
         }
         rows.append({"type": 1, "components": [select]})
     buttons = [
-        {"type": 2, "style": 3, "label": TEXT_SUBMIT, "custom_id": _custom_id(token, "submit")},
-        {"type": 2, "style": 2, "label": TEXT_OTHER, "custom_id": _custom_id(token, "other")},
-        {"type": 2, "style": 2, "label": TEXT_CANCEL, "custom_id": _custom_id(token, "cancel")},
+        {"type": 2, "style": style, "label": m.text(label), "custom_id": _custom_id(token, what)}
+        for style, label, what in (
+            (3, TEXT_SUBMIT, "submit"),
+            (2, TEXT_OTHER, "other"),
+            (2, TEXT_CANCEL, "cancel"),
+        )
     ]
     rows.append({"type": 1, "components": buttons})
     return rows
 
 
-def other_modal(context: UserInputRequestContext, token: str) -> dict[str, Any]:
-    """The modal of typed answers: one optional text field per question."""
+def other_modal(
+    context: UserInputRequestContext, token: str, texts: Messages | None = None
+) -> dict[str, Any]:
+    """The modal of typed answers: one optional text field per question (its title in
+    the locale of ``texts``, default English)."""
+    m = texts or messages()
     inputs = [
         {
             "type": 4,
             "custom_id": f"q{index}",
             "style": 1 if not question.multi_select else 2,
-            "label": (question.header or question.question or f"Question {index + 1}")[:45],
+            "label": (
+                question.header
+                or question.question
+                or m.text(TEXT_QUESTION_NUMBERED, number=index + 1)
+            )[:45],
             "required": False,
             "max_length": 1000,
         }
         for index, question in enumerate(context.questions[:5])
     ]
-    return modal(_custom_id(token, "modal"), TEXT_MODAL_TITLE, inputs)
+    return modal(_custom_id(token, "modal"), m.text(TEXT_MODAL_TITLE), inputs)
 
 
 def terminal_text(
-    context: UserInputRequestContext, state: str, answers: Mapping[str, str] | None
+    context: UserInputRequestContext,
+    state: str,
+    answers: Mapping[str, str] | None,
+    texts: Messages | None = None,
 ) -> str:
-    """The form's terminal text (the questions with their answers, then the state)."""
+    """The form's terminal text (the questions with their answers, then the state in
+    the locale of ``texts``, default English)."""
     lines = []
     for question in context.questions:
         answer = (answers or {}).get(question.answer_key)
         line = f"**{question.header or question.question}**"
         lines.append(line + (f": {answer}" if answer else ""))
-    label = TEXT_TERMINAL.get(state, state)
+    label = (texts or messages()).text(TEXT_TERMINAL.get(state, state))
     body = "\n".join(lines)[: MAX_CONTENT - len(label) - 4]
     return f"{body}\n\n*{label}*"
 
@@ -182,7 +217,8 @@ class DiscordQuestions:
 
     `submit(key, fn)` runs `fn` on a per-key serial lane of the pool; the scheduler
     arms the expiry; `registry` holds the live forms (key: the token) and their
-    tombstones (token -> (request id, terminal state)).
+    tombstones (token -> (request id, terminal state)). `texts_for(person)` gives the
+    catalog texts a person reads (the channel sets its `messages_for`).
     """
 
     def __init__(
@@ -204,6 +240,8 @@ class DiscordQuestions:
             registry if registry is not None else MemoryCardRegistry(clock, maxsize=MAX_LIVE_FORMS)
         )
         self._lock = self.registry.lock
+        #: the catalog texts a person reads (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
 
     # -- introspection --------------------------------------------------------------------
     def state_of(self, request_id: str) -> str | None:
@@ -244,8 +282,11 @@ class DiscordQuestions:
         if form.state.state != "reserved":
             return "presented"
         try:
+            texts = self.texts_for(context.owner.id)  # the form in its owner's language
             message_id = self._api.post(
-                form.channel, form_text(context), form_components(context, form.token)
+                form.channel,
+                form_text(context, texts),
+                form_components(context, form.token, texts),
             )
         except Exception as exc:
             logger.warning("discord question could not be posted: %s", type(exc).__name__)
@@ -281,8 +322,9 @@ class DiscordQuestions:
             known = form.message_id
         if known is not None and click.message_id not in (None, known):
             return Decision.ignored(deferred_update())
-        if click.user_id != form.context.owner.id:
-            return Decision.ack(ephemeral(TEXT_NOT_OWNER), outcome="forbidden")
+        if click.user_id != form.context.owner.id:  # told in the clicking person's language
+            refusal = clicker_texts(click, self.texts_for).text(TEXT_NOT_OWNER)
+            return Decision.ack(ephemeral(refusal), outcome="forbidden")
         questions = form.context.questions
         if what.startswith("s") and what[1:].isdigit():
             index = int(what[1:])
@@ -301,14 +343,16 @@ class DiscordQuestions:
                     form.picks.pop(index, None)
             return Decision.ack(deferred_update())
         if what == "other":
-            return Decision.ack(other_modal(form.context, form.token))
+            texts = clicker_texts(click, self.texts_for)
+            return Decision.ack(other_modal(form.context, form.token, texts))
         if what not in ("submit", "cancel", "modal"):
             return Decision.ignored(deferred_update())
         answers: dict[str, str] | None = None
         if what != "cancel":
             answers = self._answers(form, click.fields if what == "modal" else {})
             if answers is None:
-                return Decision.ack(ephemeral(TEXT_ANSWER_ALL), outcome="invalid")
+                hint = clicker_texts(click, self.texts_for).text(TEXT_ANSWER_ALL)
+                return Decision.ack(ephemeral(hint), outcome="invalid")
         if not form.state.compare_and_set(_CLAIMABLE, "claimed"):
             return Decision.ignored(deferred_update())
         with self._lock:
@@ -362,7 +406,8 @@ class DiscordQuestions:
 
     def _tell_lost(self, form: Form) -> None:
         try:
-            self._api.post(form.channel, TEXT_ALREADY_ANSWERED)
+            notice = self.texts_for(form.context.owner.id).text(TEXT_ALREADY_ANSWERED)
+            self._api.post(form.channel, notice)
         except Exception as exc:
             logger.warning("discord already-answered notice failed: %s", type(exc).__name__)
 
@@ -408,8 +453,9 @@ class DiscordQuestions:
             return
         answers = form.answers if state == "submitted" else None
         try:
+            texts = self.texts_for(form.context.owner.id)
             self._api.edit(
-                form.channel, message_id, terminal_text(form.context, state, answers), []
+                form.channel, message_id, terminal_text(form.context, state, answers, texts), []
             )
         except Exception as exc:
             logger.warning("discord question update failed: %s", type(exc).__name__)
