@@ -59,7 +59,9 @@ def test_after_a_flush_stop_on_the_other_instance_cancels_exactly_its_run_and_no
         return f"done: {text}"
 
     b = bot()
-    owner, other = b.instance(script), b.instance(script)
+    # leases that outlive a slow machine's set-up in real time (Redis keeps their TTL)
+    lease = {"leaseExpiryS": 120.0}
+    owner, other = b.instance(script, options=lease), b.instance(script, options=lease)
     first = payload(owner, "hold one", chat="cid-1", sender="staff-1", msg_id="msg-one")
     owner.robot_request(first)
     owner.robot_request(payload(owner, "hold two", chat="cid-2", sender="staff-2", msg_id="m2"))

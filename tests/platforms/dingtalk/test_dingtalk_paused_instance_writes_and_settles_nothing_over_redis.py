@@ -61,7 +61,9 @@ def test_a_resumed_instance_whose_token_was_fenced_writes_no_card_and_settles_no
         return "working"
 
     b = bot()
-    a, survivor = b.instance(paused_script), b.instance()
+    # leases that outlive a slow machine's set-up in real time (Redis keeps their TTL)
+    lease = {"leaseExpiryS": 120.0}
+    a, survivor = b.instance(paused_script, options=lease), b.instance(options=lease)
     a.send("hello")
     status = a.wait_for(lambda: a.status_tracks()[1:])[0]  # the segment after the question
     question = a.wait_for(lambda: a.question_tracks())[0]
@@ -74,7 +76,7 @@ def test_a_resumed_instance_whose_token_was_fenced_writes_no_card_and_settles_no
 
     a.crash()  # paused: no renewals
     b.store.delete(lease)  # ... past its lease: Redis expired the key
-    b.advance(4.0)  # past a's own trust in its lease; the survivor sweeps
+    b.advance(121.0, step=5.0)  # past a's own trust in its lease; the survivor sweeps
     survivor.wait_for(lambda: INTERRUPTED_TEXT in b.api.texts())
     assert b.store.get(lease)["fencedBy"] == survivor.instance_id  # fenced in Redis
     survivor.wait_for(
