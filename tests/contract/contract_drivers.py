@@ -1070,6 +1070,15 @@ class DiscordDriver(Driver):
         super().reset()
         self._forms.clear()
 
+    @staticmethod
+    def _in_every_locale(text: str) -> set[str]:
+        """A catalog text (a Discord ``TEXT_*`` constant) in every language: a channel
+        with a ``locale``, or a person whose client tells theirs, sees one of them."""
+        from channelkit.core.catalog import CATALOG
+
+        key = getattr(text, "key", None)
+        return {table[key] for table in CATALOG.values()} if key else {text}
+
     def _is_segment(self, view: dict[str, Any]) -> bool:
         from channelkit.platforms.discord.adapter import TEXT_FAILED
 
@@ -1077,13 +1086,16 @@ class DiscordDriver(Driver):
         datas = self._datas(view)
         if any(d.startswith(("ck:q:", "ck:ap:")) for d in datas) or view["id"] in self._forms:
             return False
-        if text == TEXT_FAILED or "/approve" in text or "reply with" in text.lower():
+        failed = self._in_every_locale(TEXT_FAILED)
+        if text in failed or "/approve" in text or "reply with" in text.lower():
             return False
         return not any(d and not d.startswith("ck:stop:") for d in datas)
 
     def segments(self) -> list[Segment]:
         from channelkit.platforms.discord.output import TEXT_FAILED_MARK, TEXT_STOPPED
 
+        stopped = tuple(self._in_every_locale(TEXT_STOPPED))
+        failed = tuple(self._in_every_locale(TEXT_FAILED_MARK))
         out = []
         for v in self._views():
             if not self._is_segment(v):
@@ -1092,9 +1104,9 @@ class DiscordDriver(Driver):
             stop = any(d.startswith("ck:stop:") for d in self._datas(v))
             if stop:
                 state = "running"
-            elif text.rstrip().endswith(TEXT_STOPPED):
+            elif text.rstrip().endswith(stopped):
                 state = "cancelled"
-            elif text.rstrip().endswith(TEXT_FAILED_MARK):
+            elif text.rstrip().endswith(failed):
                 state = "failed"
             else:
                 state = "completed"
@@ -1104,7 +1116,8 @@ class DiscordDriver(Driver):
     def failures(self) -> int:
         from channelkit.platforms.discord.adapter import TEXT_FAILED
 
-        notices = sum(1 for v in self._views() if v.get("text") == TEXT_FAILED)
+        failed = self._in_every_locale(TEXT_FAILED)
+        notices = sum(1 for v in self._views() if v.get("text") in failed)
         return notices + sum(1 for s in self.segments() if s.state == "failed")
 
     def notices(self, user: str) -> list[str]:
@@ -1120,8 +1133,15 @@ class DiscordDriver(Driver):
             if any(d.startswith("ck:q:") for d in self._datas(v)):
                 self._forms.add(v["id"])
                 out.append(Prompt(v["id"], True, "pending", text, v))
-            elif v["id"] in self._forms:  # a form settled in place
-                state = next((s for s, label in TEXT_TERMINAL.items() if label in text), "pending")
+            elif v["id"] in self._forms:  # a form settled in place (its label in any language)
+                state = next(
+                    (
+                        s
+                        for s, label in TEXT_TERMINAL.items()
+                        if any(f"*{t}*" in text for t in self._in_every_locale(label))
+                    ),
+                    "pending",
+                )
                 out.append(Prompt(v["id"], True, state, text, v))
             elif "/approve" in text or "reply with" in text.lower():
                 out.append(Prompt(v["id"], False, "pending", text, v))

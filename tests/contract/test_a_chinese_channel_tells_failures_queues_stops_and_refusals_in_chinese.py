@@ -1,13 +1,17 @@
 """Contract: with ``locale`` zh-CN (what ``channelkit playground --set locale=zh-CN``
 sets), the failure notice, the queue notice, the Stop button and the owner-only notice
-are Chinese on DingTalk, Feishu and Telegram, through their emulators (issue 27).
+are Chinese on DingTalk, Feishu and Telegram, and on Discord (both ingress modes), through
+their emulators (issue 27); so are the buttons of a question form.
 
 Telegram has no Stop button (a run is stopped with ``/cancel``): its reply to
 ``/cancel`` is checked instead, and its owner-only notice is the answer to a foreign
-person tapping an approval button."""
+person tapping an approval button. The playground's Discord people use a Discord client
+in the channel's language (their clicks carry ``locale`` zh-CN); a person whose client
+speaks another language is the Discord platform test's."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 
@@ -17,19 +21,43 @@ from channelkit.core import InboundMessage
 from channelkit.core.catalog import CATALOG
 from channelkit.playground.overrides import channel_options, parse_settings
 from contract_drivers import BOUND_S, FOREIGN, Driver, wait_for
-from contract_harness import Context, hold_until_cancelled, new_token, open_platform
+from contract_harness import (
+    COLOR,
+    Context,
+    ask,
+    hold_until_cancelled,
+    new_token,
+    open_platform,
+    pending,
+)
 
 ZH = CATALOG["zh-CN"]
 EN = CATALOG["en"]
-#: the chat platforms issue 27 names for the Chinese notices
-PLATFORMS = ("dingtalk", "feishu", "telegram")
+#: the chat platforms issue 27 names for the Chinese notices, and Discord
+PLATFORMS = ("dingtalk", "feishu", "telegram", "discord", "discord-interactions")
 #: what each platform shows when a run fails before any output
-FAILURE_KEY = {"dingtalk": "notice.failed", "feishu": "card.failed", "telegram": "notice.failed"}
+FAILURE_KEY = {
+    "dingtalk": "notice.failed",
+    "feishu": "card.failed",
+    "telegram": "notice.failed",
+    "discord": "notice.failed",
+}
 #: what a foreign person pressing the owner's button is told
 REFUSAL_KEYS = {
     "dingtalk": ("owner.card_group", "owner.card_direct"),
     "feishu": ("card.toast_not_owner",),
     "telegram": ("owner.answer",),
+    "discord": ("owner.stop",),
+}
+#: the platforms whose queue notice is edited to "starting now" (Discord keeps the core's
+#: single queue notice)
+EDITS_QUEUE_NOTICES = ("dingtalk", "feishu", "telegram")
+#: the buttons of a one-question, single-choice form (besides its options)
+FORM_BUTTON_KEYS = {
+    "dingtalk": ("button.submit",),
+    "feishu": ("card.submit", "card.form_title"),
+    "telegram": ("button.cancel",),
+    "discord": ("button.submit", "question.other_typed", "button.cancel"),
 }
 
 
@@ -97,7 +125,8 @@ def test_the_queue_notice_is_chinese_from_queued_to_starting(zh: Context) -> Non
     assert not _shown(d, EN["queue.next"]), d.chat_texts()
     gate.set()
     d.wait_segment(f"after the queue {token}", "completed")
-    wait_for(lambda: _shown(d, ZH["queue.starting"]), "the notice: starting now", tick=d.tick)
+    if d.platform in EDITS_QUEUE_NOTICES:
+        wait_for(lambda: _shown(d, ZH["queue.starting"]), "the notice: starting now", tick=d.tick)
 
 
 def test_the_stop_button_is_chinese(zh: Context) -> None:
@@ -152,3 +181,17 @@ def test_the_owner_only_notice_is_chinese(zh: Context) -> None:
     assert set(d.notices(FOREIGN)) <= expected, d.notices(FOREIGN)
     d.press(shown, "Allow")
     assert zh.script.outcome().allowed
+
+
+def test_the_question_forms_buttons_are_chinese(zh: Context) -> None:
+    d = zh.driver
+    d.require("native_questions")
+    zh.script.fn = ask(zh.script, COLOR)
+    d.send("ask")
+    prompt = pending(d, "Pick a color?")
+    shown = d.shown(prompt)  # the form as the chat shows it (its buttons and labels)
+    for key in FORM_BUTTON_KEYS[d.platform]:
+        assert ZH[key] in shown, (key, shown)
+        assert json.dumps(EN[key]) not in shown, (key, shown)  # no English label
+    d.answer(prompt, "Blue")  # the Chinese form answers as any other
+    assert zh.script.outcome() == {"0": "Blue"}

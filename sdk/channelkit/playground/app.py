@@ -512,6 +512,11 @@ class Playground:
             channel_config=self._channel_config(ChannelConfig(name="discord", model=model)),
             clock=self.clock,
         )
+        # the emulated people use a Discord client in the channel's language (their
+        # clicks say so), so `--set locale=zh-CN` shows Chinese after a click too
+        locale = self.channel.locales.configured
+        if locale is not None:
+            emulator.default_locale = "en-US" if locale == "en" else locale
 
     def _build_registered(self, model: str | None) -> None:
         """A platform registered from outside the package (``register_platform``), built

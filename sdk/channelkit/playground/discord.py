@@ -33,7 +33,11 @@ The person's messages are ``MESSAGE_CREATE`` dispatches on the Gateway
 modal submits, are ``INTERACTION_CREATE`` dispatches with ingress ``"gateway"``, or, with
 ``"interactions"``, POSTs to the bot's interactions endpoint signed with the emulator's
 Ed25519 key (`DiscordEmulator.public_key` goes to the channel's config); the endpoint's
-answer is applied as the interaction's response.
+answer is applied as the interaction's response. Every interaction carries the clicking
+person's client language as ``locale``: `DiscordEmulator.default_locale` (``"en-US"``; the
+playground sets the channel's ``locale``, so its people use a client in that language)
+unless `DiscordEmulator.set_locale()` or ``POST /_emulator/locale {"userId", "locale"}``
+gave them another.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from channelkit.core.catalog import CATALOG
 from channelkit.playground.bot_files import BotFiles, parse_multipart
 from channelkit.playground.discord_gateway import DiscordGatewayServer
 from channelkit.playground.emulator import (
@@ -117,6 +122,12 @@ IS_COMPONENTS_V2 = 1 << 15
 MAX_CONTENT = 2_000
 MAX_EMBEDS = 10
 MAX_CUSTOM_ID = 100
+#: the client language of a person's interactions unless `set_locale()` gave another
+DEFAULT_LOCALE = "en-US"
+#: people whose client language the emulator remembers (the oldest forgotten first)
+MAX_LOCALES = 1_000
+#: the labels of a Stop button in every language the SDK shows it in (``stop`` clicks it)
+STOP_LABELS = frozenset(table["button.stop"].strip().lower() for table in CATALOG.values())
 
 _SNOWFLAKE = r"(\d{1,20})"
 #: an attachment on the emulated CDN: ``/attachments/<channel>/<id>/<name>``
@@ -255,6 +266,11 @@ def _embed_text(embed: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def _is_stop(button: Mapping[str, Any]) -> bool:
+    """A Stop button, in any language the SDK labels it in."""
+    return str(button.get("text") or "").strip().lower() in STOP_LABELS
+
+
 def discord_view(message: Mapping[str, Any]) -> dict[str, Any]:
     """The page's view of one bot message: its text (content, Components v2 text
     displays, embeds), ``keyboard`` (rows of buttons: ``text``, ``data`` = the
@@ -273,7 +289,8 @@ def discord_view(message: Mapping[str, Any]) -> dict[str, Any]:
     buttons = [b for row in found["keyboard"] for b in row]
     live = [b for b in buttons if b["data"] and not b["disabled"]]
     actions = ["tap"] if live else []
-    if any(b["text"].strip().lower() == "stop" for b in live):
+    stop = next((b for b in live if _is_stop(b)), None)
+    if stop is not None:
         actions.append("stop")
     if any(not s["disabled"] for s in found["selects"]):
         actions.append("select")
@@ -305,6 +322,7 @@ def discord_view(message: Mapping[str, Any]) -> dict[str, Any]:
         "edited": bool(message.get("edits")),
         "toast": message.get("toast"),
         "actions": actions,
+        "stopLabel": stop["text"] if stop is not None else None,
         "awaitsAnswer": False,  # the channel's pending requests tell (requestPending)
     }
 
@@ -470,6 +488,25 @@ class DiscordEmulator(EmulatorBase):
         self._cdn_key = secrets.token_bytes(32)
         self._channel(DM_CHANNEL, kind=1, recipient=user_id)
         self._channel(GROUP_CHANNEL, kind=0)
+        self._locales: OrderedDict[str, str] = OrderedDict()  # user id -> client language
+        #: the client language of everyone `set_locale()` gave none (a Discord locale)
+        self.default_locale = DEFAULT_LOCALE
+
+    # -- people's client languages -----------------------------------------------------------
+    def set_locale(self, user_id: str, locale: str | None) -> None:
+        """``user_id``'s Discord client uses ``locale`` (``"zh-CN"``, ``"de"``, ``"en-US"``):
+        their interactions carry it from now on (None: `default_locale` again)."""
+        with self._lock:
+            self._locales.pop(user_id, None)
+            if locale is not None:
+                self._locales[user_id] = locale
+                while len(self._locales) > MAX_LOCALES:
+                    self._locales.popitem(last=False)
+
+    def locale_of(self, user_id: str) -> str:
+        """The client language ``user_id``'s interactions carry."""
+        with self._lock:
+            return self._locales.get(user_id, self.default_locale)
 
     # -- ids and channels (lock held) --------------------------------------------------------
     def _snowflake(self) -> str:
@@ -1190,7 +1227,7 @@ class DiscordEmulator(EmulatorBase):
                 (
                     b
                     for b in buttons
-                    if (action == "stop" and b["text"].strip().lower() == "stop")
+                    if (action == "stop" and _is_stop(b))
                     or (action == "tap" and b["data"] == wanted)
                 ),
                 None,
@@ -1257,7 +1294,7 @@ class DiscordEmulator(EmulatorBase):
             "channel_id": channel_id,
             "channel": channel,
             "message": dict(message),
-            "locale": "en-US",
+            "locale": self.locale_of(user),
             "app_permissions": "2248473465835073",
             "entitlements": [],
             "authorizing_integration_owners": {"0": GUILD_ID} if "guild_id" in channel else {},
@@ -1265,7 +1302,7 @@ class DiscordEmulator(EmulatorBase):
         }
         if "guild_id" in channel:
             payload["guild_id"] = channel["guild_id"]
-            payload["guild_locale"] = "en-US"
+            payload["guild_locale"] = DEFAULT_LOCALE
             payload["member"] = {"user": _user(user), "roles": [], "permissions": "0"}
         else:
             payload["user"] = _user(user)
@@ -1367,6 +1404,14 @@ class DiscordEmulator(EmulatorBase):
             except KeyError:
                 return HttpReply(404, {"error": "msgId: no such message of the person"})
             return HttpReply(200, {"status": result.status, "body": result.body})
+        if method == "POST" and path == "/_emulator/locale":
+            user, locale = body.get("userId"), body.get("locale")
+            if not isinstance(user, str) or not user:
+                return HttpReply(400, {"error": "userId: a user id"})
+            if locale is not None and (not isinstance(locale, str) or not locale.strip()):
+                return HttpReply(400, {"error": "locale: a language tag such as zh-CN, or null"})
+            self.set_locale(user, locale)
+            return HttpReply(200, {"ok": True})
         if method == "GET" and path == "/_emulator/interactions":
             return HttpReply(200, {"interactions": self.interactions()})
         if method == "POST" and path.startswith("/_emulator/gateway/"):
@@ -1415,6 +1460,7 @@ class DiscordEmulator(EmulatorBase):
             self._pins.clear()
             self._interactions.clear()
             self._sent.clear()
+            self._locales.clear()
         self.person_files.clear()
         self.bot_files.clear()
         self.buckets.reset()
