@@ -271,3 +271,19 @@ def test_a_match_compares_text_the_same_way_in_every_store(backend: Backend) -> 
     assert store.claim_matching("card", {"n": "12.0"}, "c1", {}, **args)[1] == "mismatch"
     match = {"group": "true", "n": "12", "owner": "u1"}
     assert store.claim_matching("card", match, "c1", {}, **args)[1] == GUARD_WRITTEN
+
+
+def test_a_write_before_any_lease_while_the_store_is_down_is_an_outage_not_a_refusal() -> None:
+    from channelkit.errors import StateStoreUnavailable
+
+    class Down(MemoryStore):
+        def hold_lease(self, *args: Any, **kwargs: Any) -> int:
+            raise StateStoreUnavailable("redis://127.0.0.1:1 unreachable")
+
+    clock = FakeClock()
+    a = cluster(Down(namespace="down", clock=clock), clock)
+    with pytest.raises(StateStoreUnavailable):
+        a.guarded("ch:claim:t1", {"by": 1}, only_if_absent=True)
+    assert a.write("record", "ch:card:t1", {"v": 1}) is None  # logged as an outage
+    assert a.down is True and a.fenced is False
+    assert a.store.get("ch:card:t1") is None

@@ -247,8 +247,11 @@ class Cluster:
             if self.fenced:
                 return GUARD_STALE
             token = self.token
-            if token <= 0:
-                self.renew()
+            if token <= 0:  # no lease taken yet (the store did not answer at start)
+                if not self.renew() and not self.fenced:
+                    raise StateStoreUnavailable(
+                        f"state store unavailable: [{self.channel}] holds no lease yet"
+                    )
                 continue
             outcome = self.store.write_if(
                 self.lease_key(self.instance_id),
