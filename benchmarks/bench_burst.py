@@ -149,6 +149,7 @@ def one_burst(platform: str, people: int, one_worker: bool, cap: float) -> dict[
                 response.raise_for_status()
 
             load = os.getloadavg()[0]
+            cpu = time.process_time()
             started = time.monotonic()
             try:
                 with ThreadPoolExecutor(SENDERS, thread_name_prefix="person") as people_pool:
@@ -181,6 +182,9 @@ def one_burst(platform: str, people: int, one_worker: bool, cap: float) -> dict[
                 "send_s": round(sent_s, 2),
                 "last_answer_s": round(last - started, 2),
                 "missing": people - len(got),
+                # CPU seconds of the whole process (channel, emulator, people) over the
+                # burst: what a loaded machine cannot inflate
+                "cpu_s": round(time.process_time() - cpu, 2),
                 "load": round(load, 1),
             }
     finally:
@@ -235,6 +239,7 @@ def print_table(
     header = "| platform | people | pools | time to the last answer |"
     if base is not None:
         header += f" {rev} |"
+    header += " CPU seconds |" if base is None else " CPU seconds: now / baseline |"
     header += " load average (1 min) |" if base is None else " load average: now / baseline |"
     print(header)
     print("|---" * (header.count("|") - 1) + "|")
@@ -242,8 +247,10 @@ def print_table(
         line = f"| {row['platform']} | {row['people']} | {row['pools']} | {cell(row, cap)} |"
         if base is not None:
             line += f" {cell(old.get(key(row)), cap)} |"
-        loads = [r.get("load") for r in (row, old.get(key(row))) if r and r.get("load") is not None]
-        line += f" {' / '.join(f'{x:.1f}' for x in loads)} |"
+        pair = (row, old.get(key(row)))
+        for field, digits in (("cpu_s", 2), ("load", 1)):
+            values = [r[field] for r in pair if r is not None and r.get(field) is not None]
+            line += f" {' / '.join(f'{x:.{digits}f}' for x in values)} |"
         print(line)
 
 
