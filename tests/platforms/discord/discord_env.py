@@ -47,6 +47,7 @@ class Env:
         *,
         store: Any = None,
         access: Any = None,
+        locale: str | None = None,
         **cfg: Any,
     ) -> None:
         self.rt = rt
@@ -63,7 +64,10 @@ class Env:
             config,
             bridge,
             channel_config=ChannelConfig(
-                name="discord", max_workers=8, **({"access": access} if access else {})
+                name="discord",
+                max_workers=8,
+                locale=locale,
+                **({"access": access} if access else {}),
             ),
             executor=rt.pool,
             run_executor=rt.run_pool,
@@ -170,7 +174,10 @@ class Env:
         message_id: str | None = None,
         values: list[str] | None = None,
         modal: dict[str, str] | None = None,
+        locale: str | None = None,
     ) -> dict[str, Any]:
+        """An interaction payload (``locale``: the clicking person's client language,
+        as Discord sends it; None: left out)."""
         data: dict[str, Any] = {"custom_id": custom_id, "component_type": 2}
         if values is not None:
             data["values"] = values
@@ -192,6 +199,8 @@ class Env:
             "channel": {"id": channel, "type": 1 if channel == DM else 0},
             "data": data,
         }
+        if locale is not None:
+            payload["locale"] = locale
         if message_id is not None:
             payload["message"] = {"id": message_id, "channel_id": channel}
         if channel == DM:
