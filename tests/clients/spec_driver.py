@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -27,6 +28,7 @@ from channelkit.errors import (
 )
 from channelkit.http.errormap import ErrorSpec, dig
 from channelkit.http.model import Model
+from channelkit.http.multipart import UploadFile
 from channelkit.http.retry import RetryPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,6 +188,47 @@ def _drop_path(body: dict[str, Any], dotted: str) -> None:
     body.pop(parts[-1], None)
 
 
+@dataclass
+class MultipartExpect:
+    """What a multipart request must carry: form fields as their text, files' bytes."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+def multipart_body(
+    platform: str, sampler: Sampler, schema_ref: dict[str, Any]
+) -> tuple[Model, MultipartExpect]:
+    """The request model of a ``multipart/form-data`` body (every binary property a
+    file part of known bytes, every primitive property a sampled value; object
+    properties are left out unless required) and what its parts must be."""
+    name = schema_ref["$ref"].rsplit("/", 1)[-1]
+    schema = sampler.resolve(schema_ref)
+    model_cls = getattr(importlib.import_module(f"channelkit.clients.{platform}.models"), name)
+    required = set(schema.get("required", []))
+    values: dict[str, Any] = {}
+    expect = MultipartExpect()
+    for prop, prop_schema in schema.get("properties", {}).items():
+        target = sampler.resolve(prop_schema)
+        if target.get("type") == "string" and target.get("format") == "binary":
+            data = f"the bytes of {prop}".encode()
+            values[attr(prop)] = UploadFile.from_bytes(f"{attr(prop)}.bin", "text/plain", data)
+            expect.files[prop] = data
+            continue
+        value = sampler.sample(prop_schema, prop)
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, str | int | float):
+            text = str(value)
+        else:
+            assert prop not in required, f"{name}.{prop}: a required non-primitive form field"
+            continue
+        values[attr(prop)] = value
+        expect.fields[prop] = text
+    assert expect.files, f"{name}: a multipart body without a file part"
+    return model_cls(**values), expect
+
+
 def build_call(
     platform: str, operation_id: str
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any], Any]:
@@ -214,11 +257,17 @@ def build_call(
             query[name] = text
         else:
             headers[name] = text
-    body = None
+    body: Any = None
     if op.get("requestBody"):
-        schema = op["requestBody"]["content"]["application/json"]["schema"]
-        body = sampler.sample(schema, "body")
-        kwargs["body"] = body
+        content = op["requestBody"]["content"]
+        if "application/json" in content:
+            schema = content["application/json"]["schema"]
+            body = sampler.sample(schema, "body")
+            kwargs["body"] = body
+        else:
+            kwargs["body"], body = multipart_body(
+                platform, sampler, content["multipart/form-data"]["schema"]
+            )
     info = {
         "url": server_url(doc, item, op) + url_path,
         "method": method.upper(),
@@ -252,7 +301,7 @@ def check_request_shape(platform: str, operation_id: str, *, as_model: bool) -> 
     method = getattr(client, snake(operation_id))
     if (
         as_model
-        and body is not None
+        and isinstance(body, dict)
         and op["requestBody"]["content"]["application/json"]["schema"].get("$ref")
     ):
         name = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
@@ -283,6 +332,16 @@ def check_request_shape(platform: str, operation_id: str, *, as_model: bool) -> 
         assert info["auth"]["header"] not in sent.headers
     if body is None:
         assert not sent.body
+    elif isinstance(body, MultipartExpect):
+        from channelkit.playground.bot_files import parse_multipart
+
+        content_type = sent.headers["Content-Type"]
+        assert content_type.startswith("multipart/form-data; boundary=")
+        raw = sent.body if isinstance(sent.body, bytes) else sent.body.read()
+        assert int(sent.headers["Content-Length"]) == len(raw)
+        fields, files = parse_multipart(raw, content_type)
+        assert fields == body.fields
+        assert {k: f.data for k, f in files.items()} == body.files
     else:
         assert sent.headers["Content-Type"].startswith("application/json")
         assert sent.json() == body
