@@ -5,7 +5,8 @@
 RedisStore and a short lease (1 s renew / 3 s expiry). The scripted agent: ``ask``
 asks one question and answers ``Answer: <region>`` (each answer it receives is
 appended to LOG_FILE, one line); ``seg`` says ``Before the question`` first and answers
-``After: <region>``; ``hold`` streams text and runs until cancelled; ``approve`` asks
+``After: <region>``; ``hold`` streams text and runs until cancelled (then appends its
+text to ``LOG_FILE.stopped``); ``approve`` asks
 permission to run a tool and answers ``Decision: <option id>``.
 """
 
@@ -41,6 +42,8 @@ def main() -> None:
             turn.say("Working on it")
             while not turn.cancelled:
                 threading.Event().wait(0.05)  # a long-running tool call
+            with lock, open(log_file + ".stopped", "a", encoding="utf-8") as log:
+                log.write(f"{turn.text}\n")  # the run saw its cancellation
             return "stopped"
         if turn.text.startswith("approve"):  # a tool permission (an approval card)
             decision = turn.request_permission("Run ls")
