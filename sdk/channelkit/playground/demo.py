@@ -9,17 +9,31 @@
   italic, a link, a bullet list, a fenced code block, a 3x4 table and a long paragraph)
   so a person can see how each platform renders it, while streaming and at the end;
 * ``long``: streams for up to a minute so there is time to press Stop;
-* ``fail``: fails after a little text (the card ends as Failed).
+* ``fail``: fails after a little text (the card ends as Failed);
+* ``picture``: sends back a PNG it draws in memory (`demo_png`) with `Turn.send_image`;
+* a message with attachments: describes each file (name, content type, size in bytes)
+  instead of asking the form.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
+import zlib
 from collections.abc import Iterator
 
 from channelkit.agents.function import FunctionAgent, Question, QuestionError, Turn
+from channelkit.errors import FileNotDelivered
 
-__all__ = ["DEMO_MARKDOWN", "DEMO_PRESENTATION", "DEMO_QUESTIONS", "DemoAgent", "demo_agent"]
+__all__ = [
+    "DEMO_MARKDOWN",
+    "DEMO_PICTURE_NAME",
+    "DEMO_PRESENTATION",
+    "DEMO_QUESTIONS",
+    "DemoAgent",
+    "demo_agent",
+    "demo_png",
+]
 
 #: What ``present`` shows (the JSON form ``Turn.present`` accepts).
 DEMO_PRESENTATION = {
@@ -66,6 +80,45 @@ something to split: every platform gets the same parsed text, rendered in its ow
 dialect, with the table following that platform's policy and each part of a split \
 answer valid on its own, never cut inside a code block, a link or a character.
 """
+
+#: The file name of the image ``picture`` sends.
+DEMO_PICTURE_NAME = "picture.png"
+#: Said before the image ``picture`` sends.
+DEMO_PICTURE_INTRO = "Here is a picture I drew for you:"
+#: The first line of the answer to a message with attachments.
+DEMO_FILES_INTRO = "You sent {count} file(s):"
+#: One line per attachment.
+DEMO_FILE_LINE = "- **{name}**: {content_type}, {size} bytes"
+#: The last line of that answer.
+DEMO_FILES_OUTRO = "Send **picture** to get an image back."
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    body = kind + data
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+
+def demo_png(width: int = 96, height: int = 64) -> bytes:
+    """A small valid PNG (8-bit RGB, a colour gradient with a diagonal stripe) built in
+    memory with `zlib` and `struct`: what the demo's ``picture`` sends."""
+    if not (0 < width <= 4096 and 0 < height <= 4096):
+        raise ValueError("width and height: must be between 1 and 4096 pixels")
+    rows = bytearray()
+    for y in range(height):
+        rows.append(0)  # filter type None
+        for x in range(width):
+            if abs(x * height - y * width) < width * 3:  # the diagonal
+                rows += b"\xff\xff\xff"
+            else:
+                rows += bytes((x * 255 // width, y * 255 // height, 160))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", header)
+        + _png_chunk(b"IDAT", zlib.compress(bytes(rows), 9))
+        + _png_chunk(b"IEND", b"")
+    )
+
 
 DEMO_QUESTIONS = (
     Question(
@@ -133,6 +186,12 @@ class DemoAgent:
         if command == "fail":
             self._stream(turn, "Starting something that will fail...")
             raise RuntimeError("the demo agent failed on purpose")
+        if turn.attachments:
+            self._describe_files(turn)
+            return None
+        if command == "picture":
+            self._picture(turn)
+            return None
         intro = (
             f"Hello! I am the channelkit demo agent. You wrote: **{text}**. "
             "This card streams while I type. Next I will ask you two questions "
@@ -154,6 +213,23 @@ class DemoAgent:
             "**fail** to see a failed run.",
         )
         return None
+
+    def _describe_files(self, turn: Turn) -> None:
+        lines = [DEMO_FILES_INTRO.format(count=len(turn.attachments))]
+        lines += [
+            DEMO_FILE_LINE.format(name=f.name, content_type=f.content_type, size=f.size)
+            for f in turn.attachments
+        ]
+        lines.append("\n" + DEMO_FILES_OUTRO)
+        self._stream(turn, "\n".join(lines))
+
+    def _picture(self, turn: Turn) -> None:
+        if not self._stream(turn, DEMO_PICTURE_INTRO):
+            return
+        try:
+            turn.send_image(demo_png(), name=DEMO_PICTURE_NAME)
+        except FileNotDelivered:
+            pass  # the person was told which file did not arrive and why
 
     def _long(self, turn: Turn) -> str | None:
         steps = max(1, int(self.long_seconds / max(self.delay * 5, 0.01)))
