@@ -55,6 +55,7 @@ def test_typing_pauses_while_the_person_decides_and_resumes_after(rt, mocker) ->
     env = Env(rt, mocker, ScriptedBridge(steps))
     env.message("go")
     wait_until(lambda: env.channel.typing.is_paused(DM), what="the pause")
+    assert env.rt.pool.wait_idle(10.0)  # a typing call begun before the pause has landed
     sent = typings(env)
     env.tick(8.0)
     env.tick(8.0)
