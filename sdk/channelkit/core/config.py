@@ -13,10 +13,12 @@ from channelkit.core.catalog import check_locale
 from channelkit.core.types import SessionScope
 from channelkit.errors import ConfigurationError
 
-__all__ = ["DEFAULT_MAX_CONCURRENT_RUNS", "ChannelConfig"]
+__all__ = ["DEFAULT_MAX_CONCURRENT_RUNS", "MAX_API_POOL_SIZE", "ChannelConfig"]
 
 #: Agent runs executing at once by default: enough for a team; each costs one thread.
 DEFAULT_MAX_CONCURRENT_RUNS = 64
+#: The most connections per host a platform API client keeps (`ChannelConfig.api_pool_size`).
+MAX_API_POOL_SIZE = 128
 
 
 @dataclass
@@ -168,6 +170,20 @@ class ChannelConfig:
         """``access`` as an `AccessConfig` (it is one after construction)."""
         access = self.access
         return access if isinstance(access, AccessConfig) else AccessConfig.from_mapping(access)
+
+    @property
+    def api_pool_size(self) -> int:
+        """Connections per host the channel's platform API client keeps open.
+
+        Platform calls are made at once by up to ``max_workers`` hook workers and up to
+        ``max_concurrent_runs`` run threads (a run's final card or message write goes
+        out from its own thread), so the pool holds ``max_workers + max_concurrent_runs``
+        connections, at most `MAX_API_POOL_SIZE` (128). A call made while every pooled
+        connection is busy still goes out, on a connection opened for it and closed
+        after it (one more TCP and TLS handshake). Each adapter passes this size to the
+        platform API it builds."""
+        runs = self.max_concurrent_runs or DEFAULT_MAX_CONCURRENT_RUNS
+        return min(self.max_workers + runs, MAX_API_POOL_SIZE)
 
     @property
     def scope(self) -> SessionScope | None:

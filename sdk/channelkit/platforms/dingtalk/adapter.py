@@ -239,6 +239,7 @@ class DingtalkChannel(ChannelBase):
                 # cards ask for the callbacks the ingress receives: HTTP under the
                 # route key, else STREAM
                 callback_route_key=None if config.stream else config.card_callback_route_key,
+                pool_size=self.config.api_pool_size,
             )
         self.api = api
         #: the Stream mode connection (None with ``"ingress": "http"``)

@@ -58,7 +58,7 @@ from channelkit.http.auth import DingTalkTokenProvider, TokenProvider
 from channelkit.http.errormap import ErrorSpec, map_error
 from channelkit.http.model import UNSET
 from channelkit.http.retry import RetryPolicy
-from channelkit.http.transport import Transport, platform_timeout
+from channelkit.http.transport import DEFAULT_POOL_SIZE, Transport, platform_timeout
 from channelkit.platforms.common.credentials import check_timeout, probe
 
 if TYPE_CHECKING:
@@ -249,10 +249,14 @@ class CardApi:
         timeout: float = 10.0,
         callback_route_key: str | None = None,
         token_provider: TokenProvider | Callable[[], str] | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
     ) -> CardApi:
         """The adapter's API from the app credentials: the access-token fetch shares the
-        calls' connection pool and their overall deadline ``timeout`` (``requestTimeout``)."""
-        transport = Transport()
+        calls' connection pool and their overall deadline ``timeout`` (``requestTimeout``).
+
+        The pool keeps ``pool_size`` connections to each host: the adapter passes
+        `ChannelConfig.api_pool_size`, one for each thread that may call at once."""
+        transport = Transport(pool_size=pool_size)
         provider = token_provider or DingTalkTokenProvider(
             client_id,
             client_secret,

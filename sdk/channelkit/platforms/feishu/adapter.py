@@ -177,7 +177,7 @@ class FeishuChannel(ChannelBase):
             config.app_id,
             config.app_secret,
             base_url=config.base_url,
-            max_workers=self.config.max_workers,
+            max_workers=self.config.api_pool_size,
         )
         #: Per-run projection queues (key = run id): card writes of one run in order.
         self.projections = KeyedSerialQueue(self.pool, name=f"[{self.name}] feishu cards")

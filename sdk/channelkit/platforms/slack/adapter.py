@@ -198,7 +198,10 @@ class SlackChannel(ChannelBase):
         #: off is told at the next start (`recover_interrupted_runs`)
         self.run_journal = RunJournal(self.name, path=config.run_journal)
         self.api: SlackApi = api or SlackApi(
-            config.bot_token, base_url=config.api_base_url, timeout_s=config.request_timeout_s
+            config.bot_token,
+            base_url=config.api_base_url,
+            timeout_s=config.request_timeout_s,
+            pool_size=self.config.api_pool_size,
         )
         #: event_ids already handled: a retried (or replayed) delivery is ignored
         self._seen_events = ReplayGuard(self.clock.time, ttl=EVENT_DEDUP_TTL, scope="slack-event")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from channelkit.clients.slack import SlackClient
 from channelkit.http import RetryPolicy
 from channelkit.http.model import UNSET
+from channelkit.http.transport import DEFAULT_POOL_SIZE
 from channelkit.platforms.common.credentials import check_timeout, probe
 
 if TYPE_CHECKING:
@@ -21,7 +22,11 @@ __all__ = ["SlackApi", "check_credentials"]
 
 
 class SlackApi:
-    """``post`` / ``update`` / ``ephemeral`` / streams / assistant status / Socket Mode URL."""
+    """``post`` / ``update`` / ``ephemeral`` / streams / assistant status / Socket Mode URL.
+
+    The bot token's client made here keeps ``pool_size`` connections to the host (the
+    adapter passes `ChannelConfig.api_pool_size`, one for each thread that may call at
+    once); the app token's client (Socket Mode URL only) keeps the default."""
 
     def __init__(
         self,
@@ -31,12 +36,14 @@ class SlackApi:
         timeout_s: float = 10.0,
         retry: RetryPolicy | None = None,
         client: SlackClient | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
         self.client = client or SlackClient(
             token=token,
             base_url=base_url,
             timeout=(5.0, timeout_s),
             retry=retry,
+            max_workers=pool_size,
         )
         self._base_url = base_url
         self._timeout = (5.0, timeout_s)

@@ -240,7 +240,10 @@ class TelegramChannel(ChannelBase):
             registry if registry is not None else MemoryStateRegistry(self.clock)
         )
         self.api: TelegramApi = api or TelegramApi(
-            config.bot_token, base_url=config.api_base_url, timeout_s=config.request_timeout_s
+            config.bot_token,
+            base_url=config.api_base_url,
+            timeout_s=config.request_timeout_s,
+            pool_size=self.config.api_pool_size,
         )
         self.typing = TypingKeepAlive(
             self._send_typing,

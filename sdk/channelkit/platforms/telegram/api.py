@@ -31,6 +31,7 @@ from channelkit.clients.telegram import (
 from channelkit.errors import ApiError, BadRequest, DeserializationError
 from channelkit.http import RetryPolicy
 from channelkit.http.model import UNSET
+from channelkit.http.transport import DEFAULT_POOL_SIZE
 from channelkit.platforms.common.credentials import probe
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ class TelegramApi:
 
     ``base_url`` is the Bot API root (``https://api.telegram.org``); ``client`` may be
     given instead (shared between adapters); ``retry`` overrides the client's policy.
+    The client made here keeps ``pool_size`` connections to the host (the adapter passes
+    `ChannelConfig.api_pool_size`, one for each thread that may call at once).
     """
 
     def __init__(
@@ -61,12 +64,17 @@ class TelegramApi:
         timeout_s: float = 10.0,
         retry: RetryPolicy | None = None,
         client: TelegramClient | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
         self._timeout = (_CONNECT_TIMEOUT_S, timeout_s)
         self._base_url = base_url.rstrip("/")
         self._token = token
         self._client = client or TelegramClient(
-            token=token, base_url=self._base_url, timeout=self._timeout, retry=retry
+            token=token,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            retry=retry,
+            max_workers=pool_size,
         )
 
     def __repr__(self) -> str:

@@ -196,6 +196,7 @@ class WeixinChannel(ChannelBase):
             base_url=config.base_url,
             channel_version=config.channel_version,
             timeout_s=config.request_timeout_s,
+            pool_size=self.config.api_pool_size,
         )
         #: cross-callback state (the latest context token per user)
         self.registry: StateRegistry = (

@@ -33,6 +33,7 @@ from channelkit.clients.weixin import (
 )
 from channelkit.errors import ApiError
 from channelkit.http import RetryPolicy
+from channelkit.http.transport import DEFAULT_POOL_SIZE
 
 __all__ = ["TYPING_CANCEL", "TYPING_ON", "WeixinApi"]
 
@@ -50,7 +51,11 @@ def _uin() -> str:
 
 
 class WeixinApi:
-    """``getupdates``, ``getconfig``, ``sendtyping`` and ``sendmessage`` on the iLink bot API."""
+    """``getupdates``, ``getconfig``, ``sendtyping`` and ``sendmessage`` on the iLink bot API.
+
+    The client made here (unless ``client`` is given) keeps ``pool_size`` connections to
+    the host: the adapter passes `ChannelConfig.api_pool_size`, one for each thread that
+    may call at once."""
 
     def __init__(
         self,
@@ -61,12 +66,17 @@ class WeixinApi:
         timeout_s: float = 10.0,
         retry: RetryPolicy | None = None,
         client: WeixinClient | None = None,
+        pool_size: int = DEFAULT_POOL_SIZE,
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._channel_version = channel_version
         self._timeout = (_CONNECT_TIMEOUT_S, timeout_s)
         self._client = client or WeixinClient(
-            token=token, base_url=self._base_url, timeout=self._timeout, retry=retry
+            token=token,
+            base_url=self._base_url,
+            timeout=self._timeout,
+            retry=retry,
+            max_workers=pool_size,
         )
 
     def __repr__(self) -> str:
