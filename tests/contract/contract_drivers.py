@@ -553,7 +553,7 @@ class DingtalkDriver(Driver):
 
 class FeishuDriver(Driver):
     platform = "feishu"
-    caps = Capabilities(attachments_in=None)
+    caps = Capabilities(attachments_in=None, files_out=None)
     thread_ids = ("omt_thread_a", "omt_thread_b")
     other_chat = "oc_other_chat"
     other_group = "oc_other_group"

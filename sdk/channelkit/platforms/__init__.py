@@ -142,6 +142,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
                 "typing",
                 "presentation",
                 "threads",
+                "files_out",
             }
         ),
         renderer=_renderer("feishu"),
