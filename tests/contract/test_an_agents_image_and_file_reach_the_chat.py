@@ -53,6 +53,11 @@ def _file_views(ctx: Context) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
+def _view_text(view: dict[str, Any]) -> str:
+    """A bot view's text (Feishu's card views call it ``content``)."""
+    return str(view.get("text") or view.get("content") or "")
+
+
 def _download(ctx: Context, file: dict[str, Any]) -> bytes:
     response = requests.get(f"{ctx.driver.pg.url}{file['url']}", timeout=10)
     assert response.status_code == 200, response.text
@@ -105,11 +110,11 @@ def test_an_image_and_a_file_reach_the_chat_byte_for_byte_after_the_text(
     assert hashlib.sha256(_download(out_ctx, document)).digest() == hashlib.sha256(PDF).digest()
     # the text said before the files is shown before them, the final answer after
     wait_for(
-        lambda: any("done" in v.get("text", "") for v in out_ctx.driver.bot_views()),
+        lambda: any("done" in _view_text(v) for v in out_ctx.driver.bot_views()),
         "the final answer",
         tick=out_ctx.driver.tick,
     )
-    texts = [v.get("text", "") for v in out_ctx.driver.bot_views()]
+    texts = [_view_text(v) for v in out_ctx.driver.bot_views()]
     said = next(i for i, t in enumerate(texts) if "Here is the chart." in t)
     done = max(i for i, t in enumerate(texts) if "done" in t)
     assert said < first_at < second_at < done, texts

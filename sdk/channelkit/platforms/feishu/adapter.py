@@ -94,6 +94,7 @@ from channelkit.runtime import KeyedSerialQueue, Scheduler, WorkerPool
 from channelkit.runtime.clock import Clock
 
 if TYPE_CHECKING:
+    from channelkit.attachments.outbound import OutboundSource
     from channelkit.state.base import StateStore
 
 __all__ = ["CARD_PATH", "EVENTS_PATH", "FeishuChannel"]
@@ -702,6 +703,33 @@ class FeishuChannel(ChannelBase):
                 name=sanitize_name(attachment.name), reason="the channel has no tenant token"
             )
         return resource_source(attachment, client.server_url(), provider.get_token())
+
+    def upload_file(
+        self,
+        target: SessionTarget,
+        file: OutboundSource,
+        *,
+        image: bool = False,
+        caption: str | None = None,
+    ) -> str:
+        """The agent's file uploaded (``im/v1/images`` for an image Feishu shows, else
+        ``im/v1/files``) and sent as an image or file message, as a reply in the
+        target's thread when it has one, the caption after it as text
+        (`channelkit.platforms.feishu.files`)."""
+        from channelkit.platforms.feishu.files import upload
+
+        chat = target.chat_id
+        anchor = self.output.reply_anchor(chat, target.thread_id)
+
+        def send(msg_type: str, content: str) -> str:
+            return self.api.send_content(chat, msg_type, content, reply_to=anchor)
+
+        def send_caption(text: str) -> str:
+            return self.api.send_text(chat, text, reply_to=anchor)
+
+        return upload(
+            self.api.client, send, file, image=image, caption=caption, send_caption=send_caption
+        )
 
     def handle_card_request(self, request: IngressRequest) -> IngressResponse:
         """The card action callback: Stop, form Submit and Cancel, presentation buttons.

@@ -147,6 +147,14 @@ class FeishuApi:
         as for `send_card()`)."""
         return self._send(chat_id, "text", _dumps({"text": text}), reply_to, uuid)
 
+    def send_content(
+        self, chat_id: str, msg_type: str, content: str, *, reply_to: str | None = None
+    ) -> str:
+        """Send a message of ``msg_type`` with its ``content`` JSON text (an ``image``
+        ``{"image_key"}`` or a ``file`` ``{"file_key"}``); returns the message id
+        (``reply_to`` as for `send_card()`)."""
+        return self._send(chat_id, msg_type, content, reply_to, None)
+
     def patch_card(self, message_id: str, card: Mapping[str, Any]) -> None:
         """Replace an interactive message's card (``update_multi`` cards only)."""
         self._client.patch_message(

@@ -200,6 +200,10 @@ def feishu_card_view(card: Mapping[str, Any]) -> dict[str, Any]:
     if card.get("deleted"):
         view.update({"state": "deleted", "content": "(message recalled)", "statusLine": ""})
         return view
+    if kind == "file":  # the bot's image or file message
+        view.update({"state": "sent", "content": "", "statusLine": ""})
+        view["files"] = [dict(f) for f in card.get("files", ())]
+        return view
     buttons = [(e, button_value(e) or {}) for e in elements if e.get("tag") == "button"]
     if kind == "status":
         content = next(

@@ -4,9 +4,10 @@
   token again while more than 30 minutes remain); every other call needs
   ``Authorization: Bearer <token>`` (else code 99991661 / 99991663);
 * ``POST /open-apis/im/v1/messages?receive_id_type=...``, ``.../{id}/reply``,
-  ``PATCH`` / ``DELETE /open-apis/im/v1/messages/{id}``: text, post and interactive
-  messages (raw card JSON or a CardKit entity ``{"type":"card","data":{"card_id"}}``,
-  sent at most once); PATCH needs ``config.update_multi`` on an interactive message;
+  ``PATCH`` / ``DELETE /open-apis/im/v1/messages/{id}``: text, post, image and
+  file (of the bot's uploads, `FeishuResources`) and interactive messages (raw card
+  JSON or a CardKit entity ``{"type":"card","data":{"card_id"}}``, sent at most once);
+  PATCH needs ``config.update_multi`` on an interactive message;
 * ``POST|GET /open-apis/im/v1/messages/{id}/reactions``, ``DELETE .../{reaction_id}``;
   ``POST /open-apis/im/v1/pins``, ``DELETE /open-apis/im/v1/pins/{id}``,
   ``GET /open-apis/im/v1/pins?chat_id=...`` (newest pin first, paged);
@@ -221,6 +222,26 @@ class FeishuEmulator(FeishuResources, FeishuCardKit):
                     )
                 self._message_card[message_id] = key
                 entry = {"kind": "card", "from": "bot", "card": key, "msgId": message_id}
+            elif msg_type in ("image", "file"):
+                view = self._uploaded_view(msg_type, parsed)
+                if view is None:
+                    return error(400, 230001, f"invalid message content: unknown {msg_type} key")
+                self._put_card(
+                    message_id,
+                    {
+                        "id": message_id,
+                        "source": "message",
+                        "json": {},
+                        "kind": "file",
+                        "files": [view],
+                        "messageId": message_id,
+                        "streaming": False,
+                        "updates": 0,
+                        "createdAt": time.time(),
+                    },
+                )
+                self._message_card[message_id] = message_id
+                entry = {"kind": "card", "from": "bot", "card": message_id, "msgId": message_id}
             else:
                 if size > MAX_TEXT_BYTES:
                     return error(400, 230025, "message content exceeds 150 KB")

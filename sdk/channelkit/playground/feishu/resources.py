@@ -8,23 +8,40 @@ as an ``image`` message, and every other file as its own ``file`` / ``audio`` /
 {file_key}?type=image|file`` serves them with a valid tenant token, only for the
 message that carries the key and with the type its key needs (``image`` for an
 ``image_key``, ``file`` for a ``file_key``), answering Feishu's errors otherwise.
+
+The bot's uploads: ``POST /open-apis/im/v1/images`` (multipart: ``image_type=message``
+and a non-empty ``image`` part of at most 10 MB) answers ``{"image_key"}`` and
+``POST /open-apis/im/v1/files`` (multipart: ``file_type`` among Feishu's seven,
+``file_name`` and a non-empty ``file`` part of at most 30 MB) answers ``{"file_key"}``;
+both keep the bytes in `BotFiles` (``/_emulator/files/<key>`` serves them and
+``/_emulator/files/fail`` makes the next upload fail). An ``image`` / ``file`` message
+naming such a key shows the file in its view's ``"files"``.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from channelkit.playground.bot_files import BotFiles, parse_multipart
 from channelkit.playground.emulator import CallbackDelivery, EmulatedFile, HttpReply, Origin
 from channelkit.playground.feishu.callbacks import FeishuCallbacks
-from channelkit.playground.feishu.chat import error
+from channelkit.playground.feishu.chat import error, ok
 from channelkit.playground.person_files import MAX_FILES, PersonFiles, media_kind
 
 __all__ = ["FeishuResources"]
 
 #: message_type of a file that is not an image, by its kind
 _FILE_MESSAGE = {"audio": "audio", "video": "media", "file": "file"}
+IMAGES_PATH = "/open-apis/im/v1/images"
+FILES_PATH = "/open-apis/im/v1/files"
+_FILE_TYPES = frozenset({"opus", "mp4", "pdf", "doc", "xls", "ppt", "stream"})
+_IMAGE_MAX = 10 * 1024 * 1024
+_FILE_MAX = 30 * 1024 * 1024
+#: Feishu's code of an injected failure, by HTTP status (rate limit, server error)
+_FAULT_CODES = {429: 99991400, 500: 234002}
 
 
 class FeishuResources(FeishuCallbacks):
@@ -38,13 +55,88 @@ class FeishuResources(FeishuCallbacks):
         self.person_files = PersonFiles()
         #: resource key -> the message carrying it (at most `MAX_FILES`; the lock held)
         self._resource_owner: OrderedDict[str, str] = OrderedDict()
+        #: the files the bot uploaded, and image_key / file_key -> their `BotFiles` key
+        self.bot_files = BotFiles()
+        self._uploads: OrderedDict[str, str] = OrderedDict()
 
     def reset(self) -> None:
         """Forget the files too."""
         with self._lock:
             self._resource_owner.clear()
+            self._uploads.clear()
         self.person_files.clear()
+        self.bot_files.clear()
         super().reset()
+
+    def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
+        return self.bot_files.control(method, path, data)
+
+    # -- the bot's uploads -----------------------------------------------------------------
+    def handle_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        if method != "POST" or path not in (IMAGES_PATH, FILES_PATH):
+            return super().handle_api(method, path, query, headers, body)
+        recorded: dict[str, Any] | None = None
+        reply = self._auth_error(headers)
+        if reply is None:
+            try:
+                fields, parts = parse_multipart(body, headers.get("content-type", ""))
+            except ValueError:
+                reply = error(400, 99992402, "field validation failed: the body must be multipart")
+            else:
+                recorded = {
+                    **fields,
+                    **{
+                        k: {"name": f.name, "contentType": f.content_type, "size": len(f.data)}
+                        for k, f in parts.items()
+                    },
+                }
+                reply = self._upload(path == IMAGES_PATH, fields, parts)
+        self._record(method, path, query, recorded, reply)
+        return reply
+
+    def _upload(
+        self, image: bool, fields: Mapping[str, str], parts: Mapping[str, EmulatedFile]
+    ) -> HttpReply:
+        part_name, limit = ("image", _IMAGE_MAX) if image else ("file", _FILE_MAX)
+        if image and fields.get("image_type") != "message":
+            return error(400, 99992402, "field validation failed: image_type must be message")
+        if not image and fields.get("file_type") not in _FILE_TYPES:
+            return error(400, 99992402, "field validation failed: file_type")
+        if not image and not fields.get("file_name"):
+            return error(400, 99992402, "field validation failed: file_name is required")
+        file = parts.get(part_name)
+        if file is None:
+            return error(400, 99992402, f"field validation failed: {part_name} is required")
+        if not file.data:
+            return error(400, 234010, "File size must be greater than 0.")
+        if len(file.data) > limit:
+            return error(400, 234006, "The file size exceeds the limit.")
+        fault = self.bot_files.take_fault()
+        if fault is not None:
+            return error(fault.status, _FAULT_CODES.get(fault.status, 234001), fault.description)
+        if not image:  # the message shows the file under the name it was uploaded with
+            file = EmulatedFile(fields["file_name"], file.content_type, file.data)
+        stored = self.bot_files.keep(file)
+        key = ("img_v3_" if image else "file_v3_") + secrets.token_hex(12)
+        with self._lock:
+            self._uploads[key] = stored
+            while len(self._uploads) > MAX_FILES:
+                self._uploads.popitem(last=False)
+        return ok({"image_key" if image else "file_key": key})
+
+    def _uploaded_view(self, msg_type: str, content: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The view of the bot's upload an ``image`` / ``file`` message names (None: the
+        key is not one the bot uploaded; the lock held)."""
+        key = content.get("image_key" if msg_type == "image" else "file_key")
+        stored = self._uploads.get(key) if isinstance(key, str) else None
+        return None if stored is None else self.bot_files.view(stored)
 
     def _keep(self, file: EmulatedFile, message_id: str, image: bool) -> str:
         key = self.person_files.keep(file, prefix="img_v3_" if image else "file_v3_")
