@@ -72,6 +72,10 @@ class FeishuResources(FeishuCallbacks):
         return self.bot_files.control(method, path, data)
 
     # -- the bot's uploads -----------------------------------------------------------------
+    def _auth_error(self, headers: Mapping[str, str]) -> HttpReply | None:
+        """The tenant token check of an API call (`FeishuEmulator` answers it)."""
+        raise NotImplementedError
+
     def handle_api(
         self,
         method: str,
