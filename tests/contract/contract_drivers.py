@@ -451,7 +451,7 @@ class DingtalkDriver(Driver):
         presentation_buttons="robot Markdown shows a value button as a text line (links stay)",
         threads="DingTalk group conversations have no threads: a group is one conversation",
         attachments_in=None,
-        files_out="DingTalk media upload and the robot's file message are not wired yet",
+        files_out=None,
     )
 
     def redeliver_last_message(self) -> int:

@@ -95,6 +95,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
                 "approval_buttons",
                 "typing",
                 "presentation",
+                "files_out",
             }
         ),
         renderer=_renderer("dingtalk"),
