@@ -10,7 +10,12 @@ Paths and bodies follow ``openapi/dingtalk.json``:
   instances (variables, streaming content, flowStatus, finalize/error flags);
 * ``POST /v1.0/robot/oToMessages/batchSend``, ``POST /v1.0/robot/groupMessages/send``,
   session webhooks (``POST /robot/sendBySession``) add bot messages;
-  ``POST /v1.0/robot/emotion/reply|recall`` add and remove reactions.
+  ``POST /v1.0/robot/emotion/reply|recall`` add and remove reactions;
+* ``POST /media/upload?access_token=..&type=image|file`` (multipart ``media``) keeps the
+  bot's file and answers its ``media_id``; the robot's ``sampleImageMsg`` /
+  ``sampleFile`` messages naming it show it in the chat (views ``"files"``, bytes at
+  ``GET /_emulator/files/<key>``, faults by ``POST /_emulator/files/fail``:
+  `channelkit.playground.bot_files`).
 
 User input goes back to the SDK as the platform would send it. In Stream mode (the bot
 called ``POST /v1.0/gateway/connections/open``, no token: see
@@ -38,6 +43,7 @@ from typing import Any
 from urllib.parse import quote
 
 from channelkit.core.catalog import CATALOG, LOCALES
+from channelkit.playground.bot_files import BotFiles, parse_multipart
 from channelkit.playground.emulator import (
     CallbackDelivery,
     Deliver,
@@ -157,6 +163,8 @@ class DingtalkEmulator(EmulatorBase):
         self._sessions: dict[str, str] = {}
         #: the files the person sent, by download code (`send_user_files`)
         self.person_files = PersonFiles()
+        #: the files the bot uploaded (``/media/upload``), by media id
+        self.bot_files = BotFiles()
         self._url_key = secrets.token_bytes(32)  # signs the temporary download URLs
         #: the Stream mode gateway (its WebSocket server starts with the first open)
         self.stream = StreamGateway(app_key)
@@ -168,6 +176,65 @@ class DingtalkEmulator(EmulatorBase):
         return self._issue_token("emu-", 12, TOKEN_LIFETIME)[0]
 
     # -- API --------------------------------------------------------------------------------
+    def handle_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        if path != "/media/upload":
+            return super().handle_api(method, path, query, headers, body)
+        shown = {k: v for k, v in query.items() if k != "access_token"}
+        reply, recorded = self._media_upload(method, query, headers, body)
+        self._record(method, path, shown, recorded, reply)
+        return reply
+
+    def _media_upload(
+        self, method: str, query: Mapping[str, str], headers: Mapping[str, str], body: bytes
+    ) -> tuple[HttpReply, Any]:
+        """``POST /media/upload``: the bot's file (the ``media`` part) kept; its
+        ``media_id``. Errors are legacy ``{errcode, errmsg}`` bodies."""
+        if method != "POST":
+            return HttpReply(405, {"errcode": 405, "errmsg": "method not allowed"}), None
+        if not self._token_valid(query.get("access_token", "")):
+            return HttpReply(200, {"errcode": 40014, "errmsg": "invalid access_token"}), None
+        kind = query.get("type", "")
+        if kind not in ("image", "file", "voice", "video"):
+            return HttpReply(200, {"errcode": 40004, "errmsg": "type: invalid media type"}), None
+        try:
+            fields, parts = parse_multipart(body, headers.get("content-type", ""))
+        except ValueError:
+            return HttpReply(200, {"errcode": 43008, "errmsg": "media: needs multipart"}), None
+        recorded: dict[str, Any] = {
+            **fields,
+            **{
+                k: {"name": f.name, "contentType": f.content_type, "size": len(f.data)}
+                for k, f in parts.items()
+            },
+        }
+        file = parts.get("media")
+        if file is None or not file.data:
+            reply = HttpReply(200, {"errcode": 40004, "errmsg": "media: no non-empty file part"})
+            return reply, recorded
+        fault = self.bot_files.take_fault()
+        if fault is not None:
+            payload = {"errcode": fault.status, "errmsg": fault.description}
+            return HttpReply(fault.status, payload), recorded
+        media_id = "@" + self.bot_files.keep(file)
+        answer = {
+            "errcode": 0,
+            "errmsg": "ok",
+            "type": kind,
+            "media_id": media_id,
+            "created_at": int(time.time() * 1000),
+        }
+        return HttpReply(200, answer), recorded
+
+    def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
+        return self.bot_files.control(method, path, data)
+
     def handle_json_api(
         self,
         method: str,
@@ -408,6 +475,8 @@ class DingtalkEmulator(EmulatorBase):
             return _error(400, "param.invalid", "msgParam must be JSON text")
         if not isinstance(params, Mapping):
             return _error(400, "param.invalid", "msgParam must be a JSON object")
+        if msg_key in ("sampleImageMsg", "sampleFile"):
+            return self._bot_file_message(msg_key, params, via)
         text = params.get("text") or params.get("content") or ""
         with self._lock:
             self._add_timeline(
@@ -420,6 +489,34 @@ class DingtalkEmulator(EmulatorBase):
                     "via": via,
                 }
             )
+        return None
+
+    def _bot_file_message(
+        self, msg_key: str, params: Mapping[str, Any], via: str
+    ) -> HttpReply | None:
+        """A robot image (``photoURL``) or file (``mediaId``, ``fileName``, ``fileType``)
+        message naming a media id this emulator issued: shown as a card with its file."""
+        field = "photoURL" if msg_key == "sampleImageMsg" else "mediaId"
+        media_id = params.get(field)
+        if msg_key == "sampleFile":
+            for name in ("fileName", "fileType"):
+                if not isinstance(params.get(name), str) or not params.get(name):
+                    return _error(400, "param.invalid", f"msgParam.{name} is required")
+        key = media_id[1:] if isinstance(media_id, str) and media_id.startswith("@") else ""
+        if not key or self.bot_files.get(key) is None:
+            return _error(400, "param.invalid", f"msgParam.{field}: unknown media id")
+        view = self.bot_files.view(key)
+        card_id = "file-" + uuid.uuid4().hex[:12]
+        with self._lock:
+            card = {
+                "id": card_id,
+                "kind": "image" if msg_key == "sampleImageMsg" else "file",
+                "params": {},
+                "files": [view],
+                "via": via,
+            }
+            self._put_card(card_id, card)
+            self._add_timeline({"kind": "card", "from": "bot", "card": card_id})
         return None
 
     def _batch_send(self, data: Mapping[str, Any]) -> HttpReply:
@@ -529,8 +626,9 @@ class DingtalkEmulator(EmulatorBase):
         return HttpReply(200, {"downloadUrl": url})
 
     def reset(self) -> None:
-        """Forget the person's files too."""
+        """Forget the person's files and the bot's too."""
         self.person_files.clear()
+        self.bot_files.clear()
         super().reset()
 
     def _url_signature(self, path: str, expires: int) -> str:
@@ -831,6 +929,9 @@ def card_view(card: Mapping[str, Any]) -> dict[str, Any]:
             view["actions"] = ["stop"]
             # a template binds its Stop button's label to ``stop_text`` (default "Stop")
             view["stopLabel"] = str(params.get("stop_text") or "Stop")
+    elif card.get("kind") in ("image", "file"):
+        files = [dict(f) for f in card.get("files", ())]
+        view.update({"state": "shown", "text": "", "files": files})
     elif card.get("kind") == "question":
         state = str(params.get("card_status", "pending"))
         view.update(

@@ -110,6 +110,7 @@ from channelkit.platforms.dingtalk.stream import TOPICS, DingtalkStream
 from channelkit.runtime import Clock, Scheduler, WorkerPool
 
 if TYPE_CHECKING:
+    from channelkit.attachments.outbound import OutboundSource
     from channelkit.state import StateStore
 
 __all__ = [
@@ -489,6 +490,30 @@ class DingtalkChannel(ChannelBase):
         except Exception:
             logger.exception("[%s] robot message failed", self.name)
             return IngressResponse.json(500, {"success": False})
+
+    def upload_file(
+        self,
+        target: SessionTarget,
+        file: OutboundSource,
+        *,
+        image: bool = False,
+        caption: str | None = None,
+    ) -> str:
+        """The agent's file: ``/media/upload`` on the legacy host, then the robot's
+        ``sampleImageMsg`` (an image) or ``sampleFile`` message to the group or the 1:1
+        chat the target routes to (`channelkit.platforms.dingtalk.files.upload`)."""
+        from channelkit.platforms.dingtalk.files import upload
+        from channelkit.platforms.dingtalk.sender import default_route
+
+        known = self._chats.get(target.chat_id)
+        route = (
+            default_route(target.chat_id)
+            if known is None
+            else ((True, target.chat_id) if known.is_group else (False, known.user_id))
+        )
+        return upload(
+            self.api.client, self.api.robot_code, route, file, image=image, caption=caption
+        )
 
     def attachment_source(self, attachment: Attachment) -> AttachmentSource:
         """The message file download: the ``downloadCode`` exchanged for a temporary
