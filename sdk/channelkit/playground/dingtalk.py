@@ -508,7 +508,7 @@ class DingtalkEmulator(EmulatorBase):
         view = self.bot_files.view(key)
         card_id = "file-" + uuid.uuid4().hex[:12]
         with self._lock:
-            card = {
+            card: dict[str, Any] = {
                 "id": card_id,
                 "kind": "image" if msg_key == "sampleImageMsg" else "file",
                 "params": {},
