@@ -17,7 +17,7 @@ from channelkit.clients.dingtalk import (
     MediaUploadResponse,
     OrgGroupSendRequest,
 )
-from channelkit.errors import AttachmentTooLarge
+from channelkit.errors import AttachmentTooLarge, AuthError
 from channelkit.http.multipart import MultipartBody
 from channelkit.platforms.dingtalk.files import UPLOAD_MAX_BYTES, upload
 from channelkit.playground.bot_files import parse_multipart
@@ -111,3 +111,36 @@ def test_a_file_over_the_cap_is_refused_before_anything_is_sent() -> None:
     with pytest.raises(AttachmentTooLarge):
         upload(client, "ding-robot", (True, "cid-1"), big)  # type: ignore[arg-type]
     assert client.calls == []
+
+
+class _ExpiringTokens:
+    def __init__(self) -> None:
+        self.tokens = ["old", "new"]
+        self.invalidated: list[str | None] = []
+
+    def get_token(self) -> str:
+        return self.tokens[0]
+
+    def invalidate(self, token: str | None = None) -> None:
+        self.invalidated.append(token)
+        self.tokens.pop(0)
+
+
+class _RefusingOldToken(_Client):
+    def upload_media(self, **kwargs: Any) -> MediaUploadResponse:
+        if kwargs["access_token"] == "old":
+            self.calls.append(("refused", kwargs))
+            raise AuthError("access_token expired", status=200, code=42001)
+        return super().upload_media(**kwargs)
+
+
+def test_a_refused_token_is_refreshed_and_the_file_read_again_once() -> None:
+    client = _RefusingOldToken()
+    tokens = _ExpiringTokens()
+    client.token_provider = tokens  # type: ignore[assignment]
+    pdf = outbound_source(b"%PDF-1.7\n" + b"y" * 50, ".", name="a.pdf")
+    assert upload(client, "ding-robot", (True, "cid-1"), pdf) == "pqk-3"  # type: ignore[arg-type]
+    kinds = [kind for kind, _ in client.calls]
+    assert kinds == ["refused", "upload", "group"]
+    assert tokens.invalidated == ["old"] and client.calls[1][1]["access_token"] == "new"
+    assert _wire(client.calls[1][1]["body"])[1]["media"].data == pdf.read_bytes()

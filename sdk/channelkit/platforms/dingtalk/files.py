@@ -34,6 +34,7 @@ from channelkit.errors import (
     ApiError,
     AttachmentRefused,
     AttachmentTooLarge,
+    AuthError,
     ChannelKitError,
     ConfigurationError,
 )
@@ -169,7 +170,9 @@ def upload(
     """Send ``file`` to a chat: ``route`` is ``(is_group, id)`` (a group's
     ``openConversationId`` or a user's id). The media upload, then the robot's image or
     file message; returns its ``processQueryKey``. `AttachmentTooLarge` past
-    `UPLOAD_MAX_BYTES`, before anything is sent; platform errors propagate as
+    `UPLOAD_MAX_BYTES`, before anything is sent; a token the upload refuses (it goes in
+    the query, so the client cannot refresh it) is refreshed and the upload tried once
+    more (the file read again from its first byte); platform errors propagate as
     `ApiError` subclasses. A caption follows as a Markdown message; its failure is
     logged (the file is in the chat: sending it again would show it twice)."""
     if file.size > UPLOAD_MAX_BYTES:
@@ -181,12 +184,17 @@ def upload(
     as_image = image and content_type in IMAGE_TYPES
     timeout = (3.05, UPLOAD_TIMEOUT_S)
     part = UploadFile(file.name, content_type, file.size, file.open)
-    uploaded = client.upload_media(
-        access_token=provider.get_token(),
-        type="image" if as_image else "file",
-        body=MediaUploadRequest(media=part),
-        timeout=timeout,
-    )
+    body = MediaUploadRequest(media=part)
+    kind = "image" if as_image else "file"
+    token = provider.get_token()
+    try:
+        uploaded = client.upload_media(access_token=token, type=kind, body=body, timeout=timeout)
+    except AuthError:
+        # the token in the query was refused (expired): a fresh one, once
+        provider.invalidate(token)
+        uploaded = client.upload_media(
+            access_token=provider.get_token(), type=kind, body=body, timeout=timeout
+        )
     media_id = uploaded.media_id
     if not isinstance(media_id, str) or not media_id:
         raise ApiError("dingtalk media/upload: no media_id in the answer", status=200)
