@@ -110,15 +110,28 @@ def test_a_path_outside_the_files_root_exits_2_before_anything_is_sent(
     assert _files(telegram) == []
 
 
-def test_a_platform_without_uploads_tells_the_chat_and_exits_3(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+def test_a_refused_upload_tells_the_chat_and_exits_3(
+    tmp_path: Path,
+    telegram: Playground,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: Any,
 ) -> None:
     (tmp_path / "notes.txt").write_bytes(b"notes")
     monkeypatch.chdir(tmp_path)
-    with Playground(platform="feishu") as pg:
-        code = cli.main(_args(tmp_path, pg, "--file", "notes.txt"))
-        err = capsys.readouterr().err
-        assert code == cli.EXIT_REFUSED, err
-        assert "not delivered (the chat was told)" in err
-        shown = json.dumps([c["body"] for c in pg.emulator.calls()], ensure_ascii=False)
-        assert "notes.txt" in shown and "does not take files from the bot yet" in shown
+    refused = requests.post(
+        f"{telegram.url}/_emulator/files/fail",
+        json={"status": 400, "description": "Bad Request: wrong file type", "times": 1},
+        timeout=10,
+    )
+    assert refused.status_code == 200, refused.text
+    code = cli.main(_args(tmp_path, telegram, "--file", "notes.txt"))
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_REFUSED, err
+    assert "not delivered (the chat was told)" in err
+    assert _files(telegram) == []
+    told = [
+        c["body"].get("text", "")
+        for c in telegram.emulator.calls()
+        if c["path"].endswith("/sendMessage")
+    ]
+    assert len([t for t in told if "notes.txt" in t]) == 1, told
