@@ -7,13 +7,18 @@ download each `Attachment` (`ChannelBase.attachment_source()`, which answers wit
 streams it there with `channelkit.attachments.download` under the channel's
 `DownloadLimits`. A file that is too large, refused or failed becomes an
 `AttachmentProblem`: the person is told once (`problem_notice()`), the agent gets a
-note (`agent_note()`), and the run still starts. The workspace is closed by the run
+note (`agent_note()`), and the run still starts. A download that fails in a way a retry
+may mend (a 429, a 5xx, a timeout, a reset connection) is tried again after
+`RETRY_DELAYS` (the platform asked again for its download each time, since a signed
+link may have expired), unless the run was stopped meanwhile. The workspace is closed by the run
 when it ends, whatever the outcome.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -24,12 +29,18 @@ from channelkit.attachments.names import sanitize_name
 from channelkit.attachments.workspace import Workspace, Workspaces
 from channelkit.core.catalog import Messages
 from channelkit.core.text import MSG_ATTACHMENT_NOT_RECEIVED, MSG_ATTACHMENT_TOO_LARGE
-from channelkit.errors import AttachmentError, AttachmentFailed, AttachmentTooLarge
+from channelkit.errors import (
+    AttachmentError,
+    AttachmentFailed,
+    AttachmentTooLarge,
+    ConfigurationError,
+)
 
 if TYPE_CHECKING:  # requests loads with the first download
     import requests
 
 __all__ = [
+    "RETRY_DELAYS",
     "AttachmentProblem",
     "AttachmentSource",
     "InboundFiles",
@@ -83,11 +94,30 @@ class ReceivedAttachments:
             self.workspace.close()
 
 
+#: Seconds waited before the second and the third attempt of a download that failed in
+#: a way a retry may mend (429, 5xx, timeout, reset): three attempts in all.
+RETRY_DELAYS: tuple[float, ...] = (0.5, 2.0)
+
+
+def pause(seconds: float, cancelled: Callable[[], bool]) -> None:
+    """Wait up to `seconds` on the run's worker, returning early once `cancelled()`."""
+    deadline = time.monotonic() + seconds
+    idle = threading.Event()
+    while not cancelled():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        idle.wait(min(left, 0.05))
+
+
 class InboundFiles:
     """Downloads one run's attachments into its workspace (see the module docstring).
 
     `source` is the platform's `attachment_source(attachment)`; `workspaces` owns the
-    per-run directories; `limits` bounds every file and the message as a whole.
+    per-run directories; `limits` bounds every file and the message as a whole;
+    `retry_delays` are the waits before each further attempt of a retryable failure
+    (`RETRY_DELAYS`; empty: one attempt); `wait(seconds, cancelled)` waits them
+    (`pause`, on the run's worker, cut short by a Stop).
     """
 
     def __init__(
@@ -95,10 +125,17 @@ class InboundFiles:
         source: Callable[[Attachment], AttachmentSource],
         workspaces: Workspaces,
         limits: DownloadLimits,
+        *,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
+        wait: Callable[[float, Callable[[], bool]], None] = pause,
     ) -> None:
         self._source = source
         self.workspaces = workspaces
         self.limits = limits
+        self._delays = tuple(float(d) for d in retry_delays)
+        if any(not d >= 0 for d in self._delays):
+            raise ConfigurationError("must be seconds >= 0", "retry_delays")
+        self._wait = wait
 
     def receive(
         self,
@@ -126,7 +163,9 @@ class InboundFiles:
                     if cancelled():
                         break
                     try:
-                        files.append(self._one(attachment, workspace, own_session, budget))
+                        files.append(
+                            self._retried(attachment, workspace, own_session, budget, cancelled)
+                        )
                     except AttachmentError as exc:
                         logger.info("run %s: attachment not received: %s", run_id, exc)
                         problems_found.append(AttachmentProblem(attachment, exc))
@@ -134,6 +173,29 @@ class InboundFiles:
             workspace.close()
             raise
         return ReceivedAttachments(workspace, tuple(files), tuple(problems_found))
+
+    def _retried(
+        self,
+        attachment: Attachment,
+        workspace: Workspace,
+        own_session: requests.Session,
+        budget: MessageBudget,
+        cancelled: Callable[[], bool],
+    ) -> ReceivedFile:
+        """`_one()`, tried again after each of the retry delays while it fails in a way
+        a retry may mend and the run goes on; the last failure is raised."""
+        delays = iter(self._delays)
+        while True:
+            try:
+                return self._one(attachment, workspace, own_session, budget)
+            except AttachmentFailed as exc:
+                delay = next(delays, None)
+                if delay is None or not exc.retryable or cancelled():
+                    raise
+                logger.info("attachment download failed, retrying in %.1fs: %s", delay, exc)
+                self._wait(delay, cancelled)
+                if cancelled():
+                    raise
 
     def _one(
         self,
