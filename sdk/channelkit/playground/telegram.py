@@ -24,11 +24,11 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
   ``POST /_emulator/send`` (``files``), each as its own message (a photo with a
   thumbnail and its full size, a document, a voice or audio message, a video; the
   text is the first one's caption), served byte for byte (at most `MAX_FILES` kept);
-* ``sendPhoto`` and ``sendDocument`` (``multipart/form-data``: the ``photo`` or
-  ``document`` file part, ``caption``, ``message_thread_id``): the bot's message view
-  lists ``files`` (name, content type, size, ``url``), ``GET /_emulator/files/<key>``
-  serves the bytes and ``POST /_emulator/files/fail`` makes the next uploads fail
-  (`channelkit.playground.bot_files`).
+* ``sendPhoto``, ``sendVoice`` and ``sendDocument`` (``multipart/form-data``: the
+  ``photo``, ``voice`` or ``document`` file part, ``caption``, ``message_thread_id``):
+  the bot's message view lists ``files`` (name, content type, size, ``url``),
+  ``GET /_emulator/files/<key>`` serves the bytes and ``POST /_emulator/files/fail``
+  makes the next uploads fail (`channelkit.playground.bot_files`).
 
 A wrong token is ``401 Unauthorized``. User messages and button taps become ``Update``
 objects: POSTed to the webhook with the ``X-Telegram-Bot-Api-Secret-Token`` header while
@@ -285,10 +285,11 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         self._files: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
         #: file_path -> body bytes served by the file download
         self.file_bytes_served: dict[str, int] = {}
-        #: the files the bot uploaded (sendPhoto / sendDocument)
+        #: the files the bot uploaded (sendPhoto / sendVoice / sendDocument)
         self.bot_files = BotFiles()
         self._methods["sendphoto"] = self._send_photo
         self._methods["senddocument"] = self._send_document
+        self._methods["sendvoice"] = self._send_voice
 
     # -- API ------------------------------------------------------------------------------
     def handle_api(
@@ -358,6 +359,9 @@ class TelegramEmulator(DraftChat, EmulatorBase):
     def _send_document(self, params: Mapping[str, Any]) -> HttpReply:
         return self._send_upload(params, "document")
 
+    def _send_voice(self, params: Mapping[str, Any]) -> HttpReply:
+        return self._send_upload(params, "voice")
+
     def _send_upload(self, params: Mapping[str, Any], field: str) -> HttpReply:
         problem = self._chat_problem(params)
         if problem is not None:
@@ -417,6 +421,8 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         media = {"file_id": key, "file_unique_id": key[-12:], "file_size": len(file.data)}
         if field == "photo":
             result["photo"] = [{**media, "width": 1280, "height": 1280}]
+        elif field == "voice":
+            result["voice"] = {**media, "duration": 1, "mime_type": file.content_type}
         else:
             result["document"] = {**media, "file_name": file.name, "mime_type": file.content_type}
         if caption:

@@ -1,5 +1,6 @@
 """Telegram uploads (issue 25, outbound): an image Telegram shows as a photo goes as
-``sendPhoto`` with a ``photo`` file part, anything else as ``sendDocument`` with a
+``sendPhoto`` with a ``photo`` file part, an Ogg audio file (a voice note) as
+``sendVoice`` with a ``voice`` part, anything else as ``sendDocument`` with a
 ``document`` part (its name and content type on the part), the chat id, the caption
 (cut to 1,024 characters) and the forum topic as form fields; the body has a
 Content-Length (no chunked encoding) and a retried call reads the file again."""
@@ -82,3 +83,19 @@ def test_a_retried_upload_sends_the_whole_file_again(tmp_path: Path) -> None:
             upload(api, SessionTarget("tg", "5", "5"), file)
         assert upload(api, SessionTarget("tg", "5", "5"), file) == "77"
     assert sent == [b"\x00\x01" * 3000, b"\x00\x01" * 3000]
+
+
+OGG = b"OggS\x00\x02" + b"\x00" * 20 + b"OpusHead" + bytes(range(200))
+
+
+def test_an_ogg_voice_note_goes_as_send_voice_with_a_voice_part() -> None:
+    api = TelegramApi(TOKEN, base_url=BASE)
+    note = outbound_source(OGG, ".", name="note.ogg")
+    with requests_mock.Mocker() as mock:
+        route = mock.post(f"{BASE}/bot{TOKEN}/sendVoice", json=OK)
+        assert upload(api, SessionTarget("tg", "5", "5"), note, caption="listen") == "77"
+    fields, files = _parts(route.last_request)
+    assert fields == {"chat_id": "5", "caption": "listen"}
+    assert set(files) == {"voice"}
+    assert files["voice"].name == "note.ogg" and files["voice"].content_type == "audio/ogg"
+    assert files["voice"].data == OGG

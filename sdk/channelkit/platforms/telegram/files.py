@@ -1,4 +1,4 @@
-"""Telegram files: the agent's files and images out, with ``sendPhoto`` / ``sendDocument``.
+"""Telegram files: the agent's files out, with ``sendPhoto`` / ``sendVoice`` / ``sendDocument``.
 
 (A person's photos and documents come in through the ingress, and
 `TelegramChannel.attachment_source` fetches them with ``getFile``.)
@@ -6,8 +6,9 @@
 `upload()` is `TelegramChannel.upload_file`: one attempt, the file streamed as the
 ``photo`` or ``document`` part of a ``multipart/form-data`` request (reopened by every
 attempt), the caption and the forum topic as form fields. An image is a photo only when
-Telegram shows it as one (JPEG, PNG, WebP or GIF of at most `PHOTO_MAX_BYTES`); anything
-else, and any other file, is a document (at most `DOCUMENT_MAX_BYTES`, Telegram's bot
+Telegram shows it as one (JPEG, PNG, WebP or GIF of at most `PHOTO_MAX_BYTES`); an Ogg
+audio file (what a voice note is: Opus in Ogg) is a voice message; anything else, and
+any other file, is a document (at most `DOCUMENT_MAX_BYTES`, Telegram's bot
 upload limit; a larger one is refused before a byte is sent). Captions are cut to
 Telegram's 1,024 characters.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from channelkit.clients.telegram import SendDocumentRequest, SendPhotoRequest
+from channelkit.clients.telegram import SendDocumentRequest, SendPhotoRequest, SendVoiceRequest
 from channelkit.errors import ApiError, AttachmentTooLarge
 from channelkit.http.model import UNSET
 from channelkit.http.multipart import UploadFile
@@ -32,6 +33,7 @@ __all__ = [
     "PHOTO_MAX_BYTES",
     "PHOTO_TYPES",
     "UPLOAD_TIMEOUT_S",
+    "VOICE_TYPES",
     "upload",
 ]
 
@@ -40,6 +42,8 @@ PHOTO_MAX_BYTES = 10 * 1000 * 1000
 DOCUMENT_MAX_BYTES = 50 * 1000 * 1000
 #: What ``sendPhoto`` shows as a photo (anything else goes as a document).
 PHOTO_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
+#: What ``sendVoice`` plays as a voice message (an Ogg file; other audio is a document).
+VOICE_TYPES = frozenset({"audio/ogg"})
 #: The longest caption Telegram takes.
 CAPTION_MAX = 1024
 #: The overall deadline of one upload (the body may be megabytes).
@@ -84,6 +88,13 @@ def upload(
         if thread is not None:
             photo.message_thread_id = thread
         response = client.send_photo(body=photo, timeout=timeout)
+    elif content_type in VOICE_TYPES:
+        voice = SendVoiceRequest(chat_id=chat, voice=part)
+        if text:
+            voice.caption = text
+        if thread is not None:
+            voice.message_thread_id = thread
+        response = client.send_voice(body=voice, timeout=timeout)
     else:
         document = SendDocumentRequest(chat_id=chat, document=part)
         if text:
