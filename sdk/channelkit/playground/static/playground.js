@@ -31,6 +31,9 @@
   var TEAMMATE = "70017001";
   // platforms whose people write to the bot in direct chats only
   var NO_GROUPS = { weixin: true };
+  // platforms whose emulator takes no files from the person
+  var NO_FILES = { weixin: true };
+  var attach = document.getElementById("attach");
 
   // -- errors ----------------------------------------------------------------------------
   function describe(err) {
@@ -228,6 +231,32 @@
     return row;
   }
 
+  // ``files`` of a view or timeline entry ({name, contentType, size, url?}): an image
+  // with a url inline, any other file with a url as a link, one without (what the person
+  // sent) as its name and size.
+  function renderFiles(box, files) {
+    clear(box);
+    (files || []).forEach(function (f) {
+      var label = (f.name || "file") + " (" + (f.size || 0) + " bytes)";
+      if (f.url && /^image\//.test(f.contentType || "")) {
+        var img = el("img");
+        img.src = f.url;
+        img.alt = f.name || "image";
+        img.title = label;
+        box.appendChild(img);
+      } else if (f.url) {
+        var link = el("a", "file", label);
+        link.href = f.url;
+        link.target = "_blank";
+        link.rel = "noopener";
+        if (f.name) link.setAttribute("download", f.name);
+        box.appendChild(link);
+      } else {
+        box.appendChild(el("div", "file", "\ud83d\udcce " + label));
+      }
+    });
+  }
+
   function addMessage(entry) {
     var row = el("div", "row " + (entry.from === "user" ? "user" : "bot"));
     row.dataset.seq = entry.seq;
@@ -235,6 +264,7 @@
     bubble.classList.add(entry.from === "user" ? "user-message" : "bot-message");
     if (entry.from !== "user" && entry.format === "markdown") renderBotText(bubble, entry.text);
     else renderText(bubble, entry.text);
+    if (entry.files && entry.files.length) renderFiles(bubble.appendChild(el("div", "files")), entry.files);
     row.appendChild(bubble);
     if (entry.from === "user") {
       var reactions = el("div", "reactions");
@@ -435,12 +465,16 @@
   }
 
   function renderCustom(card, view) {
-    var key = JSON.stringify([view.content || "", view.keyboard || []]);
+    var key = JSON.stringify([view.content || "", view.keyboard || [], view.files || []]);
     if (card.dataset.custom === key) return;
     card.dataset.custom = key;
     clear(card);
     var body = el("div", "card-body");
-    body.appendChild(el("pre", "card-content", view.content || ""));
+    // a file message (DingTalk's image or file message) shows its file, not empty text
+    if (view.content || !(view.files && view.files.length)) {
+      body.appendChild(el("pre", "card-content", view.content || ""));
+    }
+    if (view.files && view.files.length) renderFiles(body.appendChild(el("div", "files")), view.files);
     card.appendChild(body);
     if (view.keyboard && view.keyboard.length) {
       var kb = el("div", "keyboard");
@@ -515,6 +549,7 @@
     if (!card.dataset.built) {
       card.classList.add("message-card");
       card.appendChild(el("div", "card-body msg-text"));
+      card.appendChild(el("div", "files msg-files"));
       card.appendChild(el("div", "keyboard"));
       card.appendChild(el("div", "selects"));
       var modalForm = card.appendChild(el("form", "card-body dc-modal"));
@@ -542,6 +577,12 @@
       text.dataset.key = textKey;
       if (view.state === "deleted") text.textContent = "(message deleted)";
       else renderFormatted(text, view.text, view.parseMode, view.markup);
+    }
+    var filesKey = JSON.stringify(view.state === "deleted" ? [] : view.files || []);
+    var filesBox = card.querySelector(".msg-files");
+    if (filesBox.dataset.key !== filesKey) {
+      filesBox.dataset.key = filesKey;
+      renderFiles(filesBox, view.state === "deleted" ? [] : view.files);
     }
     var kbKey = JSON.stringify(view.keyboard || []);
     var kb = card.querySelector(".keyboard");
@@ -706,6 +747,10 @@
     chatAs.hidden = !!NO_GROUPS[platform];
     if (chatAs.hidden) chatAs.value = "dm";
     if (mentionLabel) mentionLabel.hidden = chatAs.value === "dm";
+    if (attach) {
+      attach.hidden = !!NO_FILES[platform];
+      if (attach.hidden) attach.value = "";
+    }
   }
 
   if (chatAs) chatAs.addEventListener("change", showChatChoice);
@@ -726,14 +771,40 @@
     return { body: body, where: where };
   }
 
+  // The chosen file as ``{name, contentType, base64}`` (a promise; null when none).
+  function readAttachment() {
+    var file = attach && !attach.hidden && attach.files && attach.files[0];
+    if (!file) return Promise.resolve(null);
+    return new Promise(function (resolve, reject) {
+      var reader = new FileReader();
+      reader.onload = function () {
+        var url = String(reader.result || "");
+        resolve({
+          name: file.name,
+          contentType: file.type || "application/octet-stream",
+          base64: url.slice(url.indexOf(",") + 1)  // a data: URL, base64 after the comma
+        });
+      };
+      reader.onerror = function () {
+        reject(new Error("cannot read " + file.name + ": " + describe(reader.error)));
+      };
+      reader.readAsDataURL(file);
+    });
+  }
+
   form.addEventListener("submit", function (e) {
     e.preventDefault();
     var text = input.value.trim();
-    if (!text) return;
+    var hasFile = !!(attach && !attach.hidden && attach.files && attach.files.length);
+    if (!text && !hasFile) return;
     input.value = "";
     scrollDown();
     var out = outgoing(text);
-    post("/_emulator/send", out.body).then(function (res) {
+    readAttachment().then(function (file) {
+      if (file) out.body.files = [file];
+      return post("/_emulator/send", out.body);
+    }).then(function (res) {
+      if (out.body.files && attach) attach.value = "";  // delivered: the next message has none
       if (res && res.msgId && out.where) {
         sentWhere[res.msgId] = out.where;
         if (msgEls[res.msgId]) labelWhere(msgEls[res.msgId], out.where);
