@@ -119,7 +119,7 @@ def test_a_text_file_attached_with_a_message_is_named_in_the_answer(
     assert _errors(browser) == []
 
 
-@pytest.mark.parametrize("platform", ["telegram", "slack", "discord"])
+@pytest.mark.parametrize("platform", ["telegram", "slack", "discord", "dingtalk", "feishu"])
 def test_picture_shows_the_bots_image_inline(browser: Browser, platform: str) -> None:
     with Playground(platform=platform, demo_delay=0.0) as pg:
         try:
