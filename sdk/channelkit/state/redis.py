@@ -32,6 +32,7 @@ from channelkit.state.base import (
     GUARD_EXISTS,
     GUARD_STALE,
     GUARD_WRITTEN,
+    check_bucket,
     check_key,
     check_namespace,
     check_token,
@@ -148,6 +149,31 @@ end
 return {raw, 'written'}
 """
 
+# Token bucket (`take_token`): KEYS[1] the bucket (a hash: tokens, ts); ARGV rate, burst,
+# keep, now ("" : the server's TIME, so every process agrees). Returns the wait as text.
+_TAKE_TOKEN = """
+local rate, burst, keep = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local now
+if ARGV[4] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+else
+  now = tonumber(ARGV[4])
+end
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens, ts = tonumber(state[1]), tonumber(state[2])
+if tokens == nil or ts == nil then tokens, ts = burst, now end
+if now > ts then
+  tokens = math.min(burst, tokens + (now - ts) * rate)
+  ts = now
+end
+local wait = 0
+if tokens >= 1 + keep then tokens = tokens - 1 else wait = (1 + keep - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(ts))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst + keep) / rate * 1000) + 1000)
+return tostring(wait)
+"""
+
 _OUTCOMES = {o: o for o in (GUARD_WRITTEN, GUARD_EXISTS, GUARD_STALE, GUARD_ABSENT, CLAIM_MISMATCH)}
 #: the token's place in a lease value's canonical JSON (split around it for the script)
 _TOKEN_MARK = '"token":0'
@@ -185,6 +211,8 @@ class RedisStore:
         self.socket_timeout_s = float(socket_timeout_s)
         # TTLs live in Redis (server time); the clock is kept for the protocol's sake.
         self._clock: Clock = clock if clock is not None else SystemClock()
+        self._bucket_clock = clock  # `take_token`: None, the server's TIME
+        self._take_token: Any = None  # its script, registered on first use
         self._keys = f"{self.namespace}:k:"
         self._queues = f"{self.namespace}:q:"
         self._counters = f"{self.namespace}:n:"
@@ -394,6 +422,18 @@ class RedisStore:
                 return None
 
     # -- lifecycle --------------------------------------------------------------------
+
+    def take_token(self, key: str, *, rate: float, burst: float, keep: float = 0.0) -> float:
+        rate, burst, keep = check_bucket(rate, burst, keep)
+        # the server's clock unless a clock was given (tests): every process agrees
+        now = "" if self._bucket_clock is None else repr(self._bucket_clock.now())
+        script = self._take_token
+        if script is None:
+            script = self._take_token = self._client.register_script(_TAKE_TOKEN)
+        args = [repr(rate), repr(burst), repr(keep), now]
+        # not repeated after a failover: a token taken twice only slows the caller
+        answer = self._call("take_token", lambda: script(keys=[self._key(key)], args=args))
+        return max(0.0, float(answer))
 
     def ping(self) -> None:
         self._call("ping", self._client.ping)
