@@ -34,6 +34,7 @@ __all__ = [
     "GUARD_WRITTEN",
     "STORE_OPERATIONS",
     "StateStore",
+    "check_bucket",
     "check_key",
     "check_namespace",
     "check_token",
@@ -182,6 +183,17 @@ class StateStore(Protocol):
         """Up to ``limit`` keys (namespace stripped) starting with ``prefix``."""
         ...
 
+    def take_token(self, key: str, *, rate: float, burst: float, keep: float = 0.0) -> float:
+        """Take one token from the token bucket ``key``, atomically: 0.0 when taken, else
+        the seconds until one can be (nothing taken).
+
+        The bucket holds at most ``burst`` tokens and gains ``rate`` a second (it starts
+        full); a token is taken only while at least ``1 + keep`` are there, so callers
+        passing ``keep`` leave that many for callers that pass none. Outbound rate limits
+        shared by every process (`channelkit.platforms.common.rate_limit`).
+        """
+        ...
+
     def ping(self) -> None:
         """Raise `StateStoreUnavailable` if the backend is down."""
         ...
@@ -205,6 +217,7 @@ STORE_OPERATIONS = (
     "hold_lease",
     "write_if",
     "claim_matching",
+    "take_token",
 )
 
 _Listener = Callable[[str, str, float], None]
@@ -260,6 +273,24 @@ def new_instance_id() -> str:
     """``hostname-pid-random``: unique per process (and per store object)."""
     host = socket.gethostname() or "host"
     return f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def check_bucket(rate: object, burst: object, keep: object) -> tuple[float, float, float]:
+    """``take_token()``'s numbers, checked: ``rate`` > 0, ``burst`` >= 1, 0 <= ``keep`` <
+    ``burst``."""
+    values = []
+    for name, value in (("rate", rate), ("burst", burst), ("keep", keep)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise ConfigurationError("must be a number", name)
+        values.append(float(value))
+    rate_f, burst_f, keep_f = values
+    if not 0 < rate_f < math.inf:
+        raise ConfigurationError("must be > 0", "rate")
+    if not 1 <= burst_f < math.inf:
+        raise ConfigurationError("must be >= 1", "burst")
+    if not 0 <= keep_f < burst_f:
+        raise ConfigurationError("must be >= 0 and below burst", "keep")
+    return rate_f, burst_f, keep_f
 
 
 def check_namespace(namespace: object) -> str:

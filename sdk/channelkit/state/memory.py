@@ -24,6 +24,7 @@ from channelkit.state.base import (
     GUARD_EXISTS,
     GUARD_STALE,
     GUARD_WRITTEN,
+    check_bucket,
     check_key,
     check_namespace,
     check_token,
@@ -62,6 +63,8 @@ class MemoryStore:
         self._queues: dict[str, deque[str]] = {}
         # lease token counters (`hold_lease`), apart from the keys: never evicted by them
         self._counters: dict[str, int] = {}
+        # token buckets (`take_token`): key -> (tokens, clock time of that count)
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._closed = False
 
     # -- keys -------------------------------------------------------------------------
@@ -280,6 +283,25 @@ class MemoryStore:
                 if remaining <= 0 or self._closed:
                     return None
                 self._ready.wait(remaining)
+
+    # -- token buckets --------------------------------------------------------------------
+
+    def take_token(self, key: str, *, rate: float, burst: float, keep: float = 0.0) -> float:
+        key = check_key(key)
+        rate, burst, keep = check_bucket(rate, burst, keep)
+        with self._lock:
+            now = self._clock.now()
+            tokens, then = self._buckets.pop(key, (burst, now))
+            tokens = min(burst, tokens + max(0.0, now - then) * rate)
+            wait = 0.0
+            if tokens >= 1.0 + keep:
+                tokens -= 1.0
+            else:
+                wait = (1.0 + keep - tokens) / rate
+            self._buckets[key] = (tokens, now)  # most recent last
+            while len(self._buckets) > self.maxsize:
+                self._buckets.popitem(last=False)
+            return wait
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -45,6 +45,11 @@ What is retried (each case is one branch of `classify()`)
     When a path's attempts are used up the next path is tried, unless an attempt of the
     part had an unknown outcome (then no other path is tried, for the same reason).
 
+Waiting for a rate-limit token
+    A path that raises `Throttled` (`channelkit.platforms.common.rate_limit`:
+    the chat's shared token bucket is empty) made no call: its next try is booked on the
+    scheduler after the wait, and no attempt is counted.
+
 When every path failed
     One structured ``ERROR`` log record per answer (logger
     ``channelkit.platforms.common.delivery``, ``extra={"delivery": {...}}`` with channel,
@@ -82,6 +87,7 @@ from channelkit.errors import (
 )
 from channelkit.http.retry import RetryPolicy, failed_before_sending
 from channelkit.observability import hub, tracing
+from channelkit.platforms.common.rate_limit import Throttled
 from channelkit.runtime.scheduler import Scheduler, TimerHandle
 
 __all__ = [
@@ -303,6 +309,11 @@ class DeliveryChain:
             job.attempts += 1
             try:
                 path.send()
+            except Throttled as exc:  # our own rate limit: a wait, not an attempt
+                job._attempt -= 1
+                job.attempts -= 1
+                self._book(job, exc.wait, retried=False)
+                return
             except Exception as exc:
                 if not self._after_failure(job, path, exc):
                     return
@@ -357,9 +368,10 @@ class DeliveryChain:
             return min(max(0.0, exc.retry_after), self.policy.retry_after_cap)
         return self.policy.backoff(attempt)
 
-    def _book(self, job: DeliveryJob, delay: float) -> None:
-        self._mark_retried(job)
-        hub.delivery(job.target.channel, "retried")
+    def _book(self, job: DeliveryJob, delay: float, *, retried: bool = True) -> None:
+        if retried:
+            self._mark_retried(job)
+            hub.delivery(job.target.channel, "retried")
         with self._lock:
             closed = self._closed
             if not closed:

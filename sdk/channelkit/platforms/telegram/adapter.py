@@ -78,6 +78,7 @@ from channelkit.platforms.common.connection import LongConnection, stop_connecti
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
 from channelkit.platforms.common.inbound import CLOSED_STATUS
+from channelkit.platforms.common.rate_limit import ChatRateLimiter, telegram_chat_limit
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.run_journal import RunJournal
@@ -276,6 +277,11 @@ class TelegramChannel(ChannelBase):
             fallback=self._unknown_tap,
             name=f"{self.name} button",
         )
+        #: per-chat token buckets of every outbound message and edit of a streamed or
+        #: final answer, in ``store`` when given (shared by every process of the bot)
+        self.rate_limiter = ChatRateLimiter(
+            "telegram", limit=telegram_chat_limit, clock=self.clock, store=store
+        )
         self.output = SegmentOutput(
             lambda chat_id, text, thread_id: self.send_reply(chat_id, text, thread_id=thread_id),
             clock=self.clock,
@@ -343,13 +349,17 @@ class TelegramChannel(ChannelBase):
             mode=config.streaming,
             interval=config.stream_interval_s,
             channel_name=self.name,
+            rate_limiter=self.rate_limiter,
         )
 
     def _part_sender(self, chat_id: str, thread_id: str | None) -> Any:
-        """``send(part, parse_mode)``: one ``sendMessage`` in the chat (and topic)."""
+        """``send(part, parse_mode)``: one ``sendMessage`` in the chat (and topic), once
+        the chat's rate limit gives a token (else `Throttled`: the delivery chain waits)."""
         thread = _thread_int(thread_id)
+        gate = self.rate_limiter.gate(chat_id)
 
         def send(part: str, parse_mode: str | None) -> object:
+            gate()
             return self.api.send_message(
                 chat_id, part, message_thread_id=thread, parse_mode=parse_mode
             )

@@ -78,6 +78,7 @@ from channelkit.platforms.common import (
     bound_text,
 )
 from channelkit.platforms.common.delivery import DeliveryPath, DeliveryTarget
+from channelkit.platforms.common.rate_limit import ChatRateLimiter, RateGate
 from channelkit.platforms.common.types import Scheduler, TimerHandle
 from channelkit.platforms.telegram.questions import MAX_MESSAGE_CHARS
 from channelkit.runtime import BoundedMap, Clock
@@ -400,11 +401,16 @@ class LiveStream:
             if self._closed:
                 return
             try:
-                self._streams.calls.draft(self.chat_id, self.draft_id, "", self.thread, None)
+                # no token: no placeholder, the text follows when the chat has one
+                if self._streams.stream_wait(self.chat_id) <= 0:
+                    self._streams.calls.draft(self.chat_id, self.draft_id, "", self.thread, None)
             except Exception as exc:
                 error = exc
         if error is not None:
             self._on_error(error)
+        self._start_writer()
+
+    def _start_writer(self) -> None:
         with self._lock:
             writer = self.writer
         writer.start(mark_written=False)  # the text follows at once
@@ -420,6 +426,8 @@ class LiveStream:
                     return
                 if self.mode == "draft":
                     html, plain = pairs[-1]
+                    if self._throttled():
+                        return
                     self.shown = _formatted_or_plain(
                         html,
                         plain,
@@ -432,6 +440,8 @@ class LiveStream:
                 if not plain.strip() or html == self.shown:
                     return
                 if self.message_id is None:
+                    if self._throttled():
+                        return
                     posted: list[int] = []
                     self.shown = _formatted_or_plain(
                         html,
@@ -446,6 +456,8 @@ class LiveStream:
                 if wait > 0:
                     self._defer(wait)
                     return
+                if self._throttled():
+                    return
                 message_id = self.message_id
                 self.shown = _formatted_or_plain(
                     html,
@@ -458,6 +470,14 @@ class LiveStream:
                 else:
                     after = exc.retry_after
                     self._defer(after if after is not None else DEFAULT_RETRY_AFTER)
+
+    def _throttled(self) -> bool:
+        """The chat's shared token bucket is empty: write the newest text later (True)."""
+        wait = self._streams.stream_wait(self.chat_id)
+        if wait <= 0:
+            return False
+        self._defer(wait)
+        return True
 
     def _defer(self, wait: float) -> None:
         """Write the newest text again in ``wait`` seconds (one timer at most)."""
@@ -534,6 +554,7 @@ class LiveStreams:
         mode: str = "draft",
         interval: float = 0.5,
         channel_name: str = "telegram",
+        rate_limiter: ChatRateLimiter | None = None,
     ) -> None:
         self.calls = calls
         self.clock = clock
@@ -544,8 +565,16 @@ class LiveStreams:
         self.interval = interval
         self.channel_name = channel_name
         self.limiter = ChatEditLimiter(clock)
+        #: the chats' shared token buckets (None: only `ChatEditLimiter` paces edits)
+        self.rate_limiter = rate_limiter
         self._lock = threading.Lock()
         self._no_drafts: dict[str, None] = {}  # chats whose drafts Telegram rejected
+
+    def stream_wait(self, chat_id: str) -> float:
+        """0.0 when a streamed write into ``chat_id`` may go now (its token taken), else
+        the seconds to wait (`ChatRateLimiter.stream_wait()`)."""
+        limiter = self.rate_limiter
+        return 0.0 if limiter is None else limiter.stream_wait(chat_id)
 
     def drafts_rejected(self, chat_id: str) -> None:
         with self._lock:
@@ -579,14 +608,18 @@ class LiveStreams:
         pairs = formatted_parts(text) or [(" ", " ")]
         parts = _delivery_parts(pairs, send)
         html, first = pairs[0]
+        limiter = self.rate_limiter
+        gate = limiter.gate(stream.chat_id) if limiter is not None else None
         edits: list[DeliveryPath] = []
         if html != first:
-            edits.append(self._edit_path(stream, html, PARSE_MODE))
-        edits.append(self._edit_path(stream, first, None))
+            edits.append(self._edit_path(stream, html, PARSE_MODE, gate))
+        edits.append(self._edit_path(stream, first, None, gate))
         parts[0] = (*edits, *parts[0])
         return parts
 
-    def _edit_path(self, stream: LiveStream, text: str, parse_mode: str | None) -> DeliveryPath:
+    def _edit_path(
+        self, stream: LiveStream, text: str, parse_mode: str | None, gate: RateGate | None
+    ) -> DeliveryPath:
         def edit() -> None:
             if parse_mode is None and text == stream.shown:
                 return  # already shown as it is
@@ -598,6 +631,8 @@ class LiveStreams:
                 raise RateLimited(
                     "telegram: one edit per second per chat", status=429, retry_after=wait
                 )
+            if gate is not None:
+                gate()  # Throttled: the chain waits for the chat's token (no attempt)
             try:
                 self.calls.edit(stream.chat_id, message_id, text, parse_mode)
             except RateLimited as exc:
