@@ -263,8 +263,23 @@ def config_schema() -> dict[str, Any]:
                                 "exclusiveMinimum": 0,
                                 "maximum": 60,
                             },
+                            "sentinels": {
+                                "type": "array",
+                                "items": {"type": "string", "minLength": 3},
+                                "minItems": 1,
+                                "maxItems": 64,
+                                "description": "host:port of each Sentinel; the store "
+                                "follows the primary they name for sentinelService",
+                            },
+                            "sentinelService": {"type": "string", "minLength": 1},
+                            "sentinelPassword": _SECRET,
+                            "username": _SECRET,
+                            "password": _SECRET,
+                            "tls": {"type": "boolean"},
+                            "tlsCaFile": {"type": "string", "minLength": 1},
+                            "tlsCertFile": {"type": "string", "minLength": 1},
+                            "tlsKeyFile": {"type": "string", "minLength": 1},
                         },
-                        "required": ["url"],
                         "additionalProperties": False,
                     },
                     **LEASE_SCHEMA,
@@ -482,10 +497,33 @@ def _resolve_state(section: Mapping[str, Any], env: Mapping[str, str]) -> dict[s
     if "redis" not in section:
         return {}
     redis = dict(section["redis"])
-    redis["url"] = url = _resolve_secret(redis["url"], "state.redis.url", env)
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ConfigurationError("must be a redis://, rediss:// or unix:// URL", "state.redis.url")
+    if "url" not in redis and "sentinels" not in redis:
+        raise ConfigurationError(
+            "must be a redis://, rediss:// or unix:// URL (or give sentinels)", "state.redis.url"
+        )
+    if "url" in redis:
+        redis["url"] = url = _resolve_secret(redis["url"], "state.redis.url", env)
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise ConfigurationError(
+                "must be a redis://, rediss:// or unix:// URL", "state.redis.url"
+            )
+    for name in ("username", "password", "sentinelPassword"):
+        if name in redis:
+            redis[name] = _resolve_secret(redis[name], f"state.redis.{name}", env)
+    from channelkit.state import check_redis_spec
+
+    check_redis_spec(redis)
     return {"redis": redis}
+
+
+def _unreachable_path(redis: Mapping[str, Any], exc: Exception) -> str:
+    """The setting a failed start points at: the credentials when Redis refused them,
+    the Sentinels or the URL otherwise."""
+    if getattr(exc, "cause_class", "") == "AuthenticationError":
+        if "password" in redis or "username" in redis:
+            return "state.redis.password" if "password" in redis else "state.redis.username"
+        return "state.redis.url"
+    return "state.redis.sentinels" if "sentinels" in redis else "state.redis.url"
 
 
 def check_state(config: DeploymentConfig) -> None:
@@ -503,7 +541,7 @@ def check_state(config: DeploymentConfig) -> None:
         store.ping()
     except StateStoreUnavailable as exc:
         raise ConfigurationError(
-            f"the process refuses to start: {exc}", "state.redis.url"
+            f"the process refuses to start: {exc}", _unreachable_path(config.state["redis"], exc)
         ) from None
     finally:
         store.close()

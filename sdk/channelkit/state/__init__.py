@@ -19,6 +19,7 @@ from channelkit.errors import ConfigurationError
 from channelkit.runtime.clock import Clock
 from channelkit.state.base import DEFAULT_NAMESPACE, StateStore, check_namespace, redact_url
 from channelkit.state.memory import MemoryStore
+from channelkit.state.redis_options import check_redis_spec, parse_sentinels
 
 if TYPE_CHECKING:
     from channelkit.state.redis import RedisStore
@@ -28,11 +29,11 @@ __all__ = [
     "MemoryStore",
     "RedisStore",
     "StateStore",
+    "check_redis_spec",
     "open_store",
+    "parse_sentinels",
     "redact_url",
 ]
-
-_REDIS_KEYS = frozenset({"url", "namespace", "socketTimeoutSeconds"})
 
 
 def __getattr__(name: str) -> Any:
@@ -73,20 +74,11 @@ def open_store(
         )
     if not isinstance(redis_spec, Mapping):
         raise ConfigurationError("must be an object", "state.redis")
-    extra = sorted(set(redis_spec) - _REDIS_KEYS)
-    if extra:
-        known = ", ".join(sorted(_REDIS_KEYS))
-        raise ConfigurationError(f"unknown key {extra[0]!r} (known: {known})", "state.redis")
-    url = redis_spec.get("url")
-    if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
-        raise ConfigurationError("must be a redis://, rediss:// or unix:// URL", "state.redis.url")
-    timeout = redis_spec.get("socketTimeoutSeconds", 1.0)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= 60:
-        raise ConfigurationError("must be a number in (0, 60]", "state.redis.socketTimeoutSeconds")
+    kwargs = check_redis_spec(redis_spec)
     ns = _namespace(spec, redis_spec, namespace, "state.redis.namespace")
     from channelkit.state.redis import RedisStore
 
-    return RedisStore(url, namespace=ns, socket_timeout_s=float(timeout), clock=clock)
+    return RedisStore(namespace=ns, clock=clock, **kwargs)
 
 
 def _namespace(

@@ -13,14 +13,29 @@ redis-py error becomes `StateStoreUnavailable` (the message
 never carries the URL's password). The connection pool drops dead connections and
 connects again on the next call, so the same store object works as soon as Redis is back.
 
+High availability and security, all through redis-py itself: with ``sentinels`` the
+store asks the Sentinels for the primary of ``sentinel_service``
+(``redis.sentinel.Sentinel(...).master_for(...)``) and, after a failover, reconnects to
+the new primary (a connection to the old one fails, or the demoted server answers
+``READONLY``; either way the next connection asks the Sentinels again). A call that hits
+the failover is sent once more on the new primary when sending it twice is safe: reads,
+``SET``, ``DEL``, ``SCAN``, ``PING``, and the scripts and ``SET NX`` whose effect is
+checked (a refusal that finds this very value already written counts as done). A queue
+push or pop is never repeated (it could double or drop a message): it raises
+`StateStoreUnavailable` as any other failure. TLS (``tls=True`` or a ``rediss://`` URL,
+with CA, certificate and key files) and ACL users (``username``, ``password``) apply to
+the primary and, with the Sentinel password, to the Sentinels; no secret is ever in
+``repr`` or in an error message.
+
 redis-py is the ``redis`` extra: ``pip install 'channelkit[redis]'``.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from channelkit.errors import ConfigurationError, StateStoreUnavailable
@@ -44,9 +59,11 @@ from channelkit.state.base import (
     redact_url,
     timed_store,
 )
+from channelkit.state.redis_options import parse_sentinels
 
 try:
     import redis as _redis
+    import redis.sentinel as _sentinel
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 except ImportError as _missing:  # pragma: no cover - exercised only without the extra
@@ -195,19 +212,78 @@ class RedisStore:
 
     def __init__(
         self,
-        url: str,
+        url: str | None = None,
         *,
         namespace: str = DEFAULT_NAMESPACE,
         socket_timeout_s: float = 1.0,
         clock: Clock | None = None,
+        sentinels: Sequence[str] | None = None,
+        sentinel_service: str | None = None,
+        sentinel_password: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        tls: bool = False,
+        tls_ca_file: str | None = None,
+        tls_cert_file: str | None = None,
+        tls_key_file: str | None = None,
     ) -> None:
-        if not isinstance(url, str) or not url:
-            raise ConfigurationError("must be a redis:// URL", "url")
+        """Connect (lazily: nothing is sent before the first call) to one Redis at
+        ``url``, or to the primary the ``sentinels`` (``host:port`` strings) name for
+        ``sentinel_service``.
+
+        With sentinels, ``url`` is optional (its database number, user and password are
+        used when given). ``username``/``password`` (ACL) override the URL's;
+        ``sentinel_password`` authenticates to the Sentinels. ``tls`` (or a
+        ``rediss://`` URL) encrypts every connection; ``tls_ca_file`` verifies the
+        server, ``tls_cert_file`` and ``tls_key_file`` (both or neither) are the client
+        certificate. Bad values raise `ConfigurationError` naming the argument.
+        """
         if isinstance(socket_timeout_s, bool) or not 0 < socket_timeout_s <= 60:
             raise ConfigurationError("must be in (0, 60]", "socket_timeout_s")
+        if sentinels is None:
+            if sentinel_service is not None:
+                raise ConfigurationError("needs sentinels", "sentinel_service")
+            addresses: list[tuple[str, int]] = []
+        else:
+            addresses = parse_sentinels(sentinels, sentinel_service)
+        if url is None and not addresses:
+            raise ConfigurationError("must be a redis:// URL (or give sentinels)", "url")
+        if url is not None and (not isinstance(url, str) or not url):
+            raise ConfigurationError("must be a redis:// URL", "url")
+        for value, name in (
+            (username, "username"),
+            (password, "password"),
+            (sentinel_password, "sentinel_password"),
+        ):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ConfigurationError("must be a non-empty string", name)
+        if not isinstance(tls, bool):
+            raise ConfigurationError("must be true or false", "tls")
+        if url is not None and url.startswith("rediss://"):
+            tls = True
+        tls_files = {}
+        for value, name, key in (
+            (tls_ca_file, "tls_ca_file", "ssl_ca_certs"),
+            (tls_cert_file, "tls_cert_file", "ssl_certfile"),
+            (tls_key_file, "tls_key_file", "ssl_keyfile"),
+        ):
+            if value is None:
+                continue
+            if not tls:
+                raise ConfigurationError("needs tls (tls=True or a rediss:// URL)", name)
+            if not isinstance(value, str) or not os.path.isfile(value):
+                raise ConfigurationError(f"no such file: {value!r}", name)
+            tls_files[key] = value
+        if ("ssl_certfile" in tls_files) != ("ssl_keyfile" in tls_files):
+            missing = "tls_key_file" if "ssl_certfile" in tls_files else "tls_cert_file"
+            raise ConfigurationError("the client certificate needs both files", missing)
         self.namespace = check_namespace(namespace)
         self.instance_id = new_instance_id()
-        self.url = redact_url(url)  # never the password
+        self.url = redact_url(url) if url is not None else None  # never the password
+        self.sentinels = tuple(f"{h}:{p}" for h, p in addresses)
+        self.sentinel_service = sentinel_service if addresses else None
+        self.tls = tls
+        self.username = username
         self.socket_timeout_s = float(socket_timeout_s)
         # TTLs live in Redis (server time); the clock is kept for the protocol's sake.
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -222,39 +298,125 @@ class RedisStore:
             "health_check_interval": 0,
             "socket_keepalive": True,
         }
-        try:
-            pool = _redis.ConnectionPool.from_url(
-                url, socket_timeout=self.socket_timeout_s, **common
+        auth: dict[str, Any] = {}
+        if username is not None:
+            auth["username"] = username
+        if password is not None:
+            auth["password"] = password
+        # Blocking pops wait server-side in slices of ``_slice_s``; their socket timeout
+        # leaves room for the slice plus a normal reply.
+        self._slice_s = self.socket_timeout_s
+        blocking_timeout = 2 * self.socket_timeout_s + 0.5
+        if addresses:
+            self._where = f"Redis primary {sentinel_service!r} via sentinels " + ",".join(
+                self.sentinels
             )
-            # Blocking pops wait server-side in slices of ``_slice_s``; their socket
-            # timeout leaves room for the slice plus a normal reply.
-            self._slice_s = self.socket_timeout_s
-            blocking = _redis.ConnectionPool.from_url(
-                url, socket_timeout=2 * self.socket_timeout_s + 0.5, **common
+            self._client, self._blocking = self._via_sentinels(
+                url, addresses, sentinel_password, common, auth, tls_files, blocking_timeout
             )
-        except ValueError as exc:
-            raise ConfigurationError(f"invalid Redis URL ({exc})", "url") from None
-        self._client = _redis.Redis(connection_pool=pool)
-        self._blocking = _redis.Redis(connection_pool=blocking)
+        else:
+            assert url is not None
+            self._where = f"Redis at {self.url}"
+            if tls and url.startswith("redis://"):
+                url = "rediss://" + url[len("redis://") :]
+            options = {**common, **auth, **tls_files}
+            try:
+                pool = _redis.ConnectionPool.from_url(
+                    url, socket_timeout=self.socket_timeout_s, **options
+                )
+                blocking = _redis.ConnectionPool.from_url(
+                    url, socket_timeout=blocking_timeout, **options
+                )
+            except ValueError as exc:
+                raise ConfigurationError(f"invalid Redis URL ({_reason(exc)})", "url") from None
+            self._client = _redis.Redis(connection_pool=pool)
+            self._blocking = _redis.Redis(connection_pool=blocking)
         self._replace = self._client.register_script(_REPLACE)
         self._hold_lease = self._client.register_script(_HOLD_LEASE)
         self._write_if = self._client.register_script(_WRITE_IF)
         self._claim_matching = self._client.register_script(_CLAIM_MATCHING)
 
+    def _via_sentinels(
+        self,
+        url: str | None,
+        addresses: list[tuple[str, int]],
+        sentinel_password: str | None,
+        common: dict[str, Any],
+        auth: dict[str, Any],
+        tls_files: dict[str, str],
+        blocking_timeout: float,
+    ) -> tuple[Any, Any]:
+        """The primary's two clients (normal and blocking), through redis-py's Sentinel."""
+        master: dict[str, Any] = {}
+        if url is not None:  # database, user and password from the URL, if any
+            try:
+                parsed = _redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
+            except ValueError as exc:
+                raise ConfigurationError(f"invalid Redis URL ({_reason(exc)})", "url") from None
+            master.update({k: v for k, v in parsed.items() if k in ("db", "username", "password")})
+        master.update(auth)
+        tls_options: dict[str, Any] = {"ssl": True, **tls_files} if self.tls else {}
+        sentinel_options: dict[str, Any] = {
+            "socket_timeout": self.socket_timeout_s,
+            "socket_connect_timeout": self.socket_timeout_s,
+            "retry": Retry(NoBackoff(), 0),
+            **tls_options,
+        }
+        if sentinel_password is not None:
+            sentinel_options["password"] = sentinel_password
+        manager = _sentinel.Sentinel(  # type: ignore[no-untyped-call]
+            addresses,
+            sentinel_kwargs=sentinel_options,
+            socket_timeout=self.socket_timeout_s,
+            **common,
+            **master,
+            **tls_options,
+        )
+        service = self.sentinel_service
+        client = manager.master_for(service)  # type: ignore[no-untyped-call]
+        blocking = manager.master_for(  # type: ignore[no-untyped-call]
+            service, socket_timeout=blocking_timeout
+        )
+        return client, blocking
+
     # -- plumbing ---------------------------------------------------------------------
 
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
+    def _call(
+        self,
+        what: str,
+        fn: Callable[[], T],
+        *,
+        again: Callable[[], T] | None = None,
+    ) -> T:
+        """Run ``fn``; with sentinels, a connection lost to a failover (or an answer from
+        the demoted primary) sends ``again`` (when given: a safe repeat) once more, on the
+        primary the Sentinels name now. Every redis-py error becomes
+        `StateStoreUnavailable`."""
         try:
-            return fn()
+            try:
+                return fn()
+            except _redis.AuthenticationError:
+                raise
+            except (_redis.ConnectionError, _redis.TimeoutError, _redis.ReadOnlyError):
+                if again is None or not self.sentinels:
+                    raise
+                return again()
+        except _redis.AuthenticationError as exc:
+            error = StateStoreUnavailable(
+                f"state store refused the credentials ({what}): {self._where}: "
+                f"{_reason(exc)} (check username and password)"
+            )
+            error.cause_class = type(exc).__name__
+            raise error from None
         except (_redis.ConnectionError, _redis.TimeoutError, OSError) as exc:
             error = StateStoreUnavailable(
-                f"state store unreachable ({what}): Redis at {self.url}: {_reason(exc)}"
+                f"state store unreachable ({what}): {self._where}: {_reason(exc)}"
             )
             error.cause_class = type(exc).__name__
             raise error from None
         except _redis.RedisError as exc:
             error = StateStoreUnavailable(
-                f"state store failed ({what}): Redis at {self.url}: {_reason(exc)}"
+                f"state store failed ({what}): {self._where}: {_reason(exc)}"
             )
             error.cause_class = type(exc).__name__
             raise error from None
@@ -267,21 +429,31 @@ class RedisStore:
     def put(self, key: str, value: Mapping[str, Any], *, ttl_s: float | None = None) -> None:
         name, ttl, text = self._key(key), check_ttl(ttl_s), encode(value)
         px = None if ttl is None else _ms(ttl)
-        self._call("put", lambda: self._client.set(name, text, px=px))
+        write = functools.partial(self._client.set, name, text, px=px)
+        self._call("put", write, again=write)
 
     def get(self, key: str) -> dict[str, Any] | None:
         name = self._key(key)
-        raw = self._call("get", lambda: self._client.get(name))
+        read = functools.partial(self._client.get, name)
+        raw = self._call("get", read, again=read)
         return None if raw is None else decode(raw)
 
     def delete(self, key: str) -> bool:
         name = self._key(key)
-        return bool(self._call("delete", lambda: self._client.delete(name)))
+        remove = functools.partial(self._client.delete, name)
+        return bool(self._call("delete", remove, again=remove))
 
     def add(self, key: str, value: Mapping[str, Any], *, ttl_s: float | None = None) -> bool:
         name, ttl, text = self._key(key), check_ttl(ttl_s), encode(value)
         px = None if ttl is None else _ms(ttl)
-        return bool(self._call("add", lambda: self._client.set(name, text, nx=True, px=px)))
+
+        def write() -> bool:
+            return bool(self._client.set(name, text, nx=True, px=px))
+
+        def again() -> bool:  # a refusal that finds this very value was our first try
+            return write() or self._client.get(name) == text.encode("utf-8")
+
+        return self._call("add", write, again=again)
 
     def replace(
         self,
@@ -294,9 +466,21 @@ class RedisStore:
         name, ttl = self._key(key), check_ttl(ttl_s)
         want = encode(expected, "expected")
         args = [want, "del", "", ""]
+        after: bytes | None = None
         if value is not None:
-            args = [want, "set", encode(value), "" if ttl is None else str(_ms(ttl))]
-        return bool(self._call("replace", lambda: self._replace(keys=[name], args=args)))
+            text = encode(value)
+            after = text.encode("utf-8")
+            args = [want, "set", text, "" if ttl is None else str(_ms(ttl))]
+
+        def swap() -> bool:
+            return bool(self._replace(keys=[name], args=args))
+
+        def again() -> bool:  # refused: done already when the key holds what we wrote
+            return swap() or (
+                after is not None and want != after.decode() and self._client.get(name) == after
+            )
+
+        return self._call("replace", swap, again=again)
 
     def hold_lease(
         self, key: str, value: Mapping[str, Any], *, token: int, ttl_s: float, counter: str
@@ -313,7 +497,23 @@ class RedisStore:
         head, tail = encode({**fields, "token": 0}).split(_TOKEN_MARK, 1)
         args = [str(token), head + '"token":', tail, str(_ms(ttl))]
         keys = [name, counter_name]
-        return int(self._call("hold_lease", lambda: self._hold_lease(keys=keys, args=args)))
+
+        def hold() -> int:
+            return int(self._hold_lease(keys=keys, args=args))
+
+        def again() -> int:  # lost: ours when the lease holds exactly our value
+            held = hold()
+            if held or token:
+                return held
+            raw = self._client.get(name)
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else ""
+            prefix = head + '"token":'
+            number = text[len(prefix) : len(text) - len(tail)] if tail else ""
+            if text.startswith(prefix) and text.endswith(tail) and number.isdigit():
+                return int(number)
+            return 0
+
+        return self._call("hold_lease", hold, again=again)
 
     def write_if(
         self,
@@ -337,9 +537,18 @@ class RedisStore:
         else:
             mode = "nx" if only_if_absent else "set"
             args = [field, want, mode, encode(value), "" if ttl is None else str(_ms(ttl))]
-        raw = self._call("write_if", lambda: self._write_if(keys=keys, args=args))
-        text = raw.decode("ascii") if isinstance(raw, bytes) else str(raw)
-        return _OUTCOMES[text]
+
+        def write() -> str:
+            raw = self._write_if(keys=keys, args=args)
+            return _OUTCOMES[raw.decode("ascii") if isinstance(raw, bytes) else str(raw)]
+
+        def again() -> str:  # "exists" holding our very value: the first try wrote it
+            outcome = write()
+            if outcome == GUARD_EXISTS and self._client.get(keys[1]) == args[3].encode("utf-8"):
+                return GUARD_WRITTEN
+            return outcome
+
+        return self._call("write_if", write, again=again)
 
     def claim_matching(
         self,
@@ -366,11 +575,20 @@ class RedisStore:
         args = [field, want, encode(value), "" if ttl is None else str(_ms(ttl))]
         for name, text in match.items():
             args += [str(name), str(text)]
-        raw, outcome = self._call(
-            "claim_matching", lambda: self._claim_matching(keys=keys, args=args)
-        )
-        text = outcome.decode("ascii") if isinstance(outcome, bytes) else str(outcome)
-        return (None if not raw else decode(raw)), _OUTCOMES[text]
+
+        def take() -> tuple[Any, str]:
+            raw, outcome = self._claim_matching(keys=keys, args=args)
+            text = outcome.decode("ascii") if isinstance(outcome, bytes) else str(outcome)
+            return raw, _OUTCOMES[text]
+
+        def again() -> tuple[Any, str]:  # "exists" holding our very claim: ours
+            raw, outcome = take()
+            if outcome == GUARD_EXISTS and self._client.get(keys[2]) == args[2].encode("utf-8"):
+                return raw, GUARD_WRITTEN
+            return raw, outcome
+
+        raw, outcome = self._call("claim_matching", take, again=again)
+        return (None if not raw else decode(raw)), outcome
 
     def scan(self, prefix: str, limit: int = 1000) -> list[str]:
         if not isinstance(prefix, str):
@@ -391,7 +609,7 @@ class RedisStore:
                     break
             return sorted(k[strip:] for k in found)[:limit]
 
-        return self._call("scan", run)
+        return self._call("scan", run, again=run)
 
     # -- queues -----------------------------------------------------------------------
 
@@ -436,16 +654,21 @@ class RedisStore:
         return max(0.0, float(answer))
 
     def ping(self) -> None:
-        self._call("ping", self._client.ping)
+        self._call("ping", self._client.ping, again=self._client.ping)
 
     def close(self) -> None:
         self._client.connection_pool.disconnect()
         self._blocking.connection_pool.disconnect()
 
     def __repr__(self) -> str:
+        where = (
+            f"sentinels={self.sentinels!r}, sentinel_service={self.sentinel_service!r}"
+            if self.sentinels
+            else repr(self.url)
+        )
         return (
-            f"RedisStore({self.url!r}, namespace={self.namespace!r}, "
-            f"instance_id={self.instance_id!r})"
+            f"RedisStore({where}, namespace={self.namespace!r}, "
+            f"instance_id={self.instance_id!r}, tls={self.tls!r})"
         )
 
 
