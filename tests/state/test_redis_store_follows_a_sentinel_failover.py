@@ -209,6 +209,8 @@ def test_the_store_keeps_working_on_the_new_primary_after_the_old_one_is_killed(
         )  # fmt: skip
         assert (record, outcome) == ({"v": 1}, GUARD_WRITTEN)
         assert cluster.client(cluster.replica).exists(f"{store.namespace}:k:claim:1") == 1
+        store.push("inbox", {"m": 1})  # the blocking client follows the new primary too
+        assert store.pop("inbox", 2.0) == {"m": 1}
     finally:
         store.close()
 
