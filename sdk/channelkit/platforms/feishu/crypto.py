@@ -32,6 +32,7 @@ __all__ = [
     "DecryptionError",
     "aes256_cbc_decrypt",
     "aes256_cbc_encrypt",
+    "aes_ecb",
     "decrypt_event",
     "encrypt_event",
     "feishu_signature",
@@ -90,7 +91,6 @@ def _build_tables() -> tuple[list[int], list[int], list[list[int]], list[list[in
 
 
 _SBOX, _INV_SBOX, _TE, _TD = _build_tables()
-_ROUNDS = 14
 
 
 def _sub_word(w: int) -> int:
@@ -100,28 +100,31 @@ def _sub_word(w: int) -> int:
 
 
 def _expand_key(key: bytes) -> list[list[int]]:
-    """The 15 round keys (4 words each) of AES-256."""
-    if len(key) != 32:
-        raise ValueError("AES-256 needs a 32-byte key")
-    words = [int.from_bytes(key[i : i + 4], "big") for i in range(0, 32, 4)]
+    """The round keys (4 words each) of AES-256 (15) or AES-128 (11)."""
+    if len(key) not in (16, 32):
+        raise ValueError("AES needs a 16- or 32-byte key")
+    nk = len(key) // 4
+    rounds = nk + 6
+    words = [int.from_bytes(key[i : i + 4], "big") for i in range(0, len(key), 4)]
     rcon = 1
-    for i in range(8, 4 * (_ROUNDS + 1)):
+    for i in range(nk, 4 * (rounds + 1)):
         temp = words[i - 1]
-        if i % 8 == 0:
+        if i % nk == 0:
             temp = _sub_word(((temp << 8) | (temp >> 24)) & 0xFFFFFFFF) ^ (rcon << 24)
             rcon = (rcon << 1) ^ (0x11B if rcon & 0x80 else 0)
-        elif i % 8 == 4:
+        elif nk > 6 and i % nk == 4:
             temp = _sub_word(temp)
-        words.append(words[i - 8] ^ temp)
-    return [words[r * 4 : r * 4 + 4] for r in range(_ROUNDS + 1)]
+        words.append(words[i - nk] ^ temp)
+    return [words[r * 4 : r * 4 + 4] for r in range(rounds + 1)]
 
 
 def _inverse_round_keys(round_keys: list[list[int]]) -> list[list[int]]:
     """Round keys for the equivalent inverse cipher (FIPS-197 5.3.5), in use order."""
     td0, td1, td2, td3 = _TD
     s = _SBOX
-    out = [round_keys[_ROUNDS]]
-    for r in range(_ROUNDS - 1, 0, -1):
+    rounds = len(round_keys) - 1
+    out = [round_keys[rounds]]
+    for r in range(rounds - 1, 0, -1):
         row = []
         for w in round_keys[r]:
             hi = td0[s[w >> 24]] ^ td1[s[(w >> 16) & 0xFF]]
@@ -139,14 +142,15 @@ def _encrypt_block(block: bytes, rk: list[list[int]]) -> bytes:
     t1 = int.from_bytes(block[4:8], "big") ^ k[1]
     t2 = int.from_bytes(block[8:12], "big") ^ k[2]
     t3 = int.from_bytes(block[12:16], "big") ^ k[3]
-    for r in range(1, _ROUNDS):
+    rounds = len(rk) - 1
+    for r in range(1, rounds):
         k = rk[r]
         u0 = te0[t0 >> 24] ^ te1[(t1 >> 16) & 0xFF] ^ te2[(t2 >> 8) & 0xFF] ^ te3[t3 & 0xFF] ^ k[0]
         u1 = te0[t1 >> 24] ^ te1[(t2 >> 16) & 0xFF] ^ te2[(t3 >> 8) & 0xFF] ^ te3[t0 & 0xFF] ^ k[1]
         u2 = te0[t2 >> 24] ^ te1[(t3 >> 16) & 0xFF] ^ te2[(t0 >> 8) & 0xFF] ^ te3[t1 & 0xFF] ^ k[2]
         u3 = te0[t3 >> 24] ^ te1[(t0 >> 16) & 0xFF] ^ te2[(t1 >> 8) & 0xFF] ^ te3[t2 & 0xFF] ^ k[3]
         t0, t1, t2, t3 = u0, u1, u2, u3
-    k = rk[_ROUNDS]
+    k = rk[rounds]
     cols = (t0, t1, t2, t3)
     out = bytearray(16)
     for c in range(4):
@@ -168,14 +172,15 @@ def _decrypt_block(block: bytes, dk: list[list[int]]) -> bytes:
     t1 = int.from_bytes(block[4:8], "big") ^ k[1]
     t2 = int.from_bytes(block[8:12], "big") ^ k[2]
     t3 = int.from_bytes(block[12:16], "big") ^ k[3]
-    for r in range(1, _ROUNDS):
+    rounds = len(dk) - 1
+    for r in range(1, rounds):
         k = dk[r]
         u0 = td0[t0 >> 24] ^ td1[(t3 >> 16) & 0xFF] ^ td2[(t2 >> 8) & 0xFF] ^ td3[t1 & 0xFF] ^ k[0]
         u1 = td0[t1 >> 24] ^ td1[(t0 >> 16) & 0xFF] ^ td2[(t3 >> 8) & 0xFF] ^ td3[t2 & 0xFF] ^ k[1]
         u2 = td0[t2 >> 24] ^ td1[(t1 >> 16) & 0xFF] ^ td2[(t0 >> 8) & 0xFF] ^ td3[t3 & 0xFF] ^ k[2]
         u3 = td0[t3 >> 24] ^ td1[(t2 >> 16) & 0xFF] ^ td2[(t1 >> 8) & 0xFF] ^ td3[t0 & 0xFF] ^ k[3]
         t0, t1, t2, t3 = u0, u1, u2, u3
-    k = dk[_ROUNDS]
+    k = dk[rounds]
     cols = (t0, t1, t2, t3)
     out = bytearray(16)
     for c in range(4):
@@ -267,6 +272,32 @@ def aes256_cbc_decrypt(key: bytes, iv: bytes, ciphertext: bytes, *, unpad: bool 
     if n < 1 or n > 16 or out[-n:] != bytes([n]) * n:
         raise DecryptionError("bad PKCS#7 padding")
     return bytes(out[:-n])
+
+
+# --- ECB (whole blocks; other platforms' media ciphers build on it) --------------------
+
+
+def aes_ecb(key: bytes, data: bytes, *, decrypt: bool, pure: bool = False) -> bytes:
+    """AES-ECB over whole 16-byte blocks of ``data`` (no padding), with a 16-byte
+    (AES-128) or 32-byte (AES-256) ``key``: the C cipher of ``cryptography`` when it is
+    installed, else the pure-Python one (``pure=True`` forces it). ``ValueError`` for a
+    bad key or a length that is not a multiple of 16."""
+    if len(key) not in (16, 32):
+        raise ValueError("AES needs a 16- or 32-byte key")
+    if len(data) % 16:
+        raise ValueError("ECB data must be a multiple of 16 bytes")
+    ciphers = None if pure else _cipher_module()
+    if ciphers is not None:
+        cipher = ciphers.Cipher(ciphers.algorithms.AES(key), ciphers.modes.ECB())
+        context = cipher.decryptor() if decrypt else cipher.encryptor()
+        return bytes(context.update(data) + context.finalize())
+    round_keys = _expand_key(key)
+    if decrypt:
+        dk = _inverse_round_keys(round_keys)
+        blocks = (_decrypt_block(data[i : i + 16], dk) for i in range(0, len(data), 16))
+    else:
+        blocks = (_encrypt_block(data[i : i + 16], round_keys) for i in range(0, len(data), 16))
+    return b"".join(blocks)
 
 
 # --- Feishu framing -----------------------------------------------------------------
