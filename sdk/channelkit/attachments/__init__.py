@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from channelkit.attachments.fetch import DownloadLimits, MessageBudget, download
+from channelkit.attachments.fetch import ChunkTransform, DownloadLimits, MessageBudget, download
 from channelkit.attachments.model import Attachment, AttachmentKind, ReceivedFile
 from channelkit.attachments.names import sanitize_name, unique_path
 from channelkit.attachments.outbound import (
@@ -28,6 +28,7 @@ from channelkit.attachments.workspace import Workspace, Workspaces
 __all__ = [
     "Attachment",
     "AttachmentKind",
+    "ChunkTransform",
     "DownloadLimits",
     "MessageBudget",
     "OutboundBytes",

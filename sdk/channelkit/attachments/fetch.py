@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 from urllib.parse import urljoin, urlsplit
 
 from channelkit.attachments.model import ReceivedFile
 from channelkit.attachments.names import sanitize_name, unique_path
 from channelkit.attachments.sniff import SNIFF_BYTES, sniff_content_type
 from channelkit.errors import (
+    AttachmentError,
     AttachmentFailed,
     AttachmentRefused,
     AttachmentTooLarge,
@@ -25,7 +26,14 @@ from channelkit.errors import (
 if TYPE_CHECKING:  # requests loads with the first download, not with the core
     import requests
 
-__all__ = ["DEFAULT_PER_FILE", "DEFAULT_PER_MESSAGE", "DownloadLimits", "MessageBudget", "download"]
+__all__ = [
+    "DEFAULT_PER_FILE",
+    "DEFAULT_PER_MESSAGE",
+    "ChunkTransform",
+    "DownloadLimits",
+    "MessageBudget",
+    "download",
+]
 
 MB = 1024 * 1024
 DEFAULT_PER_FILE = 20 * MB
@@ -98,6 +106,24 @@ class MessageBudget:
             self._used = max(0, self._used - count)
 
 
+class ChunkTransform(Protocol):
+    """Turns the body as it arrives into the file's bytes (e.g. a platform's CDN
+    decryption), one chunk at a time, without holding the body whole.
+
+    `update(chunk)` returns the bytes ready so far (possibly none: a cipher keeps an
+    unfinished block); `finish()` returns the rest once the body ended, and raises
+    `ValueError` when the body was not a whole, valid stream (a bad padding).
+    `overhead` is how many bytes the body may be longer than the file (a padding):
+    a `Content-Length` is refused only when it exceeds the cap by more.
+    """
+
+    overhead: int
+
+    def update(self, chunk: bytes) -> bytes: ...
+
+    def finish(self) -> bytes: ...
+
+
 def download(
     session: requests.Session,
     url: str,
@@ -108,6 +134,7 @@ def download(
     allowed_redirect_hosts: Collection[str] = (),
     limits: DownloadLimits | None = None,
     budget: MessageBudget | None = None,
+    transform: Callable[[], ChunkTransform] | None = None,
 ) -> ReceivedFile:
     """Stream `url` into a new file in `directory` and describe what arrived.
 
@@ -130,6 +157,11 @@ def download(
     the first bytes; the server's `Content-Type` is ignored. `ReceivedFile.name` is
     `sanitize_name(name)`; the file on disk has that name, with a unique suffix when
     another file of the message already took it.
+
+    `transform` (a factory called once per download) makes a `ChunkTransform` that every
+    chunk passes through before it is counted, capped, hashed, sniffed and written (a
+    platform's CDN decryption); its final bytes come at the end of the body. A body the
+    transform refuses raises `AttachmentFailed` (not retryable) and nothing is kept.
     """
     limits = limits or DownloadLimits()
     safe_name = sanitize_name(name)
@@ -141,7 +173,9 @@ def download(
         if budget is not None and budget.remaining < cap:
             cap, which = max(0, budget.remaining), "per_message"
         declared = _content_length(response)
-        if declared is not None and declared > cap:
+        changer = transform() if transform is not None else None
+        overhead = changer.overhead if changer is not None else 0
+        if declared is not None and declared > cap + overhead:
             raise AttachmentTooLarge(
                 name=safe_name, limit=_limit(limits, budget, which), size=declared, which=which
             )
@@ -151,7 +185,7 @@ def download(
             raise AttachmentFailed(
                 name=safe_name, reason=f"could not be written ({exc.strerror or exc})"
             ) from exc
-        return _stream(response, path, safe_name, cap, which, limits, budget)
+        return _stream(response, path, safe_name, cap, which, limits, budget, changer)
 
 
 def _limit(limits: DownloadLimits, budget: MessageBudget | None, which: str) -> int:
@@ -249,6 +283,7 @@ def _stream(
     which: str,
     limits: DownloadLimits,
     budget: MessageBudget | None,
+    changer: ChunkTransform | None = None,
 ) -> ReceivedFile:
     import requests
 
@@ -257,29 +292,37 @@ def _stream(
     size = 0
     taken = 0
     kept = False
+
+    def write(out: BinaryIO, chunk: bytes) -> None:
+        nonlocal head, size, taken
+        if not chunk:
+            return
+        if size + len(chunk) > cap:
+            raise AttachmentTooLarge(
+                name=name, limit=_limit(limits, budget, which), size=cap + 1, which=which
+            )
+        if budget is not None:
+            if not budget.take(len(chunk)):
+                raise AttachmentTooLarge(
+                    name=name,
+                    limit=budget.limit,
+                    size=budget.limit + 1,
+                    which="per_message",
+                )
+            taken += len(chunk)
+        size += len(chunk)
+        if len(head) < SNIFF_BYTES:
+            head += chunk[: SNIFF_BYTES - len(head)]
+        digest.update(chunk)
+        out.write(chunk)
+
     try:
         with path.open("wb") as out:
             for chunk in response.iter_content(chunk_size=limits.chunk_size):
-                if not chunk:
-                    continue
-                if size + len(chunk) > cap:
-                    raise AttachmentTooLarge(
-                        name=name, limit=_limit(limits, budget, which), size=cap + 1, which=which
-                    )
-                if budget is not None:
-                    if not budget.take(len(chunk)):
-                        raise AttachmentTooLarge(
-                            name=name,
-                            limit=budget.limit,
-                            size=budget.limit + 1,
-                            which="per_message",
-                        )
-                    taken += len(chunk)
-                size += len(chunk)
-                if len(head) < SNIFF_BYTES:
-                    head += chunk[: SNIFF_BYTES - len(head)]
-                digest.update(chunk)
-                out.write(chunk)
+                if chunk:
+                    write(out, changer.update(chunk) if changer is not None else chunk)
+            if changer is not None:
+                write(out, changer.finish())
         kept = True
     except requests.RequestException as exc:
         # a timeout, a reset or a body cut short: the transfer may succeed again
@@ -287,6 +330,10 @@ def _stream(
         raise AttachmentFailed(
             name=name, reason=f"{reason} after {size} bytes", retryable=True
         ) from exc
+    except AttachmentError:
+        raise
+    except ValueError as exc:  # the transform refused the body (e.g. a bad padding)
+        raise AttachmentFailed(name=name, reason=f"could not be decoded ({exc})") from exc
     except OSError as exc:
         raise AttachmentFailed(
             name=name, reason=f"could not be written after {size} bytes ({exc.strerror or exc})"

@@ -23,7 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from channelkit.attachments.fetch import MB, DownloadLimits, MessageBudget, download
+from channelkit.attachments.fetch import (
+    MB,
+    ChunkTransform,
+    DownloadLimits,
+    MessageBudget,
+    download,
+)
 from channelkit.attachments.model import Attachment, ReceivedFile
 from channelkit.attachments.names import sanitize_name
 from channelkit.attachments.workspace import Workspace, Workspaces
@@ -61,7 +67,9 @@ class AttachmentSource:
     a redirect is followed only to one of `allowed_redirect_hosts` (the platform's own
     file hosts). `name` replaces the announced name when the platform learns a better
     one while resolving the reference (None: keep it). `session` is the
-    `requests.Session` to use (None: the download's own).
+    `requests.Session` to use (None: the download's own). `transform` makes the
+    `ChunkTransform` the body passes through before it is counted and written (a CDN's
+    decryption; None: the body is the file).
     """
 
     url: str
@@ -69,6 +77,7 @@ class AttachmentSource:
     allowed_redirect_hosts: tuple[str, ...] = ()
     name: str | None = None
     session: requests.Session | None = None
+    transform: Callable[[], ChunkTransform] | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +239,7 @@ class InboundFiles:
             allowed_redirect_hosts=source.allowed_redirect_hosts,
             limits=self.limits,
             budget=budget,
+            transform=source.transform,
         )
 
 
