@@ -30,6 +30,10 @@ parameters; method names are case-insensitive; ``{"ok": true, "result": ...}`` o
   ``GET /_emulator/files/<key>`` serves the bytes and ``POST /_emulator/files/fail``
   makes the next uploads fail (`channelkit.playground.bot_files`).
 
+Per-chat rate limits (off by default): ``POST /_emulator/limits`` turns them on; every
+message write past the chat's budget is answered 429 with ``parameters.retry_after`` and
+counted as ``rejected_429`` in the state (`channelkit.playground.telegram_limits`).
+
 A wrong token is ``401 Unauthorized``. User messages and button taps become ``Update``
 objects: POSTed to the webhook with the ``X-Telegram-Bot-Api-Secret-Token`` header while
 one is set, else queued for ``getUpdates`` (at most `MAX_PENDING_UPDATES`).
@@ -61,6 +65,7 @@ from channelkit.playground.emulator import (
     parse_json_body,
 )
 from channelkit.playground.telegram_drafts import DraftChat
+from channelkit.playground.telegram_limits import LIMITED_METHODS, ChatLimits
 
 __all__ = ["TYPING_SECONDS", "TelegramEmulator", "telegram_message_view"]
 
@@ -290,6 +295,8 @@ class TelegramEmulator(DraftChat, EmulatorBase):
         self._methods["sendphoto"] = self._send_photo
         self._methods["senddocument"] = self._send_document
         self._methods["sendvoice"] = self._send_voice
+        #: per-chat rate limits (off until ``POST /_emulator/limits``; telegram_limits.py)
+        self.limits = ChatLimits()
 
     # -- API ------------------------------------------------------------------------------
     def handle_api(
@@ -339,17 +346,27 @@ class TelegramEmulator(DraftChat, EmulatorBase):
             reply = _fail(405, "Method Not Allowed")
         else:
             handler = self._methods.get(name.lower())
-            reply = handler(params) if handler is not None else _fail(404, "Not Found")
+            retry_after = (
+                self.limits.check(params.get("chat_id"))
+                if handler is not None and name.lower() in LIMITED_METHODS
+                else None
+            )
+            if retry_after is not None:
+                reply = self.limits.refusal(retry_after)
+            else:
+                reply = handler(params) if handler is not None else _fail(404, "Not Found")
         # the token is part of the path: it is never recorded
         shown = recorded if recorded is not None else params
         self._record(method, f"/bot<token>/{name}", query, shown, reply)
         return reply
 
     def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
-        return self.bot_files.control(method, path, data)
+        reply = self.limits.control(method, path, data)
+        return reply if reply is not None else self.bot_files.control(method, path, data)
 
     def reset(self) -> None:
         self.bot_files.clear()
+        self.limits.reset()
         super().reset()
 
     # -- files the bot sends -----------------------------------------------------------------
@@ -916,6 +933,8 @@ class TelegramEmulator(DraftChat, EmulatorBase):
             "commandsByLanguage": {k: list(v) for k, v in self._commands_by_language.items()},
             "webhook": {"url": self._webhook["url"]} if self._webhook else None,
             "ingress": "webhook" if self._webhook or self.webhook_url else "polling",
+            "rateLimits": self.limits.view(),
+            "rejected_429": self.limits.rejected,
         }
 
     def view(self, message_id: str) -> dict[str, Any] | None:
