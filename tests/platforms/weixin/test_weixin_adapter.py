@@ -210,11 +210,12 @@ def test_questions_use_the_text_prompt(rt, mock) -> None:  # type: ignore[no-unt
     env.channel.close()
 
 
-def test_ignores_bot_and_non_text_messages(rt, mock) -> None:  # type: ignore[no-untyped-def]
+def test_ignores_bot_messages_and_messages_without_text_or_media(rt, mock) -> None:  # type: ignore[no-untyped-def]
     env = Env(rt, mock, ScriptedBridge([final("x")]))
     assert env.channel.handle_weixin_message(inbound("echo", message_type=2)) is None
+    # an item of no kind the channel knows (0: none); an image (2) is an attachment now
     assert (
-        env.channel.handle_weixin_message({"from_user_id": USER, "item_list": [{"type": 2}]})
+        env.channel.handle_weixin_message({"from_user_id": USER, "item_list": [{"type": 0}]})
         is None
     )
     assert env.channel.handle_weixin_message({"item_list": []}) is None

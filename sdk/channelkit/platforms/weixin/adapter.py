@@ -23,6 +23,11 @@ polling (``POST /ilink/bot/getupdates``). The channel's ``connections`` hold the
 The latest ``context_token`` per user is kept (bounded, 1,000 users) because
 ``sendmessage`` and ``getconfig`` need it.
 
+Files (`channelkit.platforms.weixin.files`): a person's images, voice messages, files and
+videos become the message's attachments, downloaded from the CDN and decrypted while
+they stream (`attachment_source()`); the agent's files are uploaded to the CDN and sent
+as an image or file message (`upload_file()`).
+
 Shutdown (SIGTERM, ``close``): Weixin shows nothing while a run writes, so a run stopped
 by the shutdown sends what the agent wrote so far, followed by `STOPPED_MARKER`
 (the run's visible text is kept per run, bounded: 1,000 runs, 20,000 characters each,
@@ -62,11 +67,16 @@ from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.common.text import bound_text
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.platforms.weixin.config import WeixinConfig
+from channelkit.platforms.weixin.files import media_source, parse_media, upload
 from channelkit.platforms.weixin.indicators import WeixinTyping
 from channelkit.platforms.weixin.polling import WeixinPolling
 from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
 
 if TYPE_CHECKING:
+    from channelkit.attachments.model import Attachment
+    from channelkit.attachments.outbound import OutboundSource
+    from channelkit.core.inbound_files import AttachmentSource
+    from channelkit.core.types import SessionTarget
     from channelkit.state.base import StateStore
 
 __all__ = [
@@ -120,9 +130,11 @@ def flatten_markdown(text: str) -> str:
 
 
 def parse_weixin_message(message: Mapping[str, Any]) -> tuple[str, str, str | None, str | None]:
-    """``(from_user_id, text, message_id, context_token)`` of a user text message.
+    """``(from_user_id, text, message_id, context_token)`` of a user message.
 
-    Raises ``ValueError`` naming the field when it is not a user message with text.
+    A message with media items and no text has the text ``""`` (its media:
+    `channelkit.platforms.weixin.files.parse_media`). Raises ``ValueError`` naming the
+    field when it is not a user message with text or media.
     """
     if not isinstance(message, Mapping):
         raise ValueError("message: must be an object")
@@ -144,8 +156,8 @@ def parse_weixin_message(message: Mapping[str, Any]) -> tuple[str, str, str | No
             if not isinstance(text, str):
                 raise ValueError(f"message.item_list[{index}].text_item.text: must be a string")
             texts.append(text)
-    if not texts:
-        raise ValueError("message.item_list: no text item")
+    if not texts and not parse_media(items):
+        raise ValueError("message.item_list: no text or media item")
     raw_id = message.get("message_id")
     message_id = str(raw_id) if isinstance(raw_id, str | int) and raw_id != "" else None
     token = message.get("context_token")
@@ -250,7 +262,8 @@ class WeixinChannel(ChannelBase):
     def handle_weixin_message(self, message: Mapping[str, Any]) -> RunHandle | CommandHandle | None:
         """Handle one ``WeixinMessage`` from ``getupdates``; returns at once.
 
-        Bot messages and messages without text are ignored (``None``); so is a message
+        Bot messages and messages without text or media are ignored (``None``); the
+        media items become the message's attachments. So is ignored a message
         the channel refuses (closed, or busy: core tells the person), with the shared
         policy of `channelkit.platforms.common.inbound`.
         """
@@ -268,6 +281,7 @@ class WeixinChannel(ChannelBase):
                 sender_id=sender,
                 text=text,
                 message_id=message_id,
+                attachments=parse_media(message.get("item_list") or ()),
             ),
         )
         if (
@@ -297,6 +311,36 @@ class WeixinChannel(ChannelBase):
             self.send_message(chat_id, text)
         except Exception as exc:
             logger.warning("weixin notice not sent: %s", type(exc).__name__)
+
+    # -- files ---------------------------------------------------------------------------
+    def attachment_source(self, attachment: Attachment) -> AttachmentSource:
+        """The CDN download of the media (``<cdn>/download?encrypted_query_param=...``,
+        on `WeixinConfig.cdn_base_url` only, no redirect), decrypted with the message's
+        AES key while it streams (`channelkit.platforms.weixin.files`)."""
+        return media_source(attachment, self.weixin_config.cdn_base_url)
+
+    def upload_file(
+        self,
+        target: SessionTarget,
+        file: OutboundSource,
+        *,
+        image: bool = False,
+        caption: str | None = None,
+    ) -> str:
+        """The agent's file: ``getuploadurl``, the bytes encrypted (AES-128-ECB) and
+        POSTed to the CDN, then ``sendmessage`` with an ``image_item`` (an image asked
+        for with ``send_image``) or a ``file_item``; the caption follows as text. Returns
+        the message's ``client_id`` (`channelkit.platforms.weixin.files.upload`)."""
+        chat = target.chat_id
+        return upload(
+            self.api,
+            file,
+            to_user_id=chat,
+            context_token=self._context_tokens.get(chat),
+            cdn_base_url=self.weixin_config.cdn_base_url,
+            image=image,
+            caption=caption,
+        )
 
     # -- hooks ---------------------------------------------------------------------------
     def send_message(self, chat_id: str, text: str, *, thread_id: str | None = None) -> None:

@@ -3,7 +3,9 @@
 Endpoints (unofficial protocol, as used by qwen-code): ``POST /ilink/bot/getupdates``
 (long polling for new messages), ``POST /ilink/bot/getconfig``
 (typing ticket), ``POST /ilink/bot/sendtyping`` (status 1 typing / 2 cancel) and
-``POST /ilink/bot/sendmessage``. `WeixinApi` is built on the generated
+``POST /ilink/bot/sendmessage`` (text, or an image / file item naming media on the
+CDN), ``POST /ilink/bot/getuploadurl`` (a CDN upload slot, `channelkit.platforms.weixin.files`).
+`WeixinApi` is built on the generated
 `WeixinClient`, which sends the fixed iLink headers
 (``AuthorizationType: ilink_bot_token``, ``iLink-App-Id: bot``,
 ``iLink-App-ClientVersion``, ``Authorization: Bearer <token>``) and maps ``ret != 0``
@@ -24,6 +26,8 @@ from channelkit.clients.weixin import (
     GetConfigRequest,
     GetUpdatesRequest,
     GetUpdatesResponse,
+    GetUploadUrlRequest,
+    GetUploadUrlResponse,
     MessageItem,
     SendMessageRequest,
     SendTypingRequest,
@@ -113,13 +117,23 @@ class WeixinApi:
 
     def send_text(self, to_user_id: str, text: str, context_token: str | None = None) -> None:
         """``sendmessage`` with one text item (a finished bot message)."""
+        self.send_items(
+            to_user_id, [MessageItem(type=1, text_item=TextItem(text=text))], context_token
+        )
+
+    def send_items(
+        self, to_user_id: str, items: list[MessageItem], context_token: str | None = None
+    ) -> str:
+        """``sendmessage`` with ``items`` (a finished bot message); its ``client_id``
+        (iLink answers no message id: the client's own id names the message)."""
+        client_id = str(uuid.uuid4())
         msg = WeixinMessage(
             to_user_id=to_user_id,
             from_user_id="",
-            client_id=str(uuid.uuid4()),
+            client_id=client_id,
             message_type=2,
             message_state=2,
-            item_list=[MessageItem(type=1, text_item=TextItem(text=text))],
+            item_list=items,
         )
         if context_token:
             msg.context_token = context_token
@@ -128,6 +142,34 @@ class WeixinApi:
             x_wechat_uin=_uin(),
             timeout=self._timeout,
         )
+        return client_id
+
+    def get_upload_url(
+        self,
+        *,
+        filekey: str,
+        media_type: int,
+        to_user_id: str,
+        rawsize: int,
+        rawfilemd5: str,
+        filesize: int,
+        aeskey: str,
+        no_need_thumb: bool = True,
+    ) -> GetUploadUrlResponse:
+        """``getuploadurl`` for one file: its CDN upload slot
+        (`channelkit.platforms.weixin.files`)."""
+        body = GetUploadUrlRequest(
+            filekey=filekey,
+            media_type=media_type,
+            to_user_id=to_user_id,
+            rawsize=rawsize,
+            rawfilemd5=rawfilemd5,
+            filesize=filesize,
+            no_need_thumb=no_need_thumb,
+            aeskey=aeskey,
+            base_info=self._base_info(),
+        )
+        return self._client.get_upload_url(body=body, x_wechat_uin=_uin(), timeout=self._timeout)
 
     def get_updates(self, cursor: str, timeout_s: float) -> GetUpdatesResponse:
         """``getupdates`` from ``cursor`` (``get_updates_buf``; empty at first), waiting up

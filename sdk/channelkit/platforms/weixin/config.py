@@ -23,6 +23,8 @@ __all__ = ["DEFAULT_BASE_URL", "DEFAULT_CHANNEL_VERSION", "INGRESS_MODES", "Weix
 
 #: Production iLink base URL (the login response's ``baseurl`` may override it).
 DEFAULT_BASE_URL = "https://ilinkai.weixin.qq.com"
+#: The Weixin CDN holding iLink media (images, voice, files, videos; AES-128-ECB).
+DEFAULT_CDN_BASE_URL = "https://novac2c.cdn.weixin.qq.com/c2c"
 #: ``base_info.channel_version`` sent with every call (pinned; the protocol is unofficial).
 DEFAULT_CHANNEL_VERSION = "2.1.3"
 #: How messages reach the channel: iLink offers ``getupdates`` long polling only.
@@ -44,6 +46,8 @@ class WeixinConfig:
     ``polling_timeout_s``: how long a ``getupdates`` long poll may take before the client
     gives up on it (an empty poll, not an error) until the server announces its own
     ``longpolling_timeout_ms``; at most 120 s.
+    ``cdn_base_url``: the CDN media is downloaded from and uploaded to (the person's
+    files and the agent's; nothing is fetched from any other host).
     ``run_journal``: a file recording the runs in progress when no state store is shared
     (with ``state.redis`` the store holds them): after a crash (``kill -9``) the restarted
     process tells each person whose run was cut off that it was interrupted
@@ -61,11 +65,13 @@ class WeixinConfig:
     ingress: str = "polling"
     polling_timeout_s: float = 35.0
     run_journal: str | None = None
+    cdn_base_url: str = DEFAULT_CDN_BASE_URL
 
     def __post_init__(self) -> None:
         register_secrets(self.bot_token)
         check_non_empty(self.bot_token, "weixin.bot_token")
         check_http_url(self.base_url, "weixin.base_url")
+        check_http_url(self.cdn_base_url, "weixin.cdn_base_url")
         check_non_empty(self.channel_version, "weixin.channel_version")
         parts = self.channel_version.split(".")
         if len(parts) != 3 or not all(p.isdigit() and int(p) < 256 for p in parts):
