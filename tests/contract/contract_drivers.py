@@ -83,6 +83,8 @@ class Capabilities:
     attachments_in: str | None = "inbound attachments are not wired for this platform yet"
     #: None: the agent's files and images are uploaded natively (issue 25, outbound)
     files_out: str | None = "the agent's files are not uploaded natively here yet"
+    #: None: an image the agent sends shows its file name in the chat
+    image_names: str | None = None
 
 
 def wait_for(
@@ -948,13 +950,26 @@ class WeixinDriver(Driver):
         native_presentation="iLink shows plain text only",
         presentation_buttons="iLink shows plain text only",
         pins="iLink has no pins",
-        files_out="the iLink CDN upload is not wired yet",
-        attachments_in="the iLink CDN download (AES-128-ECB, decrypted while it streams) is "
-        "not wired yet",
+        files_out=None,
+        attachments_in=None,
+        image_names="an iLink image message carries no file name",
         groups="iLink bots have direct chats only",
         threads="iLink bots have direct chats only, without threads",
     )
     indicator_paths = ("/ilink/bot/sendtyping",)
+
+    def bot_views(self) -> list[dict[str, Any]]:
+        """The bot's text messages (as ``{"text"}``) and file cards in timeline order."""
+        current = self.state()
+        out: list[dict[str, Any]] = []
+        for entry in current["timeline"]:
+            if entry.get("from") != "bot":
+                continue
+            if entry["kind"] == "card" and entry["card"] in current["views"]:
+                out.append(current["views"][entry["card"]])
+            elif entry["kind"] == "message":
+                out.append({"text": entry.get("text", "")})
+        return out
 
     def redeliver_last_message(self) -> int:
         """iLink answers a message again to a poll that did not move past it."""

@@ -103,7 +103,9 @@ def test_an_image_and_a_file_reach_the_chat_byte_for_byte_after_the_text(
     views = wait_for(lambda: len(_file_views(out_ctx)) == 2 and _file_views(out_ctx), "2 files")
     (first_at, image), (second_at, document) = views
     assert first_at < second_at
-    assert image["name"] == "chart.png" and image["contentType"] == "image/png"
+    if out_ctx.driver.caps.image_names is None:
+        assert image["name"] == "chart.png"
+    assert image["contentType"] == "image/png"
     assert document["name"] == "report.pdf" and document["contentType"] == "application/pdf"
     assert image["size"] == len(PNG) and document["size"] == len(PDF)
     assert hashlib.sha256(_download(out_ctx, image)).digest() == hashlib.sha256(PNG).digest()

@@ -260,7 +260,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         shared_store="dedup",  # message_id dedup across instances
         # no check_credentials: iLink has no read-only call that tests the token alone
         # (getconfig needs a person's id, getupdates would take their messages)
-        capabilities=frozenset({"typing"}),
+        capabilities=frozenset({"typing", "files_out"}),
         chat_id_help="the person's iLink user id (...@im.wechat)",
         playground=PlaygroundDefaults(
             emulator=Ref(f"{_EMU}.weixin:WeixinEmulator"),

@@ -469,11 +469,16 @@ class Playground:
     def _build_weixin(self, model: str | None) -> None:
         from channelkit.core import ChannelConfig
         from channelkit.platforms.weixin import WeixinChannel, WeixinConfig
-        from channelkit.playground.weixin import WeixinEmulator
+        from channelkit.playground.weixin import CDN_PATH, WeixinEmulator
 
         emulator = WeixinEmulator(bot_token=_WEIXIN_TOKEN)
         emulator.base_url = self.url
-        config = WeixinConfig(bot_token=_WEIXIN_TOKEN, base_url=self.url, ingress="polling")
+        config = WeixinConfig(
+            bot_token=_WEIXIN_TOKEN,
+            base_url=self.url,
+            ingress="polling",
+            cdn_base_url=f"{self.url}{CDN_PATH}",
+        )
         self.emulator = emulator
         self.channel = WeixinChannel(
             config,

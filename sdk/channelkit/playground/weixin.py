@@ -27,6 +27,20 @@ bot``, ``iLink-App-ClientVersion`` (``base_info.channel_version`` packed as
 ``0x00MMNNPP``) and ``X-WECHAT-UIN`` (base64 of 4 bytes). A malformed request answers
 ``ret`` -2 with ``errmsg`` naming the field (the emulator's code: iLink documents none).
 
+Files (the emulated Weixin CDN under `CDN_PATH`, AES-128-ECB with PKCS#7 as on the
+real CDN): the person's ``files`` in ``/_emulator/send`` go as one message whose
+``item_list`` holds the text and an image (2), voice (3), video (5) or file (4) item per
+file, each encrypted with a key of its own (``media.aes_key``: base64 of its hex) and
+served by ``GET <cdn>/download?encrypted_query_param=<param>`` (the encrypted bytes;
+404 for an unknown parameter). The bot's files: ``/ilink/bot/getuploadurl``
+``{filekey, media_type, to_user_id, rawsize, rawfilemd5, filesize, no_need_thumb,
+aeskey}`` answers an ``upload_param``; ``POST <cdn>/upload?encrypted_query_param=
+<upload_param>&filekey=<filekey>`` takes the encrypted body, checks its size, key,
+padding, size and MD5 against the announcement (400 with ``x-error-message`` else) and
+answers ``x-encrypted-param``; a ``sendmessage`` ``image_item`` / ``file_item`` naming
+it shows the file (views ``"files"``, bytes at ``GET /_emulator/files/<key>``, faults
+of the CDN upload by ``POST /_emulator/files/fail``: `channelkit.playground.bot_files`).
+
 The person's messages (``POST /_emulator/send``) wait for ``getupdates`` (at most
 `MAX_PENDING_MESSAGES`; past that the oldest unfetched one is dropped with a
 warning and its delivery marked ``dropped``); ``GET /_emulator/callbacks`` records each
@@ -41,7 +55,9 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import hashlib
 import logging
+import os
 import re
 import secrets
 import time
@@ -51,16 +67,22 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from channelkit.attachments.sniff import sniff_content_type
+from channelkit.platforms.weixin.files import ecb_decrypt, ecb_encrypt, parse_aes_key
+from channelkit.playground.bot_files import BotFiles
 from channelkit.playground.emulator import (
     MAX_CARDS,
     CallbackDelivery,
     Deliver,
+    EmulatedFile,
     EmulatorBase,
     HttpReply,
     Origin,
 )
+from channelkit.playground.person_files import PersonFiles, media_kind
 
 __all__ = [
+    "CDN_PATH",
     "DEFAULT_HOLD_SECONDS",
     "INVALID_REQUEST",
     "MAX_PENDING_MESSAGES",
@@ -89,11 +111,16 @@ INVALID_REQUEST = -2
 #: ``errcode`` of a transient failure (retry with backoff).
 TRANSIENT = -1
 
+#: Where the emulated CDN lives on the emulator's host (``WeixinConfig.cdn_base_url``).
+CDN_PATH = "/c2c"
+#: Upload slots (``getuploadurl``) and uploaded media kept at once (oldest forgotten).
+MAX_UPLOADS = 100
+
 TYPING_ON = 1
 TYPING_CANCEL = 2
 _USER_MESSAGE, _BOT_MESSAGE = 1, 2
 _FINISHED = 2
-_TEXT_ITEM = 1
+_TEXT_ITEM, _IMAGE_ITEM, _VOICE_ITEM, _FILE_ITEM, _VIDEO_ITEM = 1, 2, 3, 4, 5
 _VERSION_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
 _CURSOR_PREFIX = "ck-ilink:"
 
@@ -166,6 +193,7 @@ class WeixinEmulator(EmulatorBase):
     """
 
     platform = "weixin"
+    accepts_files = True
 
     def __init__(
         self,
@@ -205,14 +233,149 @@ class WeixinEmulator(EmulatorBase):
         self._waiting_polls = 0
         self._expired = False
         self._closed = False
+        #: the person's files, encrypted, by download parameter (`send_user_files`)
+        self.person_files = PersonFiles()
+        #: the bot's files shown in the chat (``sendmessage`` naming an upload)
+        self.bot_files = BotFiles()
+        #: upload_param -> the announcement of ``getuploadurl``
+        self._slots: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        #: download parameter -> (AES key, the decrypted file) of a finished CDN upload
+        self._uploaded: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
         self._endpoints: dict[str, Callable[[Mapping[str, Any]], HttpReply]] = {
             "/ilink/bot/getupdates": self._get_updates,
             "/ilink/bot/sendmessage": self._send_message,
             "/ilink/bot/getconfig": self._get_config,
             "/ilink/bot/sendtyping": self._send_typing,
+            "/ilink/bot/getuploadurl": self._get_upload_url,
         }
 
     # -- API ------------------------------------------------------------------------------
+    def handle_api(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str],
+        body: bytes,
+    ) -> HttpReply | None:
+        if not path.startswith(CDN_PATH + "/"):
+            return super().handle_api(method, path, query, headers, body)
+        if path == f"{CDN_PATH}/download" and method == "GET":
+            reply = self._cdn_download(query)
+        elif path == f"{CDN_PATH}/upload" and method == "POST":
+            reply = self._cdn_upload(query, headers, body)
+        else:
+            reply = HttpReply(404, None, content_type="text/plain", raw=b"not found")
+        self._record(method, path, query, {"size": len(body)} if body else None, reply)
+        return reply
+
+    def _cdn_download(self, query: Mapping[str, str]) -> HttpReply:
+        data = self.person_files.serve(query.get("encrypted_query_param", ""))
+        if data is None:
+            return HttpReply(404, None, content_type="text/plain", raw=b"no such media")
+        return HttpReply(200, None, content_type="application/octet-stream", raw=data)
+
+    def _cdn_upload(
+        self, query: Mapping[str, str], headers: Mapping[str, str], body: bytes
+    ) -> HttpReply:
+        def refuse(status: int, why: str) -> HttpReply:
+            raw = why.encode("utf-8")
+            return HttpReply(
+                status,
+                None,
+                content_type="text/plain",
+                raw=raw,
+                headers=(("x-error-message", why),),
+            )
+
+        with self._lock:
+            slot = self._slots.get(query.get("encrypted_query_param", ""))
+        if slot is None or slot["filekey"] != query.get("filekey"):
+            return refuse(400, "encrypted_query_param: not an upload slot of this filekey")
+        if not headers.get("content-type", "").startswith("application/octet-stream"):
+            return refuse(400, "Content-Type: must be application/octet-stream")
+        if len(body) != slot["filesize"]:
+            return refuse(400, f"body: {len(body)} bytes, getuploadurl announced filesize")
+        try:
+            data = ecb_decrypt(slot["key"], body)
+        except ValueError as exc:
+            return refuse(400, f"body: not AES-128-ECB under the announced aeskey ({exc})")
+        if len(data) != slot["rawsize"] or hashlib.md5(data).hexdigest() != slot["rawfilemd5"]:
+            return refuse(400, "body: its plaintext does not match rawsize and rawfilemd5")
+        fault = self.bot_files.take_fault()
+        if fault is not None:
+            return refuse(fault.status, fault.description)
+        param = "dl-" + secrets.token_hex(16)
+        with self._lock:
+            self._uploaded[param] = (slot["key"], data)
+            while len(self._uploaded) > MAX_UPLOADS:
+                self._uploaded.popitem(last=False)
+        return HttpReply(
+            200, None, content_type="text/plain", raw=b"", headers=(("x-encrypted-param", param),)
+        )
+
+    def _get_upload_url(self, data: Mapping[str, Any]) -> HttpReply:
+        problem = self._known_user(data.get("to_user_id"), "to_user_id")
+        if problem is not None:
+            return problem
+        filekey, md5 = data.get("filekey"), data.get("rawfilemd5")
+        if not isinstance(filekey, str) or not filekey:
+            return _invalid("filekey: must be a non-empty string")
+        if data.get("media_type") not in (1, 2, 3):
+            return _invalid("media_type: must be 1 (image), 2 (video) or 3 (file)")
+        sizes: dict[str, int] = {}
+        for field in ("rawsize", "filesize"):
+            value = data.get(field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                return _invalid(f"{field}: must be a byte count")
+            sizes[field] = value
+        if sizes["filesize"] != (sizes["rawsize"] // 16 + 1) * 16:
+            return _invalid("filesize: must be rawsize padded to whole 16-byte blocks (PKCS#7)")
+        if not isinstance(md5, str) or not re.fullmatch(r"[0-9a-f]{32}", md5):
+            return _invalid("rawfilemd5: must be 32 lowercase hex digits")
+        aeskey = data.get("aeskey")
+        if not isinstance(aeskey, str) or not re.fullmatch(r"[0-9a-f]{32}", aeskey):
+            return _invalid("aeskey: must be the AES-128 key as 32 lowercase hex digits")
+        upload_param = "up-" + secrets.token_hex(16)
+        with self._lock:
+            self._slots[upload_param] = {
+                "filekey": filekey,
+                "rawsize": sizes["rawsize"],
+                "filesize": sizes["filesize"],
+                "rawfilemd5": md5,
+                "key": bytes.fromhex(aeskey),
+            }
+            while len(self._slots) > MAX_UPLOADS:
+                self._slots.popitem(last=False)
+        return _ok(upload_param=upload_param)
+
+    def _bot_media(self, index: int, item: Mapping[str, Any]) -> dict[str, Any] | HttpReply:
+        """The view of an ``image_item`` / ``file_item`` naming an upload of this CDN."""
+        field = "image_item" if item.get("type") == _IMAGE_ITEM else "file_item"
+        body = item.get(field)
+        media = body.get("media") if isinstance(body, Mapping) else None
+        if not isinstance(body, Mapping) or not isinstance(media, Mapping):
+            return _invalid(f"msg.item_list[{index}].{field}.media: must be an object")
+        with self._lock:
+            found = self._uploaded.get(str(media.get("encrypt_query_param")))
+        if found is None:
+            return _invalid(
+                f"msg.item_list[{index}].{field}.media.encrypt_query_param: not an upload"
+            )
+        key, data = found
+        if parse_aes_key(media.get("aes_key")) != key:
+            return _invalid(f"msg.item_list[{index}].{field}.media.aes_key: not the upload's key")
+        name = ""
+        if field == "file_item":
+            given = body.get("file_name")
+            if not isinstance(given, str) or not given:
+                return _invalid(f"msg.item_list[{index}].file_item.file_name: must be non-empty")
+            if body.get("len") != str(len(data)):
+                return _invalid(f"msg.item_list[{index}].file_item.len: must be the file's size")
+            name = given
+        stored = self.bot_files.keep(EmulatedFile(name, sniff_content_type(data[:64]), data))
+        return self.bot_files.view(stored)
+
     def handle_json_api(
         self,
         method: str,
@@ -331,14 +494,31 @@ class WeixinEmulator(EmulatorBase):
         if not isinstance(items, list) or not items:
             return _invalid("msg.item_list: must be a non-empty list")
         texts: list[str] = []
+        files: list[dict[str, Any]] = []
         for index, item in enumerate(items):
+            if isinstance(item, Mapping) and item.get("type") in (_IMAGE_ITEM, _FILE_ITEM):
+                view = self._bot_media(index, item)
+                if isinstance(view, HttpReply):
+                    return view
+                files.append(view)
+                continue
             text_item = item.get("text_item") if isinstance(item, Mapping) else None
             if not isinstance(item, Mapping) or item.get("type") != _TEXT_ITEM:
-                return _invalid(f"msg.item_list[{index}].type: the emulator shows text (1) only")
+                return _invalid(
+                    f"msg.item_list[{index}].type: the emulator shows text (1), images (2) "
+                    "and files (4)"
+                )
             text = text_item.get("text") if isinstance(text_item, Mapping) else None
             if not isinstance(text, str) or not text:
                 return _invalid(f"msg.item_list[{index}].text_item.text: must be non-empty text")
             texts.append(text)
+        if files:
+            card_id = "file-" + uuid.uuid4().hex[:12]
+            with self._lock:
+                view = {"id": card_id, "kind": "file", "state": "shown", "text": "\n".join(texts)}
+                self._put_card(card_id, {**view, "files": files, "clientId": client_id})
+                self._add_timeline({"kind": "card", "from": "bot", "card": card_id})
+            return _ok()
         with self._lock:
             self._next_message_id += 1
             self._add_timeline(
@@ -387,6 +567,62 @@ class WeixinEmulator(EmulatorBase):
         return _ok()
 
     # -- the person -----------------------------------------------------------------------
+    def send_user_files(
+        self, text: str, files: tuple[EmulatedFile, ...], *, origin: Origin | None = None
+    ) -> tuple[str, CallbackDelivery]:
+        """The person sends ``files`` (and ``text``): one message whose ``item_list``
+        holds the text item and a media item per file (an image, a voice message, a
+        video or a file, by its declared type), each encrypted under a key of its own
+        and kept for the CDN download."""
+        items: list[dict[str, Any]] = (
+            [{"type": _TEXT_ITEM, "text_item": {"text": text}}] if text else []
+        )
+        for file in files:
+            key = os.urandom(16)
+            encrypted = ecb_encrypt(key, file.data)
+            param = self.person_files.keep(
+                EmulatedFile(file.name, "application/octet-stream", encrypted), prefix="enc-"
+            )
+            media = {
+                "encrypt_query_param": param,
+                "aes_key": base64.b64encode(key.hex().encode("ascii")).decode("ascii"),
+                "encrypt_type": 1,
+            }
+            kind = media_kind(file.content_type)
+            if kind == "image":
+                items.append(
+                    {
+                        "type": _IMAGE_ITEM,
+                        "image_item": {"media": media, "mid_size": len(encrypted)},
+                    }
+                )
+            elif kind == "audio":
+                items.append(
+                    {"type": _VOICE_ITEM, "voice_item": {"media": media, "playtime": 1000}}
+                )
+            elif kind == "video":
+                items.append(
+                    {
+                        "type": _VIDEO_ITEM,
+                        "video_item": {"media": media, "video_size": len(encrypted)},
+                    }
+                )
+            else:
+                items.append(
+                    {
+                        "type": _FILE_ITEM,
+                        "file_item": {
+                            "media": media,
+                            "file_name": file.name,
+                            "len": str(len(file.data)),
+                        },
+                    }
+                )
+        shown = [
+            {"name": f.name, "contentType": f.content_type, "size": len(f.data)} for f in files
+        ]
+        return self._user_message(text, items, origin, shown)
+
     def send_user_message(
         self, text: str, *, origin: Origin | None = None
     ) -> tuple[str, CallbackDelivery]:
@@ -398,6 +634,15 @@ class WeixinEmulator(EmulatorBase):
         Returns the message id and ``200 queued for getupdates``; a waiting long poll
         answers at once.
         """
+        return self._user_message(text, [{"type": _TEXT_ITEM, "text_item": {"text": text}}], origin)
+
+    def _user_message(
+        self,
+        text: str,
+        items: list[dict[str, Any]],
+        origin: Origin | None,
+        files: list[dict[str, Any]] | None = None,
+    ) -> tuple[str, CallbackDelivery]:
         origin = origin or Origin()
         user = origin.user_id or self.user_id
         if origin.group or origin.mentions_bot:
@@ -422,21 +667,22 @@ class WeixinEmulator(EmulatorBase):
                 "create_time_ms": int(time.time() * 1000),
                 "message_type": _USER_MESSAGE,
                 "message_state": _FINISHED,
-                "item_list": [{"type": _TEXT_ITEM, "text_item": {"text": text}}],
+                "item_list": items,
                 "context_token": token,
             }
             self._user_messages[str(message_id)] = message
             while len(self._user_messages) > MAX_CARDS:
                 self._user_messages.popitem(last=False)
-            self._add_timeline(
-                {
-                    "kind": "message",
-                    "from": "user",
-                    "format": "text",
-                    "text": text,
-                    "msgId": str(message_id),
-                }
-            )
+            entry: dict[str, Any] = {
+                "kind": "message",
+                "from": "user",
+                "format": "text",
+                "text": text,
+                "msgId": str(message_id),
+            }
+            if files:
+                entry["files"] = files
+            self._add_timeline(entry)
             return str(message_id), self._enqueue("message", message)
 
     def redeliver(self, msg_id: str) -> CallbackDelivery:
@@ -493,6 +739,9 @@ class WeixinEmulator(EmulatorBase):
 
     # -- controls and inspection ----------------------------------------------------------
     def handle_control(self, method: str, path: str, data: Any) -> HttpReply | None:
+        files = self.bot_files.control(method, path, data)
+        if files is not None:
+            return files
         if method == "POST" and path == "/_emulator/redeliver":
             msg_id = data.get("msgId") if isinstance(data, Mapping) else None
             if not isinstance(msg_id, str | int) or isinstance(msg_id, bool):
@@ -551,7 +800,10 @@ class WeixinEmulator(EmulatorBase):
             "typingUntil": 0.0,
             "typingAction": "typing" if self._typing else "",
             "draft": None,
-            "views": {},
+            "views": {
+                card_id: {k: copy.deepcopy(v) for k, v in card.items() if k != "clientId"}
+                for card_id, card in self._cards.items()
+            },
             "ingress": "polling",
             "session": "expired" if self._expired else "active",
             "user": {"id": self.user_id, "name": self.user_name},
@@ -565,6 +817,10 @@ class WeixinEmulator(EmulatorBase):
         with self._lock:
             self._queue.clear()
             self._typing = False
+            self._slots.clear()
+            self._uploaded.clear()
+            self.person_files.clear()
+            self.bot_files.clear()
             super().reset()
 
     def close(self) -> None:
