@@ -20,7 +20,7 @@ import pytest
 
 redis = pytest.importorskip("redis", reason="redis-py is not installed (the redis extra)")
 
-from channelkit.errors import ConfigurationError  # noqa: E402
+from channelkit.errors import ConfigurationError, StateStoreUnavailable  # noqa: E402
 from channelkit.state import RedisStore  # noqa: E402
 from channelkit.state.base import GUARD_WRITTEN  # noqa: E402
 
@@ -153,3 +153,67 @@ def test_bad_high_availability_arguments_name_the_argument(
     with pytest.raises(ConfigurationError) as caught:
         RedisStore(**kwargs)
     assert caught.value.path == field, str(caught.value)
+
+
+class LoseNextReply:
+    """Arm it and the next reply read from Redis is lost after the command ran there (the
+    connection drops, as when the primary dies between executing a write and answering)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.armed = False
+        self.lost = 0
+        real = redis.sentinel.SentinelManagedConnection.read_response
+        outer = self
+
+        def read_response(self: Any, *args: Any, **kwargs: Any) -> Any:
+            reply = real(self, *args, **kwargs)
+            if outer.armed:
+                outer.armed = False
+                outer.lost += 1
+                self.disconnect()
+                raise redis.ConnectionError("reply lost in a failover")
+            return reply
+
+        monkeypatch.setattr(
+            redis.sentinel.SentinelManagedConnection, "read_response", read_response
+        )
+
+    def __call__(self) -> None:
+        self.armed = True
+
+
+def test_a_write_whose_reply_was_lost_is_checked_not_done_twice(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = sentinel_store(cluster)
+    try:
+        store.ping()  # scripts are loaded and connections made before the losses below
+        lose = LoseNextReply(monkeypatch)
+
+        lose()
+        assert store.add("dedup:1", {"at": 1}) is True  # ours, though SET NX then said no
+        lose()
+        token = store.hold_lease("lease:a", {"owner": "one"}, token=0, ttl_s=60, counter="c")
+        assert token == 1  # the lease the lost reply took, not a refusal nor a second token
+        lose()
+        assert store.write_if(
+            "lease:a", "token", token, "card:1", {"v": 1}, only_if_absent=True
+        ) == (GUARD_WRITTEN)
+        lose()
+        record, outcome = store.claim_matching(
+            "card:1", {"v": "1"}, "claim:1", {"by": "one"}, guard="lease:a", field="token",
+            expected=token,
+        )  # fmt: skip
+        assert (record, outcome) == ({"v": 1}, GUARD_WRITTEN)
+        lose()
+        assert store.replace("card:1", {"v": 1}, {"v": 2}) is True
+        assert store.get("card:1") == {"v": 2}
+        assert store.add("dedup:1", {"at": 1}) is False  # a second caller is still refused
+
+        lose()  # a queue push is never repeated: it fails, and the message is there once
+        with pytest.raises(StateStoreUnavailable):
+            store.push("inbox", {"m": 1})
+        assert cluster.client(cluster.primary).llen(f"{store.namespace}:q:inbox") == 1
+        assert lose.lost == 6
+    finally:
+        store.close()
