@@ -163,7 +163,7 @@ class PrometheusObserver(Observer):
             "channelkit_store_operation_seconds",
             "Seconds a state-store operation took (failures included), by store (memory, "
             "redis) and operation (put, get, delete, add, replace, scan, push, ping, "
-            "hold_lease, write_if, claim_matching).",
+            "hold_lease, write_if, claim_matching, take_token).",
             ["store", "operation"],
             buckets=STORE_OPERATION_BUCKETS,
         )

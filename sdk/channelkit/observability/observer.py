@@ -155,7 +155,7 @@ class Observer:
         ``memory`` or ``redis``, ``operation`` one of
         `channelkit.state.base.STORE_OPERATIONS` (``put``, ``get``, ``delete``, ``add``,
         ``replace``, ``scan``, ``push``, ``ping``, ``hold_lease``, ``write_if``,
-        ``claim_matching``; never a key)."""
+        ``claim_matching``, ``take_token``; never a key)."""
 
     def shutdown(self) -> None:
         """The process is shutting down (``serve``): write a summary if you keep one."""
