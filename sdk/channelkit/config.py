@@ -528,7 +528,9 @@ def _unreachable_path(redis: Mapping[str, Any], exc: Exception) -> str:
 
 def check_state(config: DeploymentConfig) -> None:
     """With ``state.redis``, reach Redis once (PING): an unreachable Redis is one
-    `ConfigurationError` at ``state.redis.url`` (password never shown)."""
+    `ConfigurationError` at ``state.redis.url`` (``state.redis.sentinels`` with
+    Sentinels; ``state.redis.password`` when Redis refuses the credentials), no
+    password ever shown."""
     if "redis" not in config.state:
         return
     try:
