@@ -301,6 +301,7 @@ def test_a_tls_only_server_is_reached_with_the_ca_and_a_client_certificate(
         ({"url": "redis://h", "tls": True, "tlsCaFile": "/no/such.pem"}, "state.redis.tlsCaFile"),
         ({"url": "redis://h", "tls": True, "tlsCertFile": __file__}, "state.redis.tlsKeyFile"),
         ({"url": "redis://h", "tls": "yes"}, "state.redis.tls"),
+        ({"url": "unix:///run/redis.sock", "tls": True}, "state.redis.tls"),
         ({"url": "redis://h", "password": ""}, "state.redis.password"),
         ({"url": "redis://h", "username": {"env": "CK_TEST_UNSET_USER"}}, "state.redis.username"),
         ({"sentinels": ["h:1"]}, "state.redis.sentinelService"),

@@ -143,6 +143,7 @@ def test_the_store_repr_and_errors_never_show_the_sentinel_password() -> None:
         ({"url": "redis://h", "sentinel_service": SERVICE}, "sentinel_service"),
         ({}, "url"),
         ({"url": "redis://h", "password": ""}, "password"),
+        ({"url": "unix:///run/redis.sock", "tls": True}, "tls"),
         ({"url": "redis://h", "tls_ca_file": "/nonexistent.pem"}, "tls_ca_file"),
         ({"url": "redis://h", "tls": True, "tls_ca_file": "/nonexistent.pem"}, "tls_ca_file"),
     ],

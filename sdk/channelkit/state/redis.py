@@ -167,7 +167,8 @@ return {raw, 'written'}
 """
 
 # Token bucket (`take_token`): KEYS[1] the bucket (a hash: tokens, ts); ARGV rate, burst,
-# keep, now ("" : the server's TIME, so every process agrees). Returns the wait as text.
+# keep, now ("" : the server's TIME, so every process agrees), force ("1": take it even
+# when none is there, the bucket owing it). Returns the wait as text.
 _TAKE_TOKEN = """
 local rate, burst, keep = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local now
@@ -185,9 +186,14 @@ if now > ts then
   ts = now
 end
 local wait = 0
-if tokens >= 1 + keep then tokens = tokens - 1 else wait = (1 + keep - tokens) / rate end
+if tokens >= 1 + keep then
+  tokens = tokens - 1
+else
+  wait = (1 + keep - tokens) / rate
+  if ARGV[5] == '1' then tokens = math.max(-burst, tokens - 1) end
+end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'ts', tostring(ts))
-redis.call('PEXPIRE', KEYS[1], math.ceil((burst + keep) / rate * 1000) + 1000)
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)  -- full again
 return tostring(wait)
 """
 
@@ -261,6 +267,8 @@ class RedisStore:
             raise ConfigurationError("must be true or false", "tls")
         if url is not None and url.startswith("rediss://"):
             tls = True
+        if tls and url is not None and url.startswith("unix://"):
+            raise ConfigurationError("TLS needs a TCP URL, not unix://", "tls")
         tls_files = {}
         for value, name, key in (
             (tls_ca_file, "tls_ca_file", "ssl_ca_certs"),
@@ -641,14 +649,16 @@ class RedisStore:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def take_token(self, key: str, *, rate: float, burst: float, keep: float = 0.0) -> float:
+    def take_token(
+        self, key: str, *, rate: float, burst: float, keep: float = 0.0, force: bool = False
+    ) -> float:
         rate, burst, keep = check_bucket(rate, burst, keep)
         # the server's clock unless a clock was given (tests): every process agrees
         now = "" if self._bucket_clock is None else repr(self._bucket_clock.now())
         script = self._take_token
         if script is None:
             script = self._take_token = self._client.register_script(_TAKE_TOKEN)
-        args = [repr(rate), repr(burst), repr(keep), now]
+        args = [repr(rate), repr(burst), repr(keep), now, "1" if force else ""]
         # not repeated after a failover: a token taken twice only slows the caller
         answer = self._call("take_token", lambda: script(keys=[self._key(key)], args=args))
         return max(0.0, float(answer))

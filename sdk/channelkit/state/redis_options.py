@@ -75,6 +75,8 @@ def check_redis_spec(redis_spec: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(tls, bool):
         raise ConfigurationError("must be true or false", "state.redis.tls")
     kwargs["tls"] = tls or (isinstance(url, str) and url.startswith("rediss://"))
+    if tls and isinstance(url, str) and url.startswith("unix://"):
+        raise ConfigurationError("TLS needs a TCP URL, not unix://", "state.redis.tls")
     for option, keyword in _REDIS_KWARGS.items():
         if option not in redis_spec:
             continue
