@@ -131,3 +131,16 @@ def test_a_gate_lets_the_write_go_without_a_token_after_its_bound(made) -> None:
     gate()  # the bound passed: the write goes (a 429 would be retried as before)
     with pytest.raises(Throttled):
         gate()  # the next write waits its own bound
+
+
+def test_a_forced_token_is_owed_and_later_callers_wait_longer(made) -> None:  # type: ignore[no-untyped-def]
+    store, clock = made
+    assert store.take_token("f", rate=1, burst=2) == 0.0
+    assert store.take_token("f", rate=1, burst=2) == 0.0
+    assert store.take_token("f", rate=1, burst=2, force=True) == pytest.approx(1.0)
+    assert store.take_token("f", rate=1, burst=2) == pytest.approx(2.0)  # one owed
+    for _ in range(5):  # the debt is bounded by the burst
+        store.take_token("f", rate=1, burst=2, force=True)
+    assert store.take_token("f", rate=1, burst=2) == pytest.approx(3.0)
+    clock.advance(3.0)
+    assert store.take_token("f", rate=1, burst=2) == 0.0

@@ -183,9 +183,12 @@ class StateStore(Protocol):
         """Up to ``limit`` keys (namespace stripped) starting with ``prefix``."""
         ...
 
-    def take_token(self, key: str, *, rate: float, burst: float, keep: float = 0.0) -> float:
+    def take_token(
+        self, key: str, *, rate: float, burst: float, keep: float = 0.0, force: bool = False
+    ) -> float:
         """Take one token from the token bucket ``key``, atomically: 0.0 when taken, else
-        the seconds until one can be (nothing taken).
+        the seconds until one can be (nothing taken; with ``force`` it is taken anyway,
+        the bucket owing it - at most ``burst`` tokens - so later callers wait longer).
 
         The bucket holds at most ``burst`` tokens and gains ``rate`` a second (it starts
         full); a token is taken only while at least ``1 + keep`` are there, so callers

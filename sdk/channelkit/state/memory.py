@@ -286,7 +286,9 @@ class MemoryStore:
 
     # -- token buckets --------------------------------------------------------------------
 
-    def take_token(self, key: str, *, rate: float, burst: float, keep: float = 0.0) -> float:
+    def take_token(
+        self, key: str, *, rate: float, burst: float, keep: float = 0.0, force: bool = False
+    ) -> float:
         key = check_key(key)
         rate, burst, keep = check_bucket(rate, burst, keep)
         with self._lock:
@@ -298,6 +300,8 @@ class MemoryStore:
                 tokens -= 1.0
             else:
                 wait = (1.0 + keep - tokens) / rate
+                if force:
+                    tokens = max(-burst, tokens - 1.0)
             self._buckets[key] = (tokens, now)  # most recent last
             while len(self._buckets) > self.maxsize:
                 self._buckets.popitem(last=False)

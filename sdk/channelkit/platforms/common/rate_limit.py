@@ -19,6 +19,10 @@ Two kinds of writes ask it:
   waiting the gate lets the write go without a token (a 429 is then retried by the
   chain as before): a write is delayed, never lost.
 
+Writes that cannot wait (the text of a segment closing before a question) are
+*noted* (`ChatRateLimiter.note()`): their token is taken even from an empty bucket, which
+then owes it, so the writes that can wait wait longer.
+
 A store that fails (`StateStoreUnavailable`) lets the write go: the platform's 429 is
 still handled where it was before.
 """
@@ -110,11 +114,15 @@ class ChatRateLimiter:
         self._limit = limit
         self._store: StateStore = store if store is not None else MemoryStore(clock=clock)
 
-    def _take(self, chat_id: str, keep: float) -> float:
+    def _take(self, chat_id: str, keep: float, force: bool = False) -> float:
         spec = self._limit(chat_id)
         try:
             return self._store.take_token(
-                f"ratelimit:{self.platform}:{chat_id}", rate=spec.rate, burst=spec.burst, keep=keep
+                f"ratelimit:{self.platform}:{chat_id}",
+                rate=spec.rate,
+                burst=spec.burst,
+                keep=keep,
+                force=force,
             )
         except StateStoreUnavailable as exc:
             logger.warning("%s: rate limit unchecked (%s)", self.platform, type(exc).__name__)
@@ -124,6 +132,12 @@ class ChatRateLimiter:
         """A streamed preview: 0.0 when it may be written now (its token is taken), else
         the seconds until it may ask again (`STREAM_KEEP` tokens stay for messages)."""
         return self._take(chat_id, STREAM_KEEP)
+
+    def note(self, chat_id: str) -> None:
+        """A write that does not wait (a segment's text, a notice): its token is taken
+        even when the bucket is empty (it owes it), so the writes that do wait wait
+        longer and the chat stays inside its limit over time."""
+        self._take(chat_id, 0.0, force=True)
 
     def gate(self, chat_id: str) -> RateGate:
         """A gate for the writes of one message that must arrive (call it before each)."""

@@ -283,7 +283,7 @@ class TelegramChannel(ChannelBase):
             "telegram", limit=telegram_chat_limit, clock=self.clock, store=store
         )
         self.output = SegmentOutput(
-            lambda chat_id, text, thread_id: self.send_reply(chat_id, text, thread_id=thread_id),
+            self._send_segment_text,
             clock=self.clock,
             streams=self._live_streams(config),
             send_part=self._part_sender,
@@ -351,6 +351,12 @@ class TelegramChannel(ChannelBase):
             channel_name=self.name,
             rate_limiter=self.rate_limiter,
         )
+
+    def _send_segment_text(self, chat_id: str, text: str, thread_id: str | None) -> None:
+        """A closed segment's text: sent now (it must precede what follows), its token
+        noted in the chat's rate limit."""
+        self.rate_limiter.note(chat_id)
+        self.send_reply(chat_id, text, thread_id=thread_id)
 
     def _part_sender(self, chat_id: str, thread_id: str | None) -> Any:
         """``send(part, parse_mode)``: one ``sendMessage`` in the chat (and topic), once
