@@ -31,8 +31,8 @@
   var TEAMMATE = "70017001";
   // platforms whose people write to the bot in direct chats only
   var NO_GROUPS = { weixin: true };
-  // platforms whose emulator takes no files from the person
-  var NO_FILES = { weixin: true };
+  // platforms whose emulator takes no files from the person (every one does now)
+  var NO_FILES = {};
   var attach = document.getElementById("attach");
 
   // -- errors ----------------------------------------------------------------------------
