@@ -62,7 +62,9 @@ def test_a_stop_signal_cancels_the_live_run_and_exits_zero_within_the_grace_peri
                 what="/healthz to report the Stream connection connected",
             )
             assert connection["attempt"] == 0 and connection["last_error"] is None
-            assert emulator.emulator.stream.connected
+            # the client reports the handshake done a moment before the gateway's own
+            # handler marks the connection: wait for the gateway's view too
+            assert emulator.emulator.stream.wait_connected(WAIT)
         status, report = healthz(url)
         assert status == 200 and report["ok"] is True, report
         _, ack = emulator.emulator.send_user_message("please take your time")
