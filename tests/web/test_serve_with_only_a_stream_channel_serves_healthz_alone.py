@@ -61,7 +61,7 @@ def test_serve_with_only_a_stream_channel_serves_healthz_alone_and_reports_the_c
         (state,) = entry["connections"]
         assert state["name"] == f"{name}-stream"
         assert state["attempt"] == 0 and state["last_error"] is None
-        assert gateway.connected and gateway.counts["connections"] == 1
+        assert gateway.wait_connected(WAIT) and gateway.counts["connections"] == 1
         opens = emulator.emulator.calls("/v1.0/gateway/connections/open")
         assert len(opens) == 1 and opens[0]["body"]["clientId"] == APP_KEY
 
