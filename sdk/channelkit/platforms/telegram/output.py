@@ -78,7 +78,7 @@ from channelkit.platforms.common import (
     bound_text,
 )
 from channelkit.platforms.common.delivery import DeliveryPath, DeliveryTarget
-from channelkit.platforms.common.rate_limit import ChatRateLimiter, RateGate
+from channelkit.platforms.common.rate_limit import ChatRateLimiter, RateGate, Throttled
 from channelkit.platforms.common.types import Scheduler, TimerHandle
 from channelkit.platforms.telegram.questions import MAX_MESSAGE_CHARS
 from channelkit.runtime import BoundedMap, Clock
@@ -627,10 +627,8 @@ class LiveStreams:
             if message_id is None:
                 raise ApiError("telegram: no streamed message to edit", status=400)
             wait = stream.take_slot()
-            if wait > 0:
-                raise RateLimited(
-                    "telegram: one edit per second per chat", status=429, retry_after=wait
-                )
+            if wait > 0:  # our own pacing: the chain waits, no attempt is counted
+                raise Throttled(wait)
             if gate is not None:
                 gate()  # Throttled: the chain waits for the chat's token (no attempt)
             try:
