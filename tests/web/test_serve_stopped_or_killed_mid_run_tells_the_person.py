@@ -25,6 +25,7 @@ import pytest
 import requests
 from channelkit.platforms import PlatformSpec, chat_platforms
 from channelkit.playground import EmulatorServer
+from channelkit.playground.ws_gateway import WsGateway
 from channelkit.testing import wait_until
 from serve_process import CommandProcess
 
@@ -107,6 +108,33 @@ def _start(config: str) -> tuple[CommandProcess, str]:
     return serve, url
 
 
+def _gateway(emulator: EmulatorServer) -> WsGateway | None:
+    """The emulator's long-connection gateway (Feishu's, DingTalk's Stream), if any."""
+    gateway = getattr(emulator.emulator, "gateway", None) or getattr(
+        emulator.emulator, "stream", None
+    )
+    return gateway if isinstance(gateway, WsGateway) else None
+
+
+def _accepted(emulator: EmulatorServer) -> int:
+    """Long connections the emulator's gateway accepted so far (0 without one)."""
+    gateway = _gateway(emulator)
+    return int(gateway.counts.get("connections", 0)) if gateway is not None else 0
+
+
+def _up(url: str, emulator: EmulatorServer, accepted_before: int, name: str) -> None:
+    """Wait (bounded) until /healthz reports every long connection connected and, when
+    the bot holds one, until the emulator's gateway holds it too: the client sees its
+    handshake done a moment before the gateway's handler registers the connection, and
+    an event sent in between would go over HTTP instead."""
+    wait_until(lambda: _connected(url), WAIT, 0.1, what=f"{name}: /healthz connected")
+    channels = requests.get(f"{url}/healthz", timeout=10).json().get("channels", {})
+    holds_one = any(entry["connections"] for entry in channels.values())
+    gateway = _gateway(emulator)
+    if holds_one and gateway is not None:
+        assert gateway.wait_connected(WAIT, connections=accepted_before + 1), name
+
+
 def _connected(url: str) -> bool:
     """/healthz answers 200 with every long connection connected."""
     response = requests.get(f"{url}/healthz", timeout=10)
@@ -156,13 +184,14 @@ def test_sigterm_mid_run_keeps_the_partial_text_marked_stopped(
     said = tmp_path / "said"
     monkeypatch.setenv("CHANNELKIT_TEST_SAID", str(said))
     spec = next(spec for spec in _served() if spec.name == name)
+    accepted = _accepted(emulator)
     serve, url = _start(_config(tmp_path, spec, emulator, options=OPTIONS.get(name)))
     try:
         if name == "slack":
             emulator.emulator.events_url = f"{url}/slack/events"
             emulator.emulator.interactivity_url = f"{url}/slack/interactivity"
 
-        wait_until(lambda: _connected(url), WAIT, 0.1, what=f"{name}: /healthz connected")
+        _up(url, emulator, accepted, name)
         emulator.emulator.send_user_message("please take your time")
         if name in SHOWS_NOTHING_WHILE_WRITING:
             wait_until(said.exists, WAIT, 0.05, what=f"{name}: the agent writing")
@@ -358,11 +387,12 @@ def test_killed_mid_run_tells_the_person_after_a_restart(
     config = _config(tmp_path, spec, emulator, options=options, state=state)
 
     def start() -> CommandProcess:
+        accepted = _accepted(emulator)
         serve, url = _start(config)
         if name == "slack":
             emulator.emulator.events_url = f"{url}/slack/events"
             emulator.emulator.interactivity_url = f"{url}/slack/interactivity"
-        wait_until(lambda: _connected(url), WAIT, 0.1, what=f"{name}: /healthz connected")
+        _up(url, emulator, accepted, name)
         return serve
 
     first = start()
