@@ -54,6 +54,11 @@ The modules that raise these errors re-export them, so
           ├── DecryptionError (+ ValueError)          a Feishu encrypted body is malformed
           ├── InvalidForm (+ ValueError)              a Feishu form does not answer the questions
           └── UpdateParseError (+ ValueError)         a Telegram Update has an unexpected shape
+
+One class stands outside the tree on purpose, because it is not a failure::
+
+    Exception
+     └── Throttled                                    a write waits for its chat's rate-limit token
 """
 
 from __future__ import annotations
@@ -102,6 +107,7 @@ __all__ = [
     "SchedulerClosed",
     "ServerError",
     "StateStoreUnavailable",
+    "Throttled",
     "TransportError",
     "UnreadableBody",
     "UpdateParseError",
@@ -489,3 +495,14 @@ class UpdateParseError(ChannelKitError, ValueError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}")
+
+
+class Throttled(Exception):
+    """A write must wait ``wait`` seconds for its chat's token in the shared per-chat
+    rate limit (`channelkit.platforms.common.rate_limit`). Not a failure, and not a
+    `ChannelKitError`: the delivery chain books the write again on the scheduler
+    without counting an attempt."""
+
+    def __init__(self, wait: float) -> None:
+        super().__init__(f"rate limited here: next token in {wait:.2f} s")
+        self.wait = wait

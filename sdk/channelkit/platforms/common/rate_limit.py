@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from channelkit.errors import ConfigurationError, StateStoreUnavailable
+from channelkit.errors import ConfigurationError, StateStoreUnavailable, Throttled
 from channelkit.runtime import Clock
 from channelkit.state import MemoryStore, StateStore
 
@@ -81,15 +81,6 @@ TELEGRAM_GROUP = ChatLimit(rate=18 / 60, burst=10.0)
 def telegram_chat_limit(chat_id: str) -> ChatLimit:
     """The limit of a Telegram chat: groups and channels have negative ids."""
     return TELEGRAM_GROUP if chat_id.startswith("-") else TELEGRAM_PRIVATE
-
-
-class Throttled(Exception):
-    """A write must wait ``wait`` seconds for its chat's token (not a failure: the
-    delivery chain books it on the scheduler without counting an attempt)."""
-
-    def __init__(self, wait: float) -> None:
-        super().__init__(f"rate limited here: next token in {wait:.2f} s")
-        self.wait = wait
 
 
 class ChatRateLimiter:
