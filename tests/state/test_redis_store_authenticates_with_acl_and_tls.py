@@ -170,7 +170,9 @@ def test_a_configured_acl_user_starts_and_serves_the_store(acl_port: int) -> Non
 
 
 def _write_certificates(directory: Path) -> dict[str, str]:
-    """A CA, a server certificate for 127.0.0.1 and a client certificate, as PEM files."""
+    """A CA, a server certificate for 127.0.0.1 and a client certificate, as PEM files,
+    RFC 5280-conformant (key usage, key identifiers) as Python 3.13's default strict
+    verification demands."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -201,6 +203,23 @@ def _write_certificates(directory: Path) -> dict[str, str]:
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )
     save("ca", ca_key, ca)
@@ -218,6 +237,14 @@ def _write_certificates(directory: Path) -> dict[str, str]:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            # what Python 3.13's strict X.509 verification requires of a leaf
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
+            )
             .add_extension(
                 x509.SubjectAlternativeName(
                     [x509.IPAddress(ipaddress.ip_address(HOST)), x509.DNSName("localhost")]
