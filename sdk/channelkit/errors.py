@@ -53,12 +53,8 @@ The modules that raise these errors re-export them, so
           │    └── FileNotDelivered                   an agent's file did not reach the chat
           ├── DecryptionError (+ ValueError)          a Feishu encrypted body is malformed
           ├── InvalidForm (+ ValueError)              a Feishu form does not answer the questions
-          └── UpdateParseError (+ ValueError)         a Telegram Update has an unexpected shape
-
-One class stands outside the tree on purpose, because it is not a failure::
-
-    Exception
-     └── Throttled                                    a write waits for its chat's rate-limit token
+          ├── UpdateParseError (+ ValueError)         a Telegram Update has an unexpected shape
+          └── Throttled                               a write waits for its chat's rate-limit token
 """
 
 from __future__ import annotations
@@ -497,11 +493,10 @@ class UpdateParseError(ChannelKitError, ValueError):
         super().__init__(f"{path}: {message}")
 
 
-class Throttled(Exception):
+class Throttled(ChannelKitError):
     """A write must wait ``wait`` seconds for its chat's token in the shared per-chat
-    rate limit (`channelkit.platforms.common.rate_limit`). Not a failure, and not a
-    `ChannelKitError`: the delivery chain books the write again on the scheduler
-    without counting an attempt."""
+    rate limit (`channelkit.platforms.common.rate_limit`). Not a failure: the delivery
+    chain books the write again on the scheduler without counting an attempt."""
 
     def __init__(self, wait: float) -> None:
         super().__init__(f"rate limited here: next token in {wait:.2f} s")
