@@ -15,7 +15,7 @@ from channelkit.ingress import Headers, IngressRequest, IngressResponse
 from channelkit.platforms.slack import SlackChannel, SlackConfig
 from channelkit.platforms.slack.api import SlackApi
 from channelkit.platforms.slack.ingress import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from channelkit.testing import ScriptedBridge
+from channelkit.testing import WAIT, ScriptedBridge, Step, wait_until
 
 from tests.platforms._shared import LifecycleLog
 
@@ -57,6 +57,26 @@ def mock_web_api(m: rm.Mocker, refuse: tuple[str, ...] = ()) -> None:
 
     for method in METHODS:
         m.post(f"{BASE}/{method}", json=answer)
+
+
+def called(mock: rm.Mocker, *methods: str) -> Step:
+    """A script step that waits (bounded) until the Web API saw one of ``methods``.
+
+    A segment's first write is queued on the stream lane; a run that ends before a
+    worker picked it up shows its text in one posted message instead (correct, but not
+    what a streaming test is about). A test of streaming therefore holds the run here
+    until its first write was made.
+    """
+    wanted = {f"/{m.lower()}" for m in methods}
+
+    def step(ctx: Any) -> None:
+        wait_until(
+            lambda: any(r.path.endswith(tuple(wanted)) for r in list(mock.request_history)),
+            WAIT,
+            what=f"a call to {' or '.join(methods)}",
+        )
+
+    return step
 
 
 class Env:

@@ -9,14 +9,14 @@ import pytest
 import requests_mock as rm
 from channelkit.testing import ScriptedBridge, chunk
 
-from tests.platforms.slack.slack_env import CHANNEL, SECRET, Env, mock_web_api
+from tests.platforms.slack.slack_env import CHANNEL, SECRET, Env, called, mock_web_api
 
 
 @pytest.fixture
 def env(rt) -> Iterator[Env]:  # type: ignore[no-untyped-def]
     with rm.Mocker() as m:
         mock_web_api(m)
-        e = Env(rt, m, ScriptedBridge([chunk("ok")]))
+        e = Env(rt, m, ScriptedBridge([chunk("ok"), called(m, "chat.startStream")]))
         yield e
         e.channel.close(2.0)
 

@@ -13,7 +13,7 @@ import requests_mock as rm
 from channelkit.core import SessionTarget
 from channelkit.testing import ScriptedBridge, chunk
 
-from tests.platforms.slack.slack_env import DM, Env, mock_web_api
+from tests.platforms.slack.slack_env import DM, Env, called, mock_web_api
 
 FIRST = "# Result\n\n```python\nprint('ok')\n```\n\nThe build is **green and"
 REST = " passing**, see [the log](https://ci.example.com/1) <!here>."
@@ -36,7 +36,8 @@ def _sections(env: Env) -> list[str]:
 
 def test_an_updated_message_shows_mrkdwn_and_its_preview_closes_open_bold(rt, mocker) -> None:  # type: ignore[no-untyped-def]
     mock_web_api(mocker)
-    env = Env(rt, mocker, ScriptedBridge([chunk(FIRST), chunk(REST)]), streaming="update")
+    script = [chunk(FIRST), called(mocker, "chat.postMessage"), chunk(REST)]
+    env = Env(rt, mocker, ScriptedBridge(script), streaming="update")
     env.message("build status?")
     env.settle()
     sections = _sections(env)
@@ -51,7 +52,8 @@ def test_an_updated_message_shows_mrkdwn_and_its_preview_closes_open_bold(rt, mo
 
 def test_a_preview_of_an_open_bold_span_is_closed(rt, mocker) -> None:  # type: ignore[no-untyped-def]
     mock_web_api(mocker)
-    env = Env(rt, mocker, ScriptedBridge([chunk(FIRST)]), streaming="update")
+    script = [chunk(FIRST), called(mocker, "chat.postMessage")]
+    env = Env(rt, mocker, ScriptedBridge(script), streaming="update")
     env.message("build status?")
     env.settle()
     assert any(s.endswith("The build is *green and*") for s in _sections(env)), _sections(env)

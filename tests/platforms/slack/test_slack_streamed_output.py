@@ -19,6 +19,7 @@ from tests.platforms.slack.slack_env import (
     STRANGER,
     STREAM_CALLS,
     Env,
+    called,
     mock_web_api,
 )
 
@@ -36,7 +37,8 @@ def mocker() -> Iterator[rm.Mocker]:
 
 def test_text_streams_into_one_message_and_the_final_answer_ends_it(rt, mocker) -> None:  # type: ignore[no-untyped-def]
     mock_web_api(mocker)
-    env = Env(rt, mocker, ScriptedBridge([chunk("Hello "), chunk("world")]))
+    script = [chunk("Hello "), called(mocker, "chat.startStream"), chunk("world")]
+    env = Env(rt, mocker, ScriptedBridge(script))
     env.message("hi")
     env.settle()
     names = [name for name, _ in env.calls(*STREAM_CALLS)]
@@ -55,7 +57,13 @@ def test_text_streams_into_one_message_and_the_final_answer_ends_it(rt, mocker) 
 
 def test_a_boundary_closes_the_stream_and_later_text_is_shown_once(rt, mocker) -> None:  # type: ignore[no-untyped-def]
     mock_web_api(mocker)
-    env = Env(rt, mocker, ScriptedBridge([chunk("first"), boundary(), chunk("second")]))
+    env = Env(
+        rt,
+        mocker,
+        ScriptedBridge(
+            [chunk("first"), called(mocker, "chat.startStream"), boundary(), chunk("second")]
+        ),
+    )
     env.message("hi")
     env.settle()
     names = [name for name, _ in env.calls()]
@@ -72,7 +80,8 @@ def test_a_boundary_closes_the_stream_and_later_text_is_shown_once(rt, mocker) -
 
 def test_refused_streaming_falls_back_to_post_and_update(rt, mocker) -> None:  # type: ignore[no-untyped-def]
     mock_web_api(mocker, refuse=("chat.startStream",))
-    env = Env(rt, mocker, ScriptedBridge([chunk("Hello "), chunk("world")]))
+    script = [chunk("Hello "), called(mocker, "chat.postMessage"), chunk("world")]
+    env = Env(rt, mocker, ScriptedBridge(script))
     env.message("hi")
     env.settle()
     assert len(env.bodies("chat.startStream")) == 1
@@ -88,7 +97,13 @@ def test_refused_streaming_falls_back_to_post_and_update(rt, mocker) -> None:  #
 
 def test_a_final_answer_longer_than_what_streamed_is_completed_in_the_stream(rt, mocker) -> None:  # type: ignore[no-untyped-def]
     mock_web_api(mocker)
-    env = Env(rt, mocker, ScriptedBridge([chunk("Hello"), final("Hello, and more")]))
+    env = Env(
+        rt,
+        mocker,
+        ScriptedBridge(
+            [chunk("Hello"), called(mocker, "chat.startStream"), final("Hello, and more")]
+        ),
+    )
     env.message("hi")
     env.settle()
     assert streamed_text(env) == "Hello, and more"
