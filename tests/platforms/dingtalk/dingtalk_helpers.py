@@ -68,6 +68,16 @@ class FakeCardApi:
         with self.lock:
             return [c[0] for c in self.calls]
 
+    def finals(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every write that put a card in a terminal state (``flowStatus`` 3), in order:
+        an update of a card shown before, or the creation of a card that a final
+        response without chunks gets already finished."""
+        return [
+            c
+            for c in self.ops()
+            if c[0] in ("create", "update") and c[1]["params"].get("flowStatus") == 3
+        ]
+
 
 @dataclass(frozen=True)
 class Owner:

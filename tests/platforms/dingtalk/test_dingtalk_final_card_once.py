@@ -64,7 +64,13 @@ def test_final_response_without_chunks_gets_one_completed_card(adapter):
     assert h.wait_for(lambda: any(r == SegmentEndReason.COMPLETED for _, r in ends))
     h.idle()
     (track,) = h.status_tracks()
-    closes, finals = terminal_writes(h, track)
-    assert len(closes) == 1 and len(finals) == 1
-    assert finals[0][1]["params"]["content"] == "Only a final answer"
+    # one call: the card is created already completed, with the answer and no Stop
+    # button (no running card that is streamed to, closed and updated right after)
+    card_calls = [c for c in h.api.ops() if c[1].get("out_track_id") == track]
+    assert [c[0] for c in card_calls] == ["create"]
+    params = card_calls[0][1]["params"]
+    assert params["content"] == "Only a final answer"
+    assert params["flowStatus"] == 3 and params["statusLine"].startswith("Completed")
+    assert params["stop_action"] == "false" and params["hasAction"] == "false"
+    assert [r for _, r in ends] == [SegmentEndReason.COMPLETED]
     assert "Only a final answer" not in h.api.texts()

@@ -125,8 +125,39 @@ def test_final_response_without_chunks_creates_one_completed_card(harness):
     h.run()
     seg = h.segment()
     assert h.presenter.close_output(seg, "only final", "completed")
-    assert len(h.api.ops("create")) == 1
-    assert h.api.ops("update")[-1][1]["params"]["content"] == "only final"
+    # created once, already completed: no running card streamed to and closed first
+    (create,) = h.api.ops("create")
+    params = create[1]["params"]
+    assert params["content"] == "only final" and params["flowStatus"] == 3
+    assert params["statusLine"].startswith("Completed")
+    assert params["stop_action"] == "false" and params["hasAction"] == "false"
+    assert h.api.names() == ["create"]
+
+
+def test_a_chunkless_final_whose_card_cannot_be_created_is_sent_as_markdown_once(harness):
+    h = harness()
+    h.run()
+    seg = h.segment()
+    h.api.fail["create"] = ServerError("down", status=500)
+    assert h.presenter.close_output(seg, "only final", "completed")
+    assert h.api.names() == ["create"]  # tried once, already completed
+    assert [text for _, text, _ in h.fallbacks] == ["only final"]
+
+
+def test_a_chunkless_card_that_ends_failed_still_shows_the_failure(harness):
+    # a final response's card is created at its end; should the run fail in between,
+    # the card shows the failure as a streamed one does (stream closed with the error
+    # flag, then the Failed status line)
+    h = harness()
+    binding = h.presenter.run(h.run())
+    seg = h.segment()
+    assert h.presenter.status.append(seg, binding, "partial", final=True) is not None
+    assert h.api.calls == []  # nothing goes out before the segment's end
+    h.presenter.terminalize_run("run-1", "failed")
+    assert h.api.names() == ["create", "stream", "stream", "update"]
+    assert h.api.ops("stream")[-1][1]["is_error"] is True
+    final = h.api.ops("update")[-1][1]["params"]
+    assert final["statusLine"] == "Failed · 0s" and final["content"] == "partial"
 
 
 def test_exact_elapsed_on_stop_and_stopped_label(harness):
@@ -364,7 +395,7 @@ def test_final_response_without_chunks_shows_only_what_no_card_took(harness):
     # the run's final text repeats "Before.": a chunkless final segment shows the rest
     tail = h.segment()
     assert h.presenter.close_output(tail, "Before.After.", "completed")
-    contents = [c[1]["params"]["content"] for c in h.api.ops("update")]
+    contents = [c[1]["params"]["content"] for c in h.api.finals()]
     assert contents == ["Before.", "After."]
     # nothing left: no card at all
     empty = h.segment()
@@ -373,7 +404,7 @@ def test_final_response_without_chunks_shows_only_what_no_card_took(harness):
     # a final text that does not start with the streamed text is shown whole
     other = h.segment()
     assert h.presenter.close_output(other, "Different.", "completed")
-    assert h.api.ops("update")[-1][1]["params"]["content"] == "Different."
+    assert h.api.finals()[-1][1]["params"]["content"] == "Different."
     taken = "Before.After.Different."  # every text a card of the run took, in order
     assert h.presenter.undelivered_text("run-1", taken + "More") == "More"
     assert h.presenter.undelivered_text("run-1", "Before.More") == "Before.More"

@@ -114,9 +114,8 @@ def test_the_queue_card_shows_the_position_going_down_and_then_starting_now():
         # each run then streams on its own status card, as without a queue
         finals = [
             c[1]["params"]["content"]
-            for c in h.api.ops("update")
+            for c in h.api.finals()
             if not c[1]["out_track_id"].startswith("ck-queue-")
-            and c[1]["params"].get("flowStatus") == 3
         ]
         assert sorted(finals) == [f"done {n}" for n in names]
         assert h.channel.queue_notices.live == 0

@@ -4,7 +4,10 @@ Lifecycle of a card (all network work runs on the run's projection queue):
 
 1. first visible text (or a final response without chunks) creates the record and queues
    ``createAndDeliver`` with ``flowStatus=2``, ``statusLine="Running · <model> · 0s"``,
-   Stop action on, then opens streaming with an empty full update;
+   Stop action on, then opens streaming with an empty full update. A final response
+   without chunks gets no running card: its card is created once, already in the
+   terminal state of step 3 (were it to end failed, it still opens and closes its
+   stream, so that its error flag is set);
 2. text is accumulated locally (20,000 chars max) and written as coalesced full
    snapshots through ``/card/streaming`` by a `SnapshotWriter` (one write in
    flight, one replaceable pending snapshot, >= 500 ms apart). After a snapshot write,
@@ -163,7 +166,8 @@ class StatusRecord:
     started_at: float
     writer: SnapshotWriter
     queue: ProjectionQueue
-    #: creating -> live | failed
+    #: creating -> live | failed; creating -> deferred (ended before it went out) ->
+    #: final | failed
     phase: StateCell[str] = field(default_factory=lambda: StateCell("creating"))
     #: open -> terminal
     lifecycle: StateCell[str] = field(default_factory=lambda: StateCell("open"))
@@ -240,13 +244,17 @@ class StatusCardController:
         return self._segments.tombstone(segment_id) is not None
 
     # -- output -----------------------------------------------------------------------------
-    def append(self, segment: SegmentLike, binding: RunBinding, chunk: str) -> StatusRecord | None:
+    def append(
+        self, segment: SegmentLike, binding: RunBinding, chunk: str, *, final: bool = False
+    ) -> StatusRecord | None:
         """Add visible text to the segment's card, creating the card on first text.
 
         ``binding`` is the segment's eligible run (its captured owner, chat, card target
         and projection queue). Returns the live record, or None when the text was not
         taken (segment terminal, too many live cards, or the segment id belongs to
-        another run).
+        another run). ``final``: ``chunk`` is the segment's whole text and the segment
+        ends now; a card created for it is deferred to its `finalize()`, which creates
+        it in its terminal state in one call.
         """
         segment_id, run_id = segment.segment_id, binding.run_id
         with self._lock:
@@ -258,9 +266,13 @@ class StatusCardController:
                     logger.warning("too many live status cards; segment falls back to Markdown")
                     return None
                 record = self._new_record(segment_id, binding)
+                if final:
+                    record.phase.compare_and_set("creating", "deferred")
+                    record.created.set()
                 if not self.registry.add(segment_id, record, track=record.out_track_id):
                     return None
-                binding.queue.enqueue(functools.partial(self._create, record))
+                if not final:
+                    binding.queue.enqueue(functools.partial(self._create, record))
             elif record.run_id != run_id:
                 return None
         if record.terminal:
@@ -335,6 +347,19 @@ class StatusCardController:
             record.writer.start()
         record.created.set()
 
+    def _create_final(self, record: StatusRecord, params: dict[str, object]) -> bool:
+        """Create a deferred card already in its terminal state; False when it could
+        not be (the caller sends the text as Markdown)."""
+        try:
+            self._api.create_and_deliver(
+                STATUS_CARD_TEMPLATE_ID, record.out_track_id, record.target, params
+            )
+        except ChannelKitError as exc:
+            self._creation_failed(record, exc, delivered=False)
+            return False
+        record.phase.compare_and_set("deferred", "final")
+        return True
+
     def _word(self, record: StatusRecord, state: str) -> str:
         """The status word ``state`` (``"Running"``, ``"Failed"``...) in the language of
         the card's owner (another word is shown as it is)."""
@@ -343,7 +368,8 @@ class StatusCardController:
 
     def _creation_failed(self, record: StatusRecord, exc: BaseException, delivered: bool) -> None:
         log_card_error("status card creation", exc, STATUS_CARD_TEMPLATE_ID, record.out_track_id)
-        record.phase.compare_and_set("creating", "failed")
+        if not record.phase.compare_and_set("creating", "failed"):
+            record.phase.compare_and_set("deferred", "failed")
         record.created.set()
         if is_template_rejection(exc) and self._on_template_rejected is not None:
             self._on_template_rejected()
@@ -426,6 +452,14 @@ class StatusCardController:
         word = self._word(record, state)
         line = status_line(word, self._model, self._clock.now() - record.started_at)
         ok = False
+        if record.phase.state == "deferred":
+            if is_error:
+                # a failure keeps the stream's error flag: the card is created
+                # running and closed failed, as a live one is
+                record.phase.compare_and_set("deferred", "creating")
+                self._create(record)
+            else:
+                ok = self._create_final(record, final_param_map(final_text, line))
         if record.phase.state == "live":
             try:
                 self._api.stream(
@@ -627,13 +661,16 @@ class DingtalkPresenter:
     # -- output -------------------------------------------------------------------------------
     def append_output(self, segment: SegmentLike, chunk: str) -> bool:
         """Stream ``chunk`` into the segment's status card; False when no card takes it."""
+        return self._append(segment, chunk, final=False)
+
+    def _append(self, segment: SegmentLike, chunk: str, *, final: bool) -> bool:
         status = self.status
         if status is None or not chunk:
             return False
         binding = self.eligible(segment.run_id, segment.owner.id, segment.target.chat_id)
         if binding is None or not self.status_switch.allows(binding.chat_id):
             return False
-        record = status.append(segment, binding, chunk)
+        record = status.append(segment, binding, chunk, final=final)
         if record is None:
             return False
         binding.streamed.add(chunk)
@@ -677,11 +714,12 @@ class DingtalkPresenter:
             if not text or reason in ("cancelled", "failed"):
                 return False
             # a final response without streamed chunks: one completed card with the
-            # part of it that no earlier segment of the run has shown
+            # part of it that no earlier segment of the run has shown, created in
+            # its final state (no running card that is finished right after)
             remainder = self.undelivered_text(segment.run_id, text)
             if not remainder:
                 return True
-            if not self.append_output(segment, remainder):
+            if not self._append(segment, remainder, final=True):
                 return False
             record = status.record(segment_id)
             if record is None:
