@@ -669,8 +669,8 @@ class DingtalkChannel(ChannelBase):
         return self.card_router.route(card_interaction(callback)).handed_to(self.pool.post)
 
     def _cluster_card_action(self, interaction: Interaction) -> Decision | None:
-        """With a state store every card action is correlated and claimed there first
-        (`DingtalkCluster.route()`); None without one."""
+        """With a state store every card action is correlated and claimed there, after
+        the ACK (`DingtalkCluster.route()`); None without one."""
         if self.cluster is None:
             return None
         return self.cluster.route(interaction.raw)

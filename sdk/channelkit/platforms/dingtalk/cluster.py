@@ -16,15 +16,16 @@ there before the card is delivered):
   `INTERRUPTED_TEXT` by the survivor (or the restarted instance), and its owner
   is told once.
 
-A card callback, on whichever instance it arrives, is correlated and authorized from
-the card record, then claimed with one atomic ``add`` of ``<channel>:claim:<track>``
-(carrying the instance's fencing token): exactly one instance wins. The owner's Stop of
-a status card is read, matched and claimed in one script (`Cluster.claim_record()`):
-one round trip before its ACK; other actions read the record, then claim (two). The
-instance that owns the run applies the action at once (its local presenter takes its
-own claim too); another instance ACKs and, after the
-ACK, pushes the claimed action to the owner's inbox, whose consumer applies it exactly
-like a local callback. A foreign user gets one notice per card across instances
+A card callback is acknowledged at once (DingTalk's card ACK is ``{}`` whatever the
+outcome, so nothing that waits on the store runs before it); after the ACK, on the pool,
+whichever instance received it correlates and authorizes it from the card record, then
+claims it with one atomic ``add`` of ``<channel>:claim:<track>`` (carrying the
+instance's fencing token): exactly one instance wins. The owner's Stop of a status card
+is read, matched and claimed in one script (`Cluster.claim_record()`, one round trip);
+other actions read the record, then claim (two). The instance that owns the run applies
+the action at once (its local presenter takes its own claim too); another instance
+pushes the claimed action to the owner's inbox, whose consumer applies it exactly like a
+local callback. A foreign user gets one notice per card across instances
 (``<channel>:notice:<track>:<user>``). A card without a store record (written while
 the store was down) is handled by the instance that holds it, as without a store.
 
@@ -325,9 +326,19 @@ class DingtalkCluster:
             records = list(self._records.values())
         return [(str(r["session"]), str(r["run"])) for r in records]
 
-    # -- callbacks (web thread) -----------------------------------------------------------
+    # -- callbacks -----------------------------------------------------------------------
     def route(self, callback: CardCallback) -> Decision:
-        """Correlate, authorize and claim ``callback`` from the store (see module doc)."""
+        """The ACK of ``callback`` at once (DingTalk's card ACK is ``{}`` whatever the
+        outcome), with `decide()` and the work it decides as the work after the ACK: the
+        web thread (or the Stream connection) never waits on the store."""
+        return Decision.ack().then(partial(self._decide_and_run, callback))
+
+    def _decide_and_run(self, callback: CardCallback) -> None:
+        self.decide(callback).run_after()  # already on the pool, in the ACK's one job
+
+    def decide(self, callback: CardCallback) -> Decision:
+        """Correlate, authorize and claim ``callback`` from the store (see module doc);
+        the work its outcome calls for. Runs after the ACK (`route()`)."""
         presenter = self.presenter
         assert presenter is not None
         c = self.cluster
