@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from channelkit.platforms.discord.gateway import DiscordGateway
+from channelkit.playground import discord_gateway
 from channelkit.playground.discord import DM_CHANNEL, DiscordEmulator
 from channelkit.runtime.clock import FakeClock
 from channelkit.runtime.pool import WorkerPool
@@ -172,7 +173,12 @@ def test_garbage_frames_are_logged_and_skipped(rig: Rig, caplog: pytest.LogCaptu
     assert all("not json" not in r.getMessage() for r in caplog.records)
 
 
-def test_a_wrong_token_is_refused_with_close_4004(rig: Rig) -> None:
+def test_a_wrong_token_is_refused_with_close_4004(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a message sent before any session waits that long for the bot's first session; the
+    # refused bot never gets one, so a short wait gives the same answer (default: 10 s)
+    monkeypatch.setattr(discord_gateway, "FIRST_SESSION_WAIT_S", 0.2)
     client = rig.start(token="not-the-token")
     gateway = rig.emulator.gateway
     until(lambda: gateway.counts.get("auth_failures", 0) >= 1, "the refusal")
