@@ -19,7 +19,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
@@ -178,6 +178,10 @@ class BaseClient:
         self._validate = validate
         self._transport = Transport(session, pool_size=max_workers)
         self._token_provider = self._make_provider(credentials or {}, token, token_provider)
+        #: ``pace(operation_id, path_args, body)``, called before each call goes out (not
+        #: before its retries): the platform's outbound rate limits may make it wait
+        #: (`channelkit.platforms.common.rate_limit.OutboundPacer`); None: no pacing
+        self.pace: Callable[[str, Mapping[str, Any], Any], None] | None = None
 
     # -- construction helpers -------------------------------------------------------------
 
@@ -346,6 +350,9 @@ class BaseClient:
         has_body = payload is not UNSET
         if has_body and self._validate and op.body_format == "json":
             self._check_body(op, payload)
+        pace = self.pace
+        if pace is not None:
+            pace(op.operation_id, args, payload)
         base = self.server_url(op.server)
         errors = op.errors or self.ERRORS
         attempt = 1

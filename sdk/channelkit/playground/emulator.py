@@ -259,6 +259,11 @@ class EmulatorBase:
         #: shows (a text permission prompt, answered with ``/approve`` or ``/deny``); the
         #: playground wires it to its channel. None: only the cards tell.
         self.request_pending: Callable[[], bool] | None = None
+        from channelkit.playground.rate_limits import WriteLimits  # it imports HttpReply
+
+        #: the platform's per-chat write limits (off until ``POST /_emulator/limits``;
+        #: rate_limits.py): a write past them gets the platform's own 429
+        self.write_limits = WriteLimits()
 
     # -- state helpers (call with the lock held) ----------------------------------------
     def _next_seq(self) -> int:
@@ -457,6 +462,7 @@ class EmulatorBase:
             self._cards.clear()
             self._callbacks.clear()
             self._touch()
+        self.write_limits.reset()
 
     def _send_callback(
         self, kind: str, url: str, headers: Mapping[str, str], body: bytes
@@ -590,6 +596,8 @@ class EmulatorBase:
         if method == "POST" and path.startswith("/_emulator/cards/") and path.endswith("/action"):
             return self._control_action(path[len("/_emulator/cards/") : -len("/action")], data)
         reply = self.handle_control(method, path, data)
+        if reply is None:
+            reply = self.write_limits.control(method, path, data)
         return reply or HttpReply(404, {"error": "unknown emulator path"})
 
     def _control_send(self, data: Any) -> HttpReply:
@@ -682,6 +690,9 @@ class EmulatorBase:
         try:
             if path.startswith("/_emulator/"):
                 reply = self._control(method, path, query, body)
+            elif (refused := self.write_limits.check(method, path, headers, body)) is not None:
+                reply = refused
+                self._record(method, path, query, parse_json_body(body), reply)
             else:
                 api = self.handle_api(method, path, query, headers, body)
                 if api is not None:

@@ -54,7 +54,8 @@ class ChatLimits:
     """Token buckets per chat on ``clock`` (seconds; monotonic by default). Thread-safe."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
+        #: the clock the buckets fill on (a test may hand its `FakeClock`'s ``now``)
+        self.clock = clock
         self._lock = threading.Lock()
         self.enabled = False
         self.settings = dict(_DEFAULTS)
@@ -74,7 +75,7 @@ class ChatLimits:
                 burst = self.settings["group_burst"]
             else:
                 rate, burst = self.settings["private_per_second"], self.settings["private_burst"]
-            now = self._clock()
+            now = self.clock()
             tokens, then = self._buckets.pop(chat, (burst, now))
             tokens = min(burst, tokens + max(0.0, now - then) * rate)
             refused: int | None = None

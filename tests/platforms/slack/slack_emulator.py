@@ -55,6 +55,9 @@ class SlackRig:
         clock = FakeClock(start=time.monotonic(), wall_start=time.time())
         with Playground(platform="slack", ingress=ingress, agent=agent, clock=clock) as pg:
             rig = cls(pg, clock)
+            # the fake clock stands still here: a post past the channel's burst would
+            # wait (real seconds) for a token; the pacing has its own tests
+            pg.channel.outbound_pacer.enabled = False
             if ingress == "socket":
                 (connection,) = pg.channel.connections
                 rig.wait(lambda: connection.state().status == "connected", "Socket Mode")

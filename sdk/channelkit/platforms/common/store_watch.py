@@ -7,12 +7,14 @@ One `StoreWatch` per store object (`watch_of()`), shared by the channels using i
   ``url`` is the store's redacted URL (never a password) and ``error`` the class of the
   failure. ``/healthz`` puts it under ``state`` and answers 503 while it is not ok; the
   next probe after the store answers again is ok (no restart).
-* **one notice per person per outage**: `StoreWatch.notify_once()` is True the first
-  time a person is met during an outage (the caller then tells them
-  ``MSG_STORE_UNAVAILABLE`` through the channel's normal send path, after the ACK).
-  The set is bounded (`DEFAULT_NOTICE_ENTRIES`); past the bound a person is not told
-  again (the outage is logged once, never per message). It empties when the store
-  answers again.
+* **one notice per person per outage**: `unavailable_notice()` is the rule every chat
+  platform follows for a message, Stop or click the store could not vouch for (nothing
+  runs): the first time its person is met during an outage (`StoreWatch.notify_once()`)
+  it gives the work that tells them ``MSG_STORE_UNAVAILABLE``, in their language,
+  through the channel's normal send path on its pool; the channel runs that work after
+  the ACK. The set of people told is bounded (`DEFAULT_NOTICE_ENTRIES`); past the bound
+  a person is not told (the outage is logged once, never per message). It empties when
+  the store answers again, so the next outage tells everyone again.
 * **a wiped store**: the key `EPOCH_KEY` holds a random epoch, written by the first
   instance that finds it absent. Each instance remembers the epoch it saw; finding it
   gone or changed (Redis restarted without persistence, or flushed) means every claim
@@ -38,9 +40,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.state.base import GUARD_EXISTS, GUARD_WRITTEN
 
 if TYPE_CHECKING:
+    from channelkit.core.catalog import Messages
     from channelkit.state.base import StateStore
 
 __all__ = [
@@ -48,6 +52,7 @@ __all__ = [
     "DEFAULT_NOTICE_ENTRIES",
     "EPOCH_KEY",
     "StoreWatch",
+    "unavailable_notice",
     "watch_of",
 ]
 
@@ -222,6 +227,48 @@ def watch_of(store: StateStore, time: Callable[[], float] | None = None) -> Stor
             watch = StoreWatch(store, time if time is not None else _time.time)
             _WATCHES[store] = watch
         return watch
+
+
+def unavailable_notice(
+    store: StateStore | None,
+    *,
+    channel: str,
+    person: str | None,
+    send: Callable[[str], object],
+    post: Callable[[Callable[[], None]], object],
+    messages: Messages | None = None,
+) -> Callable[[], None] | None:
+    """What a channel does with a delivery its shared ``store`` could not vouch for
+    (a message, Stop or click that was acknowledged and starts nothing).
+
+    The first time ``person`` (the sender's or clicker's id; empty or None: nobody to
+    tell) of ``channel`` is met during the store's current outage, the answer is the
+    work that tells them ``MSG_STORE_UNAVAILABLE``: ``send(text)`` (the channel's normal
+    send path to the delivery's chat, or to the person directly), handed to the
+    channel's pool with ``post``. The channel runs that work after its ACK
+    (`Decision.then()`, `IngressResponse.with_after()`, or at once where there is no ACK
+    to wait for): nothing waits on the network before the ACK. ``text`` is in
+    ``messages``' locale (the person's, `ChannelBase.messages_for()`); None passes the
+    catalog `Message` itself, for a send path that renders catalog messages in the
+    person's language on its own. A failed send is logged as a warning, never raised.
+
+    None when there is nothing to do: no ``store``, no person, the person was told
+    already during this outage, or `DEFAULT_NOTICE_ENTRIES` people were.
+    """
+    if store is None or not person or not watch_of(store).notify_once(f"{channel}:{person}"):
+        return None
+    text = MSG_STORE_UNAVAILABLE if messages is None else messages.text(MSG_STORE_UNAVAILABLE)
+
+    def tell() -> None:
+        try:
+            send(text)
+        except Exception as exc:  # a notice is best effort: the outage is logged already
+            logger.warning("[%s] the store-unavailable notice failed: %s", channel, exc)
+
+    def after_ack() -> None:
+        post(tell)
+
+    return after_ack
 
 
 def _kind(store: object) -> str:

@@ -68,7 +68,6 @@ from channelkit.core.catalog import en, messages
 from channelkit.core.commands import parse_command
 from channelkit.core.inbound_files import AttachmentSource
 from channelkit.core.queue_notices import QueueNotices
-from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import CancellationReason, RunQueuedEvent, SessionTarget
 from channelkit.errors import ChannelKitError
 from channelkit.http.auth import TokenProvider
@@ -83,6 +82,7 @@ from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
 from channelkit.platforms.common.shared_dedup import SharedDedup
+from channelkit.platforms.common.store_watch import unavailable_notice
 from channelkit.platforms.dingtalk.api import (
     STATUS_CARD_TEMPLATE_ID,
     CardApi,
@@ -537,22 +537,22 @@ class DingtalkChannel(ChannelBase):
     def _store_unavailable_response(self, message: Any) -> IngressResponse:
         """The ACK of a message the state store could not vouch for: nothing runs; the
         first time this sender is met during the outage, ``MSG_STORE_UNAVAILABLE`` goes
-        to the chat after the ACK (on the pool, through `send_message()`)."""
+        to the chat after the ACK (on the pool, through `send_message()`; the rule of
+        `unavailable_notice()`)."""
         ack = IngressResponse.json(200, {"success": True})
-        watch = self._seen.watch
-        if watch is None or not watch.notify_once(f"{self.name}:{message.owner_key}"):
+        tell = unavailable_notice(
+            self.state_store,
+            channel=self.name,
+            person=message.owner_key,
+            messages=self.messages_for(message.owner_key),
+            send=partial(self.send_message, message.conversation_id),
+            post=self._post_notice,
+        )
+        if tell is None:
             return ack
         self.record_inbound(message)  # the chat's route and session webhook
         self._owners.pop(message.msg_id)  # no run will consume it
-        chat = message.conversation_id
-
-        def tell() -> None:
-            try:
-                self.send_message(chat, MSG_STORE_UNAVAILABLE)
-            except (ChannelKitError, OSError) as exc:
-                logger.warning("[%s] the store-unavailable notice failed: %s", self.name, exc)
-
-        return ack.with_after(lambda: self._post_notice(tell))
+        return ack.with_after(tell)
 
     def _post_notice(self, work: Callable[[], None]) -> None:
         self.pool.post(work)

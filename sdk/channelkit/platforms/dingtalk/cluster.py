@@ -52,11 +52,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.catalog import Messages, en, messages
-from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.errors import ChannelKitError
 from channelkit.platforms.common.cluster import Cluster
 from channelkit.platforms.common.contract import Decision
-from channelkit.platforms.common.store_watch import watch_of
+from channelkit.platforms.common.store_watch import unavailable_notice, watch_of
 from channelkit.platforms.common.text import bound_text
 from channelkit.platforms.dingtalk.api import CardTarget
 from channelkit.platforms.dingtalk.ingress import CardCallback
@@ -378,12 +377,15 @@ class DingtalkCluster:
                 )
         except Exception as exc:
             c.unavailable("card action claim", exc)  # fail closed: ACK, change nothing
-            watch = watch_of(self.store)
-            watch.failed(exc)
-            if actor and watch.notify_once(f"{c.channel}:{actor}"):  # once per outage
-                tell = partial(self._notify, actor, actor, False, MSG_STORE_UNAVAILABLE)
-                return Decision.ignored().then(tell)  # a direct message, after the ACK
-            return Decision.ignored()
+            watch_of(self.store).failed(exc)
+            tell = unavailable_notice(  # once per outage: a direct message, after the ACK
+                self.store,
+                channel=c.channel,
+                person=actor,
+                send=partial(self._notify, actor, actor, False),  # in the actor's language
+                post=self._submit,
+            )
+            return Decision.ignored() if tell is None else Decision.ignored().then(tell)
         c.reachable()
         watch_of(self.store).answered()
         if won != GUARD_WRITTEN:  # taken already, or this instance's token is stale

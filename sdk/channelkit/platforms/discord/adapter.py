@@ -55,6 +55,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
@@ -74,7 +75,6 @@ from channelkit.core import (
 from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.catalog import en
 from channelkit.core.inbound_files import AttachmentSource
-from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
@@ -85,6 +85,7 @@ from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, De
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
+from channelkit.platforms.common.store_watch import unavailable_notice
 from channelkit.platforms.discord.api import DiscordApi
 from channelkit.platforms.discord.approvals import DiscordApprovals
 from channelkit.platforms.discord.config import DiscordConfig
@@ -380,12 +381,17 @@ class DiscordChannel(ChannelBase):
     def _store_unavailable(self, channel: str, user: str) -> Decision:
         """A message the shared store could not vouch for: nothing runs; the first time
         its sender is met during the outage, `MSG_STORE_UNAVAILABLE` goes to the channel
-        (on the pool)."""
-        watch = self._seen.watch
-        if watch is None or not watch.notify_once(f"{self.name}:{user}"):
-            return Decision.ignored()
-        notice = self.messages_for(user).text(MSG_STORE_UNAVAILABLE)
-        self.pool.post(self._post_quietly, channel, notice)
+        (on the pool; the rule of `unavailable_notice()`)."""
+        tell = unavailable_notice(
+            self.state_store,
+            channel=self.name,
+            person=user,
+            messages=self.messages_for(user),
+            send=partial(self.api.post, channel),
+            post=self.pool.post,
+        )
+        if tell is not None:
+            tell()  # a Gateway dispatch has no ACK to wait for
         return Decision.ignored()
 
     def decide_interaction(self, payload: Mapping[str, Any]) -> Decision:

@@ -39,6 +39,7 @@ import threading
 from collections.abc import Callable, Hashable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
@@ -72,6 +73,7 @@ from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
 from channelkit.platforms.common.shared_dedup import SharedDedup
+from channelkit.platforms.common.store_watch import unavailable_notice
 from channelkit.platforms.feishu import cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.approvals import APPROVAL_ACTION, FeishuApprovalPresenter
@@ -595,16 +597,35 @@ class FeishuChannel(ChannelBase):
             logger.warning("rejected Feishu callback on %s: %s", request.path, exc.reason)
             return exc.response()
 
-    def _first_delivery(self, event_id: str | None, payload: Any = None) -> bool:
-        """True for the first delivery of ``event_id``: remembered until its
-        ``header.create_time`` + the redelivery window, refused as stale after that."""
+    def _claim_delivery(
+        self, event_id: str | None, payload: Any = None, *, sent_at: float | None = None
+    ) -> str:
+        """``"first"`` for the first delivery of ``event_id``, ``"seen"`` for a copy
+        (remembered until its ``header.create_time`` (in ``payload``, else ``sent_at``)
+        + the redelivery window, refused as stale after that), ``"unavailable"`` when the
+        shared store is down (`SharedDedup.claim()`: nothing runs, `_store_unavailable()`
+        tells the person)."""
         if not event_id:
-            return True
+            return "first"
         header = payload.get("header") if isinstance(payload, Mapping) else None
-        sent_at = (
-            sent_at_seconds(header.get("create_time")) if isinstance(header, Mapping) else None
+        if isinstance(header, Mapping):
+            sent_at = sent_at_seconds(header.get("create_time"))
+        return self._events_seen.claim(event_id, sent_at)  # racing copies dispatch once
+
+    def _store_unavailable(self, chat: str, person: str, thread: str | None) -> Decision:
+        """The ACK of a message or button press the shared store could not vouch for:
+        nothing runs; the first time its person is met during the outage,
+        ``MSG_STORE_UNAVAILABLE`` goes to the chat (its thread) after the ACK (on the
+        pool, through `send_message()`; the rule of `unavailable_notice()`)."""
+        tell = unavailable_notice(
+            self.state_store,
+            channel=self.name,
+            person=person,
+            messages=self.messages_for(person),
+            send=partial(self.send_message, chat, thread_id=thread),
+            post=self.pool.post,
         )
-        return self._events_seen.first(event_id, sent_at)  # racing copies dispatch once
+        return Decision.ignored() if tell is None else Decision.ignored().then(tell)
 
     def _handle(
         self,
@@ -653,9 +674,17 @@ class FeishuChannel(ChannelBase):
         if verified.event_type == "card.action.trigger":
             return self._card_response(verified.payload)
         decision = Decision.ignored()
-        if verified.event_type == MESSAGE_EVENT and self._first_delivery(
-            verified.event_id, verified.payload
-        ):
+        if verified.event_type != MESSAGE_EVENT:
+            return decision.to_response()
+        claim = self._claim_delivery(verified.event_id, verified.payload)
+        if claim == "unavailable":  # the shared store is down: tell the person once
+            message = parse_message_event(verified.payload)
+            if message is not None and message.sender_type == "user":
+                if message.thread_id:  # the notice lands in the thread
+                    self._thread_anchors[(message.chat_id, message.thread_id)] = message.message_id
+                chat, who = message.chat_id, message.sender_open_id
+                decision = self._store_unavailable(chat, who, message.thread_id)
+        elif claim == "first":
             decision = self._dispatch_message(verified.payload)
             if decision.status != 200 and verified.event_id:
                 self._events_seen.forget(verified.event_id)  # a redelivery may be served
@@ -781,7 +810,10 @@ class FeishuChannel(ChannelBase):
         if not isinstance(raw, str) or not raw.strip() or who is None or chat is None:
             return Decision.ignored()
         event_id = action.event_id
-        if event_id is not None and not self._first_delivery(event_id):
+        claim = self._claim_delivery(event_id, sent_at=action.sent_at)  # None: "first"
+        if claim == "unavailable":  # the shared store is down: tell the person once
+            return self._store_unavailable(chat, who, None)
+        if claim != "first":
             return Decision.ignored()
         inbound = InboundMessage(channel_name=self.name, chat_id=chat, sender_id=who, text=raw)
         decision = decide_inbound(self, inbound)[1]

@@ -45,7 +45,7 @@ from channelkit.attachments.model import Attachment
 from channelkit.errors import DecryptionError, IngressRejected
 from channelkit.ingress import IngressRequest, loads_json
 from channelkit.platforms.common.contract import Interaction
-from channelkit.platforms.common.replay import ReplayGuard
+from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.feishu.crypto import decrypt_event, verify_signature
 from channelkit.platforms.feishu.files import parse_resources
 
@@ -296,6 +296,8 @@ class CardAction:
     name: str | None = None
     #: the callback's ``header.event_id`` (a redelivery repeats it), when present
     event_id: str | None = None
+    #: when Feishu sent the callback (``header.create_time``, epoch seconds), if known
+    sent_at: float | None = None
 
     @property
     def action(self) -> str:
@@ -430,6 +432,7 @@ def parse_card_action(payload: Mapping[str, Any]) -> CardAction | None:
         form_value=dict(form_value) if isinstance(form_value, Mapping) else None,
         name=_str(action.get("name")),
         event_id=event_id if isinstance(event_id, str) else None,
+        sent_at=sent_at_seconds(header.get("create_time")) if isinstance(header, Mapping) else None,
     )
 
 

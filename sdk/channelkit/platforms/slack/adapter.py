@@ -87,6 +87,7 @@ from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import CLOSED_STATUS
+from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
@@ -203,6 +204,9 @@ class SlackChannel(ChannelBase):
             timeout_s=config.request_timeout_s,
             pool_size=self.config.api_pool_size,
         )
+        #: outbound rate limits of every API call that writes (limits.py), shared
+        #: through the store by every process of the bot
+        self.outbound_pacer = attach_pacer(self.api.client, "slack", clock=self.clock, store=None)
         #: event_ids already handled: a retried (or replayed) delivery is ignored
         self._seen_events = ReplayGuard(self.clock.time, ttl=EVENT_DEDUP_TTL, scope="slack-event")
         self._teams: dict[str, str] = {}  # chat id -> team id (recipient of streams)

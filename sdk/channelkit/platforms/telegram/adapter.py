@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge, PermissionRequest
@@ -69,9 +70,8 @@ from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.catalog import LOCALES, Messages, en, messages
 from channelkit.core.inbound_files import AttachmentSource
 from channelkit.core.queue_notices import QueueNotices
-from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.core.types import RunQueuedEvent, SessionTarget
-from channelkit.errors import ApiError, ChannelKitError, ConfigurationError
+from channelkit.errors import ApiError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms import platform_offers
 from channelkit.platforms.common.connection import LongConnection, stop_connections
@@ -84,6 +84,7 @@ from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.run_journal import RunJournal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
+from channelkit.platforms.common.store_watch import unavailable_notice
 from channelkit.platforms.telegram.api import TelegramApi
 from channelkit.platforms.telegram.approvals import TelegramApprovalPresenter
 from channelkit.platforms.telegram.config import TelegramConfig
@@ -483,28 +484,27 @@ class TelegramChannel(ChannelBase):
     def _store_unavailable(self, parsed: TgUpdate) -> Decision:
         """The ACK of an update the state store could not vouch for: nothing runs; the
         first time its sender is met during the outage, ``MSG_STORE_UNAVAILABLE`` goes to
-        the chat after the ACK (on the pool, through `send_message()`)."""
+        the chat after the ACK (on the pool, through `send_message()`; the rule of
+        `unavailable_notice()`)."""
         query = parsed.callback_query
         message, user = parsed.message, None
         if message is not None:
             user = message.from_user
         elif query is not None:
             message, user = query.message, query.from_user
-        watch = self._seen_updates.watch
-        if message is None or user is None or watch is None:
+        if message is None or user is None:
             return Decision.ignored()
-        if not watch.notify_once(f"{self.name}:{user.id}"):
-            return Decision.ignored()
-        chat = str(message.chat.id)
+        person = str(user.id)
         thread = str(message.message_thread_id) if message.message_thread_id else None
-
-        def tell() -> None:
-            try:
-                self.send_message(chat, MSG_STORE_UNAVAILABLE, thread_id=thread)
-            except (ChannelKitError, OSError) as exc:
-                logger.warning("[%s] the store-unavailable notice failed: %s", self.name, exc)
-
-        return Decision.ignored().then(lambda: self.pool.post(tell))
+        tell = unavailable_notice(
+            self.state_store,
+            channel=self.name,
+            person=person,
+            messages=self.messages_for(person),
+            send=partial(self.send_message, str(message.chat.id), thread_id=thread),
+            post=self.pool.post,
+        )
+        return Decision.ignored() if tell is None else Decision.ignored().then(tell)
 
     def process_update(self, update: TgUpdate | Mapping[str, Any]) -> None:
         """Handle one ``Update`` you fetched yourself (no ACK to wait for).

@@ -64,6 +64,7 @@ from channelkit.platforms.common.inbound import hand_inbound
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.run_journal import RunJournal
 from channelkit.platforms.common.shutdown import flush_run_lanes
+from channelkit.platforms.common.store_watch import unavailable_notice
 from channelkit.platforms.common.text import bound_text
 from channelkit.platforms.weixin.api import WeixinApi
 from channelkit.platforms.weixin.config import WeixinConfig
@@ -241,6 +242,7 @@ class WeixinChannel(ChannelBase):
             clock=self.clock,
             store=store,
             on_start=self._recover_runs,
+            on_unavailable=self._store_unavailable,
         )
         #: the long connections this channel owns (started by ``start_connections``)
         self.connections: list[LongConnection] = [self.polling]
@@ -293,6 +295,27 @@ class WeixinChannel(ChannelBase):
             record = {"chat": sender, "token": token, "at": self.clock.time()}
             self.run_journal.record(f"{sender}:{message_id}", record)
         return handle
+
+    def _store_unavailable(self, message: Mapping[str, Any]) -> None:
+        """A message the shared store could not vouch for (dropped, nothing runs): the
+        first time its sender is met during the outage, ``MSG_STORE_UNAVAILABLE`` goes to
+        them on the pool, through `send_message()` (with the message's context token; the
+        rule of `unavailable_notice()`); the polling thread never waits on it."""
+        try:
+            sender, _, _, token = parse_weixin_message(message)
+        except ValueError:
+            return  # not a person's message: nobody to tell
+        self.remember_context_token(sender, token)  # a reply needs the latest one
+        tell = unavailable_notice(
+            self.state_store,
+            channel=self.name,
+            person=sender,
+            messages=self.messages_for(sender),
+            send=partial(self.send_message, sender),
+            post=self.pool.post,
+        )
+        if tell is not None:
+            tell()
 
     def _recover_runs(self) -> None:
         """Polling starts: tell the person of every run the previous process recorded

@@ -10,10 +10,12 @@ read timeout is an empty poll, not an error).
 Each user message takes the channel's inbound path
 (`WeixinChannel.handle_weixin_message()`: parse, remember the ``context_token``,
 hand the run or command to the pool), at most once per ``message_id`` (a redelivered
-message is ignored), and the cursor moves on only after the whole batch was handed on
-(and a message that starts a run is recorded by the channel while it is handed on: a
-process killed mid-run leaves the record, and ``on_start``, called once before the first
-poll, lets the next process tell that person the run was interrupted).
+message is ignored; one the shared store cannot vouch for while it is down is dropped
+and ``on_unavailable`` tells its sender), and the cursor moves on only after the whole
+batch was handed on (and a message that starts a run is recorded by the channel while
+it is handed on: a process killed mid-run leaves the record, and ``on_start``, called
+once before the first poll, lets the next process tell that person the run was
+interrupted).
 The polling thread never waits on a run.
 
 Failures (HTTP errors, transient ``errcode`` -1 / 45011, a dropped connection, a body
@@ -93,6 +95,7 @@ class WeixinPolling(PollingConnection):
         wait: Callable[[threading.Event, float], bool] | None = None,
         store: StateStore | None = None,
         on_start: Callable[[], None] | None = None,
+        on_unavailable: Callable[[Mapping[str, Any]], object] | None = None,
     ) -> None:
         session = session if session is not None else InterruptibleSession()
         super().__init__(
@@ -124,6 +127,9 @@ class WeixinPolling(PollingConnection):
         #: True once iLink reported the session expired (polling stopped)
         self.expired = False
         self._on_start = on_start
+        #: called (on this thread, never waiting) with a message the store could not
+        #: vouch for: it is dropped, the channel tells its sender once per outage
+        self._on_unavailable = on_unavailable
 
     def prepare(self) -> None:
         if self._on_start is not None:
@@ -161,7 +167,12 @@ class WeixinPolling(PollingConnection):
                 if isinstance(message, Mapping)
                 else None
             )
-            if key is not None and not self._seen.first(key, sent_at):
+            claim = "first" if key is None else self._seen.claim(key, sent_at)
+            if claim == "unavailable":  # the shared store is down: dropped, sender told
+                if self._on_unavailable is not None and isinstance(message, Mapping):
+                    self._on_unavailable(message)
+                continue
+            if claim != "first":
                 logger.info("%s: message %s already handled; ignored", self.name, key)
                 continue
             self._handle(message)
