@@ -440,8 +440,20 @@ class DingtalkCluster:
         return decision.then(release_retryable)
 
     def apply(self, message: dict[str, Any]) -> None:
-        """A forwarded, already claimed action (the inbox consumer): handed to the pool."""
-        if message.get("type") != "card_action" or not self.cluster.holds_lease():
+        """A forwarded, already claimed action (the inbox consumer): handed to the pool
+        at once, so the consumer pops the next one while this one's store write (the
+        settlement) and its work run (`apply_forwarded()`)."""
+        if message.get("type") != "card_action":
+            return
+        try:
+            self._submit(partial(self.apply_forwarded, message))
+        except RuntimeError:  # the pool stopped: the channel is closing, its runs with it
+            logger.debug("forwarded action on %s dropped: closing", message.get("track"))
+
+    def apply_forwarded(self, message: dict[str, Any]) -> None:
+        """Settle a forwarded action under this instance's token, then apply it like a
+        local callback, its work right here (on the pool)."""
+        if not self.cluster.holds_lease():
             return
         # settled only while this instance's token is current (checked in the store); a
         # store that does not answer leaves the lease trusted, as everywhere
@@ -464,8 +476,8 @@ class DingtalkCluster:
             is_cancel=bool(message.get("cancel")),
         )
         decision = self._local(callback, str(message["claim"]))
-        if decision.outcome == "accepted" and decision.after:
-            self._submit(decision.run_after)  # a forwarded action's work, on the pool
+        if decision.outcome == "accepted":
+            decision.run_after()  # a forwarded action's work, in this pool job
 
     # -- recovery (pool) ----------------------------------------------------------------
     def sweep(self, first: bool) -> None:
