@@ -14,8 +14,19 @@ empty (no persistence), as ``state.redis`` wires it under ``serve``:
   acknowledged, none starts a run, and each of the three people is told
   ``MSG_STORE_UNAVAILABLE`` exactly once (in the chat, after the ACK);
 * Redis back, empty: ``/healthz`` is 200 again; the platform redelivers the held
-  message (it ran before the outage): it does not run again; once the fail-closed
-  window (``state.resetFailClosedSeconds``) has passed a new message runs, once.
+  message (it ran before the outage) to an instance that has not seen it: it does not
+  run again; once the fail-closed window (``state.resetFailClosedSeconds``) has passed a
+  new message runs, once.
+
+``/healthz`` is what ``serve`` answers (`health_report()` of the channel: 503 when not
+ok).
+
+Two clicks besides Stop, on the platforms that have them: a question's answer (a form
+submit) and a presentation's value button pressed during the outage are taken once where
+the platform settles them in memory (the process showing them); where they need the
+store (a Telegram button tap is an update; a Feishu presentation press is the person's
+message) they are acknowledged, change nothing, and the presser is told once however
+often they press; pressed after the outage they are taken once.
 
 A platform that keeps nothing in the store (``shared_store`` ``"none"`` in the registry)
 is not affected at all: its Stop and messages are handled during the outage and nobody
