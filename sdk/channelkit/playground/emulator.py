@@ -36,6 +36,8 @@ from urllib.parse import parse_qsl
 
 import requests
 
+from channelkit.playground.rate_limits import WriteLimits
+
 __all__ = [
     "MAX_CALLS",
     "MAX_CARDS",
@@ -259,8 +261,6 @@ class EmulatorBase:
         #: shows (a text permission prompt, answered with ``/approve`` or ``/deny``); the
         #: playground wires it to its channel. None: only the cards tell.
         self.request_pending: Callable[[], bool] | None = None
-        from channelkit.playground.rate_limits import WriteLimits  # it imports HttpReply
-
         #: the platform's per-chat write limits (off until ``POST /_emulator/limits``;
         #: rate_limits.py): a write past them gets the platform's own 429
         self.write_limits = WriteLimits()
@@ -596,8 +596,9 @@ class EmulatorBase:
         if method == "POST" and path.startswith("/_emulator/cards/") and path.endswith("/action"):
             return self._control_action(path[len("/_emulator/cards/") : -len("/action")], data)
         reply = self.handle_control(method, path, data)
-        if reply is None:
-            reply = self.write_limits.control(method, path, data)
+        if reply is None and (limits := self.write_limits.control(method, path, data)):
+            status, payload, headers = limits
+            reply = HttpReply(status, payload, headers=headers)
         return reply or HttpReply(404, {"error": "unknown emulator path"})
 
     def _control_send(self, data: Any) -> HttpReply:
@@ -691,7 +692,8 @@ class EmulatorBase:
             if path.startswith("/_emulator/"):
                 reply = self._control(method, path, query, body)
             elif (refused := self.write_limits.check(method, path, headers, body)) is not None:
-                reply = refused
+                status, payload, extra = refused
+                reply = HttpReply(status, payload, headers=extra)
                 self._record(method, path, query, parse_json_body(body), reply)
             else:
                 api = self.handle_api(method, path, query, headers, body)

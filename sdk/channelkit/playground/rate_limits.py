@@ -28,9 +28,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from channelkit.playground.emulator import HttpReply
+__all__ = ["LIMITS_PATH", "Reply", "WriteLimits", "refusal", "write_key"]
 
-__all__ = ["LIMITS_PATH", "WriteLimits", "refusal", "write_key"]
+#: An answer of the emulator: ``(status, JSON payload, extra headers)`` (the emulator makes
+#: its `HttpReply` of it; this module does not import the emulator, which imports it).
+Reply = tuple[int, Any, tuple[tuple[str, str], ...]]
 
 LIMITS_PATH = "/_emulator/limits"
 #: Buckets kept at once (the least recently used goes past it).
@@ -111,15 +113,19 @@ def write_key(
     return None
 
 
-def refusal(platform: str, retry_after: float) -> HttpReply:
+def _reply(status: int, payload: Any, headers: tuple[tuple[str, str], ...] = ()) -> Reply:
+    return status, payload, headers
+
+
+def refusal(platform: str, retry_after: float) -> Reply:
     """The 429 (DingTalk: 403) ``platform`` answers past a limit, in its own shape."""
     whole = max(1, math.ceil(retry_after))
     if platform == "slack":
-        return HttpReply(
+        return _reply(
             429, {"ok": False, "error": "ratelimited"}, headers=(("Retry-After", str(whole)),)
         )
     if platform == "discord":
-        return HttpReply(
+        return _reply(
             429,
             {
                 "message": "You are being rate limited.",
@@ -133,13 +139,13 @@ def refusal(platform: str, retry_after: float) -> HttpReply:
             ),
         )
     if platform == "feishu":
-        return HttpReply(
+        return _reply(
             429,
             {"code": 99991400, "msg": "request trigger frequency limit"},
             headers=(("x-ogw-ratelimit-limit", "5"), ("x-ogw-ratelimit-reset", str(whole))),
         )
     if platform == "dingtalk":
-        return HttpReply(
+        return _reply(
             403,
             {
                 "code": "Forbidden.AccessDenied.QpsLimitForAppkeyAndApi",
@@ -147,7 +153,7 @@ def refusal(platform: str, retry_after: float) -> HttpReply:
                 "requestid": "emulated",
             },
         )
-    return HttpReply(200, {"ret": -1, "errcode": 45011, "errmsg": "api freq out of limit"})
+    return _reply(200, {"ret": -1, "errcode": 45011, "errmsg": "api freq out of limit"})
 
 
 class WriteLimits:
@@ -162,9 +168,7 @@ class WriteLimits:
         self.rejected = 0
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
-    def check(
-        self, method: str, path: str, headers: Mapping[str, str], raw: bytes
-    ) -> HttpReply | None:
+    def check(self, method: str, path: str, headers: Mapping[str, str], raw: bytes) -> Reply | None:
         """None when the call may go (its token taken, or it writes nothing limited), else
         the refusal (counted)."""
         if not self.enabled:
@@ -200,30 +204,30 @@ class WriteLimits:
             self.rejected = 0
             self._buckets.clear()
 
-    def control(self, method: str, path: str, data: Any) -> HttpReply | None:
+    def control(self, method: str, path: str, data: Any) -> Reply | None:
         """``GET`` / ``POST /_emulator/limits``; None for any other path."""
         if path != LIMITS_PATH:
             return None
         if method == "GET":
-            return HttpReply(200, self.view())
+            return _reply(200, self.view())
         if method != "POST":
-            return HttpReply(405, {"error": "method not allowed"})
+            return _reply(405, {"error": "method not allowed"})
         body = data if isinstance(data, dict) else {}
         enabled = body.get("enabled", True)
         if not isinstance(enabled, bool):
-            return HttpReply(400, {"error": "enabled must be true or false"})
+            return _reply(400, {"error": "enabled must be true or false"})
         changes: dict[str, float] = {}
         for name in _DEFAULTS:
             if name not in body:
                 continue
             value = body[name]
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                return HttpReply(400, {"error": f"{name} must be a number > 0"})
+                return _reply(400, {"error": f"{name} must be a number > 0"})
             if name == "burst" and value < 1:
-                return HttpReply(400, {"error": "burst must be >= 1"})
+                return _reply(400, {"error": "burst must be >= 1"})
             changes[name] = float(value)
         with self._lock:
             self.enabled = enabled
             self.settings.update(changes)
             self._buckets.clear()
-        return HttpReply(200, self.view())
+        return _reply(200, self.view())

@@ -19,9 +19,11 @@ Two kinds of writes ask it:
   waiting the gate lets the write go without a token (a 429 is then retried by the
   chain as before): a write is delayed, never lost.
 
-Writes that cannot wait (the text of a segment closing before a question) are
-*noted* (`ChatRateLimiter.note()`): their token is taken even from an empty bucket, which
-then owes it, so the writes that can wait wait longer.
+A closed segment's text (it must precede what follows it, a question perhaps) waits for
+its token in its own thread (`ChatRateLimiter.wait()`, on the injected clock, at most
+``max_wait_s``). Writes that cannot wait at all are *noted* (`ChatRateLimiter.note()`):
+their token is taken even from an empty bucket, which then owes it, so the writes that
+can wait wait longer.
 
 A store that fails (`StateStoreUnavailable`) lets the write go: the platform's 429 is
 still handled where it was before.
@@ -56,6 +58,7 @@ from channelkit.state import MemoryStore, StateStore
 
 __all__ = [
     "DEFAULT_MAX_WAIT_S",
+    "PACE_POLL_S",
     "STREAM_KEEP",
     "TELEGRAM_GROUP",
     "TELEGRAM_PRIVATE",
@@ -66,6 +69,7 @@ __all__ = [
     "OutboundPacer",
     "RateGate",
     "Throttled",
+    "sleep_on",
     "telegram_chat_limit",
 ]
 
