@@ -144,11 +144,6 @@ def test_every_person_of_a_burst_gets_one_answer_promptly(
         one_worker_pools(monkeypatch) if pools == "one-worker pools" else _nothing(),
         driver_class.start(FunctionAgent(agent, name="burst"), clock) as driver,
     ):
-        # what this measures is stalls, not the platform's per-chat limit (1 message a
-        # second into one Slack channel makes 128 answers take minutes): unpaced
-        pacer = getattr(driver.pg.channel, "outbound_pacer", None)
-        if pacer is not None:
-            pacer.enabled = False
         elapsed, counts = burst(driver, people, agent)
         # nothing shown twice: every answer on exactly one finished segment
         twice = {who: n for who, n in counts.items() if n != 1}
