@@ -54,13 +54,21 @@ class ChatLimits:
     """Token buckets per chat on ``clock`` (seconds; monotonic by default). Thread-safe."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        #: the clock the buckets fill on (a test may hand its `FakeClock`'s ``now``)
-        self.clock = clock
+        self._clock = clock
         self._lock = threading.Lock()
         self.enabled = False
         self.settings = dict(_DEFAULTS)
         self.rejected = 0
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock the buckets fill on (a test may hand its `FakeClock`'s ``now``)."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
 
     def check(self, chat_id: object) -> int | None:
         """Take a token of ``chat_id``'s bucket: None when the write may go, else the
@@ -75,7 +83,7 @@ class ChatLimits:
                 burst = self.settings["group_burst"]
             else:
                 rate, burst = self.settings["private_per_second"], self.settings["private_burst"]
-            now = self.clock()
+            now = self._clock()
             tokens, then = self._buckets.pop(chat, (burst, now))
             tokens = min(burst, tokens + max(0.0, now - then) * rate)
             refused: int | None = None
