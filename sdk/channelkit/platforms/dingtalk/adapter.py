@@ -76,6 +76,7 @@ from channelkit.platforms.common.cluster import Cluster, ClusterOptions
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
+from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.observed_registry import ObservedStateRegistry
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
@@ -243,6 +244,14 @@ class DingtalkChannel(ChannelBase):
                 pool_size=self.config.api_pool_size,
             )
         self.api = api
+        #: outbound rate limits of every API call that writes (limits.py), shared
+        #: through the store by every process of the bot
+        self.outbound_pacer = attach_pacer(
+            getattr(self.api, "client", None),
+            "dingtalk",
+            clock=self.clock,
+            store=store,
+        )
         #: the Stream mode connection (None with ``"ingress": "http"``)
         self.stream: DingtalkStream | None = None
         if config.stream:

@@ -82,6 +82,7 @@ from channelkit.platforms import platform_offers
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
+from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
@@ -215,6 +216,14 @@ class DiscordChannel(ChannelBase):
         self._bot_id = config.application_id
         #: the store shared by every instance of this bot (None: this process only)
         self.state_store = store
+        #: outbound rate limits of every API call that writes (limits.py), shared
+        #: through the store by every process of the bot
+        self.outbound_pacer = attach_pacer(
+            getattr(self.api, "client", None),
+            "discord",
+            clock=self.clock,
+            store=store,
+        )
         #: message ids already handled (here or, with `store`, on any instance)
         self._seen = SharedDedup(
             self.clock.time, ttl=MESSAGE_DEDUP_TTL, scope="discord-message", store=store

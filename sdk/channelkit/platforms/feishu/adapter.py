@@ -68,6 +68,7 @@ from channelkit.platforms import platform_offers
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
+from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
@@ -254,6 +255,14 @@ class FeishuChannel(ChannelBase):
         # timestamp: remember its id at least that long so a replay is ignored; with a
         # store shared by every instance, an event reaching two of them runs once
         self.state_store = store
+        #: outbound rate limits of every API call that writes (limits.py), shared
+        #: through the store by every process of the bot
+        self.outbound_pacer = attach_pacer(
+            getattr(self.api, "client", None),
+            "feishu",
+            clock=self.clock,
+            store=store,
+        )
         #: the people's runs in progress (in ``store``, else in ``config.run_journal``):
         #: a run a crash cut off is told at the next start (`recover_interrupted_runs`)
         self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)

@@ -354,9 +354,9 @@ class TelegramChannel(ChannelBase):
         )
 
     def _send_segment_text(self, chat_id: str, text: str, thread_id: str | None) -> None:
-        """A closed segment's text: sent now (it must precede what follows), its token
-        noted in the chat's rate limit."""
-        self.rate_limiter.note(chat_id)
+        """A closed segment's text: sent before what follows, once the chat's rate limit
+        gives a token (this thread waits for it, bounded: `ChatRateLimiter.wait()`)."""
+        self.rate_limiter.wait(chat_id)
         self.send_reply(chat_id, text, thread_id=thread_id)
 
     def _part_sender(self, chat_id: str, thread_id: str | None) -> Any:

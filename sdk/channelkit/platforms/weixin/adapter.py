@@ -61,6 +61,7 @@ from channelkit.markdown import Dialect, looks_plain, render
 from channelkit.platforms.common.connection import LongConnection, stop_connections
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import hand_inbound
+from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.run_journal import RunJournal
 from channelkit.platforms.common.shutdown import flush_run_lanes
@@ -233,6 +234,14 @@ class WeixinChannel(ChannelBase):
         #: the getupdates runner (iLink's only ingress)
         #: the store shared by every instance of this bot (None: this process only)
         self.state_store = store
+        #: outbound rate limits of every API call that writes (limits.py), shared
+        #: through the store by every process of the bot
+        self.outbound_pacer = attach_pacer(
+            getattr(self.api, "client", None),
+            "weixin",
+            clock=self.clock,
+            store=store,
+        )
         #: runs in progress, recorded (in ``store``, else in ``config.run_journal``)
         #: before the getupdates cursor moves past their message, removed when they end
         self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
