@@ -181,8 +181,9 @@ DINGTALK = LimitTable(
         "updateCardInstance": "card",
     },
     limits={
-        # a robot's group messages: "20 messages a minute" (the group robot's limit;
-        # past it the robot is held 10 minutes), paced at 18 for drift
+        # "20 messages a minute" into a group (documented for a group's custom robot,
+        # held 10 minutes past it; none is published for the app robot, which gets the
+        # same as a conservative default), paced at 18 for drift
         "message": (
             OutboundLimit(18 / 60, 10.0, "chat", "open.dingtalk.com group robot: 20 per minute"),
             _DINGTALK_APP,
