@@ -170,7 +170,7 @@ class Driver:
         """Between tests: no run active, no request pending, the emulator forgets."""
         wait_for(lambda: self.pg.channel.wait_idle(0.2), "the channel to go idle")
         wait_for(lambda: not self.pg.channel.pending_request_ids(), "no pending request")
-        self.settle()
+        self._drain()
         response = requests.post(f"{self.pg.url}/_emulator/reset", timeout=5)
         assert response.status_code == 200
 
@@ -185,10 +185,26 @@ class Driver:
         self.clock.advance(0.25)
 
     def settle(self) -> None:
-        """Let pending flushes and projections run out (fake time + bounded real time)."""
+        """Let pending flushes and projections run out (fake time + bounded real time).
+
+        Tests call it before checking that something did NOT happen, so each step keeps
+        its real pause: work that has not reached the channel's pools yet (an ingress
+        request's deferred part, a run about to start) gets the time to show."""
         for _ in range(8):
             self.tick()
             time.sleep(0.01)
+
+    def _drain(self) -> None:
+        """The reset's settle, for a channel already idle with nothing pending: eight
+        clock steps, each followed by the channel finishing what became due (the fake
+        clock hands due timers to the pool in this thread, so an idle channel means
+        their work is done); no real pause. A step whose work is still running after
+        `BOUND_S` fails the reset, naming it."""
+        for step in range(8):
+            self.tick()
+            wait_for(
+                lambda: self.pg.channel.wait_idle(0.2), f"the channel to go idle (step {step})"
+            )
 
     # -- the emulator's generic surface ------------------------------------------------------
     def state(self) -> dict[str, Any]:

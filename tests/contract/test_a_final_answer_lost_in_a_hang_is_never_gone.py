@@ -72,9 +72,18 @@ def _count(d: Driver, text: str) -> int:
 def _lose_an_answer(ctx: Context, answer: str) -> HangOnce:
     d = ctx.driver
     hang = HangOnce(d)
+    started = threading.Event()
+
+    def fn(turn: Any) -> str:
+        started.set()
+        return answer
+
     try:
-        ctx.script.fn = lambda turn: answer
+        ctx.script.fn = fn
         d.send("hello")
+        # the run has begun (an ingress request's deferred part may start it after the
+        # ACK), so an idle channel below means its final send was made
+        assert started.wait(BOUND_S), "the run never started"
         assert d.pg.channel.wait_idle(BOUND_S)
         d.settle()
     finally:
