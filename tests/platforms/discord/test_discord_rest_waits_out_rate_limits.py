@@ -16,6 +16,7 @@ from channelkit.platforms.discord.ratelimit import DiscordRateLimiter, RestAnswe
 from channelkit.runtime.clock import FakeClock
 from channelkit.runtime.pool import WorkerPool
 from channelkit.runtime.scheduler import Scheduler
+from channelkit.testing import WAIT
 
 
 @dataclass
@@ -208,9 +209,17 @@ def test_endless_429s_fail_the_request_and_a_full_queue_refuses(rt: Runtime) -> 
     limiter = DiscordRateLimiter(rt.scheduler, rt.pool, max_queued=2)
     body = json.dumps({"retry_after": 1.0}).encode()
     future = limiter.submit("GET", "/channels/777777", lambda: Answer(429, {}, body))
-    limiter.submit("GET", "/channels/888888", lambda: Answer(200))
+    answering = threading.Event()  # the second request is still waiting for its answer
+
+    def slow() -> RestAnswer:
+        answering.wait(WAIT)
+        return Answer(200)
+
+    second = limiter.submit("GET", "/channels/888888", slow)
     with pytest.raises(RateLimited, match="already waiting"):
         limiter.submit("GET", "/channels/999999", lambda: Answer(200))
+    answering.set()
+    assert second.result(timeout=WAIT).status_code == 200
     for _ in range(7):
         rt.advance(1.0)
     with pytest.raises(RateLimited, match="429"):

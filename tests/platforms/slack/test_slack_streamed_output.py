@@ -149,7 +149,7 @@ def test_stop_by_the_owner_cancels_exactly_that_run_and_a_stranger_gets_one_noti
         # The owner's tap cancels exactly the first run.
         env.click(STOP_ACTION, segment_id, user=OWNER)
         wait_until(lambda: len(bridge.cancels) == 1, what="one cancel")
-        first_session = bridge.prompts[0][0]
+        first_session = next(s for s, text in bridge.prompts if text == "first")
         assert bridge.cancels == [first_session]
         wait_until(lambda: len(env.bodies("chat.stopStream")) == 1, what="the stream stopped")
         stop = env.bodies("chat.stopStream")[0]

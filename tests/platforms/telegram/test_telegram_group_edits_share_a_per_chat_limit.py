@@ -46,7 +46,11 @@ def test_two_segments_of_one_group_share_one_edit_per_second(rt, mock) -> None: 
     assert len(bot.calls("sendMessage")) == 2  # one streamed message per segment
 
     complete(env, one, texts[one.segment_id])
-    rt.advance(1.0)  # a final edit waiting for the chat's slot goes on the scheduler
+    env.settle()  # the closing work has arranged its last edit before time moves
+    # The final edit waits on the scheduler for the chat's next slot; the other
+    # segment's pending edit may have asked for that slot first, so allow two slots.
+    for _ in range(2):
+        rt.advance(1.0)
     final = [b for _, b in bot.calls("editMessageText") if b["text"] == texts[one.segment_id]]
     assert len(final) == 1  # the final text replaced the streamed message, once
     assert len(bot.calls("sendMessage")) == 2  # ... and was not sent again
@@ -64,6 +68,7 @@ def test_retry_after_holds_the_next_edit(rt, mock) -> None:  # type: ignore[no-u
     assert len(calls) >= 3
     assert calls[1][0] >= refused_at + 5.0 - 1e-9  # waited the whole retry_after
     complete(env, seg, texts[seg.segment_id])
+    env.settle()  # the closing work has arranged its last edit before time moves
     rt.advance(1.0)
     assert bot.calls("editMessageText")[-1][1]["text"] == texts[seg.segment_id]
     assert len(bot.calls("sendMessage")) == 1
@@ -75,6 +80,7 @@ def test_a_cancelled_group_segment_keeps_its_text_with_the_marker(rt, mock) -> N
     seg = segment("r1", group=True)
     texts = _run(env, [seg], 2.0)
     env.channel.on_output_segment_end(seg.target.chat_id, seg.session_id, seg, "cancelled")
+    env.settle()  # the closing work has arranged its last edit before time moves
     rt.advance(1.0)
     last = bot.calls("editMessageText")[-1][1]["text"]
     assert last == f"{texts[seg.segment_id].rstrip()}\n\n{CANCELLED_MARKER}"
@@ -115,6 +121,7 @@ def test_a_rejected_draft_switches_the_chat_to_post_and_edit(rt, mock) -> None: 
     assert len(bot.calls("sendMessageDraft")) == 1
     assert len(bot.calls("sendMessage")) == 1 and bot.calls("editMessageText")
     complete(env, seg, texts[seg.segment_id])
+    env.settle()  # the closing work has arranged its last edit before time moves
     rt.advance(1.0)
     sent = bot.texts("sendMessage") + [b["text"] for _, b in bot.calls("editMessageText")[-1:]]
     assert sent.count(texts[seg.segment_id]) == 1  # the full text shown once
@@ -133,6 +140,7 @@ def test_a_failed_edit_falls_back_to_one_final_send(rt, mock) -> None:  # type: 
     texts = _run(env, [seg], 3.0)
     assert len(bot.calls("editMessageText")) == 1  # the failure stopped the edits
     complete(env, seg, texts[seg.segment_id])
+    env.settle()  # the closing work has arranged its last edit before time moves
     rt.advance(1.0)
     messages = bot.texts("sendMessage")
     assert len(messages) == 2 and messages[1] == texts[seg.segment_id]
