@@ -77,11 +77,14 @@ def test_collect_starts_the_next_turn_at_the_message_bound(
     texts = [f"m{i}" for i in range(COLLECT_MAX_MESSAGES + 1)]
     handles = [_say(channel, text) for text in texts]
     # the full turn takes no more; the message beyond it opened the next turn
-    assert channel.busy_chat.waiting_messages == 1
     assert len({handle.run_id for handle in handles}) == 2
+    assert handles[-1].run_id != handles[0].run_id
+    # the full turn starts at once, without waiting out its window (the clock stands)
+    assert handles[0].result(BOUND_S).status == "completed"
     clock.advance(1.5)
     for handle in handles:
         assert handle.result(BOUND_S).status == "completed"
+    # ... and always ahead of the turn the message beyond it opened
     assert agent.prompts == ["\n\n".join(texts[:-1]), texts[-1]]
 
 

@@ -18,7 +18,8 @@ every person's message that starts a run (commands are handled before it):
   more; a message arriving while a run of the conversation is busy is queued at once
   and the messages after it join it until it starts. A turn holds at most
   `COLLECT_MAX_MESSAGES` messages and `COLLECT_MAX_BYTES` bytes of text; the message
-  that would exceed either starts the next turn (nothing is dropped). At most
+  that would exceed either starts the next turn (nothing is dropped), and the full
+  turn is admitted at once, ahead of it, without waiting out its window. At most
   `MAX_COLLECTING` conversations collect at once; beyond that a message is queued
   as in ``queue`` mode.
 * ``steer``: while the conversation's run is prompting, the text is handed to the
@@ -93,15 +94,18 @@ Cancel = Callable[[str, str, str], bool]
 
 
 class _Batch:
-    """A collected turn being filled: its run, its size, its window timer."""
+    """A collected turn being filled: its run, its size, its window timer, and whether
+    it was handed to admission (once: by its window's end, by the message that found it
+    full, or at once when the conversation was busy)."""
 
-    __slots__ = ("bytes", "count", "run", "timer")
+    __slots__ = ("admitted", "bytes", "count", "run", "timer")
 
     def __init__(self, run: Run) -> None:
         self.run = run
         self.count = 1
         self.bytes = len(run.text.encode("utf-8"))
         self.timer: TimerHandle | None = None
+        self.admitted = False
 
 
 class BusyChat:
@@ -268,25 +272,53 @@ class BusyChat:
 
         session = run.session_id
         size = len(run.text.encode("utf-8"))
+        full: _Batch | None = None
         with self._lock:
             batch = self._batches.get(session)
             if batch is not None and self._join_locked(batch, run, size):
                 return RunHandle(batch.run.run_id, session, batch.run.future)
             if batch is not None:
                 del self._batches[session]  # started, or full: a new turn begins
+                if not batch.admitted:  # full in its window: it goes first, now
+                    batch.admitted = True
+                    full = batch
             if len(self._batches) >= MAX_COLLECTING:
                 self._sweep_locked()
             if self._closed or len(self._batches) >= MAX_COLLECTING:
                 batch = None
             else:
                 batch = self._batches[session] = _Batch(run)
+        if full is not None:
+            self._admit_full(full, defer)
         if batch is None:
             return self._enqueue(run, defer, True)
         if self._table.active_run(session) is not None:
             # busy: queued at once, later messages join it until it starts
+            with self._lock:
+                batch.admitted = True
             return self._enqueue(run, defer, True)
         self._after_ack(defer, lambda: self._start_window(batch), on_pool=False)
         return RunHandle(run.run_id, session, run.future)
+
+    def _admit_full(self, batch: _Batch, defer: list[Callable[[], None]] | None) -> None:
+        """Admit a collected turn that a message found full before its window ended: it
+        takes no more, and its messages came first, so it is queued before the turn the
+        new message opens (two windows ending at the same instant would otherwise
+        start in either order)."""
+        timer = batch.timer
+        if timer is not None:
+            timer.cancel()
+        try:
+            self._enqueue(batch.run, defer, True)
+        except Exception as exc:
+            logger.warning(
+                "[%s] busy=collect: %d collected message(s) of session %s not run: %s",
+                self.channel_name,
+                batch.count,
+                batch.run.session_id,
+                exc,
+            )
+            _resolve_cancelled(batch.run)
 
     def _join_locked(self, batch: _Batch, run: Run, size: int) -> bool:
         """Append ``run``'s text to the collected turn if it has not started and has
@@ -318,13 +350,20 @@ class BusyChat:
             self._window_over(batch)
             return
         with self._lock:
-            if batch.timer is None and not timer.fired:
+            admitted = batch.admitted
+            if not admitted and batch.timer is None and not timer.fired:
                 batch.timer = timer
+        if admitted:  # found full before its window started: already queued
+            timer.cancel()
 
     def _window_over(self, batch: _Batch) -> None:
         """The collect window ended: the turn is admitted (it keeps taking messages
         until it starts)."""
         run = batch.run
+        with self._lock:
+            if batch.admitted:  # found full first: already queued
+                return
+            batch.admitted = True
         try:
             self._enqueue(run, None, True)
         except Exception as exc:
