@@ -80,10 +80,11 @@ def slack_errors(mrkdwn: str) -> list[str]:
 
 
 def fences_balanced(markdown: str) -> bool:
-    """True when every code fence opened in ``markdown`` is closed."""
+    """True when every code fence opened in ``markdown`` is closed (a fence may open
+    right after a list item's bullet or number: a code block inside the item)."""
     fence: str | None = None
     for line in markdown.split("\n"):
-        match = re.match(r"^ *(`{3,})(.*)$", line)
+        match = re.match(r"^ *(?:(?:[-*+•]|\d+[.)]) +)?(`{3,})(.*)$", line)
         if not match:
             continue
         if fence is None:

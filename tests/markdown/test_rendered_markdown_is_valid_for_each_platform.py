@@ -9,7 +9,7 @@ import itertools
 
 import pytest
 from channelkit.markdown import Dialect, looks_plain, render
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.markdown.markdown_checks import (
@@ -92,6 +92,9 @@ def test_slack_output_never_has_an_unescaped_angle_bracket_or_mass_mention(
     limit=st.integers(min_value=64, max_value=400),
     dialect=st.sampled_from(list(Dialect)),
 )
+# found by random search: literal triple backticks in text (Slack would open a code
+# block at them) and a code block opened right after a list bullet
+@example(text="**```py\n- ```", limit=64, dialect=Dialect.SLACK)
 def test_every_split_part_is_within_the_limit_and_valid_on_its_own(
     text: str, limit: int, dialect: Dialect
 ) -> None:
@@ -168,9 +171,17 @@ def test_a_bad_argument_is_named(argument: str, value: dict[str, object], messag
 
 @_SETTINGS
 @given(text=st.text(alphabet="ab 1.-+*_#>|[]<&=\n\t:()😀中", max_size=40))
+@example(text=" \t1")  # found by random search: a tab after spaces is indented code
 def test_a_text_that_looks_plain_renders_as_itself_in_every_dialect(text: str) -> None:
     if not looks_plain(text):
         return
     for dialect in Dialect:
         shown = "\n".join(render(text, dialect))
         assert shown.split() == text.split(), dialect  # (only whitespace may differ)
+
+
+def test_literal_triple_backticks_in_slack_text_open_no_code_block() -> None:
+    # an unclosed run of backticks is literal text in Markdown
+    shown = "\n".join(render("start a block with ```py and go on", Dialect.SLACK))
+    assert "```" not in shown
+    assert shown.replace("\u200b", "") == "start a block with ```py and go on"

@@ -60,7 +60,7 @@ _FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _TRAILING_DELIMITERS = re.compile(r"[*_~`]+$")
 # anything that may be Markdown or need escaping in some dialect
 _MAYBE_MARKUP = re.compile(
-    r"[*_~`#>|\[\]<&\\=]|^[ \t]*(?:[-+]|\d+[.)])(?:[ \t]|$)|^(?: {4}|\t)|^[ \t]*-{2,}",
+    r"[*_~`#>|\[\]<&\\=]|^[ \t]*(?:[-+]|\d+[.)])(?:[ \t]|$)|^(?: {4}| {0,3}\t)|^[ \t]*-{2,}",
     re.MULTILINE,
 )
 

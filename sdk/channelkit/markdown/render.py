@@ -352,10 +352,13 @@ class SlackRenderer(Renderer):
     escaped everywhere, so no ``<!here>``-style mass mention can appear."""
 
     def escape(self, text: str) -> str:
-        return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        # literal triple backticks in text would open a code block in Slack: a
+        # zero-width space keeps them apart (Slack has no backslash escape)
+        escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return escaped.replace("```", "``\u200b`")
 
     def escape_code(self, code: str) -> str:
-        return self.escape(code).replace("```", "``\u200b`")
+        return self.escape(code)
 
     def join(self, parts: Sequence[str], marked: set[int]) -> str:
         # Slack formats ``*x*`` only at a word boundary: markers that touch a letter
