@@ -226,10 +226,11 @@ def render_metrics() -> tuple[bytes, str]:
 
     registry: Any = REGISTRY
     if os.environ.get(MULTIPROC_ENV):
-        from prometheus_client import multiprocess
+        from prometheus_client import multiprocess as _multiprocess
 
+        multiprocess: Any = _multiprocess  # annotated in some releases only
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        multiprocess.MultiProcessCollector(registry)
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
@@ -256,9 +257,10 @@ def mark_process_dead(pid: int, directory: str | None = None) -> None:
     path = directory or os.environ.get(MULTIPROC_ENV)
     if not path or not metrics_available():
         return
-    from prometheus_client import multiprocess
+    from prometheus_client import multiprocess as _multiprocess
 
+    multiprocess: Any = _multiprocess  # annotated in some releases only
     try:
-        multiprocess.mark_process_dead(pid, path)  # type: ignore[no-untyped-call]
+        multiprocess.mark_process_dead(pid, path)
     except OSError:
         logger.debug("forgetting the metrics of process %d failed", pid, exc_info=True)

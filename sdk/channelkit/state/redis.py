@@ -69,6 +69,12 @@ try:
 except ImportError as _missing:  # pragma: no cover - exercised only without the extra
     raise ImportError("RedisStore needs redis-py: pip install 'channelkit[redis]'") from _missing
 
+# redis-py annotates these in some releases and not in others: called through ``Any``
+# they type-check the same against every release the ``redis`` extra allows.
+_parse_url: Any = _redis.connection.parse_url
+_Sentinel: Any = _sentinel.Sentinel
+_pool_from_url: Any = _redis.ConnectionPool.from_url
+
 __all__ = ["RedisStore"]
 
 T = TypeVar("T")
@@ -329,12 +335,8 @@ class RedisStore:
                 url = "rediss://" + url[len("redis://") :]
             options = {**common, **auth, **tls_files}
             try:
-                pool = _redis.ConnectionPool.from_url(
-                    url, socket_timeout=self.socket_timeout_s, **options
-                )
-                blocking = _redis.ConnectionPool.from_url(
-                    url, socket_timeout=blocking_timeout, **options
-                )
+                pool = _pool_from_url(url, socket_timeout=self.socket_timeout_s, **options)
+                blocking = _pool_from_url(url, socket_timeout=blocking_timeout, **options)
             except ValueError as exc:
                 raise ConfigurationError(f"invalid Redis URL ({_reason(exc)})", "url") from None
             self._client = _redis.Redis(connection_pool=pool)
@@ -358,7 +360,7 @@ class RedisStore:
         master: dict[str, Any] = {}
         if url is not None:  # database, user and password from the URL, if any
             try:
-                parsed = _redis.connection.parse_url(url)  # type: ignore[no-untyped-call]
+                parsed = _parse_url(url)
             except ValueError as exc:
                 raise ConfigurationError(f"invalid Redis URL ({_reason(exc)})", "url") from None
             master.update({k: v for k, v in parsed.items() if k in ("db", "username", "password")})
@@ -372,7 +374,7 @@ class RedisStore:
         }
         if sentinel_password is not None:
             sentinel_options["password"] = sentinel_password
-        manager = _sentinel.Sentinel(  # type: ignore[no-untyped-call]
+        manager = _Sentinel(
             addresses,
             sentinel_kwargs=sentinel_options,
             socket_timeout=self.socket_timeout_s,
@@ -381,10 +383,8 @@ class RedisStore:
             **tls_options,
         )
         service = self.sentinel_service
-        client = manager.master_for(service)  # type: ignore[no-untyped-call]
-        blocking = manager.master_for(  # type: ignore[no-untyped-call]
-            service, socket_timeout=blocking_timeout
-        )
+        client = manager.master_for(service)
+        blocking = manager.master_for(service, socket_timeout=blocking_timeout)
         return client, blocking
 
     # -- plumbing ---------------------------------------------------------------------
