@@ -467,6 +467,8 @@ class DiscordEmulator(EmulatorBase):
         self.clock: Clock = clock or SystemClock()
         #: seconds (real time) an interaction waits for its first response (Discord: 3)
         self.interaction_ack_seconds = INTERACTION_ACK_SECONDS
+        #: seconds (real time) a typing indicator shows after the bot asks (Discord: 10)
+        self.typing_seconds = TYPING_SECONDS
         self._key = Ed25519PrivateKey.generate()
         #: the application's public key (hex): the channel verifies interactions with it
         self.public_key = self._key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex()
@@ -624,7 +626,7 @@ class DiscordEmulator(EmulatorBase):
             return HttpReply(200, dict(channel))
         if name == "typing":
             with self._lock:
-                self._typing_until = time.time() + TYPING_SECONDS
+                self._typing_until = time.time() + self.typing_seconds
                 self._touch()
             return _no_content()
         if name == "pins":
