@@ -314,9 +314,15 @@ def test_cancel_session_ends_a_hanging_turn(
     turn.finish()
     assert turn.error is None
     assert turn.result == "waiting"
-    assert by_method(fake_agent_log, "session/cancel") == [
-        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "fake-session-1"}}
-    ]
+    # one notification for the session; said twice only when the cancel overtook the
+    # end of the prompt's write (this thread ran before the prompt thread marked it
+    # written, which a loaded machine allows), and a repeated cancel is harmless
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "session/cancel",
+        "params": {"sessionId": "fake-session-1"},
+    }
+    assert by_method(fake_agent_log, "session/cancel") in ([cancel], [cancel, cancel])
 
 
 def test_cancel_before_the_turn_reaches_the_agent(
