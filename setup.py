@@ -12,6 +12,9 @@ TEST_REQUIRES = [
     "cryptography>=41",
     # The quickstarts' server start command (waitress-serve) runs in the tests.
     "waitress>=3.0",
+    # The suite runs its test files in parallel worker processes: most of its time is
+    # real waiting (processes starting, servers answering, bounded waits), not CPU.
+    "pytest-xdist>=3.5",
 ]
 
 #: The WSGI server the docs and `channelkit serve` use.
