@@ -91,6 +91,11 @@ class PendingRequests:
         self._pool = pool
         self._by_id: dict[str, Pending] = {}  # capped, insertion ordered
         self._by_chat: dict[tuple[str, str], list[str]] = {}
+        # requests whose answer is on its way to the agent (`respond` running), indexed
+        # or not: `remove` takes a request out of the index before it settles it, and
+        # the run's end must still wait for that settlement. One entry per running
+        # responder (`respond` is one-shot per request); each leaves when it returns.
+        self._answering: set[Pending] = set()
 
     # -- queries ----------------------------------------------------------------------
 
@@ -349,7 +354,11 @@ class PendingRequests:
                 return False
             future: Future[bool] = Future()
             pending.response_future = future
-        if not self.is_current(pending):
+        with self._table.lock:
+            current = self._by_id.get(pending.request_id) is pending
+            if current:
+                self._answering.add(pending)  # await_answers finds it until it returns
+        if not current:
             future.set_result(False)
             return False
         try:
@@ -358,14 +367,18 @@ class PendingRequests:
             self.remove(pending, SettlementReason.CANCELLED)
             future.set_exception(exc)
             raise
-        outcome = response.get("outcome") if isinstance(response, Mapping) else None
-        reason = self.classify(pending, outcome) if ok else SettlementReason.CANCELLED
-        if ok:
-            with pending.lock:
-                pending.answer = response
-        self.remove(pending, reason)
-        future.set_result(ok)
-        return ok
+        else:
+            outcome = response.get("outcome") if isinstance(response, Mapping) else None
+            reason = self.classify(pending, outcome) if ok else SettlementReason.CANCELLED
+            if ok:
+                with pending.lock:
+                    pending.answer = response
+            self.remove(pending, reason)
+            future.set_result(ok)
+            return ok
+        finally:
+            with self._table.lock:
+                self._answering.discard(pending)
 
     @staticmethod
     def classify(pending: Pending, outcome: object) -> SettlementReason:
@@ -419,6 +432,9 @@ class PendingRequests:
         """
         with self._table.lock:
             live = [p for p in self._by_id.values() if p.run is run]
+            # an answer whose settlement is under way: out of the index already, its
+            # settlement listeners (the form's own state) not yet called
+            live.extend(p for p in self._answering if p.run is run and p not in live)
         for pending in live:
             with pending.lock:
                 future = pending.response_future
