@@ -272,9 +272,8 @@ class QuestionPresenter:
             message_id = self._api.send_card(record.chat_id, card, reply_to=record.reply_to)
         except Exception:
             logger.exception("question card delivery failed")
-            if not record.cell.compare_and_set("reserved", "terminal"):
+            if not self._end_as(record, "reserved", "cancelled"):
                 return UserInputPresentationResult.PRESENTED  # already settled elsewhere
-            record.terminal = "cancelled"
             self._send_fallback(record)
             cancel_request(record.respond, record.request_id)
             self._cleanup(record)
@@ -289,8 +288,11 @@ class QuestionPresenter:
             # claimed by an early callback: its responder (queued behind this job)
             # patches the card; never activate it
             return UserInputPresentationResult.PRESENTED
-        # Settled while delivering: make the delivered card non-interactive.
-        self._patch(record, record.terminal or "expired")
+        # Settled while delivering: make the delivered card non-interactive, in the
+        # state its settler set with the transition (read under the same lock)
+        with self._lock:
+            state = record.terminal
+        self._patch(record, state or "expired")
         self._cleanup(record)
         return UserInputPresentationResult.PRESENTED
 
@@ -382,9 +384,8 @@ class QuestionPresenter:
 
     def _end_claimed(self, record: QuestionRecord, answers: Mapping[str, str], state: str) -> bool:
         """End the claimed card in ``state`` (the answers shown when submitted)."""
-        if not record.cell.compare_and_set("claimed", "terminal"):
+        if not self._end_as(record, "claimed", state):
             return False
-        record.terminal = state
         self._patch(record, state, answers=answers if state == "submitted" else None)
         self._cleanup(record)
         return True
@@ -404,11 +405,9 @@ class QuestionPresenter:
         if record.race.on_settled(reason):
             return  # the claimed answer lost: the race ends the card as the winner
         state = winner_state(reason)
-        if record.cell.compare_and_set("reserved", "terminal"):
-            record.terminal = state  # delivery finishing later patches it
-            return
-        if record.cell.compare_and_set("pending", "terminal"):
-            record.terminal = state
+        if self._end_as(record, "reserved", state):
+            return  # delivery finishing later patches it
+        if self._end_as(record, "pending", state):
             if record.timer is not None:
                 record.timer.cancel()
             self._submit(record.run_id, lambda: self._finish_projection(record))
@@ -418,9 +417,8 @@ class QuestionPresenter:
         self._cleanup(record)
 
     def _on_timeout(self, record: QuestionRecord) -> None:
-        if not record.cell.compare_and_set("pending", "terminal"):
+        if not self._end_as(record, "pending", "expired"):
             return
-        record.terminal = "expired"
 
         def expire() -> None:
             self._patch(record, "expired")  # first the projection ...
@@ -438,11 +436,9 @@ class QuestionPresenter:
             records = [r for r in self.registry.records() if r.run_id == run_id]
         count = 0
         for record in records:
-            if record.cell.compare_and_set("reserved", "terminal"):
-                record.terminal = state
+            if self._end_as(record, "reserved", state):
                 count += 1
-            elif record.cell.compare_and_set("pending", "terminal"):
-                record.terminal = state
+            elif self._end_as(record, "pending", state):
                 if record.timer is not None:
                     record.timer.cancel()
                 self._submit(record.run_id, partial(self._finish_projection, record))
@@ -457,6 +453,18 @@ class QuestionPresenter:
             self.cancel_run(run_id, "expired")
 
     # -- helpers -------------------------------------------------------------------------
+    def _end_as(self, record: QuestionRecord, expected: str, state: str) -> bool:
+        """Make ``record`` terminal in ``state`` if its cell is ``expected``; True for
+        the one call that did. The transition and ``record.terminal`` are set together
+        under the registry lock: a reader holding it never sees a terminal record
+        without its state (a delivery finishing as a ``/deny`` settles it would else
+        show the deny as expired)."""
+        with self._lock:
+            if not record.cell.compare_and_set(expected, "terminal"):
+                return False
+            record.terminal = state
+            return True
+
     def _patch(
         self, record: QuestionRecord, state: str, *, answers: Mapping[str, str] | None = None
     ) -> None:
