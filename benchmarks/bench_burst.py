@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_burst.py [--people 64,128] [--platforms dingtalk,feishu,...]
-        [--cap 75] [--baseline REV] [--one-chat]
+        [--cap 75] [--baseline REV] [--one-chat] [--paced]
 
 For each chat platform the playground runs (emulator + the real channel over HTTP on
 127.0.0.1), N people (different user ids, in the emulator's one chat; on Telegram each
@@ -20,6 +20,13 @@ the views instead deep-copies the whole emulator state under its lock several ti
 second, which held the channel's card writes back.) The channel's fake clock keeps
 pace with real time. Each platform is measured with the default pools and with every
 pool of the channel at one worker (hooks, card writes, timers and runs).
+
+The channel's outbound pacing (the platforms' documented per-chat and per-app limits) is
+off unless ``--paced``: every person writes into the emulator's one chat of one app,
+where for example DingTalk's 20 calls a second per app and API spread 128 people's
+answers over about 20 s. That figure measures the limit, not a stall; the burst is
+about stalls (as in the contract suite's burst rule, which turns pacing off the same
+way).
 
 ``--baseline REV`` measures the same on another revision (a temporary git worktree, its
 ``sdk`` on ``PYTHONPATH``) in the same session, so docs/performance.md can put both side
@@ -96,7 +103,12 @@ def answered(pg: Any) -> set[str]:
 
 
 def one_burst(
-    platform: str, people: int, one_worker: bool, cap: float, one_chat: bool = False
+    platform: str,
+    people: int,
+    one_worker: bool,
+    cap: float,
+    one_chat: bool = False,
+    paced: bool = False,
 ) -> dict[str, Any]:
     import requests
     from channelkit.agents import FunctionAgent
@@ -120,6 +132,9 @@ def one_burst(
         with Playground(
             platform=platform, agent=FunctionAgent(agent, name="burst"), clock=clock, **options
         ) as pg:
+            pacer = getattr(pg.channel, "outbound_pacer", None)
+            if pacer is not None and not paced:
+                pacer.enabled = False
             for connection in getattr(pg.channel, "connections", ()) or ():
                 deadline = time.monotonic() + 10
                 while connection.state().status != "connected" and time.monotonic() < deadline:
@@ -199,7 +214,11 @@ def one_burst(
 
 
 def measure(
-    platforms: list[str], people: list[int], cap: float, one_chat: bool = False
+    platforms: list[str],
+    people: list[int],
+    cap: float,
+    one_chat: bool = False,
+    paced: bool = False,
 ) -> list[dict[str, Any]]:
     try:
         from channelkit.playground.app import PLATFORMS as EMULATED
@@ -225,7 +244,7 @@ def measure(
                         }
                     )
                     continue
-                rows.append(one_burst(platform, n, one_worker, cap, one_chat))
+                rows.append(one_burst(platform, n, one_worker, cap, one_chat, paced))
                 print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
@@ -275,6 +294,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="Telegram: everyone in the emulator's one private chat (paced to 1/s)",
     )
+    parser.add_argument(
+        "--paced",
+        action="store_true",
+        help="keep the platforms' outbound limits on (a measure of the limit, not a stall)",
+    )
     args = parser.parse_args(argv)
     people = [int(p) for p in args.people.split(",")]
     platforms = [p for p in args.platforms.split(",") if p]
@@ -297,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                         cmd = [sys.executable, str(Path(__file__).resolve()), "--json"]
                         cmd += ["--people", args.people, "--platforms", platform]
                         cmd += ["--cap", str(args.cap)] + (["--one-chat"] if args.one_chat else [])
+                        cmd += ["--paced"] if args.paced else []
                         done = subprocess.run(
                             cmd, env=env, capture_output=True, text=True, timeout=7200
                         )
@@ -313,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         print_table(rows, base, args.baseline, args.cap)
         return 0
-    rows = measure(platforms, people, args.cap, args.one_chat)
+    rows = measure(platforms, people, args.cap, args.one_chat, args.paced)
     if args.json:
         print(json.dumps(rows))
         return 0
