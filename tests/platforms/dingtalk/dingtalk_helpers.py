@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -331,6 +332,9 @@ class ScriptBridge:
         self.respond_started = threading.Event()
         self.respond_result = True
         self.lock = threading.Lock()
+        self.cards: FakeCardApi | None = None  # the harness's Card API (AdapterHarness)
+        #: hold turns in `until_cards` (tests of a running card's stream and updates)
+        self.hold_for_cards = False
 
     def prompt(self, session_id, text, sink):
         return self.script(self, session_id, text, sink) if self.script else f"echo {text}"
@@ -381,6 +385,17 @@ class ScriptBridge:
         if wait:
             assert event.wait(5), "question never answered"
 
+    def until_cards(self, count: int, timeout: float = 5.0) -> None:
+        """With ``hold_for_cards``: hold the turn (bounded) until ``count`` card creations
+        were asked for, so that the segment's card goes out running and streams. (A
+        segment that ends before its card went out gets the card created once, already
+        finished, with no stream and no update to fail.)"""
+        if not self.hold_for_cards or self.cards is None:
+            return
+        deadline = time.monotonic() + timeout
+        while len(self.cards.ops("create")) < count and time.monotonic() < deadline:
+            threading.Event().wait(0.005)
+
     def wait_cancel(self, session_id, timeout=5):
         return self.cancel_events.setdefault(session_id, threading.Event()).wait(timeout)
 
@@ -407,6 +422,8 @@ class AdapterHarness:
         self.scheduler = Scheduler(self.pool, clock=self.clock)
         self.api = FakeDingtalkApi()
         self.bridge = bridge if bridge is not None else ScriptBridge(script)
+        if isinstance(self.bridge, ScriptBridge):
+            self.bridge.cards = self.api
         self.config = DingtalkConfig(
             client_id="ding-robot",
             client_secret="app-secret",

@@ -95,10 +95,14 @@ def test_text_then_question_then_new_status_card(adapter):
     first_status = h.status_tracks()
     assert len(first_status) == 1
     names = [(c[0], c[1].get("out_track_id")) for c in h.api.ops()]
+    # the first card's terminal write: its final update, or its creation already
+    # finished when its segment ended before the card went out
     fin = next(
         i
         for i, c in enumerate(h.api.ops())
-        if c[0] == "update" and c[1]["params"].get("flowStatus") == 3
+        if c[0] in ("update", "create")
+        and c[1]["out_track_id"] == first_status[0]
+        and c[1]["params"].get("flowStatus") == 3
     )
     qcreate = next(
         i for i, (op, t) in enumerate(names) if op == "create" and t == h.question_tracks()[0]
@@ -120,7 +124,7 @@ def test_text_then_question_then_new_status_card(adapter):
         i for i, c in enumerate(ops) if c[0] == "create" and c[1]["out_track_id"] == tracks[1]
     )
     assert submitted < second_create
-    final = [c for c in ops if c[0] == "update" and c[1]["out_track_id"] == tracks[1]][-1]
+    final = [c for c in h.api.finals() if c[1]["out_track_id"] == tracks[1]][-1]
     assert final[1]["params"]["content"] == "After answer."
     assert not any("Waiting for input" in json.dumps(p) for p in all_params(h))
 

@@ -13,8 +13,10 @@ from dingtalk_helpers import submit_payload
 
 def ask_script(bridge, sid, text, sink):
     sink.text_chunk(sid, "before question")
+    bridge.until_cards(1)  # its status card
     bridge.ask(sink, sid, "req-1")
     sink.text_chunk(sid, "final answer")
+    bridge.until_cards(3)  # and the question card, then the next status card
     return "before questionfinal answer"  # like every bridge: everything streamed
 
 
@@ -88,6 +90,9 @@ def test_injected_card_api_failures(adapter, op, kind):
         pytest.skip("per-space delivery failures only exist for createAndDeliver")
     h = adapter(ask_script)
     h.api.fail[op] = ERRORS[kind]()
+    # a stream or an update fails only on a card shown running: hold the turn until
+    # each card went out (an ended segment's card is created finished, in one call)
+    h.bridge.hold_for_cards = op != "create"
     h.send("go")
 
     questions = h.channel.presenter.questions

@@ -23,11 +23,9 @@ def region_agent(turn):
 
 
 def final_params(h, track):
-    finals = [
-        c[1]["params"]
-        for c in h.api.ops("update")
-        if c[1]["out_track_id"] == track and c[1]["params"].get("flowStatus") == 3
-    ]
+    """The terminal write of card ``track`` (its final update, or its creation already
+    finished when its segment ended before the card went out)."""
+    finals = [c[1]["params"] for c in h.api.finals() if c[1]["out_track_id"] == track]
     assert len(finals) == 1, finals
     return finals[0]
 
@@ -59,10 +57,12 @@ def test_each_segment_card_holds_only_its_own_text(adapter):
 
 def test_markdown_fallback_sends_the_segment_text_only(adapter):
     h = adapter(bridge=FunctionAgent(region_agent))
-    # every status card fails to finalize: each segment falls back to Markdown
-    h.api.fail["update"] = lambda kw: (
-        ServerError("busy", status=500) if kw["params"].get("flowStatus") == 3 else None
-    )
+    # every status card fails to finalize (its final update, or its creation already
+    # finished): each segment falls back to Markdown
+    for op in ("update", "create"):
+        h.api.fail[op] = lambda kw: (
+            ServerError("busy", status=500) if kw["params"].get("flowStatus") == 3 else None
+        )
     run_region_question(h)
     assert h.api.texts() == ["Before.", "After."]
 

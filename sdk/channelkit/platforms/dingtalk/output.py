@@ -5,9 +5,10 @@ Lifecycle of a card (all network work runs on the run's projection queue):
 1. first visible text (or a final response without chunks) creates the record and queues
    ``createAndDeliver`` with ``flowStatus=2``, ``statusLine="Running · <model> · 0s"``,
    Stop action on, then opens streaming with an empty full update. A final response
-   without chunks gets no running card: its card is created once, already in the
-   terminal state of step 3 (were it to end failed, it still opens and closes its
-   stream, so that its error flag is set);
+   without chunks, or a segment that ended before its creation job ran (a busy queue),
+   gets no running card: its card is created once, already in the terminal state of
+   step 3 (were it to end failed, it still opens and closes its stream, so that its
+   error flag is set);
 2. text is accumulated locally (20,000 chars max) and written as coalesced full
    snapshots through ``/card/streaming`` by a `SnapshotWriter` (one write in
    flight, one replaceable pending snapshot, >= 500 ms apart). After a snapshot write,
@@ -319,9 +320,16 @@ class StatusCardController:
         holder.append(record)
         return record
 
-    def _create(self, record: StatusRecord) -> None:
+    def _create(self, record: StatusRecord, *, running: bool = False) -> None:
+        """Create the running card and open its stream. A segment that ended before this
+        job ran (a busy queue: its finalize job follows this one) gets no running card:
+        its card is deferred to the finalize job, which creates it in its terminal state
+        in one call. ``running`` creates the running card even then (a failed segment's
+        card opens and closes its stream, so that its error flag is set)."""
+        if not running and record.terminal and record.phase.compare_and_set("creating", "deferred"):
+            record.created.set()
+            return
         try:
-            # Created even when the segment already ended: its finalize job follows.
             self._api.create_and_deliver(
                 STATUS_CARD_TEMPLATE_ID,
                 record.out_track_id,
@@ -457,7 +465,7 @@ class StatusCardController:
                 # a failure keeps the stream's error flag: the card is created
                 # running and closed failed, as a live one is
                 record.phase.compare_and_set("deferred", "creating")
-                self._create(record)
+                self._create(record, running=True)
             else:
                 ok = self._create_final(record, final_param_map(final_text, line))
         if record.phase.state == "live":
