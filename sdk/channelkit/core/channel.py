@@ -839,10 +839,19 @@ class ChannelBase(ChannelPresentations, PermissionHooks):
             self._admission.finish(ticket)
 
     def _ticket_moved(self, ticket: Ticket, ahead: int) -> None:
+        """A queued run's place changed. Each run that starts moves every run behind it
+        (n queued runs: n * (n + 1) / 2 moves); a notice shows only the newest place,
+        so the moves of one run coalesce: at most one post is on its lane, and it
+        carries the place current when it runs."""
         run: Run = ticket.payload
         if run.kind != "inbound" or run.done:
             return
-        self._events.post_queued(run, self._events.queued_event(run, ahead, first=False))
+        with run.lock:
+            run.queued_ahead = ahead
+            if run.move_posted:
+                return
+            run.move_posted = True
+        self._events.post_queued_move(run)
 
     def _run_on_worker(self, run: Run) -> None:
         """Execute ``run`` and then, on the same thread, the run its end let start (so

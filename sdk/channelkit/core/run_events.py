@@ -423,6 +423,21 @@ class RunEvents:
         except Exception:
             logger.debug("[%s] queue notice not posted", self.channel_name, exc_info=True)
 
+    def post_queued_move(self, run: Run) -> None:
+        """Post the newest queue place of ``run`` (``run.queued_ahead``) to its lane."""
+        try:
+            self.lanes.post(run.lane, self.call_queued_move, run)
+        except Exception:
+            with run.lock:
+                run.move_posted = False
+            logger.debug("[%s] queue move not posted", self.channel_name, exc_info=True)
+
+    def call_queued_move(self, run: Run) -> None:
+        with run.lock:
+            run.move_posted = False  # a move from now on posts again
+            ahead = run.queued_ahead
+        self.call_queued(run, self.queued_event(run, ahead, first=False))
+
     def call_queued(self, run: Run, event: RunQueuedEvent) -> None:
         with run.lock:
             if run.done or run.prompting or run.cancelled:

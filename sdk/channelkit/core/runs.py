@@ -70,8 +70,10 @@ class Run:
         "lane",
         "lock",
         "message_id",
+        "move_posted",
         "owner",
         "prompting",
+        "queued_ahead",
         "raw_parts",
         "reacted_at",
         "received_at",
@@ -126,6 +128,10 @@ class Run:
         self.trace: object = tracing.current()
         self.ticket: Ticket | None = None  # its place in the channel's RunAdmission
         self.waiting = 0
+        # its newest place in the queue, and whether a post carrying it is on its lane
+        # (the moves of one run coalesce into that post; both under ``lock``)
+        self.queued_ahead = 0
+        self.move_posted = False
         self.break_pending = False  # a non-text event came after the last text
         self.raw_parts: list[str] = []  # text as the agent streamed it
         self.shown_parts: list[str] = []  # text as shown (paragraph breaks added)
