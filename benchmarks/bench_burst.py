@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PLATFORMS = ("dingtalk", "feishu", "telegram", "slack", "weixin")
+PLATFORMS = ("dingtalk", "feishu", "telegram", "slack", "weixin", "discord")
 #: the emulator attribute naming the person who sends
 SENDER = {
     "dingtalk": "user_id",
@@ -57,6 +57,7 @@ SENDER = {
     "telegram": "user_id",
     "slack": "user_id",
     "weixin": "user_id",
+    "discord": "user_id",
 }
 ANSWER = re.compile(r"answer for (p\d+)\.")
 #: people typing at the same moment: the messages go out over this many client threads
