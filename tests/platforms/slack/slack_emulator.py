@@ -49,11 +49,15 @@ class SlackRig:
 
     @classmethod
     @contextmanager
-    def start(cls, agent: AgentBridge, *, ingress: str = "events") -> Iterator[SlackRig]:
+    def start(
+        cls, agent: AgentBridge, *, ingress: str = "events", **options: Any
+    ) -> Iterator[SlackRig]:
         """A Slack playground (``ingress``: ``events`` or ``socket``) with ``agent`` on a
-        fake clock; closed on exit."""
+        fake clock (``options``: more `Playground` options); closed on exit."""
         clock = FakeClock(start=time.monotonic(), wall_start=time.time())
-        with Playground(platform="slack", ingress=ingress, agent=agent, clock=clock) as pg:
+        with Playground(
+            platform="slack", ingress=ingress, agent=agent, clock=clock, **options
+        ) as pg:
             rig = cls(pg, clock)
             # the fake clock stands still here: a post past the channel's burst would
             # wait (real seconds) for a token; the pacing has its own tests

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from channelkit.agents.function import FunctionAgent, Question, QuestionError, Turn
+from channelkit.core.catalog import messages
 from channelkit.platforms.slack.questions import TEXT_ALREADY_ANSWERED
 
 from tests.platforms.slack.slack_emulator import (
@@ -154,3 +155,27 @@ def test_a_run_cancelled_while_the_submit_is_on_its_way_ends_the_form_cancelled(
     assert race.rig.channel.wait_idle(LONG)
     assert [u["text"] for u in race.rig.form_updates(form["id"])] == ["Cancelled"]
     assert race.notices() == []  # the run's end says so; no already-answered notice
+
+
+def test_the_already_answered_notice_is_in_the_owners_language() -> None:
+    """The conversation is told in the form owner's language (the channel's ``locale``
+    here), as the form itself is (it was English whatever the locale)."""
+    asker = Asker()
+    agent = FunctionAgent(asker, question_timeout=600.0, name="asker")
+    german = messages("de").text(TEXT_ALREADY_ANSWERED)
+    assert german != TEXT_ALREADY_ANSWERED
+    try:
+        with SlackRig.start(agent, channel_options={"locale": "de"}) as rig:
+            race = Race(rig, asker, agent)
+            held = HeldResponder(agent)
+            form = race.form()
+            rig.send("/deny")
+            assert held.entered.wait(LONG)
+            race.submit(form)
+            held.release()
+            rig.wait(lambda: german in rig.texts(), "the already-answered notice")
+            assert rig.channel.wait_idle(LONG)
+            assert rig.texts().count(german) == 1
+            assert TEXT_ALREADY_ANSWERED not in rig.texts()
+    finally:
+        agent.close()

@@ -33,24 +33,21 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core import UserInputRequestContext
 from channelkit.core.catalog import Messages, en, messages
-from channelkit.platforms.common import StateCell, question_deadline
+from channelkit.platforms.common import question_deadline
 from channelkit.platforms.common.contract import Decision
-from channelkit.platforms.common.native_input import (
-    FormRace,
-    answer_response,
-    cancel_request,
-    input_scope,
-    reserve_native_input,
-    winner_state,
+from channelkit.platforms.common.posted_forms import (
+    CLAIMABLE,
+    TEXT_ALREADY_ANSWERED,
+    PostedForm,
+    PostedForms,
 )
-from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 from channelkit.platforms.discord.ingress import (
     ComponentClick,
     clicker_texts,
@@ -77,7 +74,6 @@ PREFIX = "ck:q:"
 #: and the modal in the clicking person's)
 TEXT_NOT_OWNER = en("owner.answer_asked")
 TEXT_ANSWER_ALL = en("question.answer_all")
-TEXT_ALREADY_ANSWERED = en("question.already_answered_form")
 TEXT_SUBMIT = en("button.submit")
 TEXT_OTHER = en("question.other_typed")
 TEXT_CANCEL = en("button.cancel")
@@ -90,31 +86,23 @@ TEXT_TERMINAL = {
     "cancelled": en("label.cancelled_plain"),
     "expired": en("label.expired_plain"),
 }
-MAX_LIVE_FORMS = 1_000
 MAX_CONTENT = 2_000
-_CLAIMABLE = ("reserved", "pending")
-
-Submit = Callable[[Hashable, Callable[[], Any]], Any]
 
 
-@dataclass(eq=False)
-class Form:
+@dataclass(eq=False, kw_only=True)
+class Form(PostedForm):
     """One presented form: the captured request, its choices so far and its message."""
 
-    context: UserInputRequestContext
-    token: str
-    channel: str
-    deadline: float
-    state: StateCell[str]
-    message_id: str | None = None
     picks: dict[int, str] = field(default_factory=dict)  # question index -> answer
-    terminal: str | None = None
-    action: str | None = None  # submit | cancel, once claimed
-    answers: dict[str, str] | None = None
-    ended_while_posting: bool = False
-    race: FormRace = field(default_factory=FormRace)
-    timer: Any = None
-    unsubscribe: Callable[[], Any] | None = None
+
+    @property
+    def message_id(self) -> str | None:
+        """The posted message's id (`PostedForm.message`), once known."""
+        return self.message
+
+    @message_id.setter
+    def message_id(self, value: str | None) -> None:
+        self.message = value
 
 
 def _custom_id(token: str, what: str) -> str:
@@ -212,7 +200,7 @@ def terminal_text(
     return f"{body}\n\n*{label}*"
 
 
-class DiscordQuestions:
+class DiscordQuestions(PostedForms[Form]):
     """Presents forms and decides their clicks; see the module docstring.
 
     `submit(key, fn)` runs `fn` on a per-key serial lane of the pool; the scheduler
@@ -221,44 +209,7 @@ class DiscordQuestions:
     catalog texts a person reads (the channel sets its `messages_for`).
     """
 
-    def __init__(
-        self,
-        api: Any,
-        *,
-        submit: Submit,
-        scheduler: Any,
-        clock: Any,
-        timeout_s: float,
-        registry: CardRegistry[Form, tuple[str, str]] | None = None,
-    ) -> None:
-        self._api = api
-        self._submit = submit
-        self._scheduler = scheduler
-        self._clock = clock
-        self._timeout_s = timeout_s
-        self.registry: CardRegistry[Form, tuple[str, str]] = (
-            registry if registry is not None else MemoryCardRegistry(clock, maxsize=MAX_LIVE_FORMS)
-        )
-        self._lock = self.registry.lock
-        #: the catalog texts a person reads (the channel sets its ``messages_for``)
-        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
-
-    # -- introspection --------------------------------------------------------------------
-    def state_of(self, request_id: str) -> str | None:
-        """`reserved` / `pending` / `claimed` for a live form, else its terminal state
-        (from the tombstone), else None."""
-        with self._lock:
-            for form in self.registry.records():
-                if form.context.request_id == request_id:
-                    return form.state.state
-            for tomb_request_id, state in self.registry.tombstones():
-                if tomb_request_id == request_id:
-                    return state
-        return None
-
-    def live_forms(self) -> list[Form]:
-        """Every live form, oldest first."""
-        return self.registry.records()
+    platform = "discord"
 
     # -- presentation ---------------------------------------------------------------------
     def present(self, context: UserInputRequestContext) -> str:
@@ -276,37 +227,18 @@ class DiscordQuestions:
             deadline=question_deadline(self._clock.now(), self._timeout_s, context),
             state=self.registry.state("reserved"),
         )
-        if not reserve_native_input(self.registry, form.token, form, input_scope(context)):
-            return "unsupported"
-        form.unsubscribe = context.on_settled(partial(self._on_settled, form))
-        if form.state.state != "reserved":
-            return "presented"
-        try:
+
+        def post() -> str:
             texts = self.texts_for(context.owner.id)  # the form in its owner's language
-            message_id = self._api.post(
-                form.channel,
-                form_text(context, texts),
-                form_components(context, form.token, texts),
+            return str(
+                self._api.post(
+                    form.channel,
+                    form_text(context, texts),
+                    form_components(context, form.token, texts),
+                )
             )
-        except Exception as exc:
-            logger.warning("discord question could not be posted: %s", type(exc).__name__)
-            if self._end(form, "reserved", "expired"):
-                return "unsupported"
-            return "presented"
-        with self._lock:
-            if form.message_id is None:
-                form.message_id = message_id
-        if form.state.compare_and_set("reserved", "pending"):
-            form.timer = self._scheduler.call_later(
-                max(0.0, form.deadline - self._clock.now()),
-                partial(self._submit, form.token, partial(self._expire, form)),
-            )
-            return "presented"
-        with self._lock:
-            unshown = form.ended_while_posting
-        if unshown:
-            self._submit(form.token, partial(self._project, form))
-        return "presented"
+
+        return self._show(form, post)
 
     # -- clicks (receiving thread: correlate, authorize, validate, claim; no network) -----
     def decide(self, click: ComponentClick) -> Decision | None:
@@ -316,7 +248,7 @@ class DiscordQuestions:
             return None
         token, _, what = click.custom_id[len(PREFIX) :].partition(":")
         form = self.registry.get(token)
-        if form is None or form.state.state not in _CLAIMABLE:
+        if form is None or form.state.state not in CLAIMABLE:
             return Decision.ignored(deferred_update())
         with self._lock:
             known = form.message_id
@@ -353,16 +285,10 @@ class DiscordQuestions:
             if answers is None:
                 hint = clicker_texts(click, self.texts_for).text(TEXT_ANSWER_ALL)
                 return Decision.ack(ephemeral(hint), outcome="invalid")
-        if not form.state.compare_and_set(_CLAIMABLE, "claimed"):
+        # a click before the post answered names the form's message
+        claimed = "cancel" if what == "cancel" else "submit"
+        if not self._claim(form, claimed, answers, click.message_id or None):
             return Decision.ignored(deferred_update())
-        with self._lock:
-            form.action = "cancel" if what == "cancel" else "submit"
-            form.answers = answers
-            if form.message_id is None and click.message_id:
-                form.message_id = click.message_id
-            timer, form.timer = form.timer, None
-        if timer is not None:
-            timer.cancel()
         return Decision.ack(deferred_update()).then(
             partial(self._submit, form.token, partial(self._answer, form))
         )
@@ -380,91 +306,22 @@ class DiscordQuestions:
             answers[question.answer_key] = answer
         return answers
 
-    # -- the claimed answer (the form's lane) ---------------------------------------------
-    def _answer(self, form: Form) -> None:
-        """Answer the request; show only what the responder decided (`FormRace`)."""
-        submitted = (form.answers or {}) if form.action == "submit" else None
-        response = answer_response(form.context.submit_option_id, submitted)
-        form.race.answer(
-            partial(form.context.respond, response),
-            claimed="submitted" if form.action == "submit" else "cancelled",
-            end=partial(self._end_claimed, form),
-            tell_lost=partial(self._tell_lost, form),
-            run=partial(self._submit, form.token),
-            scheduler=self._scheduler,
-            clock=self._clock,
-            deadline=form.deadline,
-            request_id=str(form.context.request_id),
+    # -- the platform's calls (the form's lane) -----------------------------------------
+    def _edit_terminal(
+        self,
+        form: Form,
+        message: str,
+        state: str,
+        answers: dict[str, str] | None,
+        texts: Messages,
+    ) -> None:
+        """Edit the message to its end state, components removed."""
+        self._api.edit(
+            form.channel, message, terminal_text(form.context, state, answers, texts), []
         )
 
-    def _end_claimed(self, form: Form, state: str) -> bool:
-        """End the claimed form in ``state`` and show it; True for the call that did."""
-        if not self._end(form, "claimed", state):
-            return False
-        self._project(form)
-        return True
-
-    def _tell_lost(self, form: Form) -> None:
-        try:
-            notice = self.texts_for(form.context.owner.id).text(TEXT_ALREADY_ANSWERED)
-            self._api.post(form.channel, notice)
-        except Exception as exc:
-            logger.warning("discord already-answered notice failed: %s", type(exc).__name__)
-
-    # -- settlement, expiry ---------------------------------------------------------------
-    def _on_settled(self, form: Form, reason: Any) -> None:
-        reason = str(reason)
-        if form.race.on_settled(reason):
-            return  # the claimed answer lost: the race ends the form as the winner
-        state = winner_state(reason)
-        if self._end(form, "reserved", state):
-            return
-        if self._end(form, "pending", state):
-            self._submit(form.token, partial(self._project, form))
-
-    def _expire(self, form: Form) -> None:
-        """The form's lifetime ended: show Expired first, then cancel the request."""
-        if not self._end(form, "pending", "expired"):
-            return
-        self._project(form)
-        cancel_request(form.context.respond, str(form.context.request_id))
-
-    def _end(self, form: Form, expected: str, terminal: str) -> bool:
-        with self._lock:
-            if not form.state.compare_and_set(expected, "terminal"):
-                return False
-            form.terminal = terminal
-            form.ended_while_posting = expected == "reserved"
-            timer, form.timer = form.timer, None
-            unsubscribe, form.unsubscribe = form.unsubscribe, None
-            self.registry.remove(form.token, form)
-            self.registry.bury(form.token, (str(form.context.request_id), terminal))
-        if timer is not None:
-            timer.cancel()
-        if unsubscribe is not None:
-            unsubscribe()
-        return True
-
-    def _project(self, form: Form) -> None:
-        """Edit the form in place to its terminal state (components removed)."""
-        with self._lock:
-            message_id, state = form.message_id, form.terminal or "expired"
-        if message_id is None:
-            return
-        answers = form.answers if state == "submitted" else None
-        try:
-            texts = self.texts_for(form.context.owner.id)
-            self._api.edit(
-                form.channel, message_id, terminal_text(form.context, state, answers, texts), []
-            )
-        except Exception as exc:
-            logger.warning("discord question update failed: %s", type(exc).__name__)
-
-    def close(self) -> None:
-        """Expire every form nobody claimed (shown at once; responders not called)."""
-        for form in self.registry.records():
-            if self._end(form, "pending", "expired") or self._end(form, "reserved", "expired"):
-                self._project(form)
+    def _post_notice(self, form: Form, text: str) -> None:
+        self._api.post(form.channel, text)
 
 
 if TYPE_CHECKING:

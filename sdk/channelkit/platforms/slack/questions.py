@@ -42,24 +42,20 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core import UserInputRequestContext
 from channelkit.core.catalog import Messages, en, messages
-from channelkit.platforms.common import StateCell, first_notice, question_deadline
+from channelkit.platforms.common import first_notice, question_deadline
 from channelkit.platforms.common.contract import Decision
-from channelkit.platforms.common.native_input import (
-    FormRace,
-    answer_response,
-    cancel_request,
-    input_scope,
-    reserve_native_input,
-    winner_state,
+from channelkit.platforms.common.posted_forms import (
+    CLAIMABLE,
+    TEXT_ALREADY_ANSWERED,
+    PostedForm,
+    PostedForms,
 )
-from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
 
 __all__ = [
     "CANCEL_ACTION",
@@ -81,38 +77,28 @@ OTHER_ACTION = "ck:q:other"
 TEXT_QUESTION = en("slack.question")
 TEXT_NOT_OWNER = en("owner.answer_asked")
 TEXT_ANSWER_ALL = en("question.answer_all")
-#: Posted once in the conversation when a claimed form answer lost to another answer.
-TEXT_ALREADY_ANSWERED = en("question.already_answered_form")
 TEXT_TERMINAL = {
     "submitted": en("label.submitted_plain"),
     "cancelled": en("label.cancelled_plain"),
     "expired": en("label.expired_plain"),
 }
-MAX_LIVE_FORMS = 1_000
-_CLAIMABLE = ("reserved", "pending")
-
-Submit = Callable[[Hashable, Callable[[], Any]], Any]
 
 
-@dataclass(eq=False)
-class Form:
-    """One presented form: the captured request and its native handle (``ts``)."""
+@dataclass(eq=False, kw_only=True)
+class Form(PostedForm):
+    """One presented form: the captured request, its thread and its message (``ts``)."""
 
-    context: UserInputRequestContext
-    token: str
-    channel: str
-    anchor: str | None
-    deadline: float
-    state: StateCell[str]
-    ts: str | None = None
-    terminal: str | None = None  # submitted | cancelled | expired, once terminal
-    action: str | None = None  # the claimed click: submit | cancel
-    answers: dict[str, str] | None = None  # the claimed Submit's answers
-    ended_while_posting: bool = False  # settled before chat.postMessage answered
-    race: FormRace = field(default_factory=FormRace)
-    noticed: set[str] = field(default_factory=set)
-    timer: Any = None
-    unsubscribe: Callable[[], Any] | None = None
+    anchor: str | None  # the thread it is posted in
+    noticed: set[str] = field(default_factory=set)  # non-owners told once
+
+    @property
+    def ts(self) -> str | None:
+        """The posted message's ``ts`` (`PostedForm.message`), once known."""
+        return self.message
+
+    @ts.setter
+    def ts(self, value: str | None) -> None:
+        self.message = value
 
 
 def _plain(text: str) -> dict[str, Any]:
@@ -225,7 +211,7 @@ def terminal_blocks(
     return label, blocks
 
 
-class SlackQuestions:
+class SlackQuestions(PostedForms[Form]):
     """Presents forms and handles their ``block_actions``; see the module docstring.
 
     ``submit(key, fn)`` runs ``fn`` on a per-key serial lane of the pool (a form's
@@ -235,48 +221,11 @@ class SlackQuestions:
     terminal state)).
     """
 
-    def __init__(
-        self,
-        api: Any,
-        *,
-        submit: Submit,
-        scheduler: Any,
-        clock: Any,
-        timeout_s: float,
-        registry: CardRegistry[Form, tuple[str, str]] | None = None,
-    ) -> None:
-        self._api = api
-        #: the catalog texts a person reads (the channel sets its ``messages_for``)
-        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
-        self._submit = submit
-        self._scheduler = scheduler
-        self._clock = clock
-        self._timeout_s = timeout_s
-        self.registry: CardRegistry[Form, tuple[str, str]] = (
-            registry if registry is not None else MemoryCardRegistry(clock, maxsize=MAX_LIVE_FORMS)
-        )
-        self._lock = self.registry.lock
-
-    # -- introspection (tests, diagnostics) ----------------------------------------------
-    def state_of(self, request_id: str) -> str | None:
-        """``reserved`` / ``pending`` / ``claimed`` for a live form, else its terminal
-        state (from the tombstone), else None."""
-        with self._lock:
-            for form in self.registry.records():
-                if form.context.request_id == request_id:
-                    return form.state.state
-            for tomb_request_id, state in self.registry.tombstones():
-                if tomb_request_id == request_id:
-                    return state
-        return None
+    platform = "slack"
 
     def live_count(self) -> int:
         """Forms posted and not ended yet (pending or claimed)."""
         return sum(1 for f in self.live_forms() if f.state.state in ("pending", "claimed"))
-
-    def live_forms(self) -> list[Form]:
-        """Every live form, oldest first."""
-        return self.registry.records()
 
     # -- presentation --------------------------------------------------------------------
     def present(self, context: UserInputRequestContext, anchor: str | None = None) -> str:
@@ -286,44 +235,24 @@ class SlackQuestions:
         (default: the request's thread, else the message that started the run)."""
         if anchor is None:
             anchor = context.target.thread_id or context.message_id
-        now = self._clock.now()
         form = Form(
             context=context,
             token=secrets.token_urlsafe(12),
             channel=context.target.chat_id,
             anchor=anchor,
-            deadline=question_deadline(now, self._timeout_s, context),
+            deadline=question_deadline(self._clock.now(), self._timeout_s, context),
             state=self.registry.state("reserved"),
         )
-        if not reserve_native_input(self.registry, form.token, form, input_scope(context)):
-            return "unsupported"
-        form.unsubscribe = context.on_settled(partial(self._on_settled, form))
-        if form.state.state != "reserved":
-            return "presented"  # settled while subscribing: nothing to show
-        texts = self.texts_for(context.owner.id)
-        text = "; ".join(q.question for q in context.questions)[:3000] or texts.text(TEXT_QUESTION)
-        try:
+
+        def post() -> str:
+            texts = self.texts_for(context.owner.id)
+            text = "; ".join(q.question for q in context.questions)[:3000]
             blocks = form_blocks(context, form.token, texts)
-            ts = self._api.post(form.channel, text, anchor, blocks)
-        except Exception as exc:
-            logger.warning("slack question form could not be posted: %s", type(exc).__name__)
-            if self._end(form, "reserved", "expired"):
-                return "unsupported"
-            return "presented"  # answered by an early click, or settled meanwhile
-        with self._lock:
-            if form.ts is None:
-                form.ts = ts
-        if form.state.compare_and_set("reserved", "pending"):
-            form.timer = self._scheduler.call_later(
-                max(0.0, form.deadline - self._clock.now()),
-                partial(self._submit, form.token, partial(self._expire, form)),
+            return str(
+                self._api.post(form.channel, text or texts.text(TEXT_QUESTION), anchor, blocks)
             )
-            return "presented"
-        with self._lock:
-            unshown = form.ended_while_posting
-        if unshown:  # settled while posting: end the form just posted
-            self._submit(form.token, partial(self._project, form))
-        return "presented"  # or claimed by an early click: its responder projects
+
+        return self._show(form, post)
 
     # -- clicks (web thread: correlate, authorize, validate, claim; no network) ----------
     def decide_action(
@@ -337,7 +266,7 @@ class SlackQuestions:
         if action_id not in (SUBMIT_ACTION, CANCEL_ACTION):
             return Decision.ignored()  # a choice or typed text: read from the state on Submit
         form = self.registry.get(str(action.get("value") or ""))
-        if form is None or form.state.state not in _CLAIMABLE:
+        if form is None or form.state.state not in CLAIMABLE:
             return Decision.ignored()  # unknown, ended (tombstoned) or already claimed
         clicked = (payload.get("container") or {}).get("message_ts")
         with self._lock:
@@ -361,23 +290,11 @@ class SlackQuestions:
                 hint = self.texts_for(user).text(TEXT_ANSWER_ALL)
                 notify = self._later(form, f"n:{form.token}", self._notice, user, hint)
                 return Decision.ack(outcome="invalid").then(notify)
-        if not form.state.compare_and_set(_CLAIMABLE, "claimed"):
+        what = "submit" if action_id == SUBMIT_ACTION else "cancel"
+        # a click before chat.postMessage answered names the form's ts
+        if not self._claim(form, what, answers, clicked if isinstance(clicked, str) else None):
             return Decision.ignored()  # a concurrent click or the settlement came first
-        with self._lock:
-            form.action = "submit" if action_id == SUBMIT_ACTION else "cancel"
-            form.answers = answers
-            if form.ts is None and isinstance(clicked, str) and clicked:
-                form.ts = clicked  # clicked before chat.postMessage answered
-            timer, form.timer = form.timer, None
-        if timer is not None:
-            timer.cancel()
         return Decision.ack().then(self._later(form, form.token, self._answer))
-
-    def _later(
-        self, form: Form, key: Hashable, fn: Callable[..., Any], *args: Any
-    ) -> Callable[[], None]:
-        """A callable that queues ``fn(form, *args)`` on lane ``key`` (run after the ACK)."""
-        return partial(self._submit, key, partial(fn, form, *args))
 
     def _notice(self, form: Form, user: str, text: str) -> None:
         try:
@@ -385,94 +302,20 @@ class SlackQuestions:
         except Exception as exc:
             logger.warning("slack ephemeral notice failed: %s", type(exc).__name__)
 
-    # -- the claimed answer (the form's lane) --------------------------------------------
-    def _answer(self, form: Form) -> None:
-        """Answer the request; show only what the responder decided (`FormRace`)."""
-        submitted = (form.answers or {}) if form.action == "submit" else None
-        response = answer_response(form.context.submit_option_id, submitted)
-        form.race.answer(
-            partial(form.context.respond, response),
-            claimed="submitted" if form.action == "submit" else "cancelled",
-            end=partial(self._end_claimed, form),
-            tell_lost=partial(self._tell_lost, form),
-            run=partial(self._submit, form.token),
-            scheduler=self._scheduler,
-            clock=self._clock,
-            deadline=form.deadline,
-            request_id=str(form.context.request_id),
-        )
-
-    def _end_claimed(self, form: Form, state: str) -> bool:
-        """End the claimed form in ``state`` and show it; True for the call that did."""
-        if not self._end(form, "claimed", state):
-            return False
-        self._project(form)
-        return True
-
-    def _tell_lost(self, form: Form) -> None:
-        try:
-            self._api.post(form.channel, TEXT_ALREADY_ANSWERED, form.anchor)
-        except Exception as exc:
-            logger.warning("slack already-answered notice failed: %s", type(exc).__name__)
-
-    # -- settlement, expiry ----------------------------------------------------------------
-    def _on_settled(self, form: Form, reason: Any) -> None:
-        """Settlement from core (any thread): the winner's state, unless the form's own
-        claimed answer decides (see `AnswerRace`)."""
-        reason = str(reason)
-        if form.race.on_settled(reason):
-            return  # the claimed answer lost: the race ends the form as the winner
-        state = winner_state(reason)
-        if self._end(form, "reserved", state):
-            return  # the post that is under way ends the form when it returns
-        if self._end(form, "pending", state):
-            self._submit(form.token, partial(self._project, form))
-
-    def _expire(self, form: Form) -> None:
-        """The form's lifetime ended: show Expired first, then cancel the request."""
-        if not self._end(form, "pending", "expired"):
-            return
-        self._project(form)
-        cancel_request(form.context.respond, str(form.context.request_id))
-
-    def _end(self, form: Form, expected: str, terminal: str) -> bool:
-        """Make ``form`` terminal (from ``expected``) exactly once: tombstone, no timer,
-        no settlement listener. True for the caller that did it."""
-        with self._lock:
-            if not form.state.compare_and_set(expected, "terminal"):
-                return False
-            form.terminal = terminal
-            form.ended_while_posting = expected == "reserved"
-            timer, form.timer = form.timer, None
-            unsubscribe, form.unsubscribe = form.unsubscribe, None
-            self.registry.remove(form.token, form)
-            self.registry.bury(form.token, (str(form.context.request_id), terminal))
-        if timer is not None:
-            timer.cancel()
-        if unsubscribe is not None:
-            unsubscribe()
-        return True
-
-    def _project(self, form: Form) -> None:
-        """Update the form in place to its terminal state (a failure is logged; it never
-        changes the answer)."""
-        with self._lock:
-            ts, state = form.ts, form.terminal or "expired"
-        if ts is None:
-            return
-        answers = form.answers if state == "submitted" else None
-        texts = self.texts_for(form.context.owner.id)
+    # -- the platform's calls (the form's lane) ----------------------------------------
+    def _edit_terminal(
+        self,
+        form: Form,
+        message: str,
+        state: str,
+        answers: dict[str, str] | None,
+        texts: Messages,
+    ) -> None:
         text, blocks = terminal_blocks(form.context, state, answers, texts)
-        try:
-            self._api.update(form.channel, ts, text, blocks)
-        except Exception as exc:
-            logger.warning("slack question form update failed: %s", type(exc).__name__)
+        self._api.update(form.channel, message, text, blocks)
 
-    def close(self) -> None:
-        """Expire every form nobody claimed (shown at once; responders not called)."""
-        for form in self.registry.records():
-            if self._end(form, "pending", "expired") or self._end(form, "reserved", "expired"):
-                self._project(form)
+    def _post_notice(self, form: Form, text: str) -> None:
+        self._api.post(form.channel, text, form.anchor)
 
 
 if TYPE_CHECKING:
