@@ -36,9 +36,21 @@ takes a token of each of the family's buckets (shared through the store like the
 Telegram ones); without one the calling thread waits (on the injected clock) and asks
 again, at most ``max_wait_s`` in all, then the call goes anyway (a 429 is
 then handled as before). Nothing is dropped: a call is delayed, in the order the callers
-asked. A streamed segment's writer (`SnapshotWriter`) keeps collecting chunks while its
-write waits, so its next write carries all of them: the interval between a stream's
-writes lengthens by itself to what the budget allows.
+asked (each bucket has a line in this process: only the first in it asks the store).
+
+A call that must not hold its thread runs inside `no_wait()`: there `before_call()`
+never sleeps. It takes the tokens when its call would go at once (first in each
+bucket's line, a token in each bucket), else it raises `Throttled` with the seconds to
+ask again: the bucket's wait, or, when callers already wait in its line (it never jumps
+ahead of them), the time the line needs to move (one token a waiter). A streamed
+segment's writer (`SnapshotWriter`) runs every write so: a throttled write books its
+retry on the scheduler and frees its pool worker, while the writer keeps collecting
+chunks, so the retry carries all of them: the interval between a stream's writes
+lengthens by itself to what the budget allows. The narrow buckets (per chat, per card)
+are asked before the bot-wide ones, the ones that run dry; should a bot-wide bucket be
+empty after a narrow token was taken, that token stays taken (the chat owes it, as a
+noted Telegram write does: its next write waits that much longer), so nothing goes
+past a limit.
 """
 
 from __future__ import annotations
@@ -48,9 +60,10 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from channelkit.errors import ConfigurationError, StateStoreUnavailable, Throttled
 from channelkit.runtime import Clock
@@ -69,8 +82,10 @@ __all__ = [
     "OutboundPacer",
     "RateGate",
     "Throttled",
+    "no_wait",
     "sleep_on",
     "telegram_chat_limit",
+    "waiting_allowed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -109,6 +124,26 @@ def telegram_chat_limit(chat_id: str) -> ChatLimit:
 
 
 _NEVER = threading.Event()  # never set: the real-time tick of the pacing waits
+_mode = threading.local()  # .no_wait: this thread's paced calls raise instead of waiting
+
+
+@contextmanager
+def no_wait() -> Iterator[None]:
+    """Within the block, this thread's paced calls never wait for a token: one that
+    would (no token, or callers already waiting in its bucket's line) raises `Throttled`
+    with the seconds to ask again, before anything went out. For work on a pool worker
+    that must always progress (a streamed snapshot's write: `SnapshotWriter`)."""
+    before = getattr(_mode, "no_wait", False)
+    _mode.no_wait = True
+    try:
+        yield
+    finally:
+        _mode.no_wait = before
+
+
+def waiting_allowed() -> bool:
+    """False inside `no_wait()` (on this thread)."""
+    return not getattr(_mode, "no_wait", False)
 
 
 def sleep_on(clock: Clock, seconds: float) -> None:
@@ -301,9 +336,11 @@ class OutboundPacer:
         #: False: every call goes at once (a deployment pacing elsewhere, or a test of
         #: something else than the platform's limits)
         self.enabled = True
-        #: calls that waited for a token / went without one after ``max_wait_s``
+        #: calls that waited for a token / went without one after ``max_wait_s`` / were
+        #: told to ask again later (`Throttled`, inside `no_wait()`)
         self.waited = 0
         self.unpaced = 0
+        self.throttled = 0
 
     def override(self, family: str, *limits: OutboundLimit) -> None:
         """Pace ``family`` by ``limits`` from now on (ConfigurationError: unknown family)."""
@@ -321,21 +358,19 @@ class OutboundPacer:
 
     def before_call(self, operation_id: str, args: Mapping[str, Any], body: Any) -> None:
         """Return once the call may go: a token of each of its family's buckets taken, or
-        ``max_wait_s`` waited. Calls outside the table return at once."""
+        ``max_wait_s`` waited. Calls outside the table return at once. Inside
+        `no_wait()` it never waits: `Throttled` (with the seconds to ask again) instead."""
         family = self.table.operations.get(operation_id)
         if family is None or not self.enabled:
             return
-        scoped = self.table.scope_of(operation_id, args, body)
+        buckets = self._buckets(family, self.table.scope_of(operation_id, args, body))
+        if not waiting_allowed() and self.max_wait_s > 0:
+            self._take_or_throttle(buckets)
+            return
         deadline = self.clock.now() + self.max_wait_s
         real_deadline = time.monotonic() + self.max_wait_s + 1.0  # should the clock stand
         waited = False
-        for limit in self.limits(family):
-            if limit.scope == "bot":
-                key = f"ratelimit:{self.table.platform}:{family}:bot"
-            elif scoped is None:
-                continue  # no chat known: only the bot-wide buckets apply
-            else:
-                key = f"ratelimit:{self.table.platform}:{family}:{scoped}"
+        for key, limit in buckets:
             turn = self._queue(key)
             try:
                 while True:
@@ -362,6 +397,49 @@ class OutboundPacer:
         if waited:
             with self._lock:
                 self.waited += 1
+
+    def _buckets(self, family: str, scoped: str | None) -> list[tuple[str, OutboundLimit]]:
+        """The buckets a call of ``family`` into ``scoped`` (its chat or resource) takes a
+        token of: the narrow ones first (they run dry first), then the bot-wide ones."""
+        narrow: list[tuple[str, OutboundLimit]] = []
+        wide: list[tuple[str, OutboundLimit]] = []
+        for limit in self.limits(family):
+            if limit.scope == "bot":
+                wide.append((f"ratelimit:{self.table.platform}:{family}:bot", limit))
+            elif scoped is not None:  # no chat known: only the bot-wide buckets apply
+                narrow.append((f"ratelimit:{self.table.platform}:{family}:{scoped}", limit))
+        return narrow + wide
+
+    def _take_or_throttle(self, buckets: list[tuple[str, OutboundLimit]]) -> None:
+        """`no_wait()`: take a token of each bucket now, or raise `Throttled`. A bucket
+        with callers in its line is not asked (it would take their token): the wait is
+        then what the line needs, a token's time for each of them. Every line is looked
+        at before any token is taken; a bucket found empty after another's token was
+        taken leaves that token taken (owed, see the module docstring)."""
+        for key, limit in buckets:
+            with self._lock:
+                ahead = len(self._lines.get(key, ()))
+            if ahead:
+                self._throttle(ahead / limit.rate)
+        for key, limit in buckets:
+            turn = self._queue(key)
+            try:
+                first = self._is_first(key, turn)
+                wait = self._take(key, limit) if first else 1.0 / limit.rate
+            finally:
+                self._dequeue(key, turn)
+            if wait > 0:
+                self._throttle(wait)
+
+    def _throttle(self, wait: float) -> NoReturn:
+        with self._lock:
+            self.throttled += 1
+        raise Throttled(max(PACE_POLL_S, min(wait, self.max_wait_s)))
+
+    def _is_first(self, key: str, turn: object) -> bool:
+        with self._lock:
+            line = self._lines.get(key)
+            return line is not None and bool(line) and line[0] is turn
 
     def _queue(self, key: str) -> object:
         """A place in this process's line for bucket ``key`` (first come, first served:

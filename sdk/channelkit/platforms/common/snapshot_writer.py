@@ -13,6 +13,14 @@ with these guarantees:
   and a truncation marker kept in front of the tail;
 * **failure latches**: if a write raises, the writer stops writing (the text is kept
   for the final delivery path) and ``failed`` becomes True;
+* **a throttled write waits on the scheduler, never on its worker**: each write runs
+  inside `channelkit.platforms.common.rate_limit.no_wait()`, so a platform call that
+  would wait for a rate-limit token raises `Throttled` instead, before anything went
+  out. That is not a failure (no latch, no ``on_error``): the snapshot stays pending
+  (newer chunks keep replacing it) and the next flush is booked ``wait`` seconds later
+  on the same single timer, so a chat over its budget gets fewer, larger writes and
+  its pool worker is free meanwhile. A ``write`` that makes more than one call must be
+  safe to run again after `Throttled` (the calls that went are not repeated);
 * `finalize()` stops accepting text, cancels the timer, drops the pending snapshot
   (its text is already part of `content`) and waits - with a timeout - for the
   write in flight, then returns the final bounded text;
@@ -44,15 +52,19 @@ import threading
 import time
 from collections.abc import Callable
 
+from channelkit.errors import Throttled
+from channelkit.platforms.common.rate_limit import no_wait
 from channelkit.platforms.common.text import MAX_VISIBLE_CHARS, TRUNCATION_MARKER, bound_text
 from channelkit.platforms.common.types import Clock, Scheduler, SerialSubmit, TimerHandle
 
-__all__ = ["MIN_FLUSH_INTERVAL", "SnapshotWriter"]
+__all__ = ["MIN_FLUSH_INTERVAL", "MIN_THROTTLED_WAIT", "SnapshotWriter"]
 
 logger = logging.getLogger(__name__)
 
 #: Minimum seconds between two snapshot writes of one writer.
 MIN_FLUSH_INTERVAL = 0.5
+#: The shortest wait booked after a throttled write (a retry never spins).
+MIN_THROTTLED_WAIT = 0.02
 
 
 class _Arming:
@@ -69,7 +81,8 @@ class SnapshotWriter:
 
     ``write(snapshot)`` performs one platform write and raises on failure. ``ready=False``
     holds writes until `start()` (for example until the card has been created).
-    ``on_error(exc)`` is called once when a write fails. ``with_total=True`` calls
+    ``on_error(exc)`` is called once when a write fails; a write that raises `Throttled`
+    has not failed, it is tried again later. ``with_total=True`` calls
     ``write(snapshot, total)`` instead (see the module docstring).
     """
 
@@ -108,7 +121,9 @@ class SnapshotWriter:
         self._flush_queued = False
         self._timer: TimerHandle | _Arming | None = None
         self._last_write_at: float | None = None
+        self._not_before: float | None = None  # a throttled write's retry, not sooner
         self._writes = 0
+        self._throttled = 0
 
     # -- state ------------------------------------------------------------------------
     @property
@@ -143,9 +158,16 @@ class SnapshotWriter:
 
     @property
     def write_count(self) -> int:
-        """How many snapshot writes have been attempted."""
+        """How many snapshot writes have been attempted (a throttled one is not: it
+        went nowhere and is tried again)."""
         with self._cond:
             return self._writes
+
+    @property
+    def throttled_count(self) -> int:
+        """How many writes were told to wait for the platform's rate limit (`Throttled`)."""
+        with self._cond:
+            return self._throttled
 
     # -- input ------------------------------------------------------------------------
     def append(self, chunk: str) -> bool:
@@ -243,9 +265,12 @@ class SnapshotWriter:
             or self._pending is None
         ):
             return None
+        now = self._clock.now()
         delay = 0.0
         if self._last_write_at is not None:
-            delay = max(0.0, self._last_write_at + self._min_interval - self._clock.now())
+            delay = max(0.0, self._last_write_at + self._min_interval - now)
+        if self._not_before is not None:
+            delay = max(delay, self._not_before - now)
         if delay <= 0.0:
             self._flush_queued = True  # due now: no timer needed
             return self._submit_flush
@@ -287,17 +312,30 @@ class SnapshotWriter:
             self._pending = None
             self._in_flight = True
             self._writes += 1
-            self._last_write_at = self._clock.now()
+            last_write_at, self._last_write_at = self._last_write_at, self._clock.now()
+            self._not_before = None
         error: BaseException | None = None
+        throttled: float | None = None
         try:
-            if self._with_total:
-                self._write(snapshot, total)
-            else:
-                self._write(snapshot)
+            with no_wait():  # a rate-limited call raises Throttled: this worker never waits
+                if self._with_total:
+                    self._write(snapshot, total)
+                else:
+                    self._write(snapshot)
+        except Throttled as exc:
+            throttled = exc.wait
         except Exception as exc:
             error = exc
         with self._cond:
             self._in_flight = False
+            if throttled is not None:
+                # not written, not failed: the snapshot (or a newer one) goes later
+                self._writes -= 1
+                self._throttled += 1
+                self._last_write_at = last_write_at
+                self._not_before = self._clock.now() + max(throttled, MIN_THROTTLED_WAIT)
+                if self._pending is None and not self._closed:
+                    self._pending, self._pending_total = snapshot, total
             if error is not None:
                 self._failed = True
                 self._pending = None
