@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.catalog import Messages, en, messages
-from channelkit.errors import ChannelKitError
+from channelkit.errors import ChannelKitError, Throttled
 from channelkit.platforms.common import (
     OneShotClaim,
     SnapshotWriter,
@@ -398,6 +398,9 @@ class StatusCardController:
                 logger.debug("could not mark status card %s unavailable", record.out_track_id)
 
     def _write_snapshot(self, record: StatusRecord, snapshot: str) -> None:
+        """Stream ``snapshot`` into the card, then refresh its status line when the shown
+        second changed. Only the stream may raise `Throttled` (the writer tries the
+        snapshot again later); a throttled refresh is left to the next write."""
         texts = self.texts_for(record.owner_key)
         shown = bound_text(
             card_markdown(snapshot, preview=True, texts=texts), marker=truncation_marker(texts)
@@ -410,12 +413,14 @@ class StatusCardController:
                 logger.exception("status card %s: recording its text failed", record.out_track_id)
         second = math.floor(self._clock.now() - record.started_at)
         if second != record.last_status_second and not record.terminal:
-            record.last_status_second = second
+            shown_second, record.last_status_second = record.last_status_second, second
             try:
                 self._api.update_instance(
                     record.out_track_id,
                     {"statusLine": status_line(self._word(record, "Running"), self._model, second)},
                 )
+            except Throttled:
+                record.last_status_second = shown_second  # the next write refreshes it
             except ChannelKitError as exc:
                 log_card_error(
                     "status card metadata", exc, STATUS_CARD_TEMPLATE_ID, record.out_track_id

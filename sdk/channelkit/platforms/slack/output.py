@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from channelkit.core import OutputSegmentContext
 from channelkit.core.catalog import Messages, en, messages
-from channelkit.errors import ApiError
+from channelkit.errors import ApiError, Throttled
 from channelkit.markdown import Dialect, render
 from channelkit.platforms.common import SnapshotWriter, StreamedText, first_notice
 from channelkit.platforms.common.text import MAX_VISIBLE_CHARS, TRUNCATION_MARKER
@@ -132,6 +132,7 @@ class LiveSegment:
     mode: str  # stream | update
     ts: str | None = None  # the message ts (stream or posted message)
     control_ts: str | None = None  # stream mode: the Stop button's message
+    control_due: bool = False  # stream mode: the Stop button is still to be posted
     sent: str = ""  # update mode: the text the message shows
     shown: int = 0  # stream mode: characters of the segment's text the stream showed
     shown_tail: str = ""  # stream mode: the last of them (at most 20,000)
@@ -287,7 +288,11 @@ class SegmentStreams:
 
     def _write_stream(self, live: LiveSegment, snapshot: str, total: int) -> None:
         """One streaming call with what is new since the last one (at most one
-        ``markdown_text``; a longer lag is carried by the next calls)."""
+        ``markdown_text``; a longer lag is carried by the next calls). Safe to run again
+        after `Throttled` (a rate-limited call, before it went out): what was streamed
+        is marked shown, and a Stop button still to post is posted first."""
+        if live.control_due:
+            self._post_control(live)
         body, start = _body(snapshot, total)
         prefix = ""
         if live.shown < start:  # more than the bounded buffer arrived within one interval
@@ -303,6 +308,7 @@ class SegmentStreams:
                 live.channel, live.anchor, prefix + piece, live.recipient
             )
             self._mark_shown(live, new[:n])
+            live.control_due = True
             self._post_control(live)
             return
         self._api.append_stream(live.channel, live.ts, prefix + piece)
@@ -314,13 +320,18 @@ class SegmentStreams:
         live.shown_tail = (live.shown_tail + raw)[-MAX_VISIBLE_CHARS:]
 
     def _post_control(self, live: LiveSegment) -> None:
+        """Post the Stop button's message; `Throttled` is raised (the writer's next try
+        posts it), any other failure leaves the stream without one."""
         try:
             texts = self._texts(live)
             blocks = stop_blocks(live.segment.segment_id, None, texts)
             working = texts.text(TEXT_WORKING)
             live.control_ts = self._api.post(live.channel, working, live.anchor, blocks)
+        except Throttled:
+            raise
         except Exception as exc:
             logger.warning("slack Stop button could not be posted: %s", type(exc).__name__)
+        live.control_due = False
 
     def _write_update(self, live: LiveSegment, snapshot: str, *, final: bool) -> None:
         """Show ``snapshot``'s Markdown as mrkdwn (`channelkit.markdown`; a preview with
