@@ -20,6 +20,7 @@ PER_PLATFORM: dict[str, Literal["module", "function"]] = {
     "platform_ctx": "module",
     "own_ctx": "function",
     "one_slot": "function",
+    "one_worker": "function",
 }
 
 
@@ -61,4 +62,11 @@ def own_ctx(request: pytest.FixtureRequest) -> Iterator[Context]:
 def one_slot(request: pytest.FixtureRequest) -> Iterator[Context]:
     """A channel of its own that runs one agent run at a time (admission limit)."""
     with open_platform(request.param, max_concurrent_runs=1) as context:
+        yield context
+
+
+@pytest.fixture
+def one_worker(request: pytest.FixtureRequest) -> Iterator[Context]:
+    """A channel of its own whose hook pool (hooks, card writes, timers) has one worker."""
+    with open_platform(request.param, max_workers=1) as context:
         yield context
