@@ -6,7 +6,8 @@ platform publishes a number it is used as published, or a little below it; where
 publishes none, the limit is a conservative default marked so in ``source``, and an
 operator can change it (`OutboundPacer.override()`). `attach_pacer()` hooks a platform's
 generated client to one `OutboundPacer` (the same helper for every platform), so every
-call of a family waits for its tokens in the store shared by all processes of the bot.
+call of a family waits for its tokens in the store shared by all processes of the bot (a
+streamed snapshot's write is told when to try again instead: `rate_limit.no_wait()`).
 
 Telegram paces through `ChatRateLimiter` (its streamed previews coalesce without blocking
 a thread): its limits are `channelkit.platforms.common.rate_limit.TELEGRAM_PRIVATE` and
