@@ -89,8 +89,8 @@ def test_a_streamed_write_past_the_chats_budget_returns_its_worker_at_once() -> 
     assert writer.has_pending and not writer.failed
     assert pacer.throttled == 1 and pacer.waited == 0 and pacer.unpaced == 0
     clock.advance(8.9)
-    assert shown == ["one", "one two"]
-    clock.advance(0.1)  # the token's time (a tenth of it was there at 1 s)
+    assert shown == ["one", "one two"]  # the token comes at 10 s (a tenth was there at 1)
+    clock.advance(0.6)  # past it, by at most the interval between two tries
     assert shown == ["one", "one two", "one two three"]
 
 

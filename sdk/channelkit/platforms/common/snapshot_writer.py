@@ -18,9 +18,10 @@ with these guarantees:
   would wait for a rate-limit token raises `Throttled` instead, before anything went
   out. That is not a failure (no latch, no ``on_error``): the snapshot stays pending
   (newer chunks keep replacing it) and the next flush is booked ``wait`` seconds later
-  on the same single timer, so a chat over its budget gets fewer, larger writes and
-  its pool worker is free meanwhile. A ``write`` that makes more than one call must be
-  safe to run again after `Throttled` (the calls that went are not repeated);
+  (and at least ``min_interval`` after the try) on the same single timer, so a chat
+  over its budget gets fewer, larger writes and its pool worker is free meanwhile. A
+  ``write`` that makes more than one call must be safe to run again after `Throttled`
+  (the calls that went are not repeated);
 * `finalize()` stops accepting text, cancels the timer, drops the pending snapshot
   (its text is already part of `content`) and waits - with a timeout - for the
   write in flight, then returns the final bounded text;
@@ -312,7 +313,7 @@ class SnapshotWriter:
             self._pending = None
             self._in_flight = True
             self._writes += 1
-            last_write_at, self._last_write_at = self._last_write_at, self._clock.now()
+            self._last_write_at = self._clock.now()
             self._not_before = None
         error: BaseException | None = None
         throttled: float | None = None
@@ -329,10 +330,10 @@ class SnapshotWriter:
         with self._cond:
             self._in_flight = False
             if throttled is not None:
-                # not written, not failed: the snapshot (or a newer one) goes later
+                # not written, not failed: the snapshot (or a newer one) goes later, at
+                # least the interval after this try too (a call of it may have gone)
                 self._writes -= 1
                 self._throttled += 1
-                self._last_write_at = last_write_at
                 self._not_before = self._clock.now() + max(throttled, MIN_THROTTLED_WAIT)
                 if self._pending is None and not self._closed:
                     self._pending, self._pending_total = snapshot, total
