@@ -6,7 +6,9 @@ import itertools
 import json
 from typing import Any
 
+from channelkit.core import ChannelConfig
 from channelkit.ingress import Headers, IngressRequest
+from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu.crypto import encrypt_event, feishu_signature
 
 #: every card action is a distinct callback (its own event_id), as on the platform
@@ -45,6 +47,35 @@ def request(
     elif signature is not None:
         headers["X-Lark-Signature"] = signature
     return IngressRequest(method="POST", path=path, headers=Headers(headers), body=body)
+
+
+def channel_on(
+    rt: Any,
+    api: Any,
+    bridge: Any,
+    *,
+    channel_config: ChannelConfig | None = None,
+    store: Any = None,
+    **settings: Any,
+) -> FeishuChannel:
+    """A webhook `FeishuChannel` of the test app on the test runtime ``rt`` (its pools,
+    scheduler and fake clock), calling ``api`` and running ``bridge``. ``settings`` add to
+    or override the app's config (``encrypt_key``, ``max_clock_skew_s``...);
+    ``store``: the state store shared with other instances."""
+    config = FeishuConfig.from_dict(
+        {"app_id": "cli_1", "app_secret": "s", "verification_token": TOKEN, **settings}
+    )
+    return FeishuChannel(
+        config,
+        bridge,
+        channel_config=channel_config or ChannelConfig(name="feishu"),
+        api=api,
+        executor=rt.pool,
+        run_executor=rt.run_pool,
+        scheduler=rt.scheduler,
+        clock=rt.clock,
+        store=store,
+    )
 
 
 def acking_like_the_web_layer(channel: Any) -> Any:

@@ -11,17 +11,17 @@ import pytest
 from channelkit.agents.function import FunctionAgent, Question, Turn
 from channelkit.core import ChannelConfig, InboundMessage, LifecycleEvent, LifecycleType
 from channelkit.platforms.common import EXPIRY_MARGIN
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+from channelkit.platforms.feishu import FeishuChannel
 from channelkit.platforms.feishu import cards as feishu_cards
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.testing import wait_until
 from feishu_helpers import (
     ENCRYPT_KEY,
-    TOKEN,
     FakeFeishu,
     acking_like_the_web_layer,
     card_action,
     challenge,
+    channel_on,
     message_event,
     request,
 )
@@ -52,21 +52,8 @@ def script() -> Script:
 
 
 def build(rt: Any, api: FeishuApi, script: Script, **overrides: Any) -> FeishuChannel:
-    data: dict[str, Any] = {"app_id": "cli_1", "app_secret": "s", "verification_token": TOKEN}
-    data.update(overrides)
-    config = FeishuConfig.from_dict(data)
     bridge = FunctionAgent(script, question_timeout=600.0, scheduler=rt.scheduler)
-    channel = FeishuChannel(
-        config,
-        bridge,
-        channel_config=ChannelConfig(name="feishu"),
-        api=api,
-        executor=rt.pool,
-        run_executor=rt.run_pool,
-        scheduler=rt.scheduler,
-        clock=rt.clock,
-    )
-    return acking_like_the_web_layer(channel)
+    return acking_like_the_web_layer(channel_on(rt, api, bridge, **overrides))
 
 
 @pytest.fixture

@@ -17,11 +17,16 @@ from typing import Any
 from channelkit.agents.function import FunctionAgent, Question, Turn
 from channelkit.core import ChannelConfig, InboundMessage
 from channelkit.core.text import MSG_APPROVED, MSG_DENIED, MSG_NONE, MSG_NOT_PENDING
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import STRINGS
 from channelkit.testing import wait_until
-from feishu_helpers import TOKEN, FakeFeishu, acking_like_the_web_layer, card_action, request
+from feishu_helpers import (
+    FakeFeishu,
+    acking_like_the_web_layer,
+    card_action,
+    channel_on,
+    request,
+)
 
 from tests.platforms._shared import RecordingContext as _Recording
 
@@ -64,20 +69,8 @@ class Round:
                 self.done.set()
             return "done"
 
-        config = FeishuConfig.from_dict(
-            {"app_id": "cli_1", "app_secret": "s", "verification_token": TOKEN}
-        )
         bridge = FunctionAgent(behaviour, question_timeout=600.0, scheduler=rt.scheduler)
-        self.ch = FeishuChannel(
-            config,
-            bridge,
-            channel_config=ChannelConfig(name="feishu", **kw),
-            api=api,
-            executor=rt.pool,
-            run_executor=rt.run_pool,
-            scheduler=rt.scheduler,
-            clock=rt.clock,
-        )
+        self.ch = channel_on(rt, api, bridge, channel_config=ChannelConfig(name="feishu", **kw))
         acking_like_the_web_layer(self.ch)
         respond = self.ch.bridge.respond_to_permission
 

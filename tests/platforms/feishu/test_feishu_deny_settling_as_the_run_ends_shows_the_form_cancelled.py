@@ -21,12 +21,11 @@ from concurrent.futures import Future
 from typing import Any
 
 from channelkit.agents.function import FunctionAgent, Question, Turn
-from channelkit.core import ChannelConfig, InboundMessage
+from channelkit.core import InboundMessage
 from channelkit.core.text import MSG_DENIED
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.testing import wait_until
-from feishu_helpers import TOKEN, FakeFeishu, acking_like_the_web_layer
+from feishu_helpers import FakeFeishu, acking_like_the_web_layer, channel_on
 
 OWNER = "ou_owner"
 LABELS = {"submitted": "*已提交*", "cancelled": "*已取消*", "expired": "*已过期*"}
@@ -103,20 +102,8 @@ def test_a_deny_settling_while_its_run_ends_shows_the_form_cancelled(
             outcome.append(type(exc).__name__)
         return "done"
 
-    config = FeishuConfig.from_dict(
-        {"app_id": "cli_1", "app_secret": "s", "verification_token": TOKEN}
-    )
     bridge = FunctionAgent(behaviour, question_timeout=600.0, scheduler=rt.scheduler)
-    ch = FeishuChannel(
-        config,
-        bridge,
-        channel_config=ChannelConfig(name="feishu"),
-        api=api,
-        executor=rt.pool,
-        run_executor=rt.run_pool,
-        scheduler=rt.scheduler,
-        clock=rt.clock,
-    )
+    ch = channel_on(rt, api, bridge)
     acking_like_the_web_layer(ch)
     contexts: list[Any] = []
     present = ch.present_user_input_request

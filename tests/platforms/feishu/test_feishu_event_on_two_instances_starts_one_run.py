@@ -5,27 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from channelkit.core import ChannelConfig
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+from channelkit.platforms.feishu import FeishuChannel
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.state import MemoryStore
 from channelkit.testing import ScriptedBridge, final
-from feishu_helpers import TOKEN, message_event, request
+from feishu_helpers import channel_on, message_event, request
 
 
 def _instance(rt: Any, api: FeishuApi, bridge: ScriptedBridge, store: Any) -> FeishuChannel:
-    config = FeishuConfig(app_id="cli_1", app_secret="s", verification_token=TOKEN)
-    return FeishuChannel(
-        config,
-        bridge,
-        channel_config=ChannelConfig(name="feishu"),
-        api=api,
-        executor=rt.pool,
-        run_executor=rt.run_pool,
-        scheduler=rt.scheduler,
-        clock=rt.clock,
-        store=store,
-    )
+    return channel_on(rt, api, bridge, store=store)
 
 
 def test_an_event_reaching_two_instances_starts_one_run(rt: Any, api: FeishuApi) -> None:

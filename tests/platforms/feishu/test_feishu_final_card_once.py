@@ -10,26 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from channelkit.agents.function import FunctionAgent, Turn
-from channelkit.core import ChannelConfig, InboundMessage, SegmentEndReason
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+from channelkit.core import InboundMessage, SegmentEndReason
+from channelkit.platforms.feishu import FeishuChannel
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.testing import wait_until
-from feishu_helpers import TOKEN, FakeFeishu
+from feishu_helpers import FakeFeishu, channel_on
 
 
 def build(rt: Any, api: FeishuApi, behaviour: Any, **overrides: Any) -> FeishuChannel:
-    data: dict[str, Any] = {"app_id": "cli_1", "app_secret": "s", "verification_token": TOKEN}
-    data.update(overrides)
-    return FeishuChannel(
-        FeishuConfig.from_dict(data),
-        FunctionAgent(behaviour, scheduler=rt.scheduler),
-        channel_config=ChannelConfig(name="feishu"),
-        api=api,
-        executor=rt.pool,
-        run_executor=rt.run_pool,
-        scheduler=rt.scheduler,
-        clock=rt.clock,
-    )
+    return channel_on(rt, api, FunctionAgent(behaviour, scheduler=rt.scheduler), **overrides)
 
 
 def run_once(rt: Any, ch: FeishuChannel) -> list[Any]:

@@ -6,26 +6,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from channelkit.core import ChannelBusy, ChannelConfig
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+from channelkit.core import ChannelBusy
+from channelkit.platforms.feishu import FeishuChannel
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.testing import ScriptedBridge
-from feishu_helpers import TOKEN, message_event, request
+from feishu_helpers import channel_on, message_event, request
 
 
 @pytest.fixture
 def channel(rt: Any, api: FeishuApi) -> Iterator[FeishuChannel]:
-    config = FeishuConfig(app_id="cli_1", app_secret="s", verification_token=TOKEN)
-    ch = FeishuChannel(
-        config,
-        ScriptedBridge([]),
-        channel_config=ChannelConfig(name="feishu"),
-        api=api,
-        executor=rt.pool,
-        run_executor=rt.run_pool,
-        scheduler=rt.scheduler,
-        clock=rt.clock,
-    )
+    ch = channel_on(rt, api, ScriptedBridge([]))
     yield ch
     ch.close(timeout=2.0)
 

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from channelkit.core import ChannelConfig
 from channelkit.ingress import Headers, IngressRequest
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+from channelkit.platforms.feishu import FeishuChannel
 from channelkit.platforms.feishu import ingress as feishu_ingress
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.crypto import encrypt_event, feishu_signature
@@ -22,7 +21,15 @@ from channelkit.platforms.feishu.ingress import (
     parse_message_event,
 )
 from channelkit.testing import ScriptedBridge
-from feishu_helpers import ENCRYPT_KEY, TOKEN, FakeFeishu, challenge, message_event, request
+from feishu_helpers import (
+    ENCRYPT_KEY,
+    TOKEN,
+    FakeFeishu,
+    challenge,
+    channel_on,
+    message_event,
+    request,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -102,24 +109,8 @@ def test_parsers_survive_deeply_nested_embedded_json() -> None:
 
 @pytest.fixture
 def encrypted_channel(rt: Any, api: FeishuApi) -> Iterator[FeishuChannel]:
-    config = FeishuConfig.from_dict(
-        {
-            "app_id": "cli_1",
-            "app_secret": "s",
-            "verification_token": TOKEN,
-            "encrypt_key": ENCRYPT_KEY,
-            "max_clock_skew_s": 1800,
-        }
-    )
-    channel = FeishuChannel(
-        config,
-        ScriptedBridge([]),
-        channel_config=ChannelConfig(name="feishu"),
-        api=api,
-        executor=rt.pool,
-        run_executor=rt.run_pool,
-        scheduler=rt.scheduler,
-        clock=rt.clock,
+    channel = channel_on(
+        rt, api, ScriptedBridge([]), encrypt_key=ENCRYPT_KEY, max_clock_skew_s=1800
     )
     yield channel
     channel.close(timeout=2.0)

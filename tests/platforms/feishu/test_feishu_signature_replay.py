@@ -6,28 +6,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from channelkit.core import ChannelConfig
 from channelkit.ingress import Headers, IngressRequest
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+from channelkit.platforms.feishu import FeishuChannel
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.testing import ScriptedBridge
-from feishu_helpers import ENCRYPT_KEY, TOKEN, message_event, request
+from feishu_helpers import ENCRYPT_KEY, channel_on, message_event, request
 
 
 def _channel(rt: Any, api: FeishuApi, encrypt_key: str | None) -> FeishuChannel:
-    settings: dict[str, Any] = {"app_id": "cli_1", "app_secret": "s", "verification_token": TOKEN}
-    if encrypt_key:
-        settings["encrypt_key"] = encrypt_key
-    return FeishuChannel(
-        FeishuConfig.from_dict(settings),
-        ScriptedBridge([]),
-        channel_config=ChannelConfig(name="feishu"),
-        api=api,
-        executor=rt.pool,
-        run_executor=rt.run_pool,
-        scheduler=rt.scheduler,
-        clock=rt.clock,
-    )
+    settings: dict[str, Any] = {"encrypt_key": encrypt_key} if encrypt_key else {}
+    return channel_on(rt, api, ScriptedBridge([]), **settings)
 
 
 @pytest.fixture

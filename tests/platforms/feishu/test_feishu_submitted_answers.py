@@ -7,8 +7,7 @@ import threading
 from typing import Any
 
 from channelkit.agents.function import FunctionAgent, Question, Turn
-from channelkit.core import ChannelConfig, InboundMessage
-from channelkit.platforms.feishu import FeishuChannel, FeishuConfig
+from channelkit.core import InboundMessage
 from channelkit.platforms.feishu.api import FeishuApi
 from channelkit.platforms.feishu.cards import (
     MAX_SHOWN_ANSWER_CHARS,
@@ -17,7 +16,13 @@ from channelkit.platforms.feishu.cards import (
     form_terminal_card,
 )
 from channelkit.testing import wait_until
-from feishu_helpers import TOKEN, FakeFeishu, acking_like_the_web_layer, card_action, request
+from feishu_helpers import (
+    FakeFeishu,
+    acking_like_the_web_layer,
+    card_action,
+    channel_on,
+    request,
+)
 
 HOSTILE = "**bold** <at id=all></at> <font color='red'>x</font> [click](http://evil.test) `c` # h"
 QUESTIONS = [
@@ -37,15 +42,8 @@ def answer_form(rt: Any, api: FeishuApi, fake: FakeFeishu, form_value: dict[str,
         done.set()
         return "ok"
 
-    ch = FeishuChannel(
-        FeishuConfig.from_dict({"app_id": "cli_1", "app_secret": "s", "verification_token": TOKEN}),
-        FunctionAgent(behaviour, question_timeout=600.0, scheduler=rt.scheduler),
-        channel_config=ChannelConfig(name="feishu"),
-        api=api,
-        executor=rt.pool,
-        run_executor=rt.run_pool,
-        scheduler=rt.scheduler,
-        clock=rt.clock,
+    ch = channel_on(
+        rt, api, FunctionAgent(behaviour, question_timeout=600.0, scheduler=rt.scheduler)
     )
     acking_like_the_web_layer(ch)
     present = ch.present_user_input_request
