@@ -61,11 +61,15 @@ class Site:
         self.clock = FakeClock()
         self.accepted: list[tuple[str, Any]] = []
         self.lock = threading.Lock()
+        #: set when a card's creation reached the peer
+        self.card_out = threading.Event()
         self.peer = SlowPeer(self._answer)
         self.before = set(threading.enumerate())
         self.channel: Any = self.make()
 
     def _answer(self, method: str, path: str, body: Any) -> Any:
+        if path.split("?")[0].endswith("/createAndDeliver"):
+            self.card_out.set()
         bad = self.fault(method, path.split("?")[0], body)
         if bad is not None:
             return bad
@@ -235,7 +239,10 @@ class DingtalkSite(Site):
             request_timeout=DEADLINE,
             interactive_cards={"statusCard": {"enabled": self.cards}},
         )
-        script = [chunk(ANSWER)] if self.cards else [final(ANSWER)]
+        # with cards, the turn holds until its card went out, so the answer streams into a
+        # running card that is then finalized (a segment that ends before its card goes
+        # out gets the card created once, finished: no stream, no final update)
+        script = [chunk(ANSWER), gate(self.card_out)] if self.cards else [final(ANSWER)]
         return DingtalkChannel(
             config,
             ScriptedBridge(script),
