@@ -201,18 +201,25 @@ def test_slack_and_weixin_settings_reach_their_configs_in_seconds() -> None:
             channel.close()
 
 
-def test_build_channels_wires_the_shared_store_where_the_registry_says() -> None:
+def test_build_channels_wires_the_shared_store_where_the_registry_says(
+    echo: PlatformSpec,
+) -> None:
     pytest.importorskip("redis")
     state = {"redis": {"url": "redis://127.0.0.1:1/0"}}  # building never contacts it
-    document = _document(_channel("weixin"), _channel("slack"), _channel("telegram"), state=state)
+    echo_entry = {"platform": "echo", "credentials": {"token": "t"}}
+    document = _document(
+        _channel("weixin"), _channel("slack"), _channel("telegram"), echo_entry, state=state
+    )
     channels = build_channels(parse_config(document, environ={}))
     try:
         by_name = {channel.name: channel for channel in channels}
         assert PLATFORMS["weixin"].shared_store == "dedup"
         assert by_name["weixin"].state_store is not None
         assert by_name["telegram"].state_store is not None
-        assert PLATFORMS["slack"].shared_store == "none"
-        assert getattr(by_name["slack"], "state_store", None) is None
+        assert PLATFORMS["slack"].shared_store == "dedup"  # event dedup and rate buckets
+        assert by_name["slack"].state_store is not None
+        assert echo.shared_store == "none"  # given nothing
+        assert "store" not in by_name["echo"].kwargs
     finally:
         for channel in channels:
             channel.close()

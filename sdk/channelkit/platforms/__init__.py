@@ -215,6 +215,7 @@ BUILTIN_PLATFORMS: tuple[PlatformSpec, ...] = (
         credentials_schema=secret_credentials("botToken", optional=("signingSecret", "appToken")),
         ingress=("events", "socket"),
         name_setting="channelName",
+        shared_store="dedup",  # event_id dedup and rate-limit buckets across instances
         check_credentials=_check("slack"),
         capabilities=frozenset(
             {

@@ -5,7 +5,12 @@ Inbound (`channelkit.platforms.slack.ingress`): mount
 ``POST /slack/interactivity`` for interactivity; both verified with the signing secret,
 signatures one-use, the five-minute window). The ACK is answered first; every network
 call happens in the response's ``after``. Retried deliveries (``X-Slack-Retry-Num``)
-carry the same ``event_id`` and are handled once. A person's message becomes a run:
+carry the same ``event_id`` and are handled once: with a shared store (``store``, what
+``state.redis`` gives), once across every instance of the bot; while that store is down
+an event starts nothing and its person is told once that the bot is temporarily
+unavailable (`channelkit.platforms.common.store_watch`). Clicks (Stop, forms, approval
+and presentation buttons) are settled in this process's memory and need no store. The
+outbound rate-limit buckets live in the same store. A person's message becomes a run:
 ``message`` events in direct messages, ``app_mention`` events elsewhere (the mention
 removed); bot messages and subtypes (edits, joins, bot posts) are ignored. A message in
 a thread is in the thread's session; a top-level mention in a channel starts a thread
@@ -58,7 +63,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from channelkit.agents.base import AgentBridge
 from channelkit.attachments.model import Attachment
@@ -88,10 +94,12 @@ from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.inbound import CLOSED_STATUS
 from channelkit.platforms.common.limits import attach_pacer
-from channelkit.platforms.common.replay import ReplayGuard, sent_at_seconds
+from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
+from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
+from channelkit.platforms.common.store_watch import unavailable_notice
 from channelkit.platforms.slack.api import SlackApi
 from channelkit.platforms.slack.approvals import SlackApprovals
 from channelkit.platforms.slack.config import SlackConfig
@@ -115,6 +123,9 @@ from channelkit.platforms.slack.renderer import escape_mass_mentions
 from channelkit.platforms.slack.socket_mode import SlackSocket
 from channelkit.presentation.text import split_text
 from channelkit.runtime import BoundedMap, Clock, Scheduler, WorkerPool
+
+if TYPE_CHECKING:
+    from channelkit.state.base import StateStore
 
 __all__ = [
     "EVENTS_PATH",
@@ -161,11 +172,14 @@ class SlackChannel(ChannelBase):
     """A `ChannelBase` for Slack apps.
 
     ``SlackChannel(config, bridge, *, channel_config=None, api=None, executor=None,
-    run_executor=None, scheduler=None, clock=None, socket_options=None)``: ``config`` is
-    the `SlackConfig`; ``api`` replaces the Web API wrapper (tests, shared
+    run_executor=None, scheduler=None, clock=None, socket_options=None, store=None)``:
+    ``config`` is the `SlackConfig`; ``api`` replaces the Web API wrapper (tests, shared
     clients); ``socket_options`` go to the Socket Mode
     `SlackSocket` (``backoff``, ``wait``,
-    ``ping_interval``...).
+    ``ping_interval``...). ``store`` (a `StateStore` shared by every process of the bot;
+    ``channelkit serve`` passes it with ``state.redis``) keeps the event dedup and the
+    outbound rate-limit buckets, so a retried event runs once and the processes together
+    stay inside Slack's limits; None keeps both in this process.
     """
 
     def __init__(
@@ -180,6 +194,7 @@ class SlackChannel(ChannelBase):
         scheduler: Scheduler | None = None,
         clock: Clock | None = None,
         socket_options: Mapping[str, Any] | None = None,
+        store: StateStore | None = None,
     ) -> None:
         if not isinstance(config, SlackConfig):
             raise ConfigurationError("must be a SlackConfig", path="config")
@@ -204,11 +219,17 @@ class SlackChannel(ChannelBase):
             timeout_s=config.request_timeout_s,
             pool_size=self.config.api_pool_size,
         )
+        #: the shared store (``state.redis``) every process of the bot uses, else None:
+        #: event dedup and rate-limit buckets; ``/healthz`` reports it
+        self.state_store = store
         #: outbound rate limits of every API call that writes (limits.py), shared
         #: through the store by every process of the bot
-        self.outbound_pacer = attach_pacer(self.api.client, "slack", clock=self.clock, store=None)
-        #: event_ids already handled: a retried (or replayed) delivery is ignored
-        self._seen_events = ReplayGuard(self.clock.time, ttl=EVENT_DEDUP_TTL, scope="slack-event")
+        self.outbound_pacer = attach_pacer(self.api.client, "slack", clock=self.clock, store=store)
+        #: event_ids already handled: a retried (or replayed) delivery is ignored; with a
+        #: store shared by every instance, an event reaching two of them runs once
+        self._seen_events = SharedDedup(
+            self.clock.time, ttl=EVENT_DEDUP_TTL, scope="slack-event", store=store
+        )
         self._teams: dict[str, str] = {}  # chat id -> team id (recipient of streams)
         self._file_hosts = file_hosts(config.api_base_url)  # where shared files may be
         self.streams = SegmentStreams(
@@ -288,9 +309,16 @@ class SlackChannel(ChannelBase):
         ]
 
     def _on_event(self, envelope: Mapping[str, Any], retry: bool) -> IngressResponse:
+        """An Events API envelope (HTTP or Socket Mode): claimed by its ``event_id``
+        (remembered until its ``event_time`` + `EVENT_DEDUP_TTL`; with a shared store,
+        on every instance), then a person's message addressed to the bot starts a run
+        after the ACK. A copy is acknowledged and dropped; while the store is down the
+        event is acknowledged, starts nothing, and its person is told once
+        (`_store_unavailable()`)."""
         event_id = str(envelope.get("event_id") or "")
         sent_at = sent_at_seconds(envelope.get("event_time"))
-        if event_id and not self._seen_events.first(event_id, sent_at):
+        claim = self._seen_events.claim(event_id, sent_at) if event_id else "first"
+        if claim == "seen":
             logger.info("slack event %s already handled; ignored (retry=%s)", event_id, retry)
             return IngressResponse.json(200, {})
         event = envelope.get("event")
@@ -302,7 +330,10 @@ class SlackChannel(ChannelBase):
         )
         decision = Decision.ignored()
         if message is not None and self._addressed(message):
-            decision = self._handle_message(message)
+            if claim == "unavailable":  # the shared store is down: tell the person once
+                decision = self._store_unavailable(message)
+            else:
+                decision = self._handle_message(message)
         if decision.status == CLOSED_STATUS and event_id:
             self._seen_events.forget(event_id)  # a retry may reach an open instance
         if decision.status != 200:
@@ -316,9 +347,32 @@ class SlackChannel(ChannelBase):
         dm = message.channel_type == "im" or _is_dm(message.channel)
         return dm != message.mention
 
+    @staticmethod
+    def _thread_of(message: SlackMessage) -> str | None:
+        """The thread a message belongs to: its own thread, or, for a top-level mention
+        in a channel, the thread it starts (the reply goes under it)."""
+        if not message.mention:
+            return message.thread_ts
+        return message.thread_ts or message.ts
+
+    def _store_unavailable(self, message: SlackMessage) -> Decision:
+        """The ACK of a message the shared store could not vouch for: nothing runs; the
+        first time its person is met during the outage, ``MSG_STORE_UNAVAILABLE`` (in
+        their language) goes to the conversation (its thread) after the ACK, on the pool,
+        through `send_message()` (the rule of `unavailable_notice()`)."""
+        tell = unavailable_notice(
+            self.state_store,
+            channel=self.name,
+            person=message.user,
+            messages=self.messages_for(message.user),
+            send=partial(self.send_message, message.channel, thread_id=self._thread_of(message)),
+            post=self.pool.post,
+        )
+        return Decision.ignored() if tell is None else Decision.ignored().then(tell)
+
     def _handle_message(self, message: SlackMessage) -> Decision:
         dm = not message.mention
-        thread = message.thread_ts if dm else (message.thread_ts or message.ts)
+        thread = self._thread_of(message)
         if message.team:
             self._remember_team(message.channel, message.team)
         msg = InboundMessage(
