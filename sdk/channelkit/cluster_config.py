@@ -17,9 +17,10 @@ reads its index from `WORKER_ENV` and names itself ``<instanceName>-w<i>`` (when
 an ``instanceName`` is set), so each restarted worker recovers what it left behind.
 Which channels get the store, and how, is each platform's ``shared_store`` in the
 registry (``channelkit.platforms.PLATFORMS``): ``"cluster"`` (DingTalk: the store and
-the lease options), ``"dedup"`` (Feishu, Telegram, Weixin: an ``update_id`` /
-``event_id`` / ``message_id`` reaching two instances starts one run,
-`channelkit.platforms.common.shared_dedup`) or ``"none"``. Without ``state.redis``
+the lease options), ``"dedup"`` (Feishu, Telegram, Weixin, Discord, Slack: an
+``update_id`` / ``event_id`` / ``message_id`` reaching two instances starts one run,
+`channelkit.platforms.common.shared_dedup`, and the outbound rate-limit buckets are
+shared) or ``"none"``. Without ``state.redis``
 nothing changes: one process, state in memory.
 
 This module imports nothing from `channelkit.config` (which imports it).
