@@ -8,7 +8,9 @@ from dingtalk_helpers import AdapterHarness
 
 
 def _last_status_line(h: AdapterHarness) -> str:
-    return str(h.api.ops("update")[-1][1]["params"]["statusLine"])
+    """The status line of the last card put in its terminal state (its final update, or
+    its creation already finished when its segment ended before it went out)."""
+    return str(h.api.finals()[-1][1]["params"]["statusLine"])
 
 
 def test_agent_label_prefers_model_then_name() -> None:
