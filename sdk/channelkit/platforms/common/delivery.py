@@ -46,9 +46,14 @@ What is retried (each case is one branch of `classify()`)
     part had an unknown outcome (then no other path is tried, for the same reason).
 
 Waiting for a rate-limit token
-    A path that raises `Throttled` (`channelkit.platforms.common.rate_limit`:
-    the chat's shared token bucket is empty) made no call: its next try is booked on the
-    scheduler after the wait, and no attempt is counted.
+    Every attempt runs inside `channelkit.platforms.common.rate_limit.no_wait()`: a path
+    whose call would wait for its chat's (or the bot's) token raises `Throttled` instead
+    of sleeping on the worker (each path makes one call, so nothing went out). Its next
+    try is booked on the scheduler after the wait, and no attempt is counted. An answer
+    told to wait for `THROTTLE_PATIENCE_S` in all makes its next attempt outside
+    `no_wait()`: the call then takes its turn in the bucket's line (bounded by the
+    pacer's own ``max_wait_s``, after which it goes without a token), so a busy bucket
+    never starves it.
 
 When every path failed
     One structured ``ERROR`` log record per answer (logger
@@ -87,11 +92,12 @@ from channelkit.errors import (
 )
 from channelkit.http.retry import RetryPolicy, failed_before_sending
 from channelkit.observability import hub, tracing
-from channelkit.platforms.common.rate_limit import Throttled
+from channelkit.platforms.common.rate_limit import DEFAULT_MAX_WAIT_S, Throttled, no_wait
 from channelkit.runtime.scheduler import Scheduler, TimerHandle
 
 __all__ = [
     "DEFAULT_ATTEMPTS",
+    "THROTTLE_PATIENCE_S",
     "DeliveryChain",
     "DeliveryHealth",
     "DeliveryJob",
@@ -105,6 +111,9 @@ logger = logging.getLogger(__name__)
 
 #: Attempts per path.
 DEFAULT_ATTEMPTS = 4
+#: Clock seconds an answer is told to wait for rate-limit tokens before its next attempt
+#: waits in the bucket's line instead (the pacer's own bound).
+THROTTLE_PATIENCE_S = DEFAULT_MAX_WAIT_S
 
 Verdict = Literal["retry", "unknown", "refused"]
 
@@ -213,6 +222,7 @@ class DeliveryJob:
         self._sync = True  # still on the thread that called deliver()
         self._sync_failure = False
         self._span: object = None  # its trace span (tracing.SPAN_DELIVERY), ended in _finish
+        self._throttled_since: float | None = None  # first told to wait for a token
 
     @property
     def latency(self) -> float | None:
@@ -307,11 +317,20 @@ class DeliveryChain:
             path = paths[job._path]
             job._attempt += 1
             job.attempts += 1
+            now = self._scheduler.clock.now()
+            since = job._throttled_since
+            patient = since is not None and now - since >= THROTTLE_PATIENCE_S
             try:
-                path.send()
+                if patient:  # told to wait long enough: take a turn in the line
+                    path.send()
+                else:
+                    with no_wait():
+                        path.send()
             except Throttled as exc:  # our own rate limit: a wait, not an attempt
                 job._attempt -= 1
                 job.attempts -= 1
+                if since is None:
+                    job._throttled_since = now
                 self._book(job, exc.wait, retried=False)
                 return
             except Exception as exc:
@@ -322,6 +341,7 @@ class DeliveryChain:
             job._path = 0
             job._attempt = 0
             job._part_unknown = False
+            job._throttled_since = None
         self._finish(job, "delivered")
 
     def _after_failure(self, job: DeliveryJob, path: DeliveryPath, exc: Exception) -> bool:
