@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -284,25 +284,33 @@ class WeixinChannel(ChannelBase):
             logger.debug("weixin message ignored: %s", exc)
             return None
         self.remember_context_token(sender, token)
-        outcome, handle = hand_inbound(
-            self,
-            InboundMessage(
-                channel_name=self.name,
-                chat_id=sender,
-                sender_id=sender,
-                text=text,
-                message_id=message_id,
-                attachments=parse_media(message.get("item_list") or ()),
-            ),
-        )
-        if (
-            outcome == "accepted"
-            and message_id
-            and isinstance(handle, RunHandle)  # not a command, not refused by access
-            and self.run_journal.enabled
-        ):
-            record = {"chat": sender, "token": token, "at": self.clock.time()}
-            self.run_journal.record(f"{sender}:{message_id}", record)
+        # the run starts (and a command answers) only once its record is written: a
+        # process killed the moment its agent starts must leave the record behind
+        deferred: list[Callable[[], None]] = []
+        try:
+            outcome, handle = hand_inbound(
+                self,
+                InboundMessage(
+                    channel_name=self.name,
+                    chat_id=sender,
+                    sender_id=sender,
+                    text=text,
+                    message_id=message_id,
+                    attachments=parse_media(message.get("item_list") or ()),
+                ),
+                defer=deferred,
+            )
+            if (
+                outcome == "accepted"
+                and message_id
+                and isinstance(handle, RunHandle)  # not a command, not refused by access
+                and self.run_journal.enabled
+            ):
+                record = {"chat": sender, "token": token, "at": self.clock.time()}
+                self.run_journal.record(f"{sender}:{message_id}", record)
+        finally:
+            for work in deferred:
+                work()
         return handle
 
     def _store_unavailable(self, message: Mapping[str, Any]) -> None:
