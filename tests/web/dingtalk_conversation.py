@@ -128,16 +128,27 @@ def drive_conversation(emulator: DingtalkEmulator) -> None:
     assert "Deploying to Shanghai after Lint, Tests." in views[2]["content"]
     assert views[2]["statusLine"].startswith("Completed · test-model · ")
 
-    calls = emulator.calls()
+    # the emulator records a call once it has answered it, a moment after its view
+    # changed: wait until the last card's terminal write (a final update, or a creation
+    # already completed) is among the recorded calls
+    def recorded() -> list[dict[str, Any]] | None:
+        calls = emulator.calls()
+        last = [
+            c
+            for c in calls
+            if c["path"] in ("/v1.0/card/instances", "/v1.0/card/instances/createAndDeliver")
+            and c["body"].get("outTrackId") == views[2]["id"]
+            and c["body"]["cardData"]["cardParamMap"].get("flowStatus") == "3"
+        ]
+        return calls if last else None
+
+    calls = wait_until(recorded, what="the last card's terminal write to be recorded")
     paths = [(c["method"], c["path"]) for c in calls]
     assert paths[0] == ("POST", "/v1.0/oauth2/accessToken")
     assert all(c["status"] == 200 for c in calls), [c for c in calls if c["status"] != 200]
     creates = [c for c in calls if c["path"] == "/v1.0/card/instances/createAndDeliver"]
-    assert [c["body"]["cardTemplateId"] for c in creates] == [
-        STATUS_TEMPLATE,
-        QUESTION_TEMPLATE,
-        STATUS_TEMPLATE,
-    ]
+    templates = [c["body"]["cardTemplateId"] for c in creates]
+    assert templates == [STATUS_TEMPLATE, QUESTION_TEMPLATE, STATUS_TEMPLATE], templates
     for create in creates:
         assert create["body"]["callbackType"] == "HTTP"
         assert create["body"]["openSpaceId"] == f"dtv1.card//IM_ROBOT.{emulator.user_id}"

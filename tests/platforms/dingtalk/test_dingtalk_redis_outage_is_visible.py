@@ -17,6 +17,7 @@ import pytest
 from channelkit.core.text import MSG_STORE_UNAVAILABLE
 from channelkit.platforms.common.store_watch import EPOCH_KEY, StoreWatch
 from channelkit.runtime import FakeClock
+from channelkit.testing import wait_until
 from channelkit.web.health import health_report
 from cluster_helpers import Bot
 from dingtalk_helpers import ScriptBridge, stop_payload
@@ -122,7 +123,8 @@ def test_an_outage_is_503_and_told_once_per_person_then_a_wiped_store_runs_nothi
     fresh = payload(two, "after", sender="staff-1", msg_id="msg-after")
     assert two.robot_request(fresh).after  # new work resumes
     two.settle()
-    assert prompts == ["hello", "hold", "after"]
+    # settle() waits for the hook pool; the run reaches its agent on the run pool
+    wait_until(lambda: prompts == ["hello", "hold", "after"], what="the new message's run")
     # an outage later is a new outage: the person is told again
     server.stop()
     try:
