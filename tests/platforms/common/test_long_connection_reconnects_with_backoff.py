@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from channelkit.platforms.common.connection import (
     Backoff,
     LongConnection,
@@ -103,3 +104,46 @@ def test_channels_expose_their_connections_and_stop_them_within_the_grace_period
         assert conn.up.wait(10)  # type: ignore[attr-defined]
     assert stop_connections(started, timeout=5.0)
     assert all(c.state().status == "stopped" for c in started)
+
+
+
+_RealThread = threading.Thread
+
+
+def test_a_stop_racing_the_start_joins_a_started_thread_or_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Ctrl+C right after a channel started: stop() ran while start() had made the thread
+    # but not yet started it, and joining it raised "cannot join thread before it is
+    # started" out of the channel's close.
+    creating = threading.Event()
+    release = threading.Event()
+
+    class SlowStart(_RealThread):
+        def start(self) -> None:
+            creating.set()
+            assert release.wait(10)
+            super().start()
+
+    conn = Scripted(failures=0)
+    errors: list[BaseException] = []
+    results: list[bool] = []
+
+    def stop() -> None:
+        try:
+            results.append(conn.stop(5))
+        except BaseException as exc:  # the failure under test
+            errors.append(exc)
+
+    monkeypatch.setattr(threading, "Thread", SlowStart)  # the connection's thread only:
+    starter = _RealThread(target=conn.start, daemon=True)  # helpers are real threads
+    starter.start()
+    assert creating.wait(10)
+    stopper = _RealThread(target=stop, daemon=True)
+    stopper.start()
+    stopper.join(0.2)  # bounded: the stop has had its chance to meet the unstarted thread
+    release.set()
+    starter.join(10)
+    stopper.join(10)
+    assert errors == [] and results == [True]
+    assert conn.state().status == "stopped"

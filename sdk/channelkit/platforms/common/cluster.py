@@ -435,10 +435,9 @@ class Cluster:
         consumer and the renewal timer."""
         self.renew()
         self._submit(lambda: self._run_sweep(True))
-        self._thread = threading.Thread(
-            target=self._consume, name=f"{self.channel}-inbox", daemon=True
-        )
-        self._thread.start()
+        thread = threading.Thread(target=self._consume, name=f"{self.channel}-inbox", daemon=True)
+        thread.start()
+        self._thread = thread  # published started: a racing stop() never joins an unstarted one
         self._schedule()
 
     def _schedule(self) -> None:

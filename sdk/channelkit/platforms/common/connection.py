@@ -165,10 +165,13 @@ class LongConnection:
         with self._lock:
             if self._thread is not None or self._stop.is_set():
                 return
-            self._thread = threading.Thread(
+            thread = threading.Thread(
                 target=self._loop, name=f"channelkit-{self.name}", daemon=True
             )
-            self._thread.start()
+            thread.start()
+            # published only once started, under the lock `stop()` reads it with: a stop
+            # racing this start sees no thread or a started one, never one it cannot join
+            self._thread = thread
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop reading and reconnecting; True when the thread ended within ``timeout``."""
@@ -177,7 +180,8 @@ class LongConnection:
             self.interrupt()
         except Exception:
             logger.debug("%s: interrupt failed", self.name, exc_info=True)
-        thread = self._thread
+        with self._lock:
+            thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
             alive = thread.is_alive()
