@@ -14,7 +14,7 @@ TEST_REQUIRES = [
     "waitress>=3.0",
     # The suite runs its test files in parallel worker processes: most of its time is
     # real waiting (processes starting, servers answering, bounded waits), not CPU.
-    "pytest-xdist>=3.5",
+    "pytest-xdist>=3.6",
 ]
 
 #: The WSGI server the docs and `channelkit serve` use.

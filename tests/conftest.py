@@ -34,6 +34,24 @@ settings.load_profile(
 )
 
 
+#: Markers of the files that take many seconds of real time (a browser, a real agent,
+#: processes started and killed, bursts of hundreds of messages). Their files run first:
+#: pytest-xdist hands out files in collection order, and a 30-second file handed out last
+#: keeps one worker busy while the others have finished (about 30 s at the end of a run).
+START_FIRST_MARKERS = ("slow", "browser", "acp_real")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put the files with a `START_FIRST_MARKERS` test first, each file's tests kept
+    together and in order (a stable sort)."""
+    first = {
+        item.path
+        for item in items
+        if any(item.get_closest_marker(name) for name in START_FIRST_MARKERS)
+    }
+    items.sort(key=lambda item: item.path not in first)
+
+
 @pytest.fixture(scope="session")
 def acme(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """The fixture spec generated into a scratch dir and imported as channelkit.clients.acme."""

@@ -28,6 +28,8 @@ from channelkit.playground import EmulatorServer
 
 from tests.web.serve_process import CommandProcess, channelkit_argv
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_AGENT = ROOT / "tests" / "agents" / "acp_fake_agent.py"
 LIMIT_S = 10.0  # the whole process: start, checks, one line, exit

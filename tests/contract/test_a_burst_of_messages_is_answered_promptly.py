@@ -28,6 +28,8 @@ from channelkit.platforms.common.rate_limit import ChatLimit
 from channelkit.runtime import FakeClock, WorkerPool
 from contract_drivers import DRIVERS, Driver
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 #: Real seconds from the first message to the last answer. The stall it catches is a
 #: minute per wave of waiters (a hook holding its worker until a 59 s wait times out);
 #: the slowest healthy case, 128 runs through a one-worker run pool one after another

@@ -26,6 +26,8 @@ from channelkit.platforms.common.rate_limit import ChatLimit, OutboundLimit
 from contract_drivers import Driver, wait_for
 from contract_harness import Context, new_token
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 PARTS = 8  # segments of the burst (more than the burst of the limits)
 EMULATOR = {"per_second": 2.0, "burst": 4.0}  # the platform's limit, as enforced
 PACED = (1.5, 2.0)  # the channel's pacing: rate, burst (below the enforced limit)

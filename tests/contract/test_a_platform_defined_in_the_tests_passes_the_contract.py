@@ -29,6 +29,8 @@ from plugin_platform import NAME, SPEC
 from plugin_platform.api import TinychatConfig
 from plugin_platform.channel import TinychatChannel
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 

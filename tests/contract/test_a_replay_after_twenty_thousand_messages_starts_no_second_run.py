@@ -34,6 +34,8 @@ from channelkit.platforms.common.shared_dedup import SharedDedup
 from contract_drivers import BOUND_S, DRIVERS
 from contract_harness import Context, known_defect, new_token, open_platform
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 OTHER_MESSAGES = 20_000
 
 

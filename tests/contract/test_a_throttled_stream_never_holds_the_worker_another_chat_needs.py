@@ -28,6 +28,8 @@ from channelkit.platforms.common.rate_limit import OutboundLimit, OutboundPacer
 from contract_drivers import BOUND_S, wait_for
 from contract_harness import Context, new_token
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 TOKEN_S = 1_000.0  # seconds per token of chat A (its stream stays throttled)
 BURST = 5.0  # enough for B's card and answer
 PARTS = 12  # parts A streams, a write each: more than its bursts allow

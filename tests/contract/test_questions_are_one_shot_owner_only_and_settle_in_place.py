@@ -23,6 +23,8 @@ from contract_harness import (
     pending,
 )
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 # -- questions -----------------------------------------------------------------------------------
 
 

@@ -23,6 +23,8 @@ from channelkit.core.text import (
 from contract_drivers import BOUND_S, Driver, wait_for
 from contract_harness import Context, new_token
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 _people = itertools.count(71_000_001)
 
 

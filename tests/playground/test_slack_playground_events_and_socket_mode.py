@@ -33,6 +33,8 @@ from channelkit.playground.demo import DEMO_QUESTIONS
 from channelkit.runtime import FakeClock
 from playground_helpers import callbacks, calls, click, send, view, views, wait
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 LONG = 20.0  # generous bound for a loaded 2-core CI machine
 
 

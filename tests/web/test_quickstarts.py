@@ -38,6 +38,8 @@ from channelkit.playground import CallbackDelivery, DingtalkEmulator, EmulatorSe
 from channelkit.testing import wait_until as poll_until
 from dingtalk_conversation import APP_KEY, APP_SECRET, CARD_SECRET, click_until, wait_until
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 HTTP_WAIT = 30.0  # seconds a conversation step may take across the servers
 POLL = 0.05  # the pause between polls of the emulator's HTTP state

@@ -29,6 +29,8 @@ from channelkit.playground.ws_gateway import WsGateway
 from channelkit.testing import wait_until
 from serve_process import CommandProcess
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 HERE = Path(__file__).resolve().parent
 WAIT = 30.0  # generous bounds for a loaded 2-core machine; each case takes a few seconds
 GRACE_S = 8.0

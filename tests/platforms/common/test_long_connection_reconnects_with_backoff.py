@@ -106,7 +106,6 @@ def test_channels_expose_their_connections_and_stop_them_within_the_grace_period
     assert all(c.state().status == "stopped" for c in started)
 
 
-
 _RealThread = threading.Thread
 
 

@@ -20,6 +20,8 @@ from channelkit.playground.server import EmulatorServer
 from channelkit.playground.telegram import GROUP_CHAT_ID
 from channelkit.testing import ScriptContext, ScriptedBridge, wait_until
 
+pytestmark = pytest.mark.slow  # many seconds of real time: its file starts first
+
 TOKEN = "123456:rate-limit-token"
 BOT = "channelkit_limits_bot"
 SECRET = "rate-limit-secret"
