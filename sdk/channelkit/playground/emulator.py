@@ -195,8 +195,8 @@ Deliver = Callable[[str, Mapping[str, str], bytes], CallbackDelivery]
 
 #: The emulators' one connection pool for callbacks (urllib3's pools are thread-safe).
 #: A callback made through ``requests.post`` built a session per call and read the
-#: process environment for proxies each time, twice the CPU of the call itself; a
-#: callback to the SDK on this machine never goes through a proxy.
+#: process environment for proxies each time (about half again the CPU of a callback);
+#: a callback to the SDK on this machine never goes through a proxy.
 _CALLBACK_POOL = urllib3.PoolManager(num_pools=32, maxsize=16)
 
 
