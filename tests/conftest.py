@@ -52,6 +52,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda item: item.path not in first)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before pytest-xdist starts its workers, write the tests' rewritten bytecode once
+    (`bytecode_warmup`)."""
+    from tests.bytecode_warmup import warm_before_workers
+
+    warm_before_workers(session.config)
+
+
 @pytest.fixture(scope="session")
 def acme(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """The fixture spec generated into a scratch dir and imported as channelkit.clients.acme."""
