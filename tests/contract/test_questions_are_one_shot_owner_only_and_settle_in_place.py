@@ -150,11 +150,15 @@ def test_a_second_question_in_the_same_run_gets_the_text_prompt(ctx: Context) ->
     ctx.script.fn = two
     d.send("two")
     wait_for(lambda: len(d.pg.channel.pending_request_ids()) == 2, "both questions pending")
+    # a question is pending once the channel holds it; its prompt is posted right after
+    wait_for(
+        lambda: [p for p in d.prompts() if not p.native],
+        lambda: f"the second question's text prompt: {d.bot_views()}",
+        tick=d.tick,
+    )
     d.settle()
     natives = [p for p in d.prompts() if p.native and p.state == "pending"]
     assert len(natives) == 1, natives  # at most one native input per run
-    texts = [p for p in d.prompts() if not p.native]
-    assert texts, f"the second question has no text prompt: {d.bot_views()}"
     d.send("/cancel")
     ctx.script.outcome()
 
