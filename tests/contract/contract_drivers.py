@@ -301,6 +301,9 @@ class Driver:
 
     #: a chat of the platform other than the emulated one (its id's shape)
     other_chat: ClassVar[str] = "other-chat"
+    #: where the live message of a segment holds at most this many characters and the
+    #: rest of a longer final answer is posted as new messages (None: no such limit)
+    live_message_limit: ClassVar[int | None] = None
     #: the ingress path a person's message is delivered to (HTTP ingress)
     message_path: ClassVar[str] = ""
 
@@ -1066,6 +1069,7 @@ class DiscordDriver(Driver):
     everyone_forms = ("@everyone", "@here")
     indicator_paths = ("/typing",)
     sender_attribute = "user_id"
+    live_message_limit = 2_000  # a message's content
 
     def redeliver_last_message(self) -> int:
         """The same ``MESSAGE_CREATE`` dispatched again (Discord redelivers an event the
