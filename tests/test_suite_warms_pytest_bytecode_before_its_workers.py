@@ -23,6 +23,20 @@ def bytecode_env() -> dict[str, str]:
     return env
 
 
+def two_workers(root: Path) -> str:
+    """Run the scratch suite under ``root`` in two workers (it must pass); its output."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "suite"],
+        cwd=root,
+        env={**bytecode_env(), "WARMUP_PROBE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
 def scratch_suite(tmp_path: Path) -> Path:
     suite = tmp_path / "suite"
     (suite / "inner").mkdir(parents=True)
@@ -72,25 +86,8 @@ def test_a_parallel_run_on_cold_bytecode_warms_it_before_its_workers_start(
         "        cold = rewritten_bytecode_missing([Path(__file__).parent / 'suite'])\n"
         f"        Path({str(probe)!r}).write_text(f'warmed={{warmed}} cold={{cold}}')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "suite"],
-        cwd=tmp_path,
-        env={**bytecode_env(), "WARMUP_PROBE": "1"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 passed" in done.stdout
+    assert "2 passed" in two_workers(tmp_path)
     assert probe.read_text() == "warmed=True cold=False"
     # warm now: the next run collects nothing ahead
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "suite"],
-        cwd=tmp_path,
-        env={**bytecode_env(), "WARMUP_PROBE": "1"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in two_workers(tmp_path)
     assert probe.read_text() == "warmed=False cold=False"
