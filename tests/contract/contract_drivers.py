@@ -301,9 +301,11 @@ class Driver:
 
     #: a chat of the platform other than the emulated one (its id's shape)
     other_chat: ClassVar[str] = "other-chat"
-    #: where the live message of a segment holds at most this many characters and the
-    #: rest of a longer final answer is posted as new messages (None: no such limit)
-    live_message_limit: ClassVar[int | None] = None
+    @property
+    def live_message_limit(self) -> int | None:
+        """Where the live message of a segment holds at most this many characters and the
+        rest of a longer final answer is posted as new messages (None: no such limit)."""
+        return None
     #: the ingress path a person's message is delivered to (HTTP ingress)
     message_path: ClassVar[str] = ""
 
@@ -1069,7 +1071,12 @@ class DiscordDriver(Driver):
     everyone_forms = ("@everyone", "@here")
     indicator_paths = ("/typing",)
     sender_attribute = "user_id"
-    live_message_limit = 2_000  # a message's content
+
+    @property
+    def live_message_limit(self) -> int | None:
+        from channelkit.platforms.discord.output import MAX_CONTENT
+
+        return MAX_CONTENT
 
     def redeliver_last_message(self) -> int:
         """The same ``MESSAGE_CREATE`` dispatched again (Discord redelivers an event the
