@@ -74,6 +74,13 @@ def admins(ctx: Context, *people: str) -> None:
     ctx.driver.pg.channel.access.update(AccessConfig.from_mapping({"admins": list(people)}))
 
 
+def runs_ended(d: Driver) -> None:
+    """Wait until the chat's runs have left the run table. A segment shows its terminal
+    state a moment before its run is taken off the table, and ``/new`` and ``/status``
+    judge by the table: sent in between, ``/new`` is refused as busy (seen under load)."""
+    assert d.pg.channel.wait_idle(BOUND_S), "the runs did not end"
+
+
 def shows(d: Driver, text: str) -> None:
     wait_for(lambda: text in d.chat_texts(), lambda: f"{text!r} in {d.chat_texts()}", tick=d.tick)
 
@@ -157,6 +164,7 @@ def test_new_makes_the_next_message_start_a_new_agent_session(ops: Context) -> N
     d.send(f"two {token}")
     d.wait_segment(f"answer two {token}", "completed")
     assert agent.session_of("one") == agent.session_of("two")  # one conversation so far
+    runs_ended(d)
     d.send("/new")
     shows(d, MSG_NEW_SESSION)
     d.send(f"three {token}")
@@ -198,6 +206,7 @@ def test_status_reports_the_running_run_and_the_queued_message(ops: Context) -> 
     agent.release.set()
     d.wait_segment(f"answer first-hold {token}", "completed")
     d.wait_segment(f"answer second {token}", "completed")
+    runs_ended(d)
     d.send("/status")
     shows(d, MSG_STATUS_IDLE.format(scope=MSG_STATUS_OWN))
 
