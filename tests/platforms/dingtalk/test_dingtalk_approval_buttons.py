@@ -107,6 +107,42 @@ def test_cancel_selects_the_agents_reject_option() -> None:
         h.close()
 
 
+def test_the_cards_own_answer_is_shown_as_its_answer_not_as_another_surfaces() -> None:
+    """Answered on the card, the card ends as a question card answered there does; the
+    outcome line (``❌ Reject``) is for a request answered elsewhere (/deny). Which one
+    shows must not depend on whether the request's outcome was recorded before the
+    card's end was written (under load it often was, and the card's own answer then
+    read as another surface's)."""
+    for choice in ("Reject", "Allow", None):
+        h = AdapterHarness(script_with(OPTIONS))
+        try:
+            # DingTalk shows the card before createAndDeliver answers, and the owner
+            # answers it then: the answer is recorded before the card's end is written
+            h.api.gates["create"] = created = threading.Event()
+            h.send("go", sender=OWNER)
+            track = h.wait_for(lambda h=h: h.question_tracks())[0]
+            click(h, track, choice)
+            h.wait_for(lambda h=h: h.bridge.responses)
+            created.set()
+            h.idle()
+            assert len(h.bridge.responses) == 1
+            shown = terminal(h, track)
+            assert "❌" not in shown.get("question_desc", "")
+            assert "✅" not in shown.get("question_desc", "")
+            assert shown["card_status"] == ("cancelled" if choice is None else "submitted")
+        finally:
+            h.close()
+    # answered elsewhere, the card names the winner
+    h, track = start()
+    try:
+        h.send("/deny", sender=OWNER)
+        h.idle()
+        shown = terminal(h, track)
+        assert "❌" in str(shown.get("question_desc", "")), shown
+    finally:
+        h.close()
+
+
 def test_a_foreign_user_is_refused_and_the_owner_still_decides() -> None:
     h, track = start()
     try:

@@ -115,6 +115,13 @@ class PermissionAsQuestion:
         header = ctx.title
         self.questions = (_Question(ANSWER_KEY, header, ctx.explanation or header, choices),)
         self.submit_option_id = "permission"
+        self._won = threading.Event()
+
+    @property
+    def answered_here(self) -> bool:
+        """True once the card's own answer (Submit or Cancel) won the request: its end
+        state then shows that answer, not the outcome line of another surface."""
+        return self._won.is_set()
 
     @property
     def request_id(self) -> str:
@@ -151,7 +158,13 @@ class PermissionAsQuestion:
         return None
 
     def respond(self, response: Mapping[str, Any]) -> bool:
-        """The card's answer as the agent's option (one-shot)."""
+        """The card's answer as the agent's option (one-shot); True when it won."""
+        won = self._respond(response)
+        if won:
+            self._won.set()
+        return won
+
+    def _respond(self, response: Mapping[str, Any]) -> bool:
         outcome = response.get("outcome") or {}
         if outcome.get("outcome") == "selected":
             chosen = (response.get("answers") or {}).get(ANSWER_KEY)
@@ -224,10 +237,16 @@ class ApprovalCardApi:
         return describe_outcome(outcome, texts)
 
     def update_instance(self, out_track_id: str, card_param_map: Mapping[str, Any]) -> None:
-        """The card's end state, naming the winner when another surface answered."""
+        """The card's end state, naming the winner when another surface answered.
+
+        The card's own answer keeps the card's end state (its answer shown), however
+        soon the request's outcome is recorded: that is decided by the answer itself,
+        before the card ends, not by which write comes first."""
         tomb = self._registry.tombstone(out_track_id)
         with self._lock:
             wrapper = self._live.pop(tomb.request_id, None) if tomb is not None else None
+        if wrapper is not None and wrapper.answered_here:
+            wrapper = None
         outcome = wrapper.ctx.outcome() if wrapper is not None else None
         if wrapper is not None and outcome is not None and outcome.kind != "expired":
             card_param_map = {
