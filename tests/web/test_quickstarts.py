@@ -236,23 +236,34 @@ class _Run:
                 assert done.returncode == 0, f"{page}: {body}\n{done.stdout}{done.stderr}"
                 self.outputs.append(done.stdout)
             elif kind == "server":
-                log = (self.cwd / f"server-{len(self.servers)}.log").open("w")
-                self.servers.append(
-                    subprocess.Popen(
-                        ["bash", "-c", body],
-                        cwd=self.cwd,
-                        env=self.env,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        text=True,
-                        start_new_session=True,
-                    )
+                path = self.cwd / f"server-{len(self.servers)}.log"
+                log = path.open("w")
+                server = subprocess.Popen(
+                    ["bash", "-c", body],
+                    cwd=self.cwd,
+                    env=self.env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    start_new_session=True,
                 )
+                self.servers.append(server)
+                self.wait_said_something(server, path, f"{page}: {body.strip()}")
             elif kind == "setting":
                 self.settings.append(body)
 
     outputs: list[str]
     settings: list[str]
+
+    def wait_said_something(self, server: subprocess.Popen[str], log: Path, what: str) -> None:
+        """Wait, as a person does before the next step, until a server just started has
+        printed its first line (the emulator its URL, ``serve`` its channels) or exited:
+        on a loaded machine the next block (``serve`` checking its credentials against
+        the emulator) could otherwise start before the emulator listens."""
+        deadline = time.monotonic() + 60
+        while not log.read_text(errors="replace").strip() and server.poll() is None:
+            assert time.monotonic() < deadline, f"{what} printed nothing in 60 s"
+            time.sleep(0.05)
 
     def wait_up(self, url: str, what: str) -> None:
         deadline = time.monotonic() + 60

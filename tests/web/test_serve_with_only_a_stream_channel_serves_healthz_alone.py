@@ -102,7 +102,8 @@ def test_serve_with_only_a_stream_channel_serves_healthz_alone_and_reports_the_c
         )
         (entry,) = report["channels"].values()
         assert entry["connections"][0]["attempt"] == 0
-        assert gateway.counts["connections"] == 2
+        # the bot sees the handshake done a moment before the gateway counts it
+        assert gateway.wait_connected(WAIT, connections=2) and gateway.counts["connections"] == 2
 
         serve.signal(signal.SIGTERM)
         assert serve.wait(timeout=GRACE_S + 20) == 0, (serve.stdout, serve.stderr)
