@@ -1,6 +1,6 @@
 """tox plugin of this project (tox 4 loads `toxfile.py` from the project root by itself).
 
-It does two things, with nothing for the person running tox to set:
+It does three things, with nothing for the person running tox to set:
 
 1. **Finds every installed Python.** tox looks for `python3.X` on `PATH`. With pyenv, `PATH`
    holds pyenv's shims, which run only the versions pyenv has selected (`pyenv global`,
@@ -11,6 +11,12 @@ It does two things, with nothing for the person running tox to set:
 2. **Says which Pythons ran.** The `pythons` environment, last in `env_list`, logs one line
    naming the Python test environments (`py310`, `py311`, ...) that ran, with their interpreter,
    and those skipped, with the reason; it fails when fewer than two ran.
+3. **Shares the cores when the environments run in parallel.** Each Python's suite runs in
+   `CHANNELKIT_TEST_WORKERS` pytest workers, six by default (tox.ini), which keeps two cores
+   busy when the suites run one after another. Under `tox -p` (the README's command runs
+   every environment at once) the plugin sets the variable, when it is unset, to
+   `parallel_test_workers()`: six workers shared by the suites that run at once, at least two
+   each.
 
 The helpers below import nothing from tox (only `pluggy`, which pytest also depends on), so
 `tests/test_tox_finds_every_python.py` checks them without tox installed.
@@ -41,6 +47,14 @@ impl = pluggy.HookimplMarker("tox")
 
 #: The environment that reports which Python test environments ran.
 REPORT_ENV = "pythons"
+#: The variable tox.ini reads for the number of pytest workers of one Python's suite.
+WORKERS_VARIABLE = "CHANNELKIT_TEST_WORKERS"
+#: Workers of one suite running alone (tox.ini's default), shared by suites run at once.
+SERIAL_WORKERS = 6
+#: The fewest workers a suite gets when suites run at once.
+MINIMUM_WORKERS = 2
+#: The Python test environments of the project (py310 ... py313).
+PYTHON_TEST_ENVS = 4
 #: How many Python test environments must run for the report environment to pass.
 MINIMUM_PYTHONS = 2
 
@@ -122,6 +136,20 @@ def python_test_env(name: str) -> bool:
     return _PYTHON_TEST_ENV.fullmatch(name) is not None
 
 
+def parallel_test_workers(parallel: int | None, pythons: int = PYTHON_TEST_ENVS) -> int | None:
+    """Pytest workers per Python suite when tox runs ``parallel`` environments at once.
+
+    ``parallel`` is tox's parsed ``--parallel``: ``None`` for ``all``, a number of
+    environments otherwise, ``0`` when they run one after another (then ``None``: tox.ini's
+    default applies). The `SERIAL_WORKERS` are shared by the suites that can run at once,
+    at least `MINIMUM_WORKERS` each: ``-p all`` with four Pythons gives 2, ``-p 2`` gives 3.
+    """
+    if parallel == 0:
+        return None
+    at_once = pythons if parallel is None else max(1, min(parallel, pythons))
+    return max(MINIMUM_WORKERS, SERIAL_WORKERS // at_once)
+
+
 @dataclass(frozen=True)
 class EnvResult:
     """What became of one Python test environment."""
@@ -196,9 +224,16 @@ RESULTS = Results()
 
 @impl
 def tox_add_core_config(core_conf: ConfigSet, state: State) -> None:
-    """Add pyenv's interpreters to the interpreters tox tries first."""
+    """Add pyenv's interpreters to the interpreters tox tries first, and under ``tox -p``
+    give each Python's suite its share of the workers (unless the variable is set)."""
     del core_conf
     options: Any = state.conf.options
+    parallel = getattr(options, "parallel", 0)
+    if WORKERS_VARIABLE not in os.environ and (parallel is None or isinstance(parallel, int)):
+        workers = parallel_test_workers(parallel)
+        if workers is not None:
+            # read by tox.ini's {env:CHANNELKIT_TEST_WORKERS:6} when the commands load
+            os.environ[WORKERS_VARIABLE] = str(workers)
     discover = getattr(options, "discover", None)
     if not isinstance(discover, list):
         return

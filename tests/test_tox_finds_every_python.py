@@ -146,6 +146,37 @@ def test_the_recorded_results_keep_each_envs_first_outcome_in_version_order() ->
     assert not toxfile.python_test_env("lint")
 
 
+def test_suites_run_at_once_share_six_workers_at_least_two_each() -> None:
+    assert toxfile.parallel_test_workers(0) is None  # one after another: tox.ini's default
+    assert toxfile.parallel_test_workers(None) == 2  # -p all, four Pythons
+    assert toxfile.parallel_test_workers(4) == 2
+    assert toxfile.parallel_test_workers(3) == 2
+    assert toxfile.parallel_test_workers(2) == 3  # -p auto on two cores
+    assert toxfile.parallel_test_workers(1) == 6
+    assert toxfile.parallel_test_workers(16) == 2  # more slots than Pythons
+    assert toxfile.parallel_test_workers(None, pythons=2) == 3
+
+
+def test_under_tox_p_the_workers_variable_is_set_unless_it_already_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PYENV_ROOT", "/nonexistent")
+
+    def configure(parallel: object) -> str | None:
+        options = SimpleNamespace(discover=[], parallel=parallel)
+        toxfile.tox_add_core_config(
+            core_conf=None, state=SimpleNamespace(conf=SimpleNamespace(options=options))
+        )
+        return os.environ.get(toxfile.WORKERS_VARIABLE)
+
+    monkeypatch.setenv(toxfile.WORKERS_VARIABLE, "")  # restored after the test, set or not
+    monkeypatch.delenv(toxfile.WORKERS_VARIABLE)
+    assert configure(0) is None  # `tox` without -p: tox.ini's six
+    assert configure(None) == "2"  # `tox -p all`
+    monkeypatch.setenv(toxfile.WORKERS_VARIABLE, "5")
+    assert configure(None) == "5"  # the person's own number wins
+
+
 def test_the_projects_tox_ini_reports_last_after_every_python_env() -> None:
     text = (ROOT / "tox.ini").read_text(encoding="utf-8")
     env_list = re.search(r"^env_list\s*=\s*(.+)$", text, flags=re.M)
@@ -178,11 +209,13 @@ commands =
 """
 
 
-def _run_tox(tmp_path: Path, pyenv_root: Path) -> subprocess.CompletedProcess[str]:
+def _run_tox(
+    tmp_path: Path, pyenv_root: Path, *args: str, tox_ini: str = SMALL_TOX_INI
+) -> subprocess.CompletedProcess[str]:
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "toxfile.py", project / "toxfile.py")
-    (project / "tox.ini").write_text(SMALL_TOX_INI)
+    (project / "tox.ini").write_text(tox_ini)
     empty_bin = tmp_path / "bin"  # no python3.X on PATH: only discovery finds them
     empty_bin.mkdir()
     env = {
@@ -193,7 +226,7 @@ def _run_tox(tmp_path: Path, pyenv_root: Path) -> subprocess.CompletedProcess[st
         "VIRTUALENV_NO_SEED": "1",  # nothing is installed: no pip in the environments
     }
     return subprocess.run(
-        [sys.executable, "-m", "tox", "--workdir", str(tmp_path / "work")],
+        [sys.executable, "-m", "tox", "--workdir", str(tmp_path / "work"), *args],
         cwd=project,
         env=env,
         capture_output=True,
@@ -242,3 +275,39 @@ def test_tox_fails_and_says_why_when_fewer_than_two_pythons_ran(tmp_path: Path) 
         assert f"{name} (could not find python interpreter with spec(s): {name})" in line
     assert "Fewer than 2 Python versions ran the tests" in line
     assert re.search(r"^  pythons: FAIL", out, flags=re.M), out
+
+
+PARALLEL_TOX_INI = """\
+[tox]
+env_list = py310, py311, py312, py313, pythons
+skip_missing_interpreters = true
+
+[testenv]
+skip_install = true
+pass_env = CHANNELKIT_*
+parallel_show_output = true
+commands = python -c "import os; print('workers', os.environ['CHANNELKIT_TEST_WORKERS'])"
+
+[testenv:pythons]
+depends = py310, py311, py312, py313
+commands =
+"""
+
+
+@pytest.mark.slow
+def test_tox_p_all_shows_each_envs_output_and_gives_each_suite_two_workers(
+    tmp_path: Path,
+) -> None:
+    """The README's `tox -p all`: every Python at once, each suite with two workers, and
+    the `pythons` line still shown (a parallel run hides a passing env's output unless the
+    env sets parallel_show_output)."""
+    pytest.importorskip("tox")
+    wanted = _wanted_interpreters()
+    if len(wanted) < 2:
+        pytest.skip("needs two of Python 3.10-3.13 installed by pyenv")
+    result = _run_tox(tmp_path, toxfile.pyenv_root(), "-p", "all", tox_ini=PARALLEL_TOX_INI)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    line = next(x for x in out.splitlines() if "Python test environments:" in x)
+    assert f"{len(wanted)} ran: " in line, line
+    assert out.count("workers 2") == len(wanted), out
