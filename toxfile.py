@@ -16,7 +16,8 @@ It does three things, with nothing for the person running tox to set:
    busy when the suites run one after another. Under `tox -p` (the README's command runs
    every environment at once) the plugin sets the variable, when it is unset, to
    `parallel_test_workers()`: six workers shared by the suites that run at once, at least two
-   each.
+   each; the suite that also runs the real-agent tests (py311) gets one more
+   (`CHANNELKIT_AGENT_TEST_WORKERS`), as one of its workers mostly waits on the agent.
 
 The helpers below import nothing from tox (only `pluggy`, which pytest also depends on), so
 `tests/test_tox_finds_every_python.py` checks them without tox installed.
@@ -49,6 +50,9 @@ impl = pluggy.HookimplMarker("tox")
 REPORT_ENV = "pythons"
 #: The variable tox.ini reads for the number of pytest workers of one Python's suite.
 WORKERS_VARIABLE = "CHANNELKIT_TEST_WORKERS"
+#: The variable tox.ini reads first for the suite that also runs the real-agent tests
+#: (py311): those keep one worker waiting on the agent for about two minutes.
+AGENT_WORKERS_VARIABLE = "CHANNELKIT_AGENT_TEST_WORKERS"
 #: Workers of one suite running alone (tox.ini's default), shared by suites run at once.
 SERIAL_WORKERS = 6
 #: The fewest workers a suite gets when suites run at once.
@@ -234,6 +238,7 @@ def tox_add_core_config(core_conf: ConfigSet, state: State) -> None:
         if workers is not None:
             # read by tox.ini's {env:CHANNELKIT_TEST_WORKERS:6} when the commands load
             os.environ[WORKERS_VARIABLE] = str(workers)
+            os.environ.setdefault(AGENT_WORKERS_VARIABLE, str(workers + 1))
     discover = getattr(options, "discover", None)
     if not isinstance(discover, list):
         return

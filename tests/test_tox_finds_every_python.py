@@ -169,12 +169,17 @@ def test_under_tox_p_the_workers_variable_is_set_unless_it_already_is(
         )
         return os.environ.get(toxfile.WORKERS_VARIABLE)
 
-    monkeypatch.setenv(toxfile.WORKERS_VARIABLE, "")  # restored after the test, set or not
-    monkeypatch.delenv(toxfile.WORKERS_VARIABLE)
+    for name in (toxfile.WORKERS_VARIABLE, toxfile.AGENT_WORKERS_VARIABLE):
+        monkeypatch.setenv(name, "")  # restored after the test, set or not
+        monkeypatch.delenv(name)
     assert configure(0) is None  # `tox` without -p: tox.ini's six
+    assert os.environ.get(toxfile.AGENT_WORKERS_VARIABLE) is None
     assert configure(None) == "2"  # `tox -p all`
+    assert os.environ[toxfile.AGENT_WORKERS_VARIABLE] == "3"  # the real agent's suite
+    monkeypatch.delenv(toxfile.AGENT_WORKERS_VARIABLE)
     monkeypatch.setenv(toxfile.WORKERS_VARIABLE, "5")
-    assert configure(None) == "5"  # the person's own number wins
+    assert configure(None) == "5"  # the person's own number wins, for every suite
+    assert os.environ.get(toxfile.AGENT_WORKERS_VARIABLE) is None
 
 
 def test_the_projects_tox_ini_reports_last_after_every_python_env() -> None:
