@@ -199,19 +199,24 @@ def test_the_projects_tox_ini_reports_last_after_every_python_env() -> None:
 
 # --- the real tox over a small project using the plugin ------------------------------------
 
-SMALL_TOX_INI = """\
-[tox]
-env_list = py310, py311, py312, py313, pythons
-skip_missing_interpreters = true
 
-[testenv]
-skip_install = true
-commands = python -c "import sys; print('running', sys.version_info[:2])"
+def _small_tox_ini(testenv: str) -> str:
+    """A project of the four Python envs and `pythons`, whose ``[testenv]`` is ``testenv``."""
+    return (
+        "[tox]\n"
+        "env_list = py310, py311, py312, py313, pythons\n"
+        "skip_missing_interpreters = true\n\n"
+        f"[testenv]\n{testenv}\n\n"
+        "[testenv:pythons]\n"
+        "depends = py310, py311, py312, py313\n"
+        "commands =\n"
+    )
 
-[testenv:pythons]
-depends = py310, py311, py312, py313
-commands =
-"""
+
+SMALL_TOX_INI = _small_tox_ini(
+    "skip_install = true\n"
+    "commands = python -c \"import sys; print('running', sys.version_info[:2])\""
+)
 
 
 def _run_tox(
@@ -282,21 +287,12 @@ def test_tox_fails_and_says_why_when_fewer_than_two_pythons_ran(tmp_path: Path) 
     assert re.search(r"^  pythons: FAIL", out, flags=re.M), out
 
 
-PARALLEL_TOX_INI = """\
-[tox]
-env_list = py310, py311, py312, py313, pythons
-skip_missing_interpreters = true
-
-[testenv]
-skip_install = true
-pass_env = CHANNELKIT_*
-parallel_show_output = true
-commands = python -c "import os; print('workers', os.environ['CHANNELKIT_TEST_WORKERS'])"
-
-[testenv:pythons]
-depends = py310, py311, py312, py313
-commands =
-"""
+PARALLEL_TOX_INI = _small_tox_ini(
+    "skip_install = true\n"
+    "pass_env = CHANNELKIT_*\n"
+    "parallel_show_output = true\n"
+    "commands = python -c \"import os; print('workers', os.environ['CHANNELKIT_TEST_WORKERS'])\""
+)
 
 
 @pytest.mark.slow
