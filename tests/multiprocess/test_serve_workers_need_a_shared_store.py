@@ -117,7 +117,9 @@ def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
         for _ in range(6):  # the shared socket answers, whichever worker accepts
             wait_until(healthy, timeout=30, what="/healthz answers")
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        status = proc.wait(30)
+        log.flush()
+        assert status == 0, (tmp_path / "serve.log").read_text(errors="replace")[-4000:]
     finally:
         if proc.poll() is None:
             proc.kill()
