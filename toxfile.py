@@ -13,8 +13,8 @@ It does three things, with nothing for the person running tox to set:
    and those skipped, with the reason; it fails when fewer than two ran.
 3. **Shares the cores when the environments run in parallel.** Each Python's suite runs in
    `CHANNELKIT_TEST_WORKERS` pytest workers, six by default (tox.ini), which keeps two cores
-   busy when the suites run one after another. Under `tox -p` (the README's command runs
-   every environment at once) the plugin sets the variable, when it is unset, to
+   busy when the suites run one after another. Under `tox -p` (`tox -p all` runs every
+   environment at once) the plugin sets the variable, when it is unset, to
    `parallel_test_workers()`: six workers shared by the suites that run at once, at least two
    each; the suite that also runs the real-agent tests (py311) gets one more
    (`CHANNELKIT_AGENT_TEST_WORKERS`), as one of its workers mostly waits on the agent.
