@@ -110,7 +110,10 @@ class _Workers:
                 self.spawn(index)
 
     def stop(self, grace: float) -> int:
-        """SIGTERM every worker, wait ``grace`` + 5 s, kill the rest; 0 when all exited 0."""
+        """SIGTERM every worker, wait ``grace`` + 5 s, kill the rest; 0 when all stopped
+        cleanly: exited 0, or ended by that SIGTERM itself, which happens to a worker
+        still starting (before ``serve`` handles the signal it has built nothing to
+        close)."""
         self.stopping.set()
         for proc in self.procs.values():
             if proc.poll() is None:
@@ -123,7 +126,7 @@ class _Workers:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 code = proc.wait()
-            if code != 0:
+            if code not in (0, -signal.SIGTERM):
                 status = 1
         return status
 

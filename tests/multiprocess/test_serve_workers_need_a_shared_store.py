@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -72,12 +75,34 @@ def test_several_workers_without_waitress_name_the_serve_extra(
     assert "channelkit[serve]" in err
 
 
-def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
-    tmp_path: Path, redis_server: Any
-) -> None:
-    namespace = f"workers-{uuid.uuid4().hex[:8]}"
+def read_lines(stream: Any, count: int, marker: str, timeout: float) -> list[str]:
+    """Read ``stream`` (a text pipe, perhaps with lines already buffered) on a thread
+    until ``count`` lines containing ``marker`` came or ``timeout`` seconds passed;
+    returns those lines."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stream:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    found: list[str] = []
+    deadline = time.monotonic() + timeout
+    while len(found) < count and time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        if marker in line:
+            found.append(line.strip())
+    return found
+
+
+def start_two_workers(tmp_path: Path, redis_url: str, namespace: str) -> subprocess.Popen[str]:
+    """``channelkit serve --workers 2`` on port 0 with ``state.redis`` (``namespace``);
+    the workers' logs go to ``tmp_path/serve.log`` (never a full pipe)."""
     state = {
-        "redis": {"url": redis_server.url, "namespace": namespace},
+        "redis": {"url": redis_url, "namespace": namespace},
         "instanceName": "bot",
         "leaseRenewSeconds": 1,
         "leaseExpirySeconds": 5,
@@ -86,14 +111,41 @@ def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
     env = {**os.environ, "PYTHONPATH": str(ROOT / "sdk")}
     argv = ["serve", "--config", str(path), "--workers", "2", "--port", "0", "--grace", "5"]
     argv.append("--skip-startup-checks")  # made-up credentials: nothing to ask a platform
-    log = (tmp_path / "serve.log").open("w")  # the workers' logs: never a full pipe
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "channelkit", *argv],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        env=env,
-    )
+    with (tmp_path / "serve.log").open("w") as log:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "channelkit", *argv],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=env,
+        )
+
+
+def test_a_sigterm_while_the_workers_start_stops_serve_cleanly(
+    tmp_path: Path, redis_server: Any
+) -> None:
+    """SIGTERM as soon as ``serve`` prints its address: the workers are still starting
+    (importing, before they handle the signal) and end by that SIGTERM. That is a clean
+    stop (exit 0): they had built nothing to close. It was exit 1."""
+    proc = start_two_workers(tmp_path, redis_server.url, f"early-{uuid.uuid4().hex[:8]}")
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert "2 workers on http://127.0.0.1:" in first, first
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(30)
+        assert status == 0, (tmp_path / "serve.log").read_text(errors="replace")[-4000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
+    tmp_path: Path, redis_server: Any
+) -> None:
+    namespace = f"workers-{uuid.uuid4().hex[:8]}"
+    proc = start_two_workers(tmp_path, redis_server.url, namespace)
     store = open_store({"redis": {"url": redis_server.url, "namespace": namespace}})
     try:
         assert proc.stdout is not None
@@ -116,13 +168,14 @@ def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
 
         for _ in range(6):  # the shared socket answers, whichever worker accepts
             wait_until(healthy, timeout=30, what="/healthz answers")
+        # SIGTERM once both serve (a worker still starting is not what this stops)
+        serving = read_lines(proc.stdout, 2, "waitress listening", 60)
+        assert len(serving) == 2, serving
         proc.send_signal(signal.SIGTERM)
         status = proc.wait(30)
-        log.flush()
         assert status == 0, (tmp_path / "serve.log").read_text(errors="replace")[-4000:]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
         store.close()
-        log.close()
