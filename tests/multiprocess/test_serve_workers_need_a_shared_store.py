@@ -121,6 +121,28 @@ def start_two_workers(tmp_path: Path, redis_url: str, namespace: str) -> subproc
         )
 
 
+def serving_at(proc: subprocess.Popen[str]) -> str:
+    """The URL ``serve --workers 2`` prints first (once its socket is bound)."""
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert "2 workers on http://127.0.0.1:" in first, first
+    return first.strip().rsplit(" ", 1)[-1]
+
+
+def stops_cleanly_on_sigterm(proc: subprocess.Popen[str], tmp_path: Path) -> None:
+    """SIGTERM ``serve``: it exits 0 (else the failure shows the workers' log)."""
+    proc.send_signal(signal.SIGTERM)
+    status = proc.wait(30)
+    assert status == 0, (tmp_path / "serve.log").read_text(errors="replace")[-4000:]
+
+
+def killed(proc: subprocess.Popen[str]) -> None:
+    """Kill ``proc`` if it still runs (a failed test's cleanup)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(10)
+
+
 def test_a_sigterm_while_the_workers_start_stops_serve_cleanly(
     tmp_path: Path, redis_server: Any
 ) -> None:
@@ -129,16 +151,10 @@ def test_a_sigterm_while_the_workers_start_stops_serve_cleanly(
     stop (exit 0): they had built nothing to close. It was exit 1."""
     proc = start_two_workers(tmp_path, redis_server.url, f"early-{uuid.uuid4().hex[:8]}")
     try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert "2 workers on http://127.0.0.1:" in first, first
-        proc.send_signal(signal.SIGTERM)
-        status = proc.wait(30)
-        assert status == 0, (tmp_path / "serve.log").read_text(errors="replace")[-4000:]
+        serving_at(proc)
+        stops_cleanly_on_sigterm(proc, tmp_path)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        killed(proc)
 
 
 def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
@@ -148,10 +164,7 @@ def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
     proc = start_two_workers(tmp_path, redis_server.url, namespace)
     store = open_store({"redis": {"url": redis_server.url, "namespace": namespace}})
     try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert "2 workers on http://127.0.0.1:" in first, first
-        url = first.strip().rsplit(" ", 1)[-1]
+        url = serving_at(proc)
 
         def leases() -> list[Any]:
             return [store.get(k) for k in store.scan("helpdesk:lease:")]
@@ -171,11 +184,7 @@ def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
         # SIGTERM once both serve (a worker still starting is not what this stops)
         serving = read_lines(proc.stdout, 2, "waitress listening", 60)
         assert len(serving) == 2, serving
-        proc.send_signal(signal.SIGTERM)
-        status = proc.wait(30)
-        assert status == 0, (tmp_path / "serve.log").read_text(errors="replace")[-4000:]
+        stops_cleanly_on_sigterm(proc, tmp_path)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+        killed(proc)
         store.close()
