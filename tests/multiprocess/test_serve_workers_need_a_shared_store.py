@@ -5,13 +5,7 @@ with ``state.redis`` N processes serve one port (each holds its own lease in Red
 from __future__ import annotations
 
 import json
-import os
-import queue
 import signal
-import subprocess
-import sys
-import threading
-import time
 import urllib.request
 import uuid
 from pathlib import Path
@@ -21,6 +15,8 @@ import pytest
 from channelkit import cli
 from channelkit.state import open_store
 from channelkit.testing import wait_until
+
+from tests.web.serve_process import CommandProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,32 +71,9 @@ def test_several_workers_without_waitress_name_the_serve_extra(
     assert "channelkit[serve]" in err
 
 
-def read_lines(stream: Any, count: int, marker: str, timeout: float) -> list[str]:
-    """Read ``stream`` (a text pipe, perhaps with lines already buffered) on a thread
-    until ``count`` lines containing ``marker`` came or ``timeout`` seconds passed;
-    returns those lines."""
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        for line in stream:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    found: list[str] = []
-    deadline = time.monotonic() + timeout
-    while len(found) < count and time.monotonic() < deadline:
-        try:
-            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            break
-        if marker in line:
-            found.append(line.strip())
-    return found
-
-
-def start_two_workers(tmp_path: Path, redis_url: str, namespace: str) -> subprocess.Popen[str]:
-    """``channelkit serve --workers 2`` on port 0 with ``state.redis`` (``namespace``);
-    the workers' logs go to ``tmp_path/serve.log`` (never a full pipe)."""
+def start_two_workers(tmp_path: Path, redis_url: str, namespace: str) -> CommandProcess:
+    """``channelkit serve --workers 2`` on port 0 with ``state.redis`` (``namespace``),
+    its output read on threads (never a full pipe)."""
     state = {
         "redis": {"url": redis_url, "namespace": namespace},
         "instanceName": "bot",
@@ -108,39 +81,21 @@ def start_two_workers(tmp_path: Path, redis_url: str, namespace: str) -> subproc
         "leaseExpirySeconds": 5,
     }
     path = write(tmp_path, state)
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "sdk")}
     argv = ["serve", "--config", str(path), "--workers", "2", "--port", "0", "--grace", "5"]
     argv.append("--skip-startup-checks")  # made-up credentials: nothing to ask a platform
-    with (tmp_path / "serve.log").open("w") as log:  # the child keeps its own descriptor
-        return subprocess.Popen(
-            [sys.executable, "-m", "channelkit", *argv],
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            env=env,
-        )
+    return CommandProcess(argv, pythonpath=[ROOT / "sdk"])
 
 
-def serving_at(proc: subprocess.Popen[str]) -> str:
+def serving_at(proc: CommandProcess) -> str:
     """The URL ``serve --workers 2`` prints first (once its socket is bound)."""
-    assert proc.stdout is not None
-    first = proc.stdout.readline()
-    assert "2 workers on http://127.0.0.1:" in first, first
-    return first.strip().rsplit(" ", 1)[-1]
+    return proc.wait_for_line(r"2 workers on (http://127\.0\.0\.1:\d+)").group(1)
 
 
-def stops_cleanly_on_sigterm(proc: subprocess.Popen[str], tmp_path: Path) -> None:
+def stops_cleanly_on_sigterm(proc: CommandProcess) -> None:
     """SIGTERM ``serve``: it exits 0 (else the failure shows the workers' log)."""
-    proc.send_signal(signal.SIGTERM)
+    proc.signal(signal.SIGTERM)
     status = proc.wait(30)
-    assert status == 0, (tmp_path / "serve.log").read_text(errors="replace")[-4000:]
-
-
-def killed(proc: subprocess.Popen[str]) -> None:
-    """Kill ``proc`` if it still runs (a failed test's cleanup)."""
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait(10)
+    assert status == 0, "".join(proc.stderr)[-4000:]
 
 
 def test_a_sigterm_while_the_workers_start_stops_serve_cleanly(
@@ -152,9 +107,9 @@ def test_a_sigterm_while_the_workers_start_stops_serve_cleanly(
     proc = start_two_workers(tmp_path, redis_server.url, f"early-{uuid.uuid4().hex[:8]}")
     try:
         serving_at(proc)
-        stops_cleanly_on_sigterm(proc, tmp_path)
+        stops_cleanly_on_sigterm(proc)
     finally:
-        killed(proc)
+        proc.kill()
 
 
 def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
@@ -182,9 +137,9 @@ def test_two_workers_share_one_port_and_the_store_and_stop_on_sigterm(
         for _ in range(6):  # the shared socket answers, whichever worker accepts
             wait_until(healthy, timeout=30, what="/healthz answers")
         # SIGTERM once both serve (a worker still starting is not what this stops)
-        serving = read_lines(proc.stdout, 2, "waitress listening", 60)
-        assert len(serving) == 2, serving
-        stops_cleanly_on_sigterm(proc, tmp_path)
+        for _ in range(2):
+            proc.wait_for_line("waitress listening")
+        stops_cleanly_on_sigterm(proc)
     finally:
-        killed(proc)
+        proc.kill()
         store.close()
