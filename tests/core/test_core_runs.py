@@ -14,6 +14,7 @@ from channelkit.core import (
 )
 from channelkit.errors import ConfigurationError
 from channelkit.testing import (
+    WAIT,
     RecordingChannel,
     ScriptedBridge,
     boundary,
@@ -234,17 +235,21 @@ def test_session_scopes(channel_factory):
 
 
 def test_runs_of_one_session_are_serialized(channel_factory):
-    release = threading.Event()
+    release, first_called = threading.Event(), threading.Event()
     calls: list[str] = []
 
     def script(_sid, text):
         calls.append(text)
+        first_called.set()
         return [gate(release)] if text == "first" else [final("second done")]
 
     ch = channel_factory(ScriptedBridge(script))
     h1 = ch.handle_inbound(inbound("first"))
     h2 = ch.handle_inbound(inbound("second"))
     assert ch.wait_for(lambda c: len(c.events) >= 1)
+    # the first run is inside its bridge (its first event can show before the bridge is
+    # called); the second waits for it
+    assert first_called.wait(WAIT)
     assert not h2.done() and calls == ["first"]
     release.set()
     assert h1.result().status == "completed"
