@@ -134,6 +134,7 @@ setup(
             "flask>=2.3",
             "django>=4.2",
             "tox>=4.11",
+            "tox-uv>=1.29",
             "ruff==0.8.6",
             "mypy==2.4.1",
             "types-requests",

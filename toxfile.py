@@ -7,7 +7,9 @@ It does three things, with nothing for the person running tox to set:
    `PYENV_VERSION`), so the other installed versions looked missing and their environments were
    skipped. The plugin adds pyenv's interpreters (`$PYENV_ROOT`, else `pyenv root`, else
    `~/.pyenv`: the newest patch release of each `3.X` under `versions/`) to tox's `--discover`
-   list, after any given on the command line. Without pyenv it adds nothing.
+   list, after any given on the command line, and their directories to the end of `PATH`,
+   where `uv` looks when the `tox-uv` plugin creates the environments (uv is also told
+   never to download a Python: only installed ones run). Without pyenv it adds nothing.
 2. **Says which Pythons ran.** The `pythons` environment, last in `env_list`, logs one line
    naming the Python test environments (`py310`, `py311`, ...) that ran, with their interpreter,
    and those skipped, with the reason; it fails when fewer than two ran.
@@ -154,6 +156,38 @@ def parallel_test_workers(parallel: int | None, pythons: int = PYTHON_TEST_ENVS)
     return max(MINIMUM_WORKERS, SERIAL_WORKERS // at_once)
 
 
+def path_with(path: str, interpreters: Iterable[Path]) -> str:
+    """``path`` (a `PATH` value) with the directories of ``interpreters`` appended, each
+    once and only when not already there."""
+    parts = [part for part in path.split(os.pathsep) if part]
+    for exe in interpreters:
+        directory = str(exe.parent)
+        if directory not in parts:
+            parts.append(directory)
+    return os.pathsep.join(parts)
+
+
+def venv_interpreter(env_dir: Path) -> str | None:
+    """``"3.X.Y at /path/to/python3.X"`` of the base interpreter of the virtual environment
+    in ``env_dir``, read from its ``pyvenv.cfg`` (None when it says neither)."""
+    try:
+        text = (env_dir / "pyvenv.cfg").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    values = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            values[key.strip().lower()] = value.strip()
+    version = values.get("version_info") or values.get("version")
+    home = values.get("home")
+    if not version or not home:
+        return None
+    release = ".".join(version.split(".")[:3])
+    major_minor = ".".join(release.split(".")[:2])
+    return f"{release} at {Path(home) / f'python{major_minor}'}"
+
+
 @dataclass(frozen=True)
 class EnvResult:
     """What became of one Python test environment."""
@@ -239,10 +273,16 @@ def tox_add_core_config(core_conf: ConfigSet, state: State) -> None:
             # read by tox.ini's {env:CHANNELKIT_TEST_WORKERS:6} when the commands load
             os.environ[WORKERS_VARIABLE] = str(workers)
             os.environ.setdefault(AGENT_WORKERS_VARIABLE, str(workers + 1))
+    found = pyenv_interpreters(pyenv_root())
+    # tox-uv's runner asks `uv` for `cpython3.X`, and uv looks on PATH, not in --discover:
+    # the interpreters' own directories go after everything already there (pyenv's shims
+    # keep answering for the versions pyenv selected), and uv never downloads a Python.
+    os.environ["PATH"] = path_with(os.environ.get("PATH", ""), found)
+    os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
     discover = getattr(options, "discover", None)
     if not isinstance(discover, list):
         return
-    for exe in pyenv_interpreters(pyenv_root()):
+    for exe in found:
         if str(exe) not in discover:
             discover.append(str(exe))
 
@@ -256,9 +296,15 @@ def tox_after_run_commands(tox_env: ToxEnv, exit_code: int, outcomes: list[Any])
         return
     detail = "interpreter unknown"
     base = getattr(tox_env, "base_python", None)
-    if base is not None:
+    executable = base.extra.get("executable") if base is not None else None
+    if base is not None and executable:
         version = ".".join(str(part) for part in tuple(base.version_info)[:3])
-        detail = f"{version} at {base.extra.get('executable', '?')}"
+        detail = f"{version} at {executable}"
+    else:
+        # tox-uv's runner knows only the version it asked uv for: the environment's
+        # pyvenv.cfg names the interpreter uv chose
+        env_dir = getattr(tox_env, "env_dir", None)
+        detail = (venv_interpreter(Path(env_dir)) if env_dir else None) or detail
     RESULTS.record(EnvResult(name, ran=True, detail=detail, exit_code=exit_code))
 
 
@@ -270,9 +316,21 @@ def tox_env_teardown(tox_env: ToxEnv) -> None:
         return
     reason = "stopped before its commands (see its log above)"
     try:
-        getattr(tox_env, "base_python", None)
+        base = getattr(tox_env, "base_python", None)
     except Exception as exc:  # tox's Skip or NoInterpreter: the interpreter is missing
         reason = str(exc) or type(exc).__name__
+    else:
+        # tox-uv's runner knows the version only; uv, asked for it, found no interpreter
+        # when no environment was made
+        env_dir = getattr(tox_env, "env_dir", None)
+        if (
+            base is not None
+            and not base.extra.get("executable")
+            and env_dir is not None
+            and venv_interpreter(Path(env_dir)) is None
+        ):
+            version = ".".join(str(part) for part in tuple(base.version_info)[:2])
+            reason = f"uv found no Python {version} on PATH (pyenv's versions included)"
     RESULTS.record(EnvResult(name, ran=False, detail=reason))
 
 

@@ -161,6 +161,8 @@ def test_under_tox_p_the_workers_variable_is_set_unless_it_already_is(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PYENV_ROOT", "/nonexistent")
+    monkeypatch.setenv("PATH", os.environ.get("PATH", ""))  # restored after the test
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "never")
 
     def configure(parallel: object) -> str | None:
         options = SimpleNamespace(discover=[], parallel=parallel)
@@ -180,6 +182,56 @@ def test_under_tox_p_the_workers_variable_is_set_unless_it_already_is(
     monkeypatch.setenv(toxfile.WORKERS_VARIABLE, "5")
     assert configure(None) == "5"  # the person's own number wins, for every suite
     assert os.environ.get(toxfile.AGENT_WORKERS_VARIABLE) is None
+
+
+def test_pyenvs_interpreter_directories_go_on_path_after_what_is_there_for_uv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tox-uv's runner asks uv for `cpython3.X`, which uv looks for on PATH only: pyenv's
+    interpreters go there, after the shims (which keep the versions pyenv selected), and
+    uv is told not to download a Python the machine does not have."""
+    root = tmp_path / "pyenv"
+    py310 = _fake_interpreter(root, "3.10.13")
+    py313 = _fake_interpreter(root, "3.13.0")
+    shims = str(root / "shims")
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("PATH", os.pathsep.join([shims, str(py310.parent)]))
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "")
+    monkeypatch.delenv("UV_PYTHON_DOWNLOADS")
+    options = SimpleNamespace(discover=[], parallel=0)
+    state = SimpleNamespace(conf=SimpleNamespace(options=options))
+
+    toxfile.tox_add_core_config(core_conf=None, state=state)
+
+    parts = os.environ["PATH"].split(os.pathsep)
+    assert parts == [shims, str(py310.parent), str(py313.parent)]  # each directory once
+    assert options.discover == [str(py313), str(py310)]
+    assert os.environ["UV_PYTHON_DOWNLOADS"] == "never"
+    monkeypatch.setenv("UV_PYTHON_DOWNLOADS", "automatic")  # the person's own choice wins
+    toxfile.tox_add_core_config(core_conf=None, state=state)
+    assert os.environ["UV_PYTHON_DOWNLOADS"] == "automatic"
+    assert os.environ["PATH"].split(os.pathsep) == parts
+
+
+def test_the_report_names_the_interpreter_an_environment_was_made_from(tmp_path: Path) -> None:
+    """tox-uv knows only the version it asked for; the environment's pyvenv.cfg (uv's and
+    virtualenv's shapes) names the interpreter, as the report shows it."""
+    uv_env, virtualenv_env = tmp_path / "uv", tmp_path / "virtualenv"
+    uv_env.mkdir()
+    virtualenv_env.mkdir()
+    (uv_env / "pyvenv.cfg").write_text(
+        "home = /opt/pyenv/versions/3.12.1/bin\nimplementation = CPython\n"
+        "uv = 0.13.9\nversion_info = 3.12.1\n"
+    )
+    (virtualenv_env / "pyvenv.cfg").write_text(
+        "home = /usr/bin\nimplementation = CPython\nversion_info = 3.10.13.final.0\n"
+        "virtualenv = 21.1.0\n"
+    )
+    assert toxfile.venv_interpreter(uv_env) == "3.12.1 at /opt/pyenv/versions/3.12.1/bin/python3.12"
+    assert toxfile.venv_interpreter(virtualenv_env) == "3.10.13 at /usr/bin/python3.10"
+    assert toxfile.venv_interpreter(tmp_path / "missing") is None
+    (uv_env / "pyvenv.cfg").write_text("implementation = CPython\n")
+    assert toxfile.venv_interpreter(uv_env) is None
 
 
 def test_the_projects_tox_ini_reports_last_after_every_python_env() -> None:
@@ -219,15 +271,32 @@ SMALL_TOX_INI = _small_tox_ini(
 )
 
 
+#: tox's own runner (virtualenv) and tox-uv's (uv finds the interpreters on PATH):
+#: the README's command installs tox-uv; plain tox must keep working.
+RUNNERS = [
+    "virtualenv",
+    pytest.param(
+        "uv-venv-runner",
+        marks=pytest.mark.skipif(
+            importlib.util.find_spec("tox_uv") is None, reason="tox-uv is not installed"
+        ),
+    ),
+]
+
+
 def _run_tox(
-    tmp_path: Path, pyenv_root: Path, *args: str, tox_ini: str = SMALL_TOX_INI
+    tmp_path: Path,
+    pyenv_root: Path,
+    *args: str,
+    runner: str = "virtualenv",
+    tox_ini: str = SMALL_TOX_INI,
 ) -> subprocess.CompletedProcess[str]:
     project = tmp_path / "project"
     project.mkdir()
     shutil.copy(ROOT / "toxfile.py", project / "toxfile.py")
     (project / "tox.ini").write_text(tox_ini)
     empty_bin = tmp_path / "bin"  # no python3.X on PATH: only discovery finds them
-    empty_bin.mkdir()
+    empty_bin.mkdir(exist_ok=True)
     env = {
         "PATH": str(empty_bin),
         "HOME": str(tmp_path / "home"),
@@ -236,7 +305,16 @@ def _run_tox(
         "VIRTUALENV_NO_SEED": "1",  # nothing is installed: no pip in the environments
     }
     return subprocess.run(
-        [sys.executable, "-m", "tox", "--workdir", str(tmp_path / "work"), *args],
+        [
+            sys.executable,
+            "-m",
+            "tox",
+            "--runner",
+            runner,
+            "--workdir",
+            str(tmp_path / "work"),
+            *args,
+        ],
         cwd=project,
         env=env,
         capture_output=True,
@@ -251,12 +329,13 @@ def _wanted_interpreters() -> list[Path]:
 
 
 @pytest.mark.slow
-def test_tox_runs_every_pyenv_python_with_nothing_set(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_tox_runs_every_pyenv_python_with_nothing_set(tmp_path: Path, runner: str) -> None:
     pytest.importorskip("tox")
     wanted = _wanted_interpreters()
     if len(wanted) < 2:
         pytest.skip("needs two of Python 3.10-3.13 installed by pyenv")
-    result = _run_tox(tmp_path, toxfile.pyenv_root())
+    result = _run_tox(tmp_path, toxfile.pyenv_root(), runner=runner)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     line = next(x for x in out.splitlines() if "Python test environments:" in x)
@@ -269,20 +348,31 @@ def test_tox_runs_every_pyenv_python_with_nothing_set(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_tox_fails_and_says_why_when_fewer_than_two_pythons_ran(tmp_path: Path) -> None:
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_tox_fails_and_says_why_when_fewer_than_two_pythons_ran(
+    tmp_path: Path, runner: str
+) -> None:
     pytest.importorskip("tox")
     own = f"py{sys.version_info[0]}{sys.version_info[1]}"
     if own not in {"py310", "py311", "py312", "py313"}:
         pytest.skip("the interpreter running tox must be one of 3.10-3.13")
     empty_root = tmp_path / "no-pythons-here"
     (empty_root / "versions").mkdir(parents=True)
-    result = _run_tox(tmp_path, empty_root)
+    # only the interpreter running tox, on PATH (uv looks there; virtualenv also knows it
+    # as the one running)
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / f"python{version}").symlink_to(sys.executable)
+    result = _run_tox(tmp_path, empty_root, runner=runner)
     out = result.stdout + result.stderr
     assert result.returncode != 0, out
     line = next(x for x in out.splitlines() if "Python test environments:" in x)
     assert f"1 ran: {own} (" in line, line
     for name in {"py310", "py311", "py312", "py313"} - {own}:
-        assert f"{name} (could not find python interpreter with spec(s): {name})" in line
+        if runner == "virtualenv":
+            assert f"{name} (could not find python interpreter with spec(s): {name})" in line
+        else:
+            assert f"{name} (uv found no Python {name[2]}.{name[3:]} on PATH" in line, line
     assert "Fewer than 2 Python versions ran the tests" in line
     assert re.search(r"^  pythons: FAIL", out, flags=re.M), out
 
@@ -296,8 +386,9 @@ PARALLEL_TOX_INI = _small_tox_ini(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("runner", RUNNERS)
 def test_tox_p_all_shows_each_envs_output_and_gives_each_suite_two_workers(
-    tmp_path: Path,
+    tmp_path: Path, runner: str
 ) -> None:
     """The README's `tox -p all`: every Python at once, each suite with two workers, and
     the `pythons` line still shown (a parallel run hides a passing env's output unless the
@@ -306,7 +397,9 @@ def test_tox_p_all_shows_each_envs_output_and_gives_each_suite_two_workers(
     wanted = _wanted_interpreters()
     if len(wanted) < 2:
         pytest.skip("needs two of Python 3.10-3.13 installed by pyenv")
-    result = _run_tox(tmp_path, toxfile.pyenv_root(), "-p", "all", tox_ini=PARALLEL_TOX_INI)
+    result = _run_tox(
+        tmp_path, toxfile.pyenv_root(), "-p", "all", runner=runner, tox_ini=PARALLEL_TOX_INI
+    )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     line = next(x for x in out.splitlines() if "Python test environments:" in x)
