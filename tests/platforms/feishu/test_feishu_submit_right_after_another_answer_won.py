@@ -9,6 +9,7 @@ from typing import Any
 
 from channelkit.platforms.common.claims import StateCell
 from channelkit.platforms.feishu.api import FeishuApi
+from channelkit.testing import wait_until
 from feishu_helpers import FakeFeishu
 from test_feishu_answer_races import ALREADY_ANSWERED, LABELS, _direct, question_round
 
@@ -47,6 +48,8 @@ def test_a_submit_claiming_just_after_the_winner_settled_ends_in_the_winners_sta
         terminal = r.form_terminal()  # no clock advance: it must not wait for the deadline
         assert LABELS["expired"] in terminal and LABELS["submitted"] not in terminal
         assert len(r.agent_calls) == 1
+        # the notice goes out on its own after the race, not before the terminal card
+        wait_until(lambda: ALREADY_ANSWERED in r.texts(), what="the already-answered notice")
         assert r.texts().count(ALREADY_ANSWERED) == 1
     finally:
         r.close()
