@@ -350,7 +350,13 @@ def test_qwen_write_file_permission_denied_by_the_dingtalk_cancel_button_gets_it
             "the run to end after the rejection",
             TURN_TIMEOUT,
         )
-        card = pg.emulator.state()["views"][prompt["id"]]
+
+        def ended() -> dict[str, Any] | None:
+            view = pg.emulator.state()["views"][prompt["id"]]
+            return dict(view) if view["state"] != "pending" else None
+
+        # the card's end is written on its own lane: it can land after the run ended
+        card = _wait(pg, qwen, ended, "the card's end", EDIT_TIMEOUT)
         assert card["state"] == "cancelled" and not card["actions"], card  # shows the deny
         assert not target.exists()
         assert answers == [REJECT_ANSWER]
