@@ -220,6 +220,19 @@ def _pick_engine(preferred: str) -> str | None:
     return None
 
 
+def _say(text: str, *, err: bool = False) -> None:
+    """Write ``text`` and its newline to stdout (stderr: ``err``) in one call, flushed.
+
+    The workers of ``serve --workers N`` share one terminal or pipe. `print()` writes the
+    text and the newline apart, so with unbuffered output (``PYTHONUNBUFFERED``, ``-u``)
+    another worker's line could land between them and two lines run together; one write
+    of a short line to a pipe is never split.
+    """
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
+
 def _bind_error(host: str, port: int, exc: OSError) -> ConfigurationError:
     reason = exc.strerror or str(exc) or type(exc).__name__
     return ConfigurationError(f"cannot listen on {host}:{port}: {reason}")
@@ -249,7 +262,7 @@ def run_server(engine: str, app: Any, host: str, port: int, threads: int) -> Non
         ]
         for address, bound in listen:
             shown = f"[{address}]" if ":" in str(address) else address
-            print(f"channelkit serve: waitress listening on http://{shown}:{bound}", flush=True)
+            _say(f"channelkit serve: waitress listening on http://{shown}:{bound}")
         try:
             server.run()
         finally:
@@ -268,7 +281,7 @@ def run_server(engine: str, app: Any, host: str, port: int, threads: int) -> Non
         def load(self) -> Any:
             return app
 
-    print(f"channelkit serve: gunicorn on http://{host}:{port}", flush=True)
+    _say(f"channelkit serve: gunicorn on http://{host}:{port}")
     _Gunicorn().run()
 
 
@@ -321,17 +334,16 @@ def _startup_checks_pass(
     report = run_startup_checks(config, bridge, timeout=timeout, stop_at_first_failure=not every)
     for result in report.results:
         if result.status == "failed":
-            print(f"channelkit {command}: {result.line}", file=sys.stderr, flush=True)
+            _say(f"channelkit {command}: {result.line}", err=True)
         elif every:
             label = "checked" if result.status == OK else "not checked"
-            print(f"{label}: {result.line}", flush=True)
+            _say(f"{label}: {result.line}")
     if report.ok and not every:
         checked = [r.subject or r.line.partition(":")[0] for r in report.results if r.status == OK]
         skipped = [r.subject or "" for r in report.results if r.status != OK]
-        print(
+        _say(
             f"channelkit {command}: start-up checks passed: {', '.join(checked) or 'none'}"
-            + (f"; not checked: {', '.join(skipped)}" if skipped else ""),
-            flush=True,
+            + (f"; not checked: {', '.join(skipped)}" if skipped else "")
         )
     return report.ok
 
@@ -444,18 +456,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 max_body_bytes=int(config.options.get("maxBodyBytes", MAX_BODY_BYTES)),
             )
             paths = ", ".join(path for path, _ in app.dispatcher.routes())
-            print(f"channelkit serve: {_summary(config)}; routes: {paths}", flush=True)
+            _say(f"channelkit serve: {_summary(config)}; routes: {paths}")
             service.start()
             if args.admin_port is not None:  # pairing answers on 127.0.0.1 (web/admin.py)
                 from channelkit.web.admin import AdminEndpoint
 
                 admin = AdminEndpoint(service.channels, admin_token, port=args.admin_port)
-                print(f"channelkit serve: admin endpoint on {admin.url}", flush=True)
+                _say(f"channelkit serve: admin endpoint on {admin.url}")
             run_server(engine, app, host, port, threads)
         except KeyboardInterrupt:
             pass
         except ConfigurationError as exc:
-            print(f"channelkit serve: {exc}", file=sys.stderr)
+            _say(f"channelkit serve: {exc}", err=True)
             status = 2
         finally:
             signals.stopping = True
