@@ -8,11 +8,13 @@ docs/deployment.md).
 from __future__ import annotations
 
 import logging
+import random
 import signal
 import socket
 import socketserver
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
@@ -29,11 +31,50 @@ def _interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+#: Where `free_port()` looks first: from here up to the start of the OS's ephemeral range.
+_LOWEST_CHOSEN_PORT = 10_000
+_EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_ATTEMPTS = 64
+_random = random.Random()
+
+
+def _ephemeral_port_floor(path: Path = _EPHEMERAL_RANGE_FILE) -> int | None:
+    """The lowest port the OS hands to outgoing connections (Linux's
+    ``ip_local_port_range``), or None where that is not known."""
+    try:
+        low = int(path.read_text(encoding="ascii").split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return low if 0 < low <= 65_535 else None
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago."""
+    """A port that was free a moment ago, for a server that binds it later.
+
+    Chosen below the OS's ephemeral range when that range is known (Linux): the OS gives
+    ports of that range to outgoing connections, so a port it picked (``bind(0)``) could
+    be taken by any connection before the server binds it; below the range only another
+    program choosing the same number can. Where the range is unknown, or no free port
+    turns up below it, the OS picks.
+    """
+    floor = _ephemeral_port_floor()
+    if floor is not None and floor > _LOWEST_CHOSEN_PORT:
+        for _ in range(_ATTEMPTS):
+            port = _random.randrange(_LOWEST_CHOSEN_PORT, floor)
+            if _bindable(host, port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
