@@ -40,6 +40,8 @@ __all__ = [
 ]
 
 IDEMPOTENT_METHODS = frozenset({"GET", "PUT", "DELETE", "HEAD", "OPTIONS"})
+#: The jitter's own generator: the application's `random` state is neither used nor moved.
+_JITTER = random.Random()
 
 
 def is_idempotent(method: str, marked: bool = False) -> bool:
@@ -128,7 +130,7 @@ class RetryPolicy:
     retry_after_cap: float = 30.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     clock: Callable[[], float] = field(default=time.time, repr=False)
-    jitter: Callable[[], float] = field(default=random.random, repr=False)
+    jitter: Callable[[], float] = field(default=_JITTER.random, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:

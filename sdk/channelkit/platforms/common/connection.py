@@ -49,6 +49,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+#: The jitter's own generator: the application's `random` state is neither used nor moved.
+_JITTER = random.Random()
 
 Status = Literal["idle", "connecting", "connected", "reconnecting", "stopped"]
 
@@ -82,7 +84,7 @@ class Backoff:
         base: float = 0.5,
         cap: float = 30.0,
         *,
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] = _JITTER.random,
     ) -> None:
         if base < 0 or cap < 0:
             raise ValueError("base and cap: must not be negative")

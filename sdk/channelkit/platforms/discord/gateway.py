@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+#: The jitter's own generator: the application's `random` state is neither used nor moved.
+_JITTER = random.Random()
 
 #: The gateway Discord serves (API v10, JSON frames).
 DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg/?v=10&encoding=json"
@@ -130,8 +132,9 @@ class DiscordGateway(WebSocketConnection):
 
     ``token`` is the bot token (without ``Bot ``); ``on_dispatch(name, data)`` receives
     the ``events`` dispatches; ``scheduler`` holds the heartbeat timers (its clock is the
-    connection's clock). ``jitter()`` returns the fraction of the first heartbeat interval
-    to wait (default ``random.random``). ``wait`` and ``backoff`` are `LongConnection`'s
+    connection's clock). ``jitter()`` returns a fraction in [0, 1): of the first heartbeat
+    interval to wait, and of the 1-5 s spread before a re-identify (default: a generator of
+    its own, not the `random` module's). ``wait`` and ``backoff`` are `LongConnection`'s
     (tests inject a ``wait`` that returns at once); ``wait`` also spends the 1-5 s before
     a re-identify.
     """
@@ -146,7 +149,7 @@ class DiscordGateway(WebSocketConnection):
         intents: int = DEFAULT_INTENTS,
         events: Collection[str] = DEFAULT_EVENTS,
         name: str = "discord-gateway",
-        jitter: Callable[[], float] = random.random,
+        jitter: Callable[[], float] = _JITTER.random,
         backoff: Backoff | None = None,
         wait: Callable[[threading.Event, float], bool] | None = None,
         open_timeout: float = 10.0,
@@ -348,7 +351,7 @@ class DiscordGateway(WebSocketConnection):
                 self._forget_session()
                 logger.info("[%s] Discord invalidated the session: identifying anew", self.name)
                 # Discord asks for a random 1-5 s before the next identify
-                if self._wait(self._stop, 1.0 + 4.0 * random.random()):
+                if self._wait(self._stop, 1.0 + 4.0 * self._jitter()):
                     return "disconnect"
             else:
                 logger.info("[%s] Discord invalidated the connection: resuming", self.name)
