@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from channelkit.platforms.dingtalk.questions import ALREADY_ANSWERED_TEXT
+from channelkit.testing import wait_until
 from test_dingtalk_answer_races import direct_answer, start_question
 
 
@@ -33,6 +34,10 @@ def test_a_submit_claiming_just_after_the_winner_settled_ends_in_the_winners_sta
         assert terminal["card_status"] == "expired"
         assert terminal["question_desc"] == "Resolved outside this card."
         assert len(r.h.bridge.responses) == 1
+        # the notice goes out on its own after the race, not before the terminal card
+        wait_until(
+            lambda: ALREADY_ANSWERED_TEXT in r.h.api.texts(), what="the already-answered notice"
+        )
         assert r.h.api.texts().count(ALREADY_ANSWERED_TEXT) == 1
     finally:
         r.close()

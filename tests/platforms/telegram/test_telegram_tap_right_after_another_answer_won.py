@@ -9,6 +9,7 @@ from typing import Any
 
 import requests_mock as rm
 from channelkit.platforms.telegram.questions import LABEL_EXPIRED, TEXT_ALREADY_ANSWERED
+from channelkit.testing import wait_until
 
 from tests.platforms.telegram.test_telegram_answer_races import _direct, question_round
 
@@ -36,6 +37,8 @@ def test_a_tap_claiming_just_after_the_winner_settled_ends_in_the_winners_state(
         terminal = r.terminal_edit()  # no clock advance: it must not wait for the deadline
         assert LABEL_EXPIRED in terminal  # answered elsewhere: the keyboard is closed
         assert r.outcome == [{"0": "elsewhere"}] and len(r.agent_calls) == 1
+        # the notice goes out on its own after the race, not before the terminal edit
+        wait_until(lambda: TEXT_ALREADY_ANSWERED in r.texts(), what="the already-answered notice")
         assert r.texts().count(TEXT_ALREADY_ANSWERED) == 1
     finally:
         r.close()
