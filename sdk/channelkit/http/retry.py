@@ -36,12 +36,19 @@ __all__ = [
     "RetryPolicy",
     "failed_before_sending",
     "is_idempotent",
+    "jitter",
     "parse_retry_after",
 ]
 
 IDEMPOTENT_METHODS = frozenset({"GET", "PUT", "DELETE", "HEAD", "OPTIONS"})
-#: The jitter's own generator: the application's `random` state is neither used nor moved.
 _JITTER = random.Random()
+
+
+def jitter() -> float:
+    """A fraction in [0, 1) for spreading retries and reconnects, from the SDK's own
+    generator: the application's `random` state is neither used nor moved (the default
+    jitter of `RetryPolicy`, the long connections' `Backoff` and the Discord Gateway)."""
+    return _JITTER.random()
 
 
 def is_idempotent(method: str, marked: bool = False) -> bool:
@@ -130,7 +137,7 @@ class RetryPolicy:
     retry_after_cap: float = 30.0
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
     clock: Callable[[], float] = field(default=time.time, repr=False)
-    jitter: Callable[[], float] = field(default=_JITTER.random, repr=False)
+    jitter: Callable[[], float] = field(default=jitter, repr=False)
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:

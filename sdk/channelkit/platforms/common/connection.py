@@ -27,13 +27,13 @@ stops them within its grace period.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from channelkit.errors import AuthError
+from channelkit.http import retry
 from channelkit.observability import hub
 from channelkit.runtime.clock import Clock, SystemClock
 
@@ -49,8 +49,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-#: The jitter's own generator: the application's `random` state is neither used nor moved.
-_JITTER = random.Random()
 
 Status = Literal["idle", "connecting", "connected", "reconnecting", "stopped"]
 
@@ -84,7 +82,7 @@ class Backoff:
         base: float = 0.5,
         cap: float = 30.0,
         *,
-        jitter: Callable[[], float] = _JITTER.random,
+        jitter: Callable[[], float] = retry.jitter,
     ) -> None:
         if base < 0 or cap < 0:
             raise ValueError("base and cap: must not be negative")

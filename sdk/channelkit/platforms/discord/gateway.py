@@ -43,12 +43,12 @@ from __future__ import annotations
 import json
 import logging
 import platform
-import random
 import threading
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from channelkit.errors import AuthError, ConfigurationError, TransportError
+from channelkit.http import retry
 from channelkit.ingress import loads_json
 from channelkit.platforms.common.connection import Backoff
 from channelkit.platforms.common.websocket import WebSocketConnection, silent_logger
@@ -69,8 +69,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-#: The jitter's own generator: the application's `random` state is neither used nor moved.
-_JITTER = random.Random()
 
 #: The gateway Discord serves (API v10, JSON frames).
 DEFAULT_GATEWAY_URL = "wss://gateway.discord.gg/?v=10&encoding=json"
@@ -149,7 +147,7 @@ class DiscordGateway(WebSocketConnection):
         intents: int = DEFAULT_INTENTS,
         events: Collection[str] = DEFAULT_EVENTS,
         name: str = "discord-gateway",
-        jitter: Callable[[], float] = _JITTER.random,
+        jitter: Callable[[], float] = retry.jitter,
         backoff: Backoff | None = None,
         wait: Callable[[threading.Event, float], bool] | None = None,
         open_timeout: float = 10.0,
