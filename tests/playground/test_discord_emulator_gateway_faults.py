@@ -22,11 +22,19 @@ from channelkit.runtime.scheduler import Scheduler
 TOKEN = "playground-discord-bot-token"
 
 
-def until(predicate: Callable[[], object], what: str, timeout: float = 10.0) -> None:
-    """Wait (bounded) for something the connection threads do."""
+def until(
+    predicate: Callable[[], object],
+    what: str,
+    timeout: float = 10.0,
+    state: Callable[[], str] | None = None,
+) -> None:
+    """Wait (bounded) for something the connection threads do; a timeout says what
+    ``state()`` shows then."""
     deadline = time.monotonic() + timeout
     while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() >= deadline:
+            shown = f"; {state()}" if state is not None else ""
+            raise AssertionError(f"timed out waiting for {what}{shown}")
         threading.Event().wait(0.01)
 
 
@@ -65,9 +73,29 @@ class Rig:
         _, result = self.emulator.send_user_message(text)
         assert result.status == 200, result
 
+    def until(self, predicate: Callable[[], object], what: str) -> None:
+        """`until()`, showing both ends' counters and the messages seen on a timeout."""
+        until(predicate, what, state=self.describe)
+
+    def describe(self) -> str:
+        client = _copy(self.client.counts) if self.client is not None else None
+        gateway = _copy(self.emulator.gateway.counts)
+        return f"gateway {gateway}, client {client}, messages {self.seen()}"
+
     def wait_messages(self, count: int) -> list[str]:
-        until(lambda: len(self.seen()) >= count, f"{count} messages (now {self.seen()})")
+        self.until(lambda: len(self.seen()) >= count, f"{count} messages")
         return self.seen()
+
+
+def _copy(counts: Mapping[str, int]) -> dict[str, int]:
+    """A copy of counters another thread may be adding to (a retry if one was added
+    while copying)."""
+    for _ in range(10):
+        try:
+            return dict(counts)
+        except RuntimeError:
+            continue
+    return {}
 
 
 @pytest.fixture
@@ -92,7 +120,7 @@ def test_a_dropped_socket_resumes_without_losing_or_repeating_a_message(rig: Rig
     rig.send("m3")  # sent into the dead socket or kept for the resume: replayed either way
     rig.send("m4")
     assert rig.wait_messages(4) == ["m1", "m2", "m3", "m4"]
-    until(lambda: gateway.counts.get("resumes") == 1, "the resume")
+    rig.until(lambda: gateway.counts.get("resumes") == 1, "the resume")
     assert gateway.counts.get("identifies") == 1
     assert client.session_id == gateway.session_id
     rig.send("m5")
@@ -108,9 +136,9 @@ def test_op_7_reconnects_and_resumes_the_same_session(rig: Rig) -> None:
     assert gateway.reconnect()
     rig.send("after reconnect")
     assert rig.wait_messages(1) == ["after reconnect"]
-    until(lambda: gateway.counts.get("resumes") == 1, "the resume")
-    assert gateway.session_id == session == client.session_id
-    assert gateway.counts.get("identifies") == 1
+    rig.until(lambda: gateway.counts.get("resumes") == 1, "the resume")
+    assert gateway.session_id == session == client.session_id, rig.describe()
+    assert gateway.counts.get("identifies") == 1, rig.describe()
 
 
 def test_an_invalid_session_makes_the_bot_identify_anew(rig: Rig) -> None:
@@ -121,9 +149,9 @@ def test_an_invalid_session_makes_the_bot_identify_anew(rig: Rig) -> None:
     rig.send("before")
     assert rig.wait_messages(1) == ["before"]
     assert gateway.invalidate_session(resumable=False)
-    until(lambda: gateway.counts.get("identifies") == 2 and gateway.identified, "re-identify")
+    rig.until(lambda: gateway.counts.get("identifies") == 2 and gateway.identified, "re-identify")
     assert gateway.session_id not in (None, first)
-    until(lambda: client.session_id == gateway.session_id, "the client's new session")
+    rig.until(lambda: client.session_id == gateway.session_id, "the client's new session")
     assert client.counts.get("invalid_sessions") == 1
     rig.send("after")
     assert rig.wait_messages(2) == ["before", "after"]
@@ -147,10 +175,10 @@ def test_a_missing_heartbeat_ack_reconnects_and_resumes(rig: Rig) -> None:
 
         return step
 
-    until(advancing(lambda: gateway.counts.get("acks_withheld") == 1), "a withheld ACK")
+    rig.until(advancing(lambda: gateway.counts.get("acks_withheld") == 1), "a withheld ACK")
     # the next beat finds the last one unanswered: a zombie connection, closed
-    until(advancing(lambda: client.counts.get("zombies") == 1), "the zombie detection")
-    until(lambda: gateway.counts.get("resumes") == 1 and gateway.identified, "the resume")
+    rig.until(advancing(lambda: client.counts.get("zombies") == 1), "the zombie detection")
+    rig.until(lambda: gateway.counts.get("resumes") == 1 and gateway.identified, "the resume")
     assert gateway.counts.get("connections") == 2
     rig.send("still here")
     assert rig.wait_messages(1) == ["still here"]
@@ -181,8 +209,8 @@ def test_a_wrong_token_is_refused_with_close_4004(
     monkeypatch.setattr(discord_gateway, "FIRST_SESSION_WAIT_S", 0.2)
     client = rig.start(token="not-the-token")
     gateway = rig.emulator.gateway
-    until(lambda: gateway.counts.get("auth_failures", 0) >= 1, "the refusal")
-    until(lambda: client.state().last_error is not None, "the client's error")
+    rig.until(lambda: gateway.counts.get("auth_failures", 0) >= 1, "the refusal")
+    rig.until(lambda: client.state().last_error is not None, "the client's error")
     assert "4004" in str(client.state().last_error)
     assert not gateway.identified
     _, result = rig.emulator.send_user_message("nobody listens")
@@ -195,7 +223,7 @@ def test_a_message_in_a_dm_is_a_message_create_in_the_dm_channel(rig: Rig) -> No
     rig.start()
     assert rig.emulator.gateway.wait_identified()
     rig.send("hello")
-    until(lambda: seen, "the dispatch")
+    rig.until(lambda: seen, "the dispatch")
     (event,) = seen
     assert event["channel_id"] == DM_CHANNEL
     assert "guild_id" not in event
