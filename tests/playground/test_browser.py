@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import pytest
 import requests
 from channelkit.playground import Playground, TelegramEmulator
 from channelkit.playground.app import PLATFORMS
-from webdriver import ELEMENT, Browser, WebDriverError, find_browser
+from webdriver import ELEMENT, Browser
 
 pytestmark = pytest.mark.browser
 
@@ -42,24 +41,6 @@ if (!draft.hidden) return draft;
 const rows = document.querySelectorAll('#chat .row.bot');
 return rows.length ? rows[rows.length - 1] : null;
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    found = find_browser()
-    if found is None:
-        pytest.skip(
-            "headless browser test needs Debian's chromium and chromium-driver "
-            "(apt-get install -y chromium chromium-driver; .ci/run installs them)"
-        )
-    try:
-        driver = Browser(*found)
-    except WebDriverError as exc:
-        pytest.skip(f"chromium/chromedriver could not start a session: {exc}")
-    try:
-        yield driver
-    finally:
-        driver.close()
 
 
 class Page:

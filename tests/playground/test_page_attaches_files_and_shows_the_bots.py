@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from channelkit.playground import Playground
 from channelkit.playground.demo import DEMO_PICTURE_NAME, demo_png
-from webdriver import Browser, WebDriverError, find_browser
+from webdriver import Browser
 
 pytestmark = pytest.mark.browser
 
@@ -32,24 +32,6 @@ const img = Array.from(document.querySelectorAll('#chat .row.bot .files img'))
 return img && img.complete && img.naturalWidth > 0
   ? [img.naturalWidth, img.naturalHeight, img.getAttribute('src')] : null;
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    found = find_browser()
-    if found is None:
-        pytest.skip(
-            "headless browser test needs Debian's chromium and chromium-driver "
-            "(apt-get install -y chromium chromium-driver; .ci/run installs them)"
-        )
-    try:
-        driver = Browser(*found)
-    except WebDriverError as exc:
-        pytest.skip(f"chromium/chromedriver could not start a session: {exc}")
-    try:
-        yield driver
-    finally:
-        driver.close()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from channelkit.markdown import Dialect, render
 from channelkit.playground import Playground
 from channelkit.playground.demo import DEMO_MARKDOWN
 from channelkit.playground.slack import SlackEmulator
-from webdriver import Browser, WebDriverError, find_browser
+from webdriver import Browser
 
 pytestmark = pytest.mark.browser
 
@@ -70,24 +69,6 @@ return {
   tags: Array.from(new Set(all.map(e => e.tagName.toLowerCase()))),
 };
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    found = find_browser()
-    if found is None:
-        pytest.skip(
-            "headless browser test needs Debian's chromium and chromium-driver "
-            "(apt-get install -y chromium chromium-driver; .ci/run installs them)"
-        )
-    try:
-        driver = Browser(*found)
-    except WebDriverError as exc:
-        pytest.skip(f"chromium/chromedriver could not start a session: {exc}")
-    try:
-        yield driver
-    finally:
-        driver.close()
 
 
 def _open(browser: Browser, pg: Playground) -> None:

@@ -6,12 +6,11 @@ chats only, offers no group."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from channelkit.playground import Playground
-from webdriver import Browser, WebDriverError, find_browser
+from webdriver import Browser
 
 pytestmark = pytest.mark.browser
 
@@ -35,24 +34,6 @@ return Array.from(document.querySelectorAll('#chat .row.user')).some(r => {
     && where !== null && where.textContent === arguments[1];
 });
 """
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    found = find_browser()
-    if found is None:
-        pytest.skip(
-            "headless browser test needs Debian's chromium and chromium-driver "
-            "(apt-get install -y chromium chromium-driver; .ci/run installs them)"
-        )
-    try:
-        driver = Browser(*found)
-    except WebDriverError as exc:
-        pytest.skip(f"chromium/chromedriver could not start a session: {exc}")
-    try:
-        yield driver
-    finally:
-        driver.close()
 
 
 def _open(browser: Browser, pg: Playground) -> None:
