@@ -56,7 +56,7 @@ class Page:
     # -- waiting and checking --------------------------------------------------------------
     def console_errors(self) -> list[dict[str, Any]]:
         """Every console entry of level SEVERE so far (errors, failed requests)."""
-        self.errors += [e for e in self.browser.browser_log() if e.get("level") == "SEVERE"]
+        self.errors += self.browser.severe_errors()
         return self.errors
 
     def wait(self, source: str, what: str, *args: Any) -> Any:
@@ -104,9 +104,7 @@ class Page:
         assert self.platform in self.browser.text(self.browser.find("#platform"))
 
     def send(self, text: str) -> None:
-        box = self.browser.find("#composer")
-        self.browser.send_keys(box, text)
-        self.browser.click(self.browser.find("#send"))
+        self.browser.send_message(text)
         self.wait(
             "return Array.from(document.querySelectorAll('.user-message'))"
             ".some(e => e.textContent === arguments[0])",

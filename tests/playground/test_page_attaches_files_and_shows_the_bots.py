@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from channelkit.playground import Playground
@@ -38,16 +37,10 @@ return img && img.complete && img.naturalWidth > 0
 def page(browser: Browser) -> Iterator[tuple[Browser, Playground]]:
     with Playground(platform="telegram", demo_delay=0.0) as pg:
         try:
-            browser.browser_log()  # what an earlier page left behind is not this page's
-            browser.get(pg.url + "/")
-            browser.wait_js("return document.body.dataset.version !== undefined", "first poll")
+            browser.open_playground(pg.url)
             yield browser, pg
         finally:
             browser.get("about:blank")  # stop polling before the playground closes
-
-
-def _errors(browser: Browser) -> list[dict[str, Any]]:
-    return [e for e in browser.browser_log() if e.get("level") == "SEVERE"]
 
 
 def _attach_and_send(browser: Browser, path: Path) -> None:
@@ -80,7 +73,7 @@ def test_a_png_attached_on_the_page_reaches_the_demo(
         "return Array.from(document.querySelectorAll('#chat .row.user .files .file'))"
         f".some(f => f.textContent.includes('({len(png)} bytes)'))"
     )
-    assert _errors(browser) == []
+    assert browser.severe_errors() == []
 
 
 def test_a_text_file_attached_with_a_message_is_named_in_the_answer(
@@ -98,7 +91,7 @@ def test_a_text_file_attached_with_a_message_is_named_in_the_answer(
         "release-notes.txt: text/plain",
     )
     assert "72 bytes" in browser.script(BOT_TEXT)
-    assert _errors(browser) == []
+    assert browser.severe_errors() == []
 
 
 @pytest.mark.parametrize(
@@ -107,16 +100,13 @@ def test_a_text_file_attached_with_a_message_is_named_in_the_answer(
 def test_picture_shows_the_bots_image_inline(browser: Browser, platform: str) -> None:
     with Playground(platform=platform, demo_delay=0.0) as pg:
         try:
-            browser.browser_log()
-            browser.get(pg.url + "/")
-            browser.wait_js("return document.body.dataset.version !== undefined", "first poll")
-            browser.send_keys(browser.find("#composer"), "picture")
-            browser.click(browser.find("#send"))
+            browser.open_playground(pg.url)
+            browser.send_message("picture")
             # an iLink image message carries no file name: the page calls it "image"
             name = "image" if platform == "weixin" else DEMO_PICTURE_NAME
             width, height, src = browser.wait_js(DECODED_IMAGE, "the decoded picture", WAIT, name)
             assert (width, height) == (96, 64)  # demo_png's default size, decoded
             assert src.startswith("/_emulator/files/")
-            assert _errors(browser) == []
+            assert browser.severe_errors() == []
         finally:
             browser.get("about:blank")

@@ -71,17 +71,6 @@ return {
 """
 
 
-def _open(browser: Browser, pg: Playground) -> None:
-    browser.browser_log()  # what an earlier page left behind is not this page's
-    browser.get(pg.url + "/")
-    browser.wait_js("return document.body.dataset.version !== undefined", "the first poll")
-
-
-def _send(browser: Browser, text: str) -> None:
-    browser.send_keys(browser.find("#composer"), text)
-    browser.click(browser.find("#send"))
-
-
 def _answer(browser: Browser, words: str, shots: Path, name: str) -> Any:
     """The bot element with ``words`` once drawn; on timeout a screenshot and the page."""
     deadline = time.monotonic() + WAIT
@@ -106,7 +95,7 @@ def _markup(pg: Playground, words: str) -> str | None:
 
 
 def _assert_no_errors(browser: Browser) -> None:
-    errors = [e for e in browser.browser_log() if e.get("level") == "SEVERE"]
+    errors = browser.severe_errors()
     assert errors == [], json.dumps(errors, indent=1)
     bar = "document.getElementById('error-bar')"
     assert browser.script(f"return {bar}.hidden"), browser.script(f"return {bar}.textContent")
@@ -118,8 +107,8 @@ def test_the_markdown_sample_is_drawn_formatted(
 ) -> None:
     with Playground(platform=platform, demo_delay=0.0) as pg:
         try:
-            _open(browser, pg)
-            _send(browser, "markdown")
+            browser.open_playground(pg.url)
+            browser.send_message("markdown")
             drawn = browser.script(DRAWN, _answer(browser, LAST_WORDS, tmp_path, platform))
             text = drawn["text"]
             assert "ready" in drawn["bold"], drawn["bold"]
@@ -170,7 +159,7 @@ def test_slack_mrkdwn_is_drawn_as_slack_shows_it(browser: Browser, tmp_path: Pat
     message) drawn as Slack shows it, with nothing run and no entity decoded twice."""
     with Playground(platform="slack", demo_delay=0.0) as pg:
         try:
-            _open(browser, pg)
+            browser.open_playground(pg.url)
             emulator = pg.emulator
             assert isinstance(emulator, SlackEmulator)
             headers = {"Authorization": f"Bearer {emulator.bot_token}"}
@@ -260,7 +249,7 @@ def test_every_golden_answer_is_drawn_without_raw_markup(browser: Browser) -> No
     assert len(jobs) == 30 * len(DIALECTS)
     with Playground(platform="weixin") as pg:  # the page's scripts; any platform will do
         try:
-            _open(browser, pg)
+            browser.open_playground(pg.url)
             drawn = {
                 (name, dialect): (text, tags)
                 for name, dialect, text, tags in browser.script(DRAW_ALL, jobs)

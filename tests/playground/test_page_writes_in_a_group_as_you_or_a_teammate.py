@@ -6,8 +6,6 @@ chats only, offers no group."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from channelkit.playground import Playground
 from webdriver import Browser
@@ -36,16 +34,9 @@ return Array.from(document.querySelectorAll('#chat .row.user')).some(r => {
 """
 
 
-def _open(browser: Browser, pg: Playground) -> None:
-    browser.browser_log()  # what an earlier page left behind is not this page's
-    browser.get(pg.url + "/")
-    browser.wait_js("return document.body.dataset.version !== undefined", "the first poll")
-
-
 def _send(browser: Browser, text: str, where: str) -> None:
     """Send ``text`` and wait until the page labelled it with ``where``."""
-    browser.send_keys(browser.find("#composer"), text)
-    browser.click(browser.find("#send"))
+    browser.send_message(text)
     browser.wait_js(
         LABELLED,
         f"{text!r} labelled {where!r}",
@@ -55,17 +46,13 @@ def _send(browser: Browser, text: str, where: str) -> None:
     )
 
 
-def _errors(browser: Browser) -> list[dict[str, Any]]:
-    return [e for e in browser.browser_log() if e.get("level") == "SEVERE"]
-
-
 @pytest.mark.parametrize("platform", ["dingtalk", "feishu", "telegram", "slack", "discord"])
 def test_a_teammate_in_the_group_is_answered_only_when_addressing_the_bot(
     browser: Browser, platform: str
 ) -> None:
     with Playground(platform=platform, demo_delay=0.0) as pg:
         try:
-            _open(browser, pg)
+            browser.open_playground(pg.url)
             assert browser.script("return document.getElementById('mention-label').hidden")
             browser.click(browser.find("#chat-as option[value='teammate']"))
             assert not browser.script("return document.getElementById('mention-label').hidden")
@@ -82,7 +69,7 @@ def test_a_teammate_in_the_group_is_answered_only_when_addressing_the_bot(
             assert answers == 1  # the message that did not address the bot started no run
             sent = [m for m in pg.emulator.timeline() if m.get("from") == "user"]
             assert len(sent) == 2, sent
-            assert _errors(browser) == []
+            assert browser.severe_errors() == []
         finally:
             browser.get("about:blank")  # stop polling before the playground closes
 
@@ -90,11 +77,11 @@ def test_a_teammate_in_the_group_is_answered_only_when_addressing_the_bot(
 def test_weixin_offers_no_group(browser: Browser) -> None:
     with Playground(platform="weixin", demo_delay=0.0) as pg:
         try:
-            _open(browser, pg)
+            browser.open_playground(pg.url)
             browser.wait_js(
                 "return document.getElementById('chat-as').hidden", "the chat choice hidden"
             )
             assert browser.script("return document.getElementById('mention-label').hidden")
-            assert _errors(browser) == []
+            assert browser.severe_errors() == []
         finally:
             browser.get("about:blank")

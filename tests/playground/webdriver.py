@@ -142,6 +142,23 @@ class Browser:
         console calls, uncaught errors and failed requests; reading clears them."""
         return list(self.cmd("POST", "/se/log", {"type": "browser"}))
 
+    def severe_errors(self) -> list[dict[str, Any]]:
+        """The console entries of level SEVERE since the last read (uncaught errors,
+        ``console.error``, failed requests); reading clears the log."""
+        return [entry for entry in self.browser_log() if entry.get("level") == "SEVERE"]
+
+    def open_playground(self, url: str) -> None:
+        """Load the playground page at ``url`` and wait for its first poll; what an
+        earlier page left in the console is dropped first (it is not this page's)."""
+        self.browser_log()
+        self.get(url + "/")
+        self.wait_js("return document.body.dataset.version !== undefined", "the first poll")
+
+    def send_message(self, text: str) -> None:
+        """Type ``text`` into the playground's composer and press Send."""
+        self.send_keys(self.find("#composer"), text)
+        self.click(self.find("#send"))
+
     def screenshot(self, path: Path) -> Path:
         data = self.cmd("GET", "/screenshot")
         path.write_bytes(base64.b64decode(data))
