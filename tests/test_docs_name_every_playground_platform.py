@@ -36,6 +36,23 @@ def test_the_readme_offers_every_platform_the_playground_emulates() -> None:
     assert offered == set(playground_platforms()) - {default}
 
 
+def test_the_readme_sorts_the_platforms_by_what_they_do() -> None:
+    """Chat platforms "follow the same shape" as DingTalk; the presentation-only ones "get
+    semantic message presentation"; each platform in the sentence of its kind."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    chat, _, rest = readme.partition(" adapters follow the same shape;")
+    presentation = rest.partition(" get semantic message presentation")[0]
+    chat = chat.rpartition(".")[2]
+    example = PLATFORMS[_default_platform()].display_name  # the README's own example
+    for spec in PLATFORMS.values():
+        # the name people use: "Feishu / Lark" -> Feishu, "Microsoft Teams" -> Teams
+        name = spec.display_name.split(" / ")[0].split(" (")[0].removeprefix("Microsoft ")
+        if spec.kind == "chat" and name != example:
+            assert name in chat and name not in presentation, (name, chat, presentation)
+        elif spec.kind != "chat":
+            assert name in presentation and name not in chat, (name, chat, presentation)
+
+
 def test_the_playground_page_lists_every_platform_and_ingress_mode() -> None:
     platform_row = _option_row("--platform")
     cells = [cell.strip() for cell in platform_row.strip().strip("|").split("|")]
