@@ -101,7 +101,7 @@ def _assert_no_errors(browser: Browser) -> None:
     assert browser.script(f"return {bar}.hidden"), browser.script(f"return {bar}.textContent")
 
 
-@pytest.mark.parametrize("platform", ["dingtalk", "feishu", "telegram", "slack"])
+@pytest.mark.parametrize("platform", ["dingtalk", "feishu", "telegram", "slack", "discord"])
 def test_the_markdown_sample_is_drawn_formatted(
     browser: Browser, tmp_path: Path, platform: str
 ) -> None:
