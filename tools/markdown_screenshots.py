@@ -39,7 +39,7 @@ from channelkit.playground.slack import SlackEmulator  # noqa: E402
 from webdriver import Browser, find_browser  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "markdown" / "golden"
-PLATFORMS = ("telegram", "slack", "feishu", "dingtalk")
+PLATFORMS = ("telegram", "slack", "feishu", "dingtalk", "discord")
 VECTORS = ("14_small_table", "19_mixed_cjk_emoji_bold", "25_long_mixed_answer")
 WIDTH = 1100
 MIN_HEIGHT = 800
