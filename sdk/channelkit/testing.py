@@ -79,6 +79,7 @@ def wait_until(
     *,
     what: str = "",
     tick: Callable[[], None] | None = None,
+    state: Callable[[], object] | None = None,
 ) -> _T:
     """Poll ``predicate`` until it returns something truthy, and return that value.
 
@@ -87,7 +88,10 @@ def wait_until(
     never waited for: they run on a fake clock the test advances, here through ``tick``,
     which runs between polls. ``interval`` is the real-time pause between polls.
 
-    Raises `AssertionError` naming ``what`` when ``timeout`` seconds pass first.
+    Raises `AssertionError` naming ``what`` when ``timeout`` seconds pass first. With
+    ``state``, the message ends with what ``state()`` returns at that moment (counters,
+    the messages seen so far): what a failure needs to tell why the wait ran out, read
+    when it did rather than when the wait began.
     """
     deadline = time.monotonic() + timeout
     pause = threading.Event()
@@ -96,7 +100,10 @@ def wait_until(
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+            shown = f"; {state()}" if state is not None else ""
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what or predicate}{shown}"
+            )
         if tick is not None:
             tick()
         pause.wait(interval)

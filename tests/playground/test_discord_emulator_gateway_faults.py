@@ -18,24 +18,9 @@ from channelkit.playground.discord import DM_CHANNEL, DiscordEmulator
 from channelkit.runtime.clock import FakeClock
 from channelkit.runtime.pool import WorkerPool
 from channelkit.runtime.scheduler import Scheduler
+from channelkit.testing import wait_until
 
 TOKEN = "playground-discord-bot-token"
-
-
-def until(
-    predicate: Callable[[], object],
-    what: str,
-    timeout: float = 10.0,
-    state: Callable[[], str] | None = None,
-) -> None:
-    """Wait (bounded) for something the connection threads do; a timeout says what
-    ``state()`` shows then."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() >= deadline:
-            shown = f"; {state()}" if state is not None else ""
-            raise AssertionError(f"timed out waiting for {what}{shown}")
-        threading.Event().wait(0.01)
 
 
 class Rig:
@@ -74,8 +59,9 @@ class Rig:
         assert result.status == 200, result
 
     def until(self, predicate: Callable[[], object], what: str) -> None:
-        """`until()`, showing both ends' counters and the messages seen on a timeout."""
-        until(predicate, what, state=self.describe)
+        """Wait (bounded) for something the connection threads do; a timeout shows both
+        ends' counters and the messages seen then."""
+        wait_until(predicate, 10.0, what=what, state=self.describe)
 
     def describe(self) -> str:
         client = _copy(self.client.counts) if self.client is not None else None
