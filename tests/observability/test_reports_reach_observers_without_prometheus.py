@@ -219,7 +219,8 @@ def test_the_inbound_hand_off_reports_accepted_busy_and_refused(recorder: Record
     rejected.set_result(RunResult("r2", "s", "rejected"))
     notice: Future[CommandResult] = Future()
     notice.set_result(CommandResult(ACCESS_COMMAND, "", False))
-    message = InboundMessage("obs-stub", "chat-8812", "user-7734", "hi")
+    # not hexadecimal: the salted chat hash (hex digits) may hold "8812" by chance
+    message = InboundMessage("obs-stub", "chat-XQ8812", "user-XQ7734", "hi")
     for handle in (
         RunHandle("r1", "s", running),
         RunHandle("r2", "s", rejected),
@@ -233,6 +234,6 @@ def test_the_inbound_hand_off_reports_accepted_busy_and_refused(recorder: Record
         ("busy", "r2"),
         ("refused", ""),
     ]
-    assert {chat for _, _, chat, _, _ in seen} != {"chat-8812"}
-    assert all("8812" not in chat and "7734" not in chat for _, _, chat, _, _ in seen)
+    assert {chat for _, _, chat, _, _ in seen} != {"chat-XQ8812"}
+    assert all("XQ8812" not in chat and "XQ7734" not in chat for _, _, chat, _, _ in seen)
     assert len({chat for _, _, chat, _, _ in seen}) == 1  # one chat, one hash
