@@ -20,6 +20,12 @@ def _default_platform() -> str:
     return str(args.platform)
 
 
+def _short_name(display_name: str) -> str:
+    """The name the pages use: "Feishu / Lark" -> Feishu, "Weixin (WeChat iLink)" ->
+    Weixin, "Microsoft Teams" -> Teams."""
+    return display_name.split(" / ")[0].split(" (")[0].removeprefix("Microsoft ")
+
+
 def _option_row(option: str) -> str:
     """The row of docs/playground.md's option table for ``option`` (e.g. ``--platform``)."""
     page = (ROOT / "docs" / "playground.md").read_text(encoding="utf-8")
@@ -45,8 +51,7 @@ def test_the_readme_sorts_the_platforms_by_what_they_do() -> None:
     chat = chat.rpartition(".")[2]
     example = PLATFORMS[_default_platform()].display_name  # the README's own example
     for spec in PLATFORMS.values():
-        # the name people use: "Feishu / Lark" -> Feishu, "Microsoft Teams" -> Teams
-        name = spec.display_name.split(" / ")[0].split(" (")[0].removeprefix("Microsoft ")
+        name = _short_name(spec.display_name)
         if spec.kind == "chat" and name != example:
             assert name in chat and name not in presentation, (name, chat, presentation)
         elif spec.kind != "chat":
@@ -64,7 +69,7 @@ def test_the_playground_page_lists_every_platform_and_ingress_mode() -> None:
         spec = PLATFORMS[name]
         if len(spec.ingress) < 2:
             continue
-        shown = spec.display_name.split(" / ")[0]  # "Feishu / Lark" reads "Feishu" there
+        shown = _short_name(spec.display_name)
         said = re.search(re.escape(shown) + r" ([^;|]+)", ingress_row)
         assert said is not None, f"--ingress row: no {shown}"
         assert CODE.findall(said.group(1)) == list(spec.ingress), (name, said.group(1))
