@@ -1,4 +1,4 @@
-"""The settlement side of approval buttons, shared by Telegram, Feishu and Slack.
+"""The settlement side of approval buttons, shared by Telegram, Feishu, Slack and Discord.
 
 A platform presenter keeps its live approval records in a `CardRegistry` and
 answers through the request's one-shot responder. The registration (the text prompt
@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from channelkit.core.approvals import PermissionRequestContext
+from channelkit.core.catalog import Messages, messages
 from channelkit.core.text import without_reply_commands
 from channelkit.platforms.common.native_input import reserve_native_input
 from channelkit.platforms.common.registry import CardRegistry, MemoryCardRegistry
@@ -44,9 +45,12 @@ R = TypeVar("R", bound=ApprovalRecord)
 class ApprovalButtons(Generic[R]):
     """The registry, answer, settlement and finalize of one channel's approval buttons.
 
-    ``submit(key, fn)`` runs ``fn`` on a per-key serial queue of the pool (never on the
-    web thread). ``_what`` prefixes the log lines (``"<what> answer failed"``) and
-    ``_logger`` is the platform module's logger.
+    ``api`` is the platform's API wrapper (the subclass's calls use it). ``submit(key,
+    fn)`` runs ``fn`` on a per-key serial queue of the pool (never on the web thread).
+    ``prompt(ctx)`` makes a request's prompt text when `present()` is given none
+    (`ApprovalButtons._prompt_text()`); ``texts_for(person)`` gives the catalog texts a
+    person reads (the channel sets its ``messages_for``). ``_what`` prefixes the log
+    lines (``"<what> answer failed"``) and ``_logger`` is the platform module's logger.
     """
 
     _what = "approval"
@@ -54,16 +58,31 @@ class ApprovalButtons(Generic[R]):
 
     def __init__(
         self,
+        api: Any,
         *,
         submit: Callable[[Any, Callable[[], Any]], Any],
         clock: Any,
         registry: CardRegistry[Any, Any] | None = None,
+        prompt: Callable[[PermissionRequestContext], str] | None = None,
     ) -> None:
+        self._api = api
         self._submit = submit
+        self._prompt = prompt
         self.registry: CardRegistry[Any, Any] = (
             registry if registry is not None else MemoryCardRegistry(clock)
         )
         self._lock = self.registry.lock
+        #: the catalog texts a person reads (the channel sets its ``messages_for``)
+        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
+
+    def _prompt_text(self, ctx: PermissionRequestContext, text: str | None) -> str:
+        """``text``, else the constructor's ``prompt(ctx)``; a `ValueError` naming
+        ``text`` when there is neither."""
+        if text is not None:
+            return text
+        if self._prompt is None:
+            raise ValueError("text: required when the presenter has no prompt")
+        return self._prompt(ctx)
 
     def live_count(self) -> int:
         return len(self.registry)

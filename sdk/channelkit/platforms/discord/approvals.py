@@ -21,16 +21,14 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
-from channelkit.core.catalog import Messages, en, messages
+from channelkit.core.catalog import en
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.contract import Decision
-from channelkit.platforms.common.registry import CardRegistry
 from channelkit.platforms.discord.ingress import (
     ComponentClick,
     clicker_texts,
@@ -96,27 +94,9 @@ class DiscordApprovals(ApprovalButtons[_Approval]):
     _what = "discord approval"
     _logger = logger
 
-    def __init__(
-        self,
-        api: Any,
-        *,
-        submit: Callable[[str, Callable[[], Any]], Any],
-        clock: Any,
-        registry: CardRegistry[Any, Any] | None = None,
-        prompt: Callable[[PermissionRequestContext], str] | None = None,
-    ) -> None:
-        super().__init__(submit=submit, clock=clock, registry=registry)
-        self._api = api
-        self._prompt = prompt
-        #: the catalog texts a person reads (the channel sets its ``messages_for``)
-        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
-
     def present(self, ctx: PermissionRequestContext, text: str | None = None) -> str:
         """Post the prompt with its buttons; `presented` or `unsupported`."""
-        if text is None:
-            if self._prompt is None:
-                raise ValueError("text: required when the presenter has no prompt")
-            text = self._prompt(ctx)
+        text = self._prompt_text(ctx, text)
         if not 1 <= len(ctx.options) <= MAX_BUTTONS:
             return "unsupported"
         token = secrets.token_urlsafe(12)

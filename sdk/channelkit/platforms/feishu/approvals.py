@@ -134,6 +134,7 @@ class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
 
     _what = "feishu approval"
     _logger = logger
+    _api: FeishuApi
 
     def __init__(
         self,
@@ -145,8 +146,7 @@ class FeishuApprovalPresenter(ApprovalButtons[_Approval]):
         registry: CardRegistry[Any, Any] | None = None,
         thread_anchor: Callable[[str, str | None], str | None] | None = None,
     ) -> None:
-        super().__init__(submit=submit, clock=clock, registry=registry)
-        self._api = api
+        super().__init__(api, submit=submit, clock=clock, registry=registry)
         self._thread_anchor = thread_anchor
         self._language = language
 

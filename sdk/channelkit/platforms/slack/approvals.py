@@ -26,17 +26,16 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
-from channelkit.core.catalog import Messages, en, messages
+from channelkit.core.catalog import en
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.claims import first_notice
 from channelkit.platforms.common.contract import Decision
-from channelkit.platforms.common.registry import CardRegistry
 
 __all__ = [
     "ACTION_PREFIX",
@@ -114,21 +113,6 @@ class SlackApprovals(ApprovalButtons[_Approval]):
     _what = "slack approval"
     _logger = logger
 
-    def __init__(
-        self,
-        api: Any,
-        *,
-        submit: Callable[[str, Callable[[], Any]], Any],
-        clock: Any,
-        registry: CardRegistry[Any, Any] | None = None,
-        prompt: Callable[[PermissionRequestContext], str] | None = None,
-    ) -> None:
-        super().__init__(submit=submit, clock=clock, registry=registry)
-        self._api = api
-        #: the catalog texts a person reads (the channel sets its ``messages_for``)
-        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
-        self._prompt = prompt
-
     def present(
         self,
         ctx: PermissionRequestContext,
@@ -139,10 +123,7 @@ class SlackApprovals(ApprovalButtons[_Approval]):
 
         ``text`` defaults to ``prompt(ctx)`` (the constructor's), ``anchor`` to the
         request's thread, else the message that started the run."""
-        if text is None:
-            if self._prompt is None:
-                raise ValueError("text: required when the presenter has no prompt")
-            text = self._prompt(ctx)
+        text = self._prompt_text(ctx, text)
         if anchor is None:
             anchor = ctx.target.thread_id or ctx.message_id
         if not 1 <= len(ctx.options) <= MAX_BUTTONS:

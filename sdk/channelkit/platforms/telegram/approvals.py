@@ -31,10 +31,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from channelkit.core.approvals import PermissionRequestContext, describe_outcome
-from channelkit.core.catalog import Messages, en, messages
+from channelkit.core.catalog import en
 from channelkit.platforms.common.approval_buttons import ApprovalButtons
 from channelkit.platforms.common.contract import Decision, DecisionOutcome
-from channelkit.platforms.common.registry import CardRegistry
 from channelkit.platforms.telegram.ingress import TgCallbackQuery
 from channelkit.platforms.telegram.questions import QuestionApi, topic_of
 
@@ -101,20 +100,7 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
     _what = "telegram approval"
     _logger = logger
 
-    def __init__(
-        self,
-        api: QuestionApi,
-        *,
-        submit: Callable[[str, Callable[[], Any]], Any],
-        clock: Any,
-        registry: CardRegistry[Any, Any] | None = None,
-        prompt: Callable[[PermissionRequestContext], str] | None = None,
-    ) -> None:
-        super().__init__(submit=submit, clock=clock, registry=registry)
-        self._api = api
-        #: the catalog texts a person reads (the channel sets its ``messages_for``)
-        self.texts_for: Callable[[str | None], Messages] = lambda _: messages()
-        self._prompt = prompt
+    _api: QuestionApi
 
     def present(
         self,
@@ -127,10 +113,7 @@ class TelegramApprovalPresenter(ApprovalButtons[_Approval]):
 
         ``text`` defaults to ``prompt(ctx)`` (the constructor's), ``chat_id`` /
         ``thread_id`` to the request's own chat and forum topic."""
-        if text is None:
-            if self._prompt is None:
-                raise ValueError("text: required when the presenter has no prompt")
-            text = self._prompt(ctx)
+        text = self._prompt_text(ctx, text)
         if chat_id is None:
             chat_id, thread_id = ctx.target.chat_id, topic_of(ctx.target.thread_id)
         if not 1 <= len(ctx.options) <= MAX_BUTTONS:
