@@ -20,6 +20,9 @@ from channelkit.platforms.common.contract import (
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
 from channelkit.platforms.dingtalk.approvals import ApprovalCards
 from channelkit.platforms.dingtalk.output import DingtalkPresenter
+from channelkit.platforms.discord.approvals import DiscordApprovals
+from channelkit.platforms.discord.output import SegmentMessages
+from channelkit.platforms.discord.questions import DiscordQuestions
 from channelkit.platforms.feishu.approvals import FeishuApprovalPresenter
 from channelkit.platforms.feishu.output import OutputCardPresenter
 from channelkit.platforms.feishu.questions import QuestionPresenter
@@ -186,7 +189,13 @@ def test_decide_inbound_defers_the_start_and_answers_503_when_closed() -> None:
 
 # -- the surfaces --------------------------------------------------------------------------
 
-OUTPUT_SURFACES = [DingtalkPresenter, OutputCardPresenter, SegmentOutput, SegmentStreams]
+OUTPUT_SURFACES = [
+    DingtalkPresenter,
+    OutputCardPresenter,
+    SegmentOutput,
+    SegmentStreams,
+    SegmentMessages,
+]
 QUESTION_SURFACES = [
     DingtalkPresenter,
     ApprovalCards,
@@ -196,6 +205,8 @@ QUESTION_SURFACES = [
     TelegramApprovalPresenter,
     SlackQuestions,
     SlackApprovals,
+    DiscordQuestions,
+    DiscordApprovals,
 ]
 
 
@@ -218,6 +229,18 @@ def test_every_output_surface_takes_the_whole_segment(cls: type) -> None:
 @pytest.mark.parametrize("cls", QUESTION_SURFACES, ids=lambda c: c.__qualname__)
 def test_every_question_surface_presents_the_request_alone(cls: type) -> None:
     assert len(_required(cls.present)) == 1  # the request; nothing else is needed
+
+
+@pytest.mark.parametrize(
+    "cls", [SlackApprovals, TelegramApprovalPresenter, DiscordApprovals], ids=lambda c: c.__name__
+)
+def test_an_approval_presenter_without_a_prompt_maker_refuses_a_request_without_text(
+    cls: type,
+) -> None:
+    presenter = cls(object(), submit=lambda key, fn: fn(), clock=_Clock())
+    with pytest.raises(ValueError, match="^text: "):
+        presenter.present(object())
+    assert presenter.live_count() == 0  # nothing registered, nothing sent
 
 
 def test_runtime_checkable_surfaces_recognize_a_segment_output() -> None:
