@@ -85,6 +85,9 @@ class Capabilities:
     files_out: str | None = "the agent's files are not uploaded natively here yet"
     #: None: an image the agent sends shows its file name in the chat
     image_names: str | None = None
+    #: None: an answer no live message showed goes out as a send of its own (through
+    #: the channel's delivery chain); else why there is none
+    final_send: str | None = None
 
 
 def wait_for(
@@ -301,11 +304,13 @@ class Driver:
 
     #: a chat of the platform other than the emulated one (its id's shape)
     other_chat: ClassVar[str] = "other-chat"
+
     @property
     def live_message_limit(self) -> int | None:
         """Where the live message of a segment holds at most this many characters and the
         rest of a longer final answer is posted as new messages (None: no such limit)."""
         return None
+
     #: the ingress path a person's message is delivered to (HTTP ingress)
     message_path: ClassVar[str] = ""
 
@@ -481,6 +486,7 @@ class DingtalkDriver(Driver):
         threads="DingTalk group conversations have no threads: a group is one conversation",
         attachments_in=None,
         files_out=None,
+        final_send="a segment's card opens with its first text and ends holding the answer",
     )
 
     def redeliver_last_message(self) -> int:

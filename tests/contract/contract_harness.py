@@ -8,7 +8,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,6 +16,7 @@ import pytest
 from channelkit.agents import FunctionAgent, Question, Turn
 from channelkit.agents.base import AgentEventSink, PermissionResolved, PermissionResponse
 from channelkit.errors import QuestionError
+from channelkit.platforms.common.delivery import DeliveryPath, DeliveryTarget
 from channelkit.runtime import FakeClock
 from contract_drivers import BOUND_S, DRIVERS, Driver, wait_for
 
@@ -191,3 +192,95 @@ def pending(d: Driver, text: str) -> Any:
     wait_for(lambda: d.pg.channel.pending_request_ids(), "the channel to hold the question")
     time.sleep(0.05)
     return prompt
+
+
+#: ``wrap(part, path, first, send)``: the send a final answer's delivery path makes
+#: instead of ``send`` (``part`` / ``path``: its indexes; ``first``: the first part's
+#: first path)
+SendWrapper = Callable[[int, int, bool, Callable[[], object]], Callable[[], object]]
+
+
+class NextFinalSend:
+    """Wraps the delivery paths of the channel's next final answer (the sends its
+    delivery chain makes) with ``wrap``; later answers go out unchanged. ``fired`` is
+    set once an answer went through it; ``first`` is that answer's first path."""
+
+    def __init__(self, d: Driver, wrap: SendWrapper) -> None:
+        self.channel = d.pg.channel
+        self.wrap = wrap
+        self.fired = threading.Event()
+        self.first: DeliveryPath | None = None
+        self._deliver = self.channel.delivery.deliver
+        self.channel.delivery.deliver = self.deliver
+
+    def deliver(self, parts: Sequence[Sequence[DeliveryPath]], target: DeliveryTarget) -> Any:
+        if self.fired.is_set() or not parts or not parts[0]:
+            return self._deliver(parts, target)
+        self.fired.set()
+        self.first = parts[0][0]
+        wrapped = [
+            tuple(
+                DeliveryPath(p.name, self.wrap(i, j, i == j == 0, p.send), p.idempotent)
+                for j, p in enumerate(paths)
+            )
+            for i, paths in enumerate(parts)
+        ]
+        return self._deliver(wrapped, target)
+
+    def restore(self) -> None:
+        self.channel.delivery.deliver = self._deliver
+
+
+#: runs tried until one's answer goes out as a send of its own (`run_to_a_final_send`)
+FINAL_SEND_ATTEMPTS = 8
+
+
+def answer_with_a_final_send(d: Driver, token: str) -> str:
+    """An answer that leaves a final send whether or not its live message was posted:
+    where the live message holds at most so many characters (Discord), a longer answer
+    always leaves a part to post, and ``token`` comes last, in that part."""
+    limit = d.live_message_limit
+    return token if limit is None else f"{'more words. ' * (limit // 10)}\n\n{token}"
+
+
+def run_to_a_final_send(ctx: Context, wrap: SendWrapper) -> tuple[NextFinalSend, str]:
+    """Run until an answer goes out as a send of its own, its paths wrapped with
+    ``wrap`` (`NextFinalSend`); returns the interceptor and the answer's token (in the
+    part the final send carries). The channel is idle when it returns.
+
+    Where a platform shows an answer in the segment's live message, whether a final send
+    is left depends on whether that message was posted before the run ended; a run whose
+    answer the live message showed (nothing intercepted, the answer shown normally) is
+    followed by another, `FINAL_SEND_ATTEMPTS` in all. A platform whose driver declares
+    no final send (``final_send``) is skipped."""
+    d = ctx.driver
+    d.require("final_send")
+    for _ in range(FINAL_SEND_ATTEMPTS):
+        token = f"answer {new_token()}"
+        interceptor = NextFinalSend(d, wrap)
+        started = threading.Event()
+
+        def fn(
+            turn: Turn,
+            answer: str = answer_with_a_final_send(d, token),
+            started: threading.Event = started,
+        ) -> str:
+            started.set()
+            return answer
+
+        try:
+            ctx.script.fn = fn
+            d.send("hello")
+            # the run has begun (an ingress request's deferred part may start it after
+            # the ACK), so an idle channel below means its final send was made, or none
+            assert started.wait(BOUND_S), "the run never started"
+            assert d.pg.channel.wait_idle(BOUND_S)
+        finally:
+            interceptor.restore()
+        if interceptor.fired.is_set():
+            return interceptor, token
+        d.settle()
+    pytest.skip(
+        f"{d.platform} showed {FINAL_SEND_ATTEMPTS} answers in their live messages: "
+        "no final send"
+    )

@@ -9,16 +9,13 @@ first part raises a read timeout (a request that was sent, its outcome unknown).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator
 
 import pytest
 from channelkit.core.text import MSG_LAST_UNCERTAIN, MSG_NO_LAST_ANSWER
 from channelkit.errors import ReadTimeout
-from channelkit.platforms.common.delivery import DeliveryPath, DeliveryTarget
 from contract_drivers import BOUND_S, DRIVERS, Driver, wait_for
-from contract_harness import Context, new_token, open_platform
+from contract_harness import Context, new_token, open_platform, run_to_a_final_send
 
 #: a short age bound for the test that lets an answer grow too old (a FakeClock far
 #: ahead would make the emulators' signed callbacks stale)
@@ -33,81 +30,46 @@ def short_memory(request: pytest.FixtureRequest) -> Iterator[Context]:
 
 
 class HangOnce:
-    """Makes the next final answer's first send hang (a read timeout after sending);
-    with an idempotency key (Feishu's ``uuid``) the chain may retry it, else not."""
+    """The first attempt of the next final answer's first send hangs (a read timeout
+    after sending); with an idempotency key (Feishu's ``uuid``) the chain may retry it,
+    else not."""
 
-    def __init__(self, d: Driver) -> None:
-        self.channel = d.pg.channel
-        self.fired = threading.Event()
-        self.idempotent = False
-        self._deliver = self.channel.delivery.deliver
-        self.channel.delivery.deliver = self.deliver
+    def __init__(self) -> None:
+        self.calls = 0
 
-    def deliver(self, parts: Sequence[Sequence[DeliveryPath]], target: DeliveryTarget) -> Any:
-        if self.fired.is_set() or not parts or not parts[0]:
-            return self._deliver(parts, target)
-        self.fired.set()
-        first, *rest = parts[0]
-        self.idempotent = first.idempotent
-        calls = [0]
-        real: Callable[[], object] = first.send
+    def wrap(
+        self, part: int, path: int, first: bool, send: Callable[[], object]
+    ) -> Callable[[], object]:
+        if not first:
+            return send
 
         def hangs() -> object:
-            calls[0] += 1
-            if calls[0] == 1:
+            self.calls += 1
+            if self.calls == 1:
                 raise ReadTimeout("read timed out (the final send hung)", timeout=True)
-            return real()
+            return send()
 
-        hanging = DeliveryPath(first.name, hangs, first.idempotent)
-        return self._deliver([(hanging, *rest), *parts[1:]], target)
-
-    def restore(self) -> None:
-        self.channel.delivery.deliver = self._deliver
+        return hangs
 
 
 def _count(d: Driver, text: str) -> int:
     return sum(1 for t in d.chat_texts() if text in t)
 
 
-def _lose_an_answer(ctx: Context, answer: str) -> HangOnce:
-    d = ctx.driver
-    hang = HangOnce(d)
-    started = threading.Event()
-    # Where the streamed message ends as the final answer (Discord), whether any final
-    # send is made depends on whether that message was posted before the run ended. An
-    # answer longer than one message always leaves a part to post (the whole answer when
-    # the message never came, the rest when it did), and the first such send hangs.
-    limit = d.live_message_limit
-    text = answer if limit is None else f"{answer}\n\n{'more words. ' * (limit // 10)}"
-
-    def fn(turn: Any) -> str:
-        started.set()
-        return text
-
-    try:
-        ctx.script.fn = fn
-        d.send("hello")
-        # the run has begun (an ingress request's deferred part may start it after the
-        # ACK), so an idle channel below means its final send was made
-        assert started.wait(BOUND_S), "the run never started"
-        assert d.pg.channel.wait_idle(BOUND_S)
-        d.settle()
-    finally:
-        hang.restore()
-    if not hang.fired.is_set():
-        pytest.skip(
-            f"{d.platform} shows the final answer in the streamed card or stream itself "
-            "(its last update is a projection): no final send to hang"
-        )
-    if hang.idempotent:
-        d.settle()
-    return hang
+def _lose_an_answer(ctx: Context) -> tuple[bool, str]:
+    """Run until a final send is made and hang it; whether that send was idempotent (the
+    chain may then retry it) and the lost answer's token."""
+    interceptor, token = run_to_a_final_send(ctx, HangOnce().wrap)
+    assert interceptor.first is not None
+    ctx.driver.settle()
+    if interceptor.first.idempotent:
+        ctx.driver.settle()
+    return interceptor.first.idempotent, token
 
 
 def test_the_next_message_after_a_hung_final_send_carries_a_hint(ctx: Context) -> None:
     d = ctx.driver
-    lost = f"answer {new_token()}"
-    hang = _lose_an_answer(ctx, lost)
+    idempotent, lost = _lose_an_answer(ctx)
     hints = _count(d, MSG_LAST_UNCERTAIN)
     second = f"second {new_token()}"
     ctx.script.fn = lambda turn: second
@@ -115,7 +77,7 @@ def test_the_next_message_after_a_hung_final_send_carries_a_hint(ctx: Context) -
     wait_for(lambda: _count(d, second), "the second answer", tick=d.tick)
     assert d.pg.channel.wait_idle(BOUND_S)
     d.settle()
-    if hang.idempotent:  # retried with the same key: delivered, nothing to hint at
+    if idempotent:  # retried with the same key: delivered, nothing to hint at
         assert _count(d, lost) >= 1 and _count(d, MSG_LAST_UNCERTAIN) == hints
         return
     assert _count(d, MSG_LAST_UNCERTAIN) == hints + 1, d.chat_texts()
@@ -134,8 +96,7 @@ def test_the_next_message_after_a_hung_final_send_carries_a_hint(ctx: Context) -
 
 def test_last_sends_the_hung_answer_again(ctx: Context) -> None:
     d = ctx.driver
-    lost = f"answer {new_token()}"
-    _lose_an_answer(ctx, lost)
+    _, lost = _lose_an_answer(ctx)
     shown = _count(d, lost)
     hints = _count(d, MSG_LAST_UNCERTAIN)
     ctx.script.fn = lambda turn: "a new run"  # /last starts none: it sends the kept answer

@@ -275,6 +275,8 @@ class FeishuChannel(ChannelBase):
         self._reactions = self.registry.map("feishu-reactions")
         self._reaction_lock = threading.Lock()
         self._streamed_runs = self.registry.map("feishu-streamed-runs")
+        #: runs whose card's answer every delivery path refused (no card shows them)
+        self._refused_answers = self.registry.map("feishu-refused-answers")
         #: run id -> (message id, waiting requests) of runs whose reaction is paused
         self._paused = self.registry.map("feishu-paused-reactions")
         #: the long connection (None with ``"ingress": "http"``)
@@ -366,7 +368,13 @@ class FeishuChannel(ChannelBase):
             return
         wait = max(1.0, self.config.delivery_timeout - 1.0)
         if self.output.get(segment.segment_id) is not None:
-            self.output.finish(segment.segment_id, "completed", wait=wait)
+            try:
+                self.output.finish_answer(segment.segment_id, wait=wait)
+            except Exception:
+                # every path refused the card's answer: nothing shows it, so no card
+                # shows the failure either; the run fails and is told (see below)
+                self._refused_answers[segment.run_id] = True
+                raise
             return
         if self._streamed_runs.get(segment.run_id):
             return  # the text was already shown in this run's cards
@@ -424,14 +432,16 @@ class FeishuChannel(ChannelBase):
         self.queue_notices.forget(event.run_id)
         labelled = self.output.finish_run(event.run_id, state)
         streamed = self._streamed_runs.pop(event.run_id)
+        refused = self._refused_answers.pop(event.run_id)
         if (
             kind == LifecycleType.FAILED.value
             and not labelled
-            and (streamed is False or (streamed is True and not event.segment_failed))
+            and (streamed is False or (streamed is True and not event.segment_failed) or refused)
         ):
-            # a person's run failed before any output, or after its last card ended at a
-            # boundary (the agent died while a question waited): no card carries the
-            # failed label yet (a card still live was just labelled failed above)
+            # a person's run failed before any output, after its last card ended at a
+            # boundary (the agent died while a question waited), or when its answer's
+            # card was never shown: no card carries the failed label yet (a card still
+            # live was just labelled failed above)
             target = event.chat_id
             self._submit_projection(event.run_id, lambda: self._deliver_state(target, "failed"))
         stopped = kind == LifecycleType.CANCELLED.value and str(event.reason) in (

@@ -341,17 +341,37 @@ class OutputCardPresenter:
                 logger.warning("terminal projection did not finish within %.1fs", wait)
         return True
 
+    def finish_answer(self, segment_id: str, *, wait: float) -> None:
+        """End ``segment_id``'s card completed as the run's final answer, waiting up to
+        ``wait`` seconds for it to be written. A card that was never opened sends the
+        answer through the delivery chain; when every path refused it at once (nothing
+        shown, nothing to retry), the refusal is raised here, so the run fails and the
+        person is told (`DeliveryJob.raise_if_refused()`)."""
+        card = self.get(segment_id)
+        if card is None or not card.state.compare_and_set("running", "completed"):
+            return
+        future = self._submit(card.run_id, lambda: self._project_terminal(card, "completed"))
+        try:
+            job = future.result(timeout=wait)
+        except Exception:
+            logger.warning("terminal projection did not finish within %.1fs", wait)
+            return
+        if job is not None:
+            job.raise_if_refused()
+
     def finish_run(self, run_id: str, state: OutputState) -> int:
         """Finish every live card of ``run_id``; returns how many changed state."""
         return sum(1 for c in self.live_cards(run_id) if self.finish(c.segment_id, state))
 
-    def _project_terminal(self, card: OutputCard, state: OutputState) -> None:
+    def _project_terminal(self, card: OutputCard, state: OutputState) -> DeliveryJob | None:
+        """Write ``card``'s terminal ``state``; the delivery job when the card was never
+        opened and its text went through the delivery chain, else None."""
         writer = card.writer
         assert writer is not None
         text = writer.finalize(timeout=FINALIZE_TIMEOUT)
         self._release(card, state)
         if card.projected:
-            return
+            return None
         card.projected = True
         try:
             body = cards.output_card(bound_text(text), state, self._language, title=self._title)
@@ -365,13 +385,12 @@ class OutputCardPresenter:
                 if card.mode != "text":
                     paths.append(self._card_path(card.chat_id, body, card.reply_to))
                 paths.append(self._text_path(card.chat_id, self._plain(text, state), card.reply_to))
-                self.delivery.deliver([tuple(paths)], target)
-                return
+                return self.delivery.deliver([tuple(paths)], target)
             if card.mode == "cardkit" and card.card_id is not None:
                 try:
                     self._api.close_streaming(card.card_id, card.next_sequence())
                     self._api.update_card_entity(card.card_id, body, card.next_sequence())
-                    return
+                    return None
                 except Exception as exc:
                     logger.warning("CardKit finalization failed (%s); trying PATCH", exc)
             self._limiter.try_acquire(card.message_id, force=True)
@@ -384,9 +403,10 @@ class OutputCardPresenter:
                     self._channel_name, card.chat_id, card.run_id, card.owner_id or None
                 )
                 text_path = self._text_path(card.chat_id, self._plain(text, state), card.reply_to)
-                self.delivery.deliver([(text_path,)], target)
+                return self.delivery.deliver([(text_path,)], target)
         except Exception:
             logger.exception("output card finalization failed (state %s)", state)
+        return None
 
     def _plain(self, text: str, state: str) -> str:
         label = cards.strings(self._language)[state]
