@@ -88,6 +88,8 @@ class Capabilities:
     #: None: an answer no live message showed goes out as a send of its own (through
     #: the channel's delivery chain); else why there is none
     final_send: str | None = None
+    #: None: a "working on it" indicator shows in a direct chat while a run works
+    working_indicator: str | None = None
 
 
 def wait_for(
@@ -274,6 +276,12 @@ class Driver:
     other_group: ClassVar[str] = "other-group"
     #: API paths (parts) of the platform's "working on it" indicators
     indicator_paths: ClassVar[tuple[str, ...]] = ()
+
+    def indicator_shown(self) -> bool | None:
+        """Whether the person sees the "working on it" indicator now, where the emulator
+        keeps it as state (a reaction, a typing status); None where it only expires in
+        real time after the bot's last call (a typing action), so only calls tell."""
+        return None
 
     def indicators(self) -> list[str]:
         """The indicator calls (reactions, typing, status) the bot made so far."""
@@ -489,6 +497,9 @@ class DingtalkDriver(Driver):
         final_send="a segment's card opens with its first text and ends holding the answer",
     )
 
+    def indicator_shown(self) -> bool:
+        return bool(self.state().get("reactions"))  # the eye on the person's message
+
     def redeliver_last_message(self) -> int:
         """Stream mode: the gateway sends the ACKed frame again (same message id)."""
         frame = next(c for c in reversed(self.emulator.callbacks()) if c["kind"] == "robot")
@@ -595,6 +606,9 @@ class FeishuDriver(Driver):
     everyone_forms = ("@_all", "@所有人", "@all", "@everyone", "@here")
     indicator_paths = ("/reactions",)
     message_path = "/feishu/events"
+
+    def indicator_shown(self) -> bool:
+        return bool(self.state().get("reactions"))  # the reaction on the person's message
 
     def redeliver_last_message(self) -> int:
         """Feishu retries an event with the same ``event_id`` under a fresh signature."""
@@ -833,13 +847,21 @@ _SLACK_CONTROL = {
 
 class SlackDriver(Driver):
     platform = "slack"
-    caps = Capabilities(attachments_in=None, files_out=None)
+    caps = Capabilities(
+        attachments_in=None,
+        files_out=None,
+        working_indicator="Slack shows a status only in an assistant thread; a direct "
+        "message outside one shows the streamed answer alone",
+    )
     thread_ids = ("1700000000.000100", "1700000000.000200")  # the threads' parent ts
     other_chat = "D0OTHERCHAT"
     other_group = "C0OTHERGROUP"
     everyone_forms = ("<!everyone>", "<!here>", "<!channel>", "@everyone", "@here")
     indicator_paths = ("assistant.threads.setStatus", "chat.startStream")
     message_path = "/slack/events"
+
+    def indicator_shown(self) -> bool:
+        return bool(self.state().get("assistantStatus"))
 
     def redeliver_last_message(self) -> int:
         """Slack retries an event (same ``event_id``) with ``X-Slack-Retry-Num``, signed
@@ -990,6 +1012,9 @@ class WeixinDriver(Driver):
         threads="iLink bots have direct chats only, without threads",
     )
     indicator_paths = ("/ilink/bot/sendtyping",)
+
+    def indicator_shown(self) -> bool:
+        return bool(self.emulator.typing())  # the last sendtyping said "typing"
 
     def bot_views(self) -> list[dict[str, Any]]:
         """The bot's text messages (as ``{"text"}``) and file cards in timeline order."""
