@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +53,16 @@ STOPPED_MARKERS: dict[str, tuple[str, ...]] = {
     "slack": ("Stopped.",),
     "telegram": ("[stopped]",),
     "weixin": ("[stopped]",),
+    "discord": ("*Stopped.*",),
 }
 #: platforms that show nothing of a run until it ends (the test waits for the agent)
 SHOWS_NOTHING_WHILE_WRITING = frozenset({"weixin"})
 #: channel options a platform needs here (DingTalk streams only into status cards)
 OPTIONS: dict[str, dict[str, Any]] = {"dingtalk": {"interactiveCards": {"enabled": True}}}
+#: channel options read from the running emulator: where its long connection goes
+CONNECT_OPTIONS: dict[str, Callable[[Any], dict[str, Any]]] = {
+    "discord": lambda emulator: {"gatewayUrl": emulator.gateway.url},
+}
 
 
 def _served() -> list[PlatformSpec]:
@@ -77,6 +82,7 @@ def _config(
     channel_options = {
         defaults.api_base_url_option: emulator.url,
         "ingress": INGRESS.get(spec.name, spec.default_ingress),
+        **CONNECT_OPTIONS.get(spec.name, lambda _: {})(emulator.emulator),
         **(options or {}),
     }
     doc: dict[str, Any] = {
@@ -358,7 +364,14 @@ def _told(emulator: EmulatorServer) -> list[dict[str, Any]]:
 #: the SIGKILL + restart cases of the platforms without a polling cursor: the run is
 #: recorded when it starts (in the ``runJournal`` file; Feishu with ``state.redis`` in the
 #: store) and forgotten when it ends
-KILLED = (("dingtalk", "file"), ("feishu", "file"), ("feishu", "redis"), ("slack", "file"))
+KILLED = (
+    ("dingtalk", "file"),
+    ("feishu", "file"),
+    ("feishu", "redis"),
+    ("slack", "file"),
+    ("discord", "file"),
+    ("discord", "redis"),
+)
 
 
 @pytest.mark.parametrize(
@@ -374,7 +387,7 @@ def test_killed_mid_run_tells_the_person_after_a_restart(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    """DingTalk (without a store), Feishu and Slack forget an event once it was
+    """DingTalk (without a store), Feishu, Slack and Discord forget an event once it was
     acknowledged: the run a SIGKILL cut off is found in the ``runJournal`` file (or the
     store) by the next process, which tells the person once (and nothing at the start
     after that)."""

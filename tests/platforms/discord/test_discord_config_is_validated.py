@@ -29,6 +29,7 @@ GOOD: dict[str, Any] = {
         ({"ingress": "interactions"}, "discord.public_key"),
         ({"public_key": "not-hex"}, "discord.public_key"),
         ({"channel_name": " "}, "discord.channel_name"),
+        ({"run_journal": " "}, "discord.run_journal"),
         ({"api_base_url": "ftp://x"}, "discord.api_base_url"),
         ({"gateway_url": "https://gateway"}, "discord.gateway_url"),
         ({"edit_interval_s": 0}, "discord.edit_interval_s"),

@@ -84,6 +84,7 @@ from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
+from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.common.store_watch import unavailable_notice
@@ -216,6 +217,9 @@ class DiscordChannel(ChannelBase):
         self._bot_id = config.application_id
         #: the store shared by every instance of this bot (None: this process only)
         self.state_store = store
+        #: the people's runs in progress (in ``store``, else in ``config.run_journal``):
+        #: a run a crash cut off is told at the next start (`recover_interrupted_runs`)
+        self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
         #: outbound rate limits of every API call that writes (limits.py), shared
         #: through the store by every process of the bot
         self.outbound_pacer = attach_pacer(
@@ -594,9 +598,21 @@ class DiscordChannel(ChannelBase):
         target = DeliveryTarget(self.name, chat_id, run_id, owner)
         self.delivery.deliver(self._paths(chat_id, parts), target).raise_if_refused()
 
+    def recover_interrupted_runs(self) -> None:
+        """Tell each person whose run the previous process left unfinished (killed mid-run)
+        `TEXT_INTERRUPTED` in the run's channel or thread, once (on the pool; the service
+        calls this when it starts)."""
+        self.run_journal.tell_leftovers(
+            lambda chat, _thread, _record: self.pool.post(
+                self._post_quietly, chat, self.messages_for().text(TEXT_INTERRUPTED)
+            )
+        )
+
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> typing; terminal -> typing stops, leftover segments close; a
-        person's failed run that no failed segment shows gets `TEXT_FAILED`."""
+        person's failed run that no failed segment shows gets `TEXT_FAILED`. A person's
+        run is recorded from its start to its end (`run_journal`)."""
+        self.run_journal.follow(event)
         if event.type is LifecycleType.STARTED:
             if event.owner is not None:
                 self.typing.start(event.chat_id, event.run_id)

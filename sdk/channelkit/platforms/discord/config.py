@@ -66,6 +66,11 @@ class DiscordConfig:
     components (buttons, select menus, a modal for "Other").
     `question_timeout_s`: lifetime of a question before it expires.
     `request_timeout_s`: read timeout of every REST call.
+    `run_journal`: a file recording the people's runs in progress when no state store is
+    shared: after a crash (`kill -9`) the restarted process tells each person whose run
+    was cut off that it was interrupted (`channelkit.platforms.common.run_journal`; with
+    `state.redis` the store records them). `None` (default): without a store nothing is
+    recorded, and such a person is not told.
     """
 
     bot_token: str = field(repr=False)
@@ -80,6 +85,7 @@ class DiscordConfig:
     native_questions: bool = True
     question_timeout_s: float = 270.0
     request_timeout_s: float = 10.0
+    run_journal: str | None = None
 
     def __post_init__(self) -> None:
         register_secrets(self.bot_token)
@@ -114,6 +120,8 @@ class DiscordConfig:
                 'is required with ingress "interactions"', path="discord.public_key"
             )
         check_non_empty(self.channel_name, "discord.channel_name")
+        if self.run_journal is not None:
+            check_non_empty(self.run_journal, "discord.run_journal")
         check_http_url(self.api_base_url, "discord.api_base_url")
         if not isinstance(self.gateway_url, str) or not self.gateway_url.startswith(
             ("ws://", "wss://")
