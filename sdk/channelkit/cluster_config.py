@@ -28,6 +28,7 @@ This module imports nothing from `channelkit.config` (which imports it).
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -144,13 +145,29 @@ def cluster_kwargs(config: Any, platform: str) -> dict[str, Any]:
     """Extra keyword arguments of the ``platform`` channel when ``state.redis`` is set
     (else none), by the platform's ``shared_store`` in the registry: ``store`` and
     ``cluster_options`` for ``"cluster"``, ``store`` (update / event dedup across
-    instances) for ``"dedup"``, nothing for ``"none"``."""
+    instances; with ``cluster_options`` too where the channel takes them: its run journal's
+    lease) for ``"dedup"``, nothing for ``"none"``."""
     mode = get_platform(platform).shared_store
     if not has_shared_store(config) or mode == "none":
         return {}
     if mode == "dedup":
-        return {"store": build_state_store(config)}
+        kwargs: dict[str, Any] = {"store": build_state_store(config)}
+        if _takes_cluster_options(platform):  # its run journal keeps a lease in the store
+            kwargs["cluster_options"] = lease_options(config)
+        return kwargs
     return {"store": build_state_store(config), "cluster_options": lease_options(config)}
+
+
+def _takes_cluster_options(platform: str) -> bool:
+    """Whether ``platform``'s channel class takes ``cluster_options`` (the lease settings)."""
+    channel_class = get_platform(platform).channel_class
+    if channel_class is None:
+        return False
+    try:
+        parameters = inspect.signature(channel_class.load()).parameters
+    except (TypeError, ValueError):
+        return False
+    return "cluster_options" in parameters
 
 
 def close_store(channel: Any) -> None:

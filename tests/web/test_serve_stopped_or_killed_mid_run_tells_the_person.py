@@ -362,16 +362,25 @@ def _told(emulator: EmulatorServer) -> list[dict[str, Any]]:
 
 
 #: the SIGKILL + restart cases of the platforms without a polling cursor: the run is
-#: recorded when it starts (in the ``runJournal`` file; Feishu with ``state.redis`` in the
-#: store) and forgotten when it ends
+#: recorded when it starts (in the ``runJournal`` file; with ``state.redis`` in the store,
+#: DingTalk's in its cluster records) and forgotten when it ends
 KILLED = (
     ("dingtalk", "file"),
     ("feishu", "file"),
     ("feishu", "redis"),
     ("slack", "file"),
+    ("slack", "redis"),
     ("discord", "file"),
     ("discord", "redis"),
 )
+#: the ``state`` section's lease settings of the Redis cases: the restarted process finds
+#: the killed one's lease still there; with the same ``instanceName`` it knows the runs
+#: as its own and tells at once, without one it tells once that lease lapsed
+REDIS_LEASES: dict[str, dict[str, Any]] = {
+    "feishu": {"instanceName": "bot-a"},
+    "slack": {"instanceName": "bot-a"},
+    "discord": {"leaseRenewSeconds": 0.5, "leaseExpirySeconds": 2.0},
+}
 
 
 @pytest.mark.parametrize(
@@ -398,7 +407,10 @@ def test_killed_mid_run_tells_the_person_after_a_restart(
     if where == "redis":
         pytest.importorskip("redis")
         redis_server = request.getfixturevalue("redis_server")
-        state = {"redis": {"url": redis_server.url, "namespace": f"{name}-{uuid.uuid4().hex}"}}
+        state = {
+            "redis": {"url": redis_server.url, "namespace": f"{name}-{uuid.uuid4().hex}"},
+            **REDIS_LEASES.get(name, {}),
+        }
     config = _config(tmp_path, spec, emulator, options=options, state=state)
 
     def start() -> CommandProcess:

@@ -30,6 +30,21 @@ removed on the terminal event), and tells the leftovers when it starts
 (`RunJournal.tell_leftovers()`, called by ``recover_interrupted_runs`` when the service
 starts its channels).
 
+Several processes, one store: a stored record names the instance that runs it
+(``instance``: its ``instanceName``, else this process's journal) and the process's
+journal itself (``incarnation``: the store's per-process ``instance_id`` and a
+suffix). A journal given the channel's scheduler keeps a lease for its instance, the
+key ``<scope>:alive:<instance>``, written with a TTL of ``lease_expiry_s`` and renewed
+every ``lease_renew_s`` on the scheduler. A process
+that starts (a rolling restart, one worker replaced) then hands over only what dead
+instances left: a record of a live instance (its lease key is there) is another
+process's run in progress and stays; a record of this instance's earlier incarnation
+(the same ``instanceName``) is taken at once; a record of an instance whose lease
+lapsed is taken when it lapses, by the next renewal's sweep of any live process, so
+the people of a process that crashed are told while the others go on. Without a
+scheduler every stored record is taken at start (the behaviour a single poller, which
+owns the bot alone, relies on).
+
 The set is bounded (`MAX_RECORDS`, the oldest dropped with a warning). Failures to
 write (a store outage, a full disk) are logged and never fail the run: the record is a
 courtesy for the crash case, not part of the run.
@@ -40,6 +55,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -50,9 +66,19 @@ from channelkit.core.catalog import en
 from channelkit.core.types import LifecycleEvent, LifecycleType
 
 if TYPE_CHECKING:
+    from channelkit.platforms.common.cluster import ClusterOptions
+    from channelkit.runtime.scheduler import Scheduler, TimerHandle
     from channelkit.state.base import StateStore
 
-__all__ = ["MAX_RECORDS", "RECORD_TTL_S", "TEXT_INTERRUPTED", "RunJournal"]
+__all__ = [
+    "LEASE_EXPIRY_S",
+    "LEASE_RENEW_S",
+    "MAX_RECORDS",
+    "RECORD_TTL_S",
+    "TEXT_INTERRUPTED",
+    "RunJournal",
+    "channel_journal",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,13 +88,23 @@ MAX_RECORDS = 1_000
 TEXT_INTERRUPTED = en("notice.interrupted")
 #: Seconds a stored record lives at most (a run longer than a day is not told).
 RECORD_TTL_S = 86_400.0
+#: Seconds between two renewals of an instance's lease, and the silence after which an
+#: instance is presumed dead (the ``state`` section's lease settings change them).
+LEASE_RENEW_S = 5.0
+LEASE_EXPIRY_S = 30.0
+#: The fields a stored record carries besides the channel's own (who runs it).
+_OWNER_FIELDS = ("instance", "incarnation")
 
 
 class RunJournal:
     """Records of runs in progress; see the module docstring.
 
     ``scope`` names the channel (``telegram``, the channel name); ``store`` the shared
-    store (preferred), ``path`` the file used without one.
+    store (preferred), ``path`` the file used without one. With a store, ``scheduler``
+    (the channel's) keeps this instance's lease and sweeps for dead instances' runs;
+    ``instance_name`` is the instance's stable name (the ``state`` section's
+    ``instanceName``); ``lease_renew_s`` and ``lease_expiry_s`` time the lease. Call
+    `close()` with the channel.
     """
 
     def __init__(
@@ -78,14 +114,35 @@ class RunJournal:
         store: StateStore | None = None,
         path: str | os.PathLike[str] | None = None,
         max_records: int = MAX_RECORDS,
+        scheduler: Scheduler | None = None,
+        instance_name: str | None = None,
+        lease_renew_s: float = LEASE_RENEW_S,
+        lease_expiry_s: float = LEASE_EXPIRY_S,
     ) -> None:
         if not isinstance(scope, str) or not scope or ":" in scope:
             raise ValueError("scope: must be a non-empty string without ':'")
+        if not 0 < lease_renew_s < lease_expiry_s:
+            raise ValueError("lease_renew_s: must be more than 0 and less than lease_expiry_s")
         self.scope = scope
         self.store = store
         self.path = Path(path) if path is not None and store is None else None
         self._max = max_records
         self._lock = threading.Lock()
+        #: the channel's scheduler: leases and sweeps (store mode only)
+        self._scheduler = scheduler if store is not None else None
+        #: this journal in this process (two channels sharing one store object are two)
+        #: and the instance it is (its stable name when one is configured, else this)
+        self.incarnation = (
+            f"{store.instance_id}.{secrets.token_hex(3)}" if store is not None else None
+        )
+        self.instance = instance_name or self.incarnation
+        self._named = bool(instance_name)
+        self._renew_s = float(lease_renew_s)
+        self._expiry_s = float(lease_expiry_s)
+        self._tell: Callable[[str, str | None, dict[str, Any]], None] | None = None
+        self._timer: TimerHandle | None = None
+        self._leased = False
+        self._closed = False
 
     @property
     def enabled(self) -> bool:
@@ -96,8 +153,10 @@ class RunJournal:
     def record(self, key: str, record: Mapping[str, Any]) -> None:
         """Record the run ``key`` (``record``: what telling its person needs, JSON)."""
         if self.store is not None:
+            self._hold_lease()
+            owned = {**record, "instance": self.instance, "incarnation": self.incarnation}
             try:
-                self.store.put(self._key("inflight", key), record, ttl_s=RECORD_TTL_S)
+                self.store.put(self._key("inflight", key), owned, ttl_s=RECORD_TTL_S)
             except Exception as exc:
                 logger.warning("%s: recording run %s failed: %s", self.scope, key, exc)
             return
@@ -162,9 +221,22 @@ class RunJournal:
     def tell_leftovers(self, tell: Callable[[str, str | None, dict[str, Any]], None]) -> int:
         """Take the leftovers (`take_leftovers()`) and call ``tell(chat, thread, record)``
         once for each; returns how many were told. ``tell`` should hand the sending on (to
-        a pool) rather than send itself; an exception it raises is logged."""
+        a pool) rather than send itself; an exception it raises is logged. With a store
+        and a scheduler, each lease renewal tells the same way what instances that died
+        since left."""
+        if self._scheduler is not None:
+            with self._lock:
+                self._tell = tell
+            self._hold_lease()
+        return self._tell_each(tell, self.take_leftovers())
+
+    def _tell_each(
+        self,
+        tell: Callable[[str, str | None, dict[str, Any]], None],
+        records: list[dict[str, Any]],
+    ) -> int:
         told = 0
-        for record in self.take_leftovers():
+        for record in records:
             chat, thread = record.get("chat"), record.get("thread")
             if not isinstance(chat, str) or not chat:
                 continue
@@ -177,9 +249,75 @@ class RunJournal:
             told += 1
         return told
 
+    # -- the lease (store and scheduler) ------------------------------------------------
+    def _hold_lease(self) -> None:
+        """Write this instance's lease and arm its renewal, once (store mode)."""
+        if self._scheduler is None:
+            return
+        with self._lock:
+            if self._leased or self._closed:
+                return
+            self._leased = True
+        self._write_lease()
+        self._arm()
+
+    def _write_lease(self) -> None:
+        assert self.store is not None and self.instance is not None
+        try:
+            self.store.put(self._key("alive", self.instance), {"at": 1}, ttl_s=self._expiry_s)
+        except Exception as exc:
+            logger.warning("%s: renewing the run journal's lease failed: %s", self.scope, exc)
+
+    def _arm(self) -> None:
+        scheduler = self._scheduler
+        assert scheduler is not None
+        with self._lock:
+            if not self._closed:
+                self._timer = scheduler.call_later(self._renew_s, self._renew)
+
+    def _renew(self) -> None:
+        """Renew the lease, tell what instances that died left (once `tell_leftovers()`
+        named how), and book the next renewal (the scheduler hands this to the pool)."""
+        self._write_lease()
+        with self._lock:
+            tell = None if self._closed else self._tell
+        if tell is not None:
+            self._tell_each(tell, self._take_stored())
+        self._arm()
+
+    def close(self) -> None:
+        """Stop renewing and give the lease up (a graceful end: the runs this process
+        still had were told how they ended, and nothing of it is left to sweep)."""
+        with self._lock:
+            self._closed = True
+            timer, self._timer = self._timer, None
+            leased = self._leased
+        if timer is not None:
+            timer.cancel()
+        if leased and self.store is not None and self.instance is not None:
+            try:
+                self.store.delete(self._key("alive", self.instance))
+            except Exception as exc:
+                logger.warning("%s: giving the lease up failed: %s", self.scope, exc)
+
     # -- internals --------------------------------------------------------------------------
     def _key(self, kind: str, key: str) -> str:
         return f"{self.scope}:{kind}:{key}"
+
+    def _left_by_the_dead(self, record: Mapping[str, Any]) -> bool:
+        """Whether a stored ``record`` is a run no live process is running (see the
+        module docstring); always True without a scheduler (no leases kept)."""
+        if self._scheduler is None:
+            return True
+        instance, incarnation = record.get("instance"), record.get("incarnation")
+        if incarnation == self.incarnation:
+            return False  # a run of this process
+        if not isinstance(instance, str) or not instance:
+            return True  # recorded before records named their instance
+        if self._named and instance == self.instance:
+            return True  # this instance's earlier incarnation
+        assert self.store is not None
+        return self.store.get(self._key("alive", instance)) is None
 
     def _take_stored(self) -> list[dict[str, Any]]:
         store = self.store
@@ -190,11 +328,11 @@ class RunJournal:
             for stored in keys:
                 key = stored[len(self._key("inflight", "")) :]
                 record = store.get(stored)
-                if record is None:
+                if record is None or not self._left_by_the_dead(record):
                     continue
                 told = self._key("told", key)
                 if store.add(told, {"by": store.instance_id}, ttl_s=RECORD_TTL_S):
-                    taken.append(record)
+                    taken.append({k: v for k, v in record.items() if k not in _OWNER_FIELDS})
                 store.delete(stored)
         except Exception as exc:
             logger.warning(
@@ -236,3 +374,30 @@ class RunJournal:
                 raise
         except OSError as exc:
             logger.warning("%s: writing %s failed: %s", self.scope, self.path, exc)
+
+
+def channel_journal(
+    scope: str,
+    *,
+    store: StateStore | None,
+    path: str | os.PathLike[str] | None,
+    scheduler: Scheduler,
+    lease: ClusterOptions | Mapping[str, Any] | None = None,
+) -> RunJournal:
+    """The run journal of a channel that tells its leftovers itself
+    (`RunJournal.tell_leftovers()`): in ``store`` when there is one, with a lease kept
+    on the channel's ``scheduler`` as ``lease`` says (the ``state`` section's
+    ``instanceName``, ``leaseRenewSeconds``, ``leaseExpirySeconds``: a channel's
+    ``cluster_options``), else in the file ``path``."""
+    from channelkit.platforms.common.cluster import ClusterOptions
+
+    options = lease if isinstance(lease, ClusterOptions) else ClusterOptions.from_mapping(lease)
+    return RunJournal(
+        scope,
+        store=store,
+        path=path,
+        scheduler=scheduler,
+        instance_name=options.instance_name,
+        lease_renew_s=options.lease_renew_s,
+        lease_expiry_s=options.lease_expiry_s,
+    )

@@ -79,12 +79,13 @@ from channelkit.core.types import CancellationReason
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms import platform_offers
+from channelkit.platforms.common.cluster import ClusterOptions
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
 from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
-from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
+from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, channel_journal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.common.store_watch import unavailable_notice
@@ -174,6 +175,11 @@ class DiscordChannel(ChannelBase):
     Feeding it without a socket (tests, emulators): `dispatch(name, data)` takes one
     Gateway dispatch (what the connection hands on), `ingress_routes()` holds the
     interactions endpoint's route.
+    ``cluster_options`` (``instanceName``, ``leaseRenewS``, ``leaseExpiryS``: the
+    ``state`` section's lease settings, which ``channelkit serve`` passes with
+    ``state.redis``) time the lease the run journal keeps in ``store``: a process that
+    starts tells the people of the runs dead instances left, never those of runs
+    another live instance is running (`channelkit.platforms.common.run_journal`).
     """
 
     def __init__(
@@ -189,6 +195,7 @@ class DiscordChannel(ChannelBase):
         clock: Clock | None = None,
         gateway_options: Mapping[str, Any] | None = None,
         store: StateStore | None = None,
+        cluster_options: ClusterOptions | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(config, DiscordConfig):
             raise ConfigurationError("must be a DiscordConfig", path="config")
@@ -219,7 +226,13 @@ class DiscordChannel(ChannelBase):
         self.state_store = store
         #: the people's runs in progress (in ``store``, else in ``config.run_journal``):
         #: a run a crash cut off is told at the next start (`recover_interrupted_runs`)
-        self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
+        self.run_journal = channel_journal(
+            self.name,
+            store=store,
+            path=config.run_journal,
+            scheduler=self.scheduler,
+            lease=cluster_options,
+        )
         #: outbound rate limits of every API call that writes (limits.py), shared
         #: through the store by every process of the bot
         self.outbound_pacer = attach_pacer(
@@ -681,6 +694,7 @@ class DiscordChannel(ChannelBase):
         self.typing.close()
         self.questions.close()
         self.output.close()
+        self.run_journal.close()  # the lease given up: nothing of this process is left
         self.delivery.close()
         if self._owns_api:
             self.api.close()

@@ -65,6 +65,7 @@ from channelkit.core.types import RunQueuedEvent
 from channelkit.errors import AttachmentRefused
 from channelkit.ingress import IngressRequest, IngressResponse, IngressRoute
 from channelkit.platforms import platform_offers
+from channelkit.platforms.common.cluster import ClusterOptions
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
@@ -72,7 +73,7 @@ from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
-from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
+from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, channel_journal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.store_watch import unavailable_notice
 from channelkit.platforms.feishu import cards
@@ -143,6 +144,12 @@ class FeishuChannel(ChannelBase):
     ``long_connection_options`` go to the
     `FeishuLongConnection` with
     ``ingress="websocket"`` (``open_endpoint``, ``backoff``, ``wait``, ``poll_s``).
+
+    ``cluster_options`` (``instanceName``, ``leaseRenewS``, ``leaseExpiryS``: the
+    ``state`` section's lease settings, which ``channelkit serve`` passes with
+    ``state.redis``) time the lease the run journal keeps in ``store``: a process that
+    starts tells the people of the runs dead instances left, never those of runs
+    another live instance is running (`channelkit.platforms.common.run_journal`).
     """
 
     def __init__(
@@ -159,6 +166,7 @@ class FeishuChannel(ChannelBase):
         registry: StateRegistry | None = None,
         long_connection_options: Mapping[str, Any] | None = None,
         store: StateStore | None = None,
+        cluster_options: ClusterOptions | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             channel_config or ChannelConfig(name="feishu"),
@@ -265,7 +273,13 @@ class FeishuChannel(ChannelBase):
         )
         #: the people's runs in progress (in ``store``, else in ``config.run_journal``):
         #: a run a crash cut off is told at the next start (`recover_interrupted_runs`)
-        self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
+        self.run_journal = channel_journal(
+            self.name,
+            store=store,
+            path=config.run_journal,
+            scheduler=self.scheduler,
+            lease=cluster_options,
+        )
         self._events_seen = SharedDedup(
             self.clock.time,
             ttl=max(EVENT_REDELIVERY_WINDOW_S, 2.0 * config.max_clock_skew_s),
@@ -586,6 +600,7 @@ class FeishuChannel(ChannelBase):
         self.output.close_all("stopped", wait=5.0)  # a shutdown stopped their runs
         self.questions.close()
         self.pool.wait_idle(5.0)  # bounded: let queued card projections finish
+        self.run_journal.close()  # the lease given up: nothing of this process is left
         self.delivery.close()  # pending final-answer retries are reported failed
         if self._owns_api:
             self.api.close()

@@ -89,6 +89,7 @@ from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.markdown import Dialect, render
 from channelkit.platforms import platform_offers
+from channelkit.platforms.common.cluster import ClusterOptions
 from channelkit.platforms.common.connection import LongConnection
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryPath, DeliveryTarget
@@ -96,7 +97,7 @@ from channelkit.platforms.common.inbound import CLOSED_STATUS
 from channelkit.platforms.common.limits import attach_pacer
 from channelkit.platforms.common.replay import sent_at_seconds
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
-from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, RunJournal
+from channelkit.platforms.common.run_journal import TEXT_INTERRUPTED, channel_journal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.common.store_watch import unavailable_notice
@@ -177,9 +178,17 @@ class SlackChannel(ChannelBase):
     clients); ``socket_options`` go to the Socket Mode
     `SlackSocket` (``backoff``, ``wait``,
     ``ping_interval``...). ``store`` (a `StateStore` shared by every process of the bot;
-    ``channelkit serve`` passes it with ``state.redis``) keeps the event dedup and the
-    outbound rate-limit buckets, so a retried event runs once and the processes together
-    stay inside Slack's limits; None keeps both in this process.
+    ``channelkit serve`` passes it with ``state.redis``) keeps the event dedup, the
+    outbound rate-limit buckets and the runs in progress, so a retried event runs once,
+    the processes together stay inside Slack's limits and a run a crash cut off is told
+    by the next process; None keeps them in this process (the runs in progress in
+    ``config.run_journal``).
+
+    ``cluster_options`` (``instanceName``, ``leaseRenewS``, ``leaseExpiryS``: the
+    ``state`` section's lease settings, which ``channelkit serve`` passes with
+    ``state.redis``) time the lease the run journal keeps in ``store``: a process that
+    starts tells the people of the runs dead instances left, never those of runs
+    another live instance is running (`channelkit.platforms.common.run_journal`).
     """
 
     def __init__(
@@ -195,6 +204,7 @@ class SlackChannel(ChannelBase):
         clock: Clock | None = None,
         socket_options: Mapping[str, Any] | None = None,
         store: StateStore | None = None,
+        cluster_options: ClusterOptions | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(config, SlackConfig):
             raise ConfigurationError("must be a SlackConfig", path="config")
@@ -210,9 +220,15 @@ class SlackChannel(ChannelBase):
             threads=platform_offers("slack", "threads"),  # groups: a session per thread
         )
         self.slack_config = config
-        #: the people's runs in progress (in ``config.run_journal``): a run a crash cut
-        #: off is told at the next start (`recover_interrupted_runs`)
-        self.run_journal = RunJournal(self.name, path=config.run_journal)
+        #: the people's runs in progress (in ``store``, else in ``config.run_journal``): a
+        #: run a crash cut off is told at the next start (`recover_interrupted_runs`)
+        self.run_journal = channel_journal(
+            self.name,
+            store=store,
+            path=config.run_journal,
+            scheduler=self.scheduler,
+            lease=cluster_options,
+        )
         self.api: SlackApi = api or SlackApi(
             config.bot_token,
             base_url=config.api_base_url,
@@ -702,6 +718,7 @@ class SlackChannel(ChannelBase):
         flush_run_lanes(self.lanes, self.streams.run_ids(), self.name)
         self.questions.close()
         self.streams.close()
+        self.run_journal.close()  # the lease given up: nothing of this process is left
         self.delivery.close()
 
 

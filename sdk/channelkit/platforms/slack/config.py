@@ -62,9 +62,10 @@ class SlackConfig:
     ``request_timeout_s``: read timeout of every Web API call.
     ``assistant_status``: show ``assistant.threads.setStatus`` while a run works in an
     assistant thread.
-    ``run_journal``: a file recording the people's runs in progress: after a crash
-    (``kill -9``) the restarted process tells each person whose run was cut off that it
-    was interrupted (`channelkit.platforms.common.run_journal`). ``None`` (default):
+    ``run_journal``: a file recording the people's runs in progress when no state store
+    is shared: after a crash (``kill -9``) the restarted process tells each person whose
+    run was cut off that it was interrupted (`channelkit.platforms.common.run_journal`;
+    with ``state.redis`` the store records them). ``None`` (default): without a store
     nothing is recorded, and such a person is not told.
     """
 
