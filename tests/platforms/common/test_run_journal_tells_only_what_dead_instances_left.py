@@ -9,11 +9,13 @@ its scheduler: its lease is no longer renewed."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from channelkit.errors import StateStoreUnavailable
 from channelkit.platforms.common.run_journal import LEASE_EXPIRY_S, LEASE_RENEW_S, RunJournal
 from channelkit.runtime import Scheduler
 from channelkit.state import MemoryStore, StateStore
@@ -169,3 +171,45 @@ def test_over_redis_a_restarted_instance_tells_only_the_dead_ones_runs(
     finally:
         for store in stores:
             store.close()
+
+
+class Outage:
+    """A store whose backend can be taken away (``down = True``)."""
+
+    def __init__(self, inner: MemoryStore) -> None:
+        self.inner = inner
+        self.down = False
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if name not in ("put", "get", "scan", "add", "delete"):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.down:
+                raise StateStoreUnavailable("redis://127.0.0.1:1 unreachable")
+            return attr(*args, **kwargs)
+
+        return call
+
+
+def test_a_store_outage_is_logged_once_and_the_sweep_resumes_after_it(
+    rt: Runtime, store: MemoryStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="channelkit.platforms.common.run_journal")
+    flaky = Outage(store)
+    survivor = Process(rt, flaky, "a")  # type: ignore[arg-type]
+    doomed = Process(rt, flaky, "b")  # type: ignore[arg-type]
+    survivor.start()
+    doomed.start()
+    doomed.run("chat-9", "m9")
+    doomed.crash()
+    flaky.down = True
+    for _ in range(4):
+        rt.advance(LEASE_EXPIRY_S)
+    failed = [r for r in caplog.records if "lease failed" in r.getMessage()]
+    assert len(failed) == 1 and survivor.told == []  # one warning for the whole outage
+    flaky.down = False
+    rt.advance(LEASE_RENEW_S)
+    assert any("renewed again" in r.getMessage() for r in caplog.records)
+    assert _chats(survivor) == ["chat-9"]

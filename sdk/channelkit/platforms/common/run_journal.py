@@ -143,6 +143,7 @@ class RunJournal:
         self._timer: TimerHandle | None = None
         self._leased = False
         self._closed = False
+        self._failing = False  # the last lease write failed (one warning per outage)
 
     @property
     def enabled(self) -> bool:
@@ -261,12 +262,22 @@ class RunJournal:
         self._write_lease()
         self._arm()
 
-    def _write_lease(self) -> None:
+    def _write_lease(self) -> bool:
+        """Write the lease key; False when the store refused (logged once per outage)."""
         assert self.store is not None and self.instance is not None
         try:
             self.store.put(self._key("alive", self.instance), {"at": 1}, ttl_s=self._expiry_s)
         except Exception as exc:
-            logger.warning("%s: renewing the run journal's lease failed: %s", self.scope, exc)
+            with self._lock:
+                first, self._failing = not self._failing, True
+            if first:
+                logger.warning("%s: renewing the run journal's lease failed: %s", self.scope, exc)
+            return False
+        with self._lock:
+            recovered, self._failing = self._failing, False
+        if recovered:
+            logger.info("%s: the run journal's lease is renewed again", self.scope)
+        return True
 
     def _arm(self) -> None:
         scheduler = self._scheduler
@@ -278,10 +289,10 @@ class RunJournal:
     def _renew(self) -> None:
         """Renew the lease, tell what instances that died left (once `tell_leftovers()`
         named how), and book the next renewal (the scheduler hands this to the pool)."""
-        self._write_lease()
+        renewed = self._write_lease()
         with self._lock:
-            tell = None if self._closed else self._tell
-        if tell is not None:
+            tell = None if self._closed or not renewed else self._tell
+        if tell is not None:  # (the store refused the lease: no sweep until it answers)
             self._tell_each(tell, self._take_stored())
         self._arm()
 
