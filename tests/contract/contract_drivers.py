@@ -90,6 +90,8 @@ class Capabilities:
     final_send: str | None = None
     #: None: a "working on it" indicator shows in a direct chat while a run works
     working_indicator: str | None = None
+    #: None: a queue notice is one message or card, edited in place as the queue moves
+    edited_queue_notice: str | None = None
 
 
 def wait_for(
@@ -1010,6 +1012,7 @@ class WeixinDriver(Driver):
         image_names="an iLink image message carries no file name",
         groups="iLink bots have direct chats only",
         threads="iLink bots have direct chats only, without threads",
+        edited_queue_notice="iLink messages cannot be edited: the notice is sent once",
     )
     indicator_paths = ("/ilink/bot/sendtyping",)
 

@@ -1,12 +1,11 @@
 """Contract: a queue notice is ONE message or card, edited in place as the queue moves
 ("Queued, 1 ahead" -> "Queued: ... as soon as a slot is free" -> "Starting now."), on
-every chat platform that can edit what it sent (issue 23, item 10). Weixin cannot edit
-and Slack keeps the core's single text notice (see `EDITS_QUEUE_NOTICES`)."""
+every chat platform that can edit what it sent (issue 23, item 10): all but Weixin, whose
+messages cannot be edited (it keeps the core's single text notice)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 from channelkit.agents import Turn
@@ -14,17 +13,15 @@ from channelkit.core import InboundMessage
 from channelkit.core.queue_notices import MSG_STARTING
 from channelkit.core.text import MSG_QUEUED_NEXT, format_queued
 from contract_drivers import BOUND_S, FOREIGN, wait_for
-from contract_harness import Context, new_token, open_platform
-
-#: the chat platforms whose queue notice is edited in place
-EDITS_QUEUE_NOTICES = ("dingtalk", "feishu", "telegram")
+from contract_harness import Context, new_token
 
 
-@pytest.fixture(params=EDITS_QUEUE_NOTICES)
-def one_slot_editing(request: pytest.FixtureRequest) -> Iterator[Context]:
-    """A channel of its own that runs one agent run at a time (admission limit)."""
-    with open_platform(request.param, max_concurrent_runs=1) as context:
-        yield context
+@pytest.fixture
+def one_slot_editing(one_slot: Context) -> Context:
+    """A channel of its own that runs one agent run at a time, on a platform whose queue
+    notice is edited in place."""
+    one_slot.driver.require("edited_queue_notice")
+    return one_slot
 
 
 def _notices(texts: list[str]) -> list[str]:

@@ -40,8 +40,6 @@ from contract_drivers import BOUND_S, DRIVERS, Driver, wait_for
 from contract_harness import Context, new_token, open_platform
 
 _people = itertools.count(72_000_001)
-#: the chat platforms whose queue notice is edited in place (the others send it once)
-EDITS_QUEUE_NOTICES = ("dingtalk", "feishu", "telegram")
 
 
 def person() -> str:
@@ -266,7 +264,7 @@ def test_stop_all_by_an_admin_cancels_the_run_and_drops_the_queue_of_a_direct_ch
     assert agent.outcomes["admin-hold"] == "cancelled"
     if d.caps.live_output is None:  # its output shows stopped, as a Stop press does
         d.wait_segment(f"working admin-hold {token}", "cancelled")
-    if d.platform in EDITS_QUEUE_NOTICES:  # the queue notice says it was dropped
+    if d.caps.edited_queue_notice is None:  # the queue notice says it was dropped
         shows(d, MSG_QUEUE_DROPPED)
     assert d.pg.channel.wait_idle(BOUND_S)
     assert agent.texts() == [f"admin-hold {token}"]  # the queued message never ran

@@ -75,7 +75,8 @@ from channelkit.core import (
 from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.catalog import en
 from channelkit.core.inbound_files import AttachmentSource
-from channelkit.core.types import CancellationReason
+from channelkit.core.queue_notices import QueueNotices
+from channelkit.core.types import CancellationReason, RunQueuedEvent
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms import platform_offers
@@ -278,6 +279,10 @@ class DiscordChannel(ChannelBase):
         # last interaction's `locale` told, else the channel's `locale`
         self.output.texts_for = self.questions.texts_for = self.messages_for
         self.approvals.texts_for = self.messages_for
+        #: queue notices edited in place as the run moves up (one message each)
+        self.queue_notices: QueueNotices[tuple[str, str]] = QueueNotices(
+            self, show=self._show_queue_notice, edit=self._edit_queue_notice
+        )
         self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         self.delivery_health = self.delivery.health
         #: runs whose failure a failed segment shows: no TEXT_FAILED for them
@@ -627,17 +632,31 @@ class DiscordChannel(ChannelBase):
         run is recorded from its start to its end (`run_journal`)."""
         self.run_journal.follow(event)
         if event.type is LifecycleType.STARTED:
+            self.queue_notices.started(event.run_id)
             if event.owner is not None:
                 self.typing.start(event.chat_id, event.run_id)
         elif event.type in (LifecycleType.TEXT_CHUNK, LifecycleType.TOOL_CALL):
             self.typing.resume_all(event.chat_id)  # the agent goes on: nobody is waited on
         elif LifecycleType(event.type).terminal:
+            self.queue_notices.forget(event.run_id)
             self.typing.stop(event.chat_id, event.run_id)
             self.output.discard_run(event.run_id)
             shown = self._failure_shown.pop(event.run_id)
             if event.type is LifecycleType.FAILED and event.owner is not None and not shown:
                 failed = self.messages_for(event.owner.id).text(TEXT_FAILED)
                 self._post_quietly(event.chat_id, failed)
+
+    def on_run_queued(self, event: RunQueuedEvent) -> None:
+        """The queue notice is one message, edited (`PATCH`) as the run moves up, at most
+        once a second, and to "Starting now." when it starts."""
+        self.queue_notices.queued(event)
+
+    def _show_queue_notice(self, event: RunQueuedEvent, text: str) -> tuple[str, str]:
+        channel = event.thread_id or event.chat_id
+        return channel, self.api.post(channel, text)
+
+    def _edit_queue_notice(self, notice: tuple[str, str], text: str, final: bool) -> None:
+        self.api.edit(notice[0], notice[1], text)
 
     def _post_quietly(self, channel: str, text: str) -> None:
         try:
@@ -695,6 +714,7 @@ class DiscordChannel(ChannelBase):
         self.questions.close()
         self.output.close()
         self.run_journal.close()  # the lease given up: nothing of this process is left
+        self.queue_notices.close()
         self.delivery.close()
         if self._owns_api:
             self.api.close()

@@ -84,7 +84,8 @@ from channelkit.core import (
 from channelkit.core.approvals import PermissionRequestContext
 from channelkit.core.catalog import en
 from channelkit.core.inbound_files import AttachmentSource
-from channelkit.core.types import CancellationReason
+from channelkit.core.queue_notices import QueueNotices
+from channelkit.core.types import CancellationReason, RunQueuedEvent
 from channelkit.errors import ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.markdown import Dialect, render
@@ -276,6 +277,10 @@ class SlackChannel(ChannelBase):
         )
         self.questions.texts_for = self.approvals.texts_for = self.messages_for
         self.streams.texts_for = self.messages_for
+        #: queue notices edited in place as the run moves up (``chat.update``)
+        self.queue_notices: QueueNotices[tuple[str, str]] = QueueNotices(
+            self, show=self._show_queue_notice, edit=self._edit_queue_notice
+        )
         #: the final answer's retries
         self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         self.delivery_health = self.delivery.health
@@ -662,12 +667,29 @@ class SlackChannel(ChannelBase):
             )
         )
 
+    def on_run_queued(self, event: RunQueuedEvent) -> None:
+        """The queue notice is one message in the conversation's thread, edited
+        (``chat.update``) as the run moves up, at most once a second, and to "Starting
+        now." when it starts."""
+        self.queue_notices.queued(event)
+
+    def _show_queue_notice(self, event: RunQueuedEvent, text: str) -> tuple[str, str] | None:
+        anchor = event.thread_id or event.message_id
+        ts = self.api.post(event.chat_id, escape_mass_mentions(text), anchor)
+        return (event.chat_id, ts) if ts else None
+
+    def _edit_queue_notice(self, notice: tuple[str, str], text: str, final: bool) -> None:
+        self.api.update(notice[0], notice[1], escape_mass_mentions(text))
+
     def on_task_lifecycle(self, event: LifecycleEvent) -> None:
         """started -> the assistant thread's status; terminal -> cleared (and the run's
         leftover segments closed); ``failed`` of a person's run that no failed segment
         shows also posts `TEXT_FAILED` (a failed run is told once)."""
         self.run_journal.follow(event, {"anchor": event.thread_id or event.message_id})
+        if event.type is LifecycleType.STARTED:
+            self.queue_notices.started(event.run_id)
         if LifecycleType(event.type).terminal:
+            self.queue_notices.forget(event.run_id)
             self.streams.discard_run(event.run_id)
             shown = self._failure_shown.pop(event.run_id)
             if event.type is LifecycleType.FAILED and event.owner is not None and not shown:
@@ -719,6 +741,7 @@ class SlackChannel(ChannelBase):
         self.questions.close()
         self.streams.close()
         self.run_journal.close()  # the lease given up: nothing of this process is left
+        self.queue_notices.close()
         self.delivery.close()
 
 
