@@ -315,9 +315,10 @@ class RunJournal:
     def _key(self, kind: str, key: str) -> str:
         return f"{self.scope}:{kind}:{key}"
 
-    def _left_by_the_dead(self, record: Mapping[str, Any]) -> bool:
+    def _left_by_the_dead(self, record: Mapping[str, Any], alive: dict[str, bool]) -> bool:
         """Whether a stored ``record`` is a run no live process is running (see the
-        module docstring); always True without a scheduler (no leases kept)."""
+        module docstring); always True without a scheduler (no leases kept). ``alive``
+        remembers the instances already looked up in this sweep."""
         if self._scheduler is None:
             return True
         instance, incarnation = record.get("instance"), record.get("incarnation")
@@ -328,18 +329,21 @@ class RunJournal:
         if self._named and instance == self.instance:
             return True  # this instance's earlier incarnation
         assert self.store is not None
-        return self.store.get(self._key("alive", instance)) is None
+        if instance not in alive:
+            alive[instance] = self.store.get(self._key("alive", instance)) is not None
+        return not alive[instance]
 
     def _take_stored(self) -> list[dict[str, Any]]:
         store = self.store
         assert store is not None
         taken: list[dict[str, Any]] = []
+        alive: dict[str, bool] = {}  # instance -> its lease is there (this sweep)
         try:
             keys = store.scan(self._key("inflight", ""), limit=self._max)
             for stored in keys:
                 key = stored[len(self._key("inflight", "")) :]
                 record = store.get(stored)
-                if record is None or not self._left_by_the_dead(record):
+                if record is None or not self._left_by_the_dead(record, alive):
                     continue
                 told = self._key("told", key)
                 if store.add(told, {"by": store.instance_id}, ttl_s=RECORD_TTL_S):
