@@ -64,9 +64,9 @@ from typing import TYPE_CHECKING, Any
 
 from channelkit.core.catalog import en
 from channelkit.core.types import LifecycleEvent, LifecycleType
+from channelkit.platforms.common.cluster import ClusterOptions
 
 if TYPE_CHECKING:
-    from channelkit.platforms.common.cluster import ClusterOptions
     from channelkit.runtime.scheduler import Scheduler, TimerHandle
     from channelkit.state.base import StateStore
 
@@ -404,8 +404,6 @@ def channel_journal(
     on the channel's ``scheduler`` as ``lease`` says (the ``state`` section's
     ``instanceName``, ``leaseRenewSeconds``, ``leaseExpirySeconds``: a channel's
     ``cluster_options``), else in the file ``path``."""
-    from channelkit.platforms.common.cluster import ClusterOptions
-
     options = lease if isinstance(lease, ClusterOptions) else ClusterOptions.from_mapping(lease)
     return RunJournal(
         scope,
