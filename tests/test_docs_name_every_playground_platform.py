@@ -74,3 +74,20 @@ def test_the_playground_page_lists_every_platform_and_ingress_mode() -> None:
         assert said is not None, f"--ingress row: no {shown}"
         assert CODE.findall(said.group(1)) == list(spec.ingress), (name, said.group(1))
         assert "(default" in said.group(1).split("`")[2], f"{name}: its default first"
+
+
+def test_each_chat_platform_page_shows_how_to_try_it_on_the_playground() -> None:
+    """A platform's own page (the registry's ``docs``) gives the one command that runs it
+    against its emulator, and names its other ingress modes there."""
+    for name in playground_platforms():
+        spec = PLATFORMS[name]
+        if spec.kind != "chat":
+            continue
+        assert spec.docs is not None, name
+        page = (ROOT / "docs" / spec.docs).read_text(encoding="utf-8")
+        command = f"channelkit playground --platform {name}"
+        assert command in " ".join(page.split()), f"docs/{spec.docs}: no `{command}`"
+        for mode in spec.ingress[1:]:
+            assert f"--ingress {mode}" in " ".join(
+                page.split()
+            ), f"docs/{spec.docs}: the playground's --ingress {mode} is not named"
