@@ -176,11 +176,12 @@ class DiscordChannel(ChannelBase):
     Feeding it without a socket (tests, emulators): `dispatch(name, data)` takes one
     Gateway dispatch (what the connection hands on), `ingress_routes()` holds the
     interactions endpoint's route.
-    ``cluster_options`` (``instanceName``, ``leaseRenewS``, ``leaseExpiryS``: the
-    ``state`` section's lease settings, which ``channelkit serve`` passes with
-    ``state.redis``) time the lease the run journal keeps in ``store``: a process that
-    starts tells the people of the runs dead instances left, never those of runs
-    another live instance is running (`channelkit.platforms.common.run_journal`).
+
+    `cluster_options` (`instanceName`, `leaseRenewS`, `leaseExpiryS`: the `state`
+    section's lease settings, which `channelkit serve` passes with `state.redis`) time
+    the lease the run journal keeps in `store`: a process that starts tells the people of
+    the runs dead instances left, never those of runs another live instance is running
+    (`channelkit.platforms.common.run_journal`).
     """
 
     def __init__(
