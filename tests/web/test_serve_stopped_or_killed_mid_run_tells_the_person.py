@@ -290,6 +290,60 @@ def test_telegram_killed_mid_run_tells_the_person_after_a_restart(
         server.close()
 
 
+@pytest.mark.parametrize("where", ["memory-journal-file", "redis"])
+def test_telegram_webhook_killed_mid_run_tells_the_person_after_a_restart(
+    where: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """With webhook ingress nothing polls: the restarted process tells the person when it
+    starts, once. With ``state.redis`` and no ``instanceName`` it cannot tell the killed
+    process from a live one until that one's lease lapses (a short lease here)."""
+    pytest.importorskip("waitress")
+    options: dict[str, Any] = {"ingress": "webhook"}
+    state: dict[str, Any] | None = None
+    if where == "redis":
+        pytest.importorskip("redis")
+        redis_server = request.getfixturevalue("redis_server")
+        state = {
+            "redis": {"url": redis_server.url, "namespace": f"tg-{uuid.uuid4().hex}"},
+            "leaseRenewSeconds": 0.5,
+            "leaseExpirySeconds": 2.0,
+        }
+    else:
+        options["runJournal"] = str(tmp_path / "telegram-runs.json")
+    server = EmulatorServer(platform="telegram")
+
+    def start() -> CommandProcess:
+        serve, url = _start(config)
+        server.emulator.webhook_url = f"{url}/telegram/webhook"
+        return serve
+
+    def told() -> list[str]:
+        return [t for t in _bot_texts(server) if t == "Interrupted, please retry."]
+
+    try:
+        config = _config(tmp_path, _telegram(), server, options=options, state=state)
+        first = start()
+        try:
+            server.emulator.send_user_message("please take your time")
+            wait_until(lambda: PARTIAL in _seen(server), WAIT, 0.05, what="the first run streaming")
+        finally:
+            first.kill()  # SIGKILL to the process group: nothing runs after it
+        assert first.proc.returncode == -signal.SIGKILL
+        assert told() == []
+
+        second = start()
+        try:
+            wait_until(told, WAIT, 0.05, what="the person told the run was interrupted")
+            second.signal(signal.SIGTERM)
+            assert second.wait(timeout=GRACE_S + 20) == 0, (second.stdout, second.stderr)
+        finally:
+            second.kill()
+        assert len(told()) == 1
+        assert "Traceback" not in "".join(second.stderr), second.stderr
+    finally:
+        server.close()
+
+
 def _weixin_told(emulator: EmulatorServer) -> list[dict[str, Any]]:
     return [
         entry

@@ -74,6 +74,7 @@ from channelkit.core.types import RunQueuedEvent, SessionTarget
 from channelkit.errors import ApiError, ConfigurationError
 from channelkit.ingress import IngressResponse, IngressRoute
 from channelkit.platforms import platform_offers
+from channelkit.platforms.common.cluster import ClusterOptions
 from channelkit.platforms.common.connection import LongConnection, stop_connections
 from channelkit.platforms.common.contract import Decision, Interaction
 from channelkit.platforms.common.delivery import DeliveryChain, DeliveryTarget
@@ -81,7 +82,7 @@ from channelkit.platforms.common.inbound import CLOSED_STATUS
 from channelkit.platforms.common.rate_limit import ChatRateLimiter, telegram_chat_limit
 from channelkit.platforms.common.registry import MemoryStateRegistry, StateRegistry
 from channelkit.platforms.common.router import InteractionRouter, decide_inbound
-from channelkit.platforms.common.run_journal import RunJournal
+from channelkit.platforms.common.run_journal import RunJournal, channel_journal
 from channelkit.platforms.common.shared_dedup import SharedDedup
 from channelkit.platforms.common.shutdown import flush_run_lanes
 from channelkit.platforms.common.store_watch import unavailable_notice
@@ -207,6 +208,12 @@ class TelegramChannel(ChannelBase):
     ``ChannelConfig(name=config.channel_name)``); ``api`` replaces the Bot API wrapper
     (tests, shared clients); ``store`` a `StateStore` shared
     by every instance of the bot: an update reaching two of them starts one run.
+    ``cluster_options`` (``instanceName``, ``leaseRenewS``, ``leaseExpiryS``: the
+    ``state`` section's lease settings, which ``channelkit serve`` passes with
+    ``state.redis``) time the lease the run journal keeps in ``store`` with webhook
+    ingress, where several processes may serve the bot: a process that starts tells the
+    people of the runs dead instances left, never those of another live instance's runs
+    (`channelkit.platforms.common.run_journal`).
     """
 
     def __init__(
@@ -222,6 +229,7 @@ class TelegramChannel(ChannelBase):
         clock: Clock | None = None,
         registry: StateRegistry | None = None,
         store: StateStore | None = None,
+        cluster_options: ClusterOptions | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(config, TelegramConfig):
             raise ConfigurationError("must be a TelegramConfig", path="config")
@@ -309,9 +317,22 @@ class TelegramChannel(ChannelBase):
             ordered=True,
         )
         #: runs in progress, recorded (in ``store``, else in ``config.run_journal``)
-        #: before the polling offset moves past their update, removed when they end:
-        #: what a crash leaves is told "interrupted" by the next process that polls
-        self.run_journal = RunJournal(self.name, store=store, path=config.run_journal)
+        #: before the polling offset moves past their update (or the webhook's ACK),
+        #: removed when they end: what a crash leaves is told "interrupted" by the next
+        #: process that polls (the one poller of the bot takes every record left), or
+        #: with webhook ingress by the next process that starts (a lease per instance:
+        #: a live instance's runs are never told)
+        self.run_journal = (
+            channel_journal(
+                self.name,
+                store=store,
+                path=config.run_journal,
+                scheduler=self.scheduler,
+                lease=cluster_options,
+            )
+            if config.ingress == "webhook"
+            else RunJournal(self.name, store=store, path=config.run_journal)
+        )
         #: the final answer's retries and alternate paths (formatted -> plain)
         self.delivery = DeliveryChain(self.scheduler, on_outcome=self.note_final_delivery)
         #: delivered / retried / failed / uncertain final answers
@@ -647,18 +668,22 @@ class TelegramChannel(ChannelBase):
     def _recover_runs(self) -> None:
         """Polling starts: tell the person of every run the previous process recorded
         and never ended (it was killed) that it was interrupted (on the pool)."""
-        for record in self.run_journal.take_leftovers():
-            chat = record.get("chat")
-            if not isinstance(chat, str) or not chat:
-                continue
-            thread = record.get("thread")
-            logger.warning("[%s] a run in chat %s was interrupted by a restart", self.name, chat)
-            self.pool.post(
-                self._send_quietly,
-                chat,
-                self.messages_for().text(TEXT_INTERRUPTED),
-                _thread_int(thread if isinstance(thread, str) else None),
-            )
+        self.run_journal.tell_leftovers(self._tell_interrupted)
+
+    def recover_interrupted_runs(self) -> None:
+        """Webhook ingress: tell each person whose run a process that died left
+        unfinished that it was interrupted, once (the service calls this when it
+        starts; with polling ingress the poller does it when polling starts)."""
+        if self.polling is None:
+            self.run_journal.tell_leftovers(self._tell_interrupted)
+
+    def _tell_interrupted(self, chat: str, thread: str | None, _record: Any) -> None:
+        self.pool.post(
+            self._send_quietly,
+            chat,
+            self.messages_for().text(TEXT_INTERRUPTED),
+            _thread_int(thread),
+        )
 
     def presentation_sender(self, target: SessionTarget, *, silent: bool = False) -> Any:
         """Presentations as text + inline keyboard (`renderer`), in the target's
@@ -837,6 +862,7 @@ class TelegramChannel(ChannelBase):
         flush_run_lanes(self.lanes, self.output.run_ids(), self.name)
         self.typing.close()
         self.queue_notices.close()
+        self.run_journal.close()  # the lease given up (webhook ingress)
         self.questions.close()
         self.output.close()
         self.delivery.close()
