@@ -224,6 +224,17 @@ def test_sigterm_mid_run_keeps_the_partial_text_marked_stopped(
         serve.kill()
 
 
+def _redis_state(
+    request: pytest.FixtureRequest, prefix: str, leases: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A ``state`` section on the session's real ``redis-server`` (a namespace of its
+    own), with ``leases`` (the lease settings) beside ``redis``."""
+    pytest.importorskip("redis")
+    redis_server = request.getfixturevalue("redis_server")
+    namespace = f"{prefix}-{uuid.uuid4().hex}"
+    return {"redis": {"url": redis_server.url, "namespace": namespace}, **(leases or {})}
+
+
 def _telegram() -> PlatformSpec:
     return next(spec for spec in _served() if spec.name == "telegram")
 
@@ -239,9 +250,7 @@ def test_telegram_killed_mid_run_tells_the_person_after_a_restart(
     options: dict[str, Any] = {}
     state: dict[str, Any] | None = None
     if where == "redis":
-        pytest.importorskip("redis")
-        redis_server = request.getfixturevalue("redis_server")
-        state = {"redis": {"url": redis_server.url, "namespace": f"tg-{uuid.uuid4().hex}"}}
+        state = _redis_state(request, "tg")
     else:
         options["runJournal"] = str(tmp_path / "telegram-runs.json")
     server = EmulatorServer(platform="telegram")
@@ -301,13 +310,7 @@ def test_telegram_webhook_killed_mid_run_tells_the_person_after_a_restart(
     options: dict[str, Any] = {"ingress": "webhook"}
     state: dict[str, Any] | None = None
     if where == "redis":
-        pytest.importorskip("redis")
-        redis_server = request.getfixturevalue("redis_server")
-        state = {
-            "redis": {"url": redis_server.url, "namespace": f"tg-{uuid.uuid4().hex}"},
-            "leaseRenewSeconds": 0.5,
-            "leaseExpirySeconds": 2.0,
-        }
+        state = _redis_state(request, "tg", {"leaseRenewSeconds": 0.5, "leaseExpirySeconds": 2.0})
     else:
         options["runJournal"] = str(tmp_path / "telegram-runs.json")
     server = EmulatorServer(platform="telegram")
@@ -362,9 +365,7 @@ def test_weixin_killed_mid_run_tells_the_person_after_a_restart(
     options: dict[str, Any] = {}
     state: dict[str, Any] | None = None
     if where == "redis":
-        pytest.importorskip("redis")
-        redis_server = request.getfixturevalue("redis_server")
-        state = {"redis": {"url": redis_server.url, "namespace": f"wx-{uuid.uuid4().hex}"}}
+        state = _redis_state(request, "wx")
     else:
         options["runJournal"] = str(tmp_path / "weixin-runs.json")
     said = tmp_path / "said"
@@ -459,12 +460,7 @@ def test_killed_mid_run_tells_the_person_after_a_restart(
     options = {**OPTIONS.get(name, {}), "runJournal": str(tmp_path / f"{name}-runs.json")}
     state: dict[str, Any] | None = None
     if where == "redis":
-        pytest.importorskip("redis")
-        redis_server = request.getfixturevalue("redis_server")
-        state = {
-            "redis": {"url": redis_server.url, "namespace": f"{name}-{uuid.uuid4().hex}"},
-            **REDIS_LEASES.get(name, {}),
-        }
+        state = _redis_state(request, name, REDIS_LEASES.get(name))
     config = _config(tmp_path, spec, emulator, options=options, state=state)
 
     def start() -> CommandProcess:

@@ -326,19 +326,11 @@ class OutputCardPresenter:
         Returns False when the card is unknown or already terminal. ``wait`` blocks up
         to that many seconds for the projection to be written.
         """
-        card = self.get(segment_id)
-        if card is None:
+        future = self._end(segment_id, state)
+        if future is None:
             return False
-        if state == "cancelled" and card.stop_requested:
-            state = "stopped"
-        if not card.state.compare_and_set("running", state):
-            return False
-        future = self._submit(card.run_id, lambda: self._project_terminal(card, state))
         if wait is not None:
-            try:
-                future.result(timeout=wait)
-            except Exception:
-                logger.warning("terminal projection did not finish within %.1fs", wait)
+            self._written(future, wait)
         return True
 
     def finish_answer(self, segment_id: str, *, wait: float) -> None:
@@ -347,17 +339,33 @@ class OutputCardPresenter:
         answer through the delivery chain; when every path refused it at once (nothing
         shown, nothing to retry), the refusal is raised here, so the run fails and the
         person is told (`DeliveryJob.raise_if_refused()`)."""
-        card = self.get(segment_id)
-        if card is None or not card.state.compare_and_set("running", "completed"):
-            return
-        future = self._submit(card.run_id, lambda: self._project_terminal(card, "completed"))
-        try:
-            job = future.result(timeout=wait)
-        except Exception:
-            logger.warning("terminal projection did not finish within %.1fs", wait)
-            return
+        future = self._end(segment_id, "completed")
+        job = self._written(future, wait) if future is not None else None
         if job is not None:
             job.raise_if_refused()
+
+    def _end(self, segment_id: str, state: OutputState) -> Future[DeliveryJob | None] | None:
+        """Make the card terminal in ``state`` (once) and queue its projection; None when
+        the card is unknown or already terminal."""
+        card = self.get(segment_id)
+        if card is None:
+            return None
+        if state == "cancelled" and card.stop_requested:
+            state = "stopped"
+        if not card.state.compare_and_set("running", state):
+            return None
+        ended: OutputState = state
+        return self._submit(card.run_id, lambda: self._project_terminal(card, ended))
+
+    @staticmethod
+    def _written(future: Future[DeliveryJob | None], wait: float) -> DeliveryJob | None:
+        """The projection's delivery job, waiting up to ``wait`` seconds (None after a
+        timeout, logged)."""
+        try:
+            return future.result(timeout=wait)
+        except Exception:
+            logger.warning("terminal projection did not finish within %.1fs", wait)
+            return None
 
     def finish_run(self, run_id: str, state: OutputState) -> int:
         """Finish every live card of ``run_id``; returns how many changed state."""
